@@ -1,0 +1,44 @@
+#include "daemon/cli.h"
+
+#include <cblas.h>
+
+#include <iostream>
+
+#include "trainer/errors.h"
+
+namespace gossipd::daemon {
+
+int run_cli(CLI::App& app, int argc, char** argv, const std::function<int()>& run) {
+  const std::string prog = app.get_name();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << prog << ": error: " << e.what() << " (see '" << prog << " --help')\n";
+    return kExitUsage;
+  }
+  try {
+    return run();
+  } catch (const UsageError& e) {
+    std::cerr << prog << ": error: " << e.what() << "\n";
+    return kExitUsage;
+  } catch (const trainer::DataError& e) {
+    std::cerr << prog << ": error: " << e.what() << "\n";
+    return kExitUsage;
+  } catch (const std::invalid_argument& e) {
+    std::cerr << prog << ": error: " << e.what() << "\n";
+    return kExitUsage;
+  } catch (const std::exception& e) {
+    std::cerr << prog << ": error: " << e.what() << "\n";
+    return kExitFailure;
+  }
+}
+
+void set_blas_threads(int threads) { openblas_set_num_threads(threads < 1 ? 1 : threads); }
+
+}  // namespace gossipd::daemon

@@ -1,0 +1,30 @@
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <stdexcept>
+#include <string>
+
+namespace gossipd::daemon {
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailure = 1;  // a fault while running
+constexpr int kExitUsage = 2;    // bad flags, config or input data
+
+// Bad user input found after flag parsing (a file that cannot be written, a
+// combination of flags that does not fit). main prints it as one line.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Parses argv with `app`, then calls `run`. Every error becomes one line on
+// stderr prefixed with the program name, and an exit code: 2 for bad flags,
+// config or data, 1 for faults while running.
+int run_cli(CLI::App& app, int argc, char** argv, const std::function<int()>& run);
+
+// Sets the number of OpenBLAS threads for this process (>= 1).
+void set_blas_threads(int threads);
+
+}  // namespace gossipd::daemon

@@ -1,0 +1,18 @@
+// gossipd: the worker daemon.
+#include <CLI/CLI.hpp>
+
+#include "daemon/cli.h"
+#include "daemon/train_command.h"
+
+int main(int argc, char** argv) {
+  using namespace gossipd::daemon;
+  CLI::App app("gossipd: decentralized training worker (Crossover-SGD, SGP, AllReduce-SGD)", "gossipd");
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "gossipd 0.1.0");
+  TrainCommandOptions train;
+  CLI::App* train_cmd = add_train_command(app, train);
+  return run_cli(app, argc, argv, [&]() -> int {
+    if (train_cmd->parsed()) return run_train_command(train);
+    return kExitUsage;
+  });
+}

@@ -1,0 +1,28 @@
+#pragma once
+
+#include <fstream>
+#include <string>
+
+#include <google/protobuf/message.h>
+
+namespace gossipd::daemon {
+
+// Renders a protobuf message as one JSON object (proto field names, zero
+// values included), so every JSON the daemon prints has its schema in
+// proto/gossip.proto.
+std::string to_json(const google::protobuf::Message& message);
+
+// Appends one JSON object per line to a file, flushed per record so that a
+// killed run keeps every finished line. An empty path disables it.
+class JsonLinesWriter {
+ public:
+  explicit JsonLinesWriter(const std::string& path);  // throws UsageError
+  void write(const google::protobuf::Message& record);
+  bool enabled() const { return out_.is_open(); }
+
+ private:
+  std::string path_;
+  std::ofstream out_;
+};
+
+}  // namespace gossipd::daemon

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs the Debian packages gossipd needs to build, test and run.
+# Idempotent: installs only what is missing; runs `apt-get update` once.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config
+  libzmq3-dev cppzmq-dev libsodium-dev
+  libprotobuf-dev protobuf-compiler
+  libasio-dev libspdlog-dev libfmt-dev
+  libopenblas-dev libgtest-dev libgmock-dev libcli11-dev zlib1g-dev
+  dataset-fashion-mnist
+)
+# Extra groups, asked for by flag: --bench adds the OpenMPI reference.
+for arg in "$@"; do
+  case "$arg" in
+    --bench) packages+=(openmpi-bin libopenmpi-dev) ;;
+    *) echo "install-deps.sh: unknown option '$arg' (known: --bench)" >&2; exit 2 ;;
+  esac
+done
+
+missing=()
+for p in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+  [ "$status" = "installed" ] || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+cmd="apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps.sh: missing packages: ${missing[*]}" >&2
+  echo "install-deps.sh: run as root:  sudo sh -c '$cmd'" >&2
+  exit 1
+fi
+echo "install-deps.sh: installing ${missing[*]}"
+apt-get update -qq
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"

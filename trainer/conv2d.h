@@ -1,0 +1,42 @@
+#pragma once
+
+#include <vector>
+
+#include "trainer/layer.h"
+
+namespace gossipd::trainer {
+
+// 2-D convolution on NHWC activations through im2col + one GEMM per batch.
+// Weights [out_channels, k, k, in_channels] row-major, then bias[out_channels].
+// The im2col matrix has one row per output pixel of the whole batch, so the
+// GEMM is large even for small images.
+class Conv2D : public Layer {
+ public:
+  Conv2D(Shape in, int out_channels, int kernel, int stride, int padding);
+
+  std::string kind() const override { return "conv2d"; }
+  Shape output_shape() const override { return out_shape_; }
+  size_t param_count() const override;
+  void bind(std::span<float> params, std::span<float> grads) override;
+  void init_params(Rng& rng) override;
+  void forward(const float* in, float* out, int batch) override;
+  void backward(const float* in, const float* out, const float* dout, float* din,
+                int batch) override;
+  void append_gemms(int batch, bool input_grad, std::vector<GemmShape>& out) const override;
+
+ private:
+  int patch() const { return kernel_ * kernel_ * in_.channels; }
+  void im2col(const float* in, int batch);
+  void col2im(float* din, int batch) const;
+
+  Shape in_, out_shape_;
+  int kernel_, stride_, padding_;
+  float* w_ = nullptr;
+  float* b_ = nullptr;
+  float* dw_ = nullptr;
+  float* db_ = nullptr;
+  std::vector<float> cols_;   // [batch * out pixels, patch]
+  std::vector<float> dcols_;  // same shape, for the input gradient
+};
+
+}  // namespace gossipd::trainer

@@ -1,0 +1,47 @@
+#pragma once
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "trainer/model.h"
+
+namespace gossipd::trainer {
+
+enum class OptimizerKind { kSgd, kLars };
+
+struct OptimizerOptions {
+  OptimizerKind kind = OptimizerKind::kSgd;
+  float momentum = 0.9f;     // 0: plain SGD
+  bool nesterov = false;
+  float weight_decay = 0.0f;
+  float lars_eta = 0.001f;   // LARS trust coefficient
+};
+
+// SGD with optional (Nesterov) momentum and weight decay, as in PyTorch:
+//   g' = g + wd * w;  v = mu * v + g';  d = nesterov ? g' + mu * v : v;  w -= lr * d
+// LARS (You et al. 2017) scales the step per segment (layer block):
+//   local = eta * |w| / (|g| + wd * |w|)  (1 when a norm is 0)
+//   v = mu * v + lr * local * (g + wd * w);  w -= v
+// The velocity is one buffer parallel to the parameters, so it can be
+// snapshotted and exchanged like them.
+class Optimizer {
+ public:
+  Optimizer(OptimizerOptions options, std::vector<ParamSegment> segments, size_t param_count);
+
+  void step(std::span<float> params, std::span<const float> grads, float lr);
+
+  const OptimizerOptions& options() const { return options_; }
+  std::span<float> state() { return velocity_; }
+  std::string name() const;
+
+ private:
+  void sgd_step(std::span<float> w, std::span<const float> g, std::span<float> v, float lr) const;
+  void lars_step(std::span<float> w, std::span<const float> g, std::span<float> v, float lr) const;
+
+  OptimizerOptions options_;
+  std::vector<ParamSegment> segments_;
+  std::vector<float> velocity_;
+};
+
+}  // namespace gossipd::trainer

@@ -1,0 +1,89 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "trainer/dataset.h"
+#include "trainer/loss.h"
+#include "trainer/lr_schedule.h"
+#include "trainer/model.h"
+#include "trainer/optimizer.h"
+#include "trainer/sampler.h"
+
+namespace gossipd::trainer {
+
+struct TrainerOptions {
+  size_t batch = 64;
+  size_t eval_batch = 256;
+  float label_smoothing = 0.0f;
+  OptimizerOptions optimizer;
+  ScheduleOptions schedule;
+  SamplerOptions sampler;
+};
+
+struct StepResult {
+  double loss = 0;
+  int correct = 0;
+  int samples = 0;
+};
+
+struct EpochStats {
+  uint32_t epoch = 0;
+  double loss = 0;            // mean training loss over the epoch
+  double train_accuracy = 0;  // running accuracy of the training batches
+  size_t samples = 0;
+  double seconds = 0;
+  float last_lr = 0;
+};
+
+struct EvalResult {
+  double loss = 0;
+  double accuracy = 0;
+  size_t samples = 0;
+};
+
+// Local training of one replica. The steps are split so that averaging
+// protocols can sit between them: compute_gradients() (then, say, an
+// allreduce of model().grads()), apply_gradients().
+class Trainer {
+ public:
+  Trainer(std::unique_ptr<Model> model, const Dataset& train, TrainerOptions options);
+
+  // Forward + backward on the given training samples; fills model().grads().
+  StepResult compute_gradients(std::span<const uint32_t> indices);
+  void apply_gradients(float lr);
+  // compute_gradients + apply_gradients at the schedule's rate for the
+  // current (fractional) epoch.
+  StepResult train_step(std::span<const uint32_t> indices);
+  // One pass over this worker's samples; the sampler decides which.
+  EpochStats train_epoch(uint32_t epoch);
+  EvalResult evaluate(const Dataset& data);
+
+  float current_lr() const;
+  Model& model() { return *model_; }
+  Optimizer& optimizer() { return optimizer_; }
+  BatchSampler& sampler() { return sampler_; }
+  const TrainerOptions& options() const { return options_; }
+  uint64_t step_count() const { return steps_; }
+  double epoch_progress() const { return epoch_progress_; }
+
+ private:
+  void gather(const Dataset& data, std::span<const uint32_t> indices);
+
+  std::unique_ptr<Model> model_;
+  const Dataset& train_;
+  TrainerOptions options_;
+  Optimizer optimizer_;
+  LrSchedule schedule_;
+  SoftmaxCrossEntropy loss_;
+  BatchSampler sampler_;
+  std::vector<float> input_;
+  std::vector<uint8_t> labels_;
+  std::vector<float> dlogits_;
+  uint64_t steps_ = 0;
+  double epoch_progress_ = 0;  // fractional epoch, drives the schedule
+};
+
+}  // namespace gossipd::trainer
