@@ -1,0 +1,112 @@
+// The binaries as a user runs them: bad input gets one clear line and exit 2.
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "tests/support/process.h"
+
+namespace gossipd::testing {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+std::vector<std::string> train_args(std::vector<std::string> extra, bool quiet = true) {
+  std::vector<std::string> a{bin("gossipd"), "train", "--train-limit", "600", "--test-limit", "300"};
+  if (quiet) a.push_back("--quiet");
+  a.insert(a.end(), extra.begin(), extra.end());
+  return a;
+}
+
+size_t lines(const std::string& s) {
+  size_t n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
+void expect_usage_error(const std::vector<std::string>& argv, const std::string& needle) {
+  RunResult r = run(argv, 60s);
+  ASSERT_FALSE(r.timed_out);
+  EXPECT_EQ(r.term_signal, 0) << "crashed with signal " << r.term_signal;
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(lines(r.err), 1u) << r.err;
+  EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+}
+
+TEST(Cli, RejectsBadFlagsWithOneLine) {
+  expect_usage_error(train_args({"--no-such-flag"}), "--no-such-flag");
+  expect_usage_error(train_args({"--model", "resnet"}), "resnet");
+  expect_usage_error(train_args({"--batch", "0"}), "--batch");
+  expect_usage_error(train_args({"--lr", "-0.1"}), "--lr");
+  expect_usage_error(train_args({"--epochs", "zero"}), "--epochs");
+  expect_usage_error(train_args({"--momentum", "0", "--nesterov"}), "Nesterov");
+  expect_usage_error({bin("gossipd")}, "subcommand");
+}
+
+TEST(Cli, MissingDatasetNamesPackageAndFlag) {
+  expect_usage_error(train_args({"--data", "/nonexistent/fashion"}), "dataset-fashion-mnist");
+  expect_usage_error(train_args({"--data", "/nonexistent/fashion"}), "--data");
+}
+
+TEST(Cli, TruncatedDatasetIsOneLine) {
+  fs::path dir = fs::temp_directory_path() / "gossipd_cli_truncated";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path src(GOSSIPD_TEST_DATA_DIR);
+  for (const char* f : {"train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz",
+                        "t10k-labels-idx1-ubyte.gz"}) {
+    fs::copy_file(src / f, dir / f);
+  }
+  // A train image file cut short: a valid header promising 60000 images, 10 of them present.
+  gzFile g = gzopen((dir / "train-images-idx3-ubyte.gz").c_str(), "wb");
+  const unsigned char header[] = {0, 0, 8, 3, 0, 0, 0xea, 0x60, 0, 0, 0, 28, 0, 0, 0, 28};
+  gzwrite(g, header, sizeof(header));
+  std::vector<unsigned char> pixels(784 * 10, 1);
+  gzwrite(g, pixels.data(), static_cast<unsigned>(pixels.size()));
+  gzclose(g);
+  expect_usage_error(train_args({"--data", dir.string()}), "truncated");
+  // Wrong magic: a label file where the images should be.
+  fs::remove(dir / "train-images-idx3-ubyte.gz");
+  fs::copy_file(src / "train-labels-idx1-ubyte.gz", dir / "train-images-idx3-ubyte.gz");
+  expect_usage_error(train_args({"--data", dir.string()}), "magic");
+  fs::remove_all(dir);
+}
+
+TEST(Cli, UnwritableMetricsFileIsOneLine) {
+  expect_usage_error(train_args({"--metrics-out", "/nonexistent/dir/m.jsonl"}), "/nonexistent/dir");
+}
+
+TEST(Cli, TrainWritesOneJsonLinePerEpoch) {
+  fs::path out = fs::temp_directory_path() / "gossipd_cli_metrics.jsonl";
+  fs::remove(out);
+  RunResult r = run(train_args({"--epochs", "2", "--metrics-out", out.string()}, false), 120s);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("epoch   2/2"), std::string::npos) << r.out;
+  std::ifstream in(out);
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    for (const char* key : {"\"epoch\":", "\"loss\":", "\"train_accuracy\":", "\"test_accuracy\":",
+                            "\"samples_per_second\":", "\"wall_seconds\":"}) {
+      EXPECT_NE(line.find(key), std::string::npos) << key << " missing in " << line;
+    }
+  }
+  EXPECT_EQ(n, 2);
+  fs::remove(out);
+}
+
+TEST(Cli, TrainerBenchPrintsRatio) {
+  RunResult r = run({bin("gossipctl"), "bench", "trainer", "--threads", "1", "--steps", "2",
+                     "--trials", "1", "--batch", "32"},
+                    60s);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* key : {"\"train_gflops\":", "\"sgemm_gflops\":", "\"ratio\":", "\"threads\":1"}) {
+    EXPECT_NE(r.out.find(key), std::string::npos) << r.out;
+  }
+}
+
+}  // namespace
+}  // namespace gossipd::testing
