@@ -1,0 +1,85 @@
+#include "daemon/http_server.h"
+
+#include <gtest/gtest.h>
+
+#include <asio.hpp>
+
+#include "daemon/metrics.h"
+
+namespace gossipd::daemon {
+namespace {
+
+// Sends raw bytes to 127.0.0.1:port and returns everything the server answers.
+std::string exchange(uint16_t port, const std::string& request) {
+  asio::io_context io;
+  asio::ip::tcp::socket s(io);
+  s.connect({asio::ip::make_address("127.0.0.1"), port});
+  asio::write(s, asio::buffer(request));
+  std::string out;
+  asio::error_code ec;
+  char buf[4096];
+  for (;;) {
+    size_t n = s.read_some(asio::buffer(buf), ec);
+    out.append(buf, n);
+    if (ec) break;
+  }
+  return out;
+}
+
+HttpResponse routes(const std::string& path) {
+  if (path == "/status") return {200, "application/json", "{\"ok\":true}"};
+  if (path == "/boom") throw std::runtime_error("handler failed");
+  return {404, "text/plain", "not found\n"};
+}
+
+TEST(Http, ServesRoutesAndRejectsTheRest) {
+  HttpServer server("127.0.0.1:0", routes);
+  ASSERT_GT(server.port(), 0);
+  std::string ok = exchange(server.port(), "GET /status?x=1 HTTP/1.1\r\nHost: a\r\n\r\n");
+  EXPECT_EQ(ok.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << ok;
+  EXPECT_NE(ok.find("Content-Type: application/json"), std::string::npos);
+  EXPECT_NE(ok.find("\r\n\r\n{\"ok\":true}"), std::string::npos);
+  EXPECT_EQ(exchange(server.port(), "GET /nope HTTP/1.1\r\n\r\n").rfind("HTTP/1.1 404", 0), 0u);
+  EXPECT_EQ(exchange(server.port(), "POST /status HTTP/1.1\r\n\r\n").rfind("HTTP/1.1 405", 0), 0u);
+  EXPECT_EQ(exchange(server.port(), "garbage\r\n\r\n").rfind("HTTP/1.1 400", 0), 0u);
+  EXPECT_EQ(exchange(server.port(), "GET /boom HTTP/1.1\r\n\r\n").rfind("HTTP/1.1 500", 0), 0u);
+}
+
+TEST(Http, OversizedRequestIsDroppedAndServerKeepsServing) {
+  HttpServer server("127.0.0.1:0", routes);
+  std::string huge = "GET /status HTTP/1.1\r\nX: " + std::string(20000, 'a') + "\r\n\r\n";
+  EXPECT_EQ(exchange(server.port(), huge), "");
+  // A silent client does not block others.
+  asio::io_context io;
+  asio::ip::tcp::socket idle(io);
+  idle.connect({asio::ip::make_address("127.0.0.1"), server.port()});
+  EXPECT_EQ(exchange(server.port(), "GET /status HTTP/1.1\r\n\r\n").rfind("HTTP/1.1 200", 0), 0u);
+}
+
+TEST(Http, BadAddressesAreClearErrors) {
+  EXPECT_THROW(HttpServer("127.0.0.1", routes), std::invalid_argument);
+  EXPECT_THROW(HttpServer("127.0.0.1:99999", routes), std::invalid_argument);
+  EXPECT_THROW(HttpServer("not-an-ip:80", routes), std::invalid_argument);
+  HttpServer first("127.0.0.1:0", routes);
+  EXPECT_THROW(HttpServer("127.0.0.1:" + std::to_string(first.port()), routes), std::runtime_error);
+}
+
+TEST(Metrics, RendersPrometheusText) {
+  MetricsRegistry m;
+  m.counter("gossipd_rounds_total", "Rounds completed").add(3);
+  m.counter("gossipd_messages_rejected_total", "Rejected", {{"reason", "bad_size"}}).add();
+  m.counter("gossipd_messages_rejected_total", "Rejected", {{"reason", "bad_size"}}).add();
+  m.gauge("gossipd_members", "Members in view").set(5);
+  m.sampled("gossipd_bytes_sent_total", "Bytes sent", "counter",
+            [] { return std::vector<std::pair<Labels, double>>{{{{"peer", "b\"1"}}, 1024}}; });
+  const std::string text = m.render();
+  EXPECT_NE(text.find("# TYPE gossipd_rounds_total counter\ngossipd_rounds_total 3\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("gossipd_messages_rejected_total{reason=\"bad_size\"} 2\n"), std::string::npos);
+  EXPECT_NE(text.find("# TYPE gossipd_members gauge\ngossipd_members 5\n"), std::string::npos);
+  EXPECT_NE(text.find("gossipd_bytes_sent_total{peer=\"b\\\"1\"} 1024\n"), std::string::npos) << text;
+  EXPECT_THROW(m.gauge("gossipd_rounds_total", "x"), std::logic_error);
+}
+
+}  // namespace
+}  // namespace gossipd::daemon
