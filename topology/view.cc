@@ -1,0 +1,27 @@
+#include "topology/view.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace gossipd::topology {
+
+View::View(uint32_t epoch, std::vector<std::string> members) : epoch_(epoch), members_(std::move(members)) {
+  for (const auto& m : members_) {
+    if (m.empty()) throw std::invalid_argument("a member id is empty");
+  }
+  std::sort(members_.begin(), members_.end());
+  members_.erase(std::unique(members_.begin(), members_.end()), members_.end());
+}
+
+std::optional<size_t> View::index_of(const std::string& id) const {
+  auto it = std::lower_bound(members_.begin(), members_.end(), id);
+  if (it == members_.end() || *it != id) return std::nullopt;
+  return static_cast<size_t>(it - members_.begin());
+}
+
+RingNeighbours ring_neighbours(size_t size, size_t index) {
+  if (size == 0) throw std::invalid_argument("ring of no members");
+  return {(index + size - 1) % size, (index + 1) % size};
+}
+
+}  // namespace gossipd::topology

@@ -1,0 +1,40 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gossipd::topology {
+
+// A membership view: sorted, unique member ids and the epoch (version) that
+// produced it. Every function in topology/ is a pure function of a view and
+// a few integers, so members agree on who talks to whom without messages.
+class View {
+ public:
+  View() = default;
+  // Sorts and de-duplicates `members`; throws std::invalid_argument for an empty id.
+  View(uint32_t epoch, std::vector<std::string> members);
+
+  uint32_t epoch() const { return epoch_; }
+  size_t size() const { return members_.size(); }
+  const std::vector<std::string>& members() const { return members_; }
+  const std::string& member(size_t index) const { return members_.at(index); }
+  std::optional<size_t> index_of(const std::string& id) const;
+  bool contains(const std::string& id) const { return index_of(id).has_value(); }
+
+  bool operator==(const View&) const = default;
+
+ private:
+  uint32_t epoch_ = 0;
+  std::vector<std::string> members_;
+};
+
+// The two neighbours of `index` on the ring of the view's order.
+struct RingNeighbours {
+  size_t left = 0;
+  size_t right = 0;
+};
+RingNeighbours ring_neighbours(size_t size, size_t index);
+
+}  // namespace gossipd::topology
