@@ -3,6 +3,7 @@
 
 #include <cstdio>
 
+#include "daemon/allreduce_bench.h"
 #include "daemon/cli.h"
 #include "daemon/trainer_bench.h"
 #include "trainer/models.h"
@@ -45,8 +46,12 @@ int main(int argc, char** argv) {
   tcmd->add_option("--steps", tb.steps, "Timed steps per trial")->check(CLI::Range(1, 100000))->capture_default_str();
   tcmd->add_option("--trials", tb.trials, "Trials (median reported)")->check(CLI::Range(1, 1000))->capture_default_str();
 
+  AllreduceBenchOptions ab;
+  CLI::App* acmd = add_allreduce_bench_command(*bench, ab);
+
   return run_cli(app, argc, argv, [&]() -> int {
     if (tcmd->parsed()) return run_trainer_bench(tb);
+    if (acmd->parsed()) return run_allreduce_bench(ab);
     return kExitUsage;
   });
 }

@@ -1,0 +1,55 @@
+#include "protocol/broadcast_ring.h"
+
+#include <cstring>
+
+#include "protocol/collective_channel.h"
+#include "protocol/errors.h"
+
+namespace gossipd::protocol {
+
+BroadcastRing::BroadcastRing(Group& group, std::span<float> data, size_t root)
+    : group_(group), data_(data), root_(root) {
+  if (root_ >= group_.size()) throw ProtocolConfigError("broadcast: root rank out of range");
+  const size_t chunk_elems = std::max<size_t>(1, group_.options().chunk_bytes / sizeof(float));
+  pieces_ = std::max<size_t>(1, (data_.size() + chunk_elems - 1) / chunk_elems);
+}
+
+void BroadcastRing::run() {
+  CollectiveChannel channel(group_, "broadcast");
+  const size_t n = group_.size();
+  if (n == 1 || data_.empty()) return;
+  const size_t rank = group_.rank();
+  const size_t right = rank + 1;
+  const bool forwards = (rank + 1) % n != root_;
+  SendTracker tracker(1);
+  try {
+    for (size_t j = 0; j < pieces_; ++j) {
+      const BlockRange p = block_range(data_.size(), pieces_, j);
+      auto piece = data_.subspan(p.begin, p.size());
+      if (rank != root_) {
+        Message msg = channel.recv(rank + n - 1, 0, static_cast<uint32_t>(j), p.size());
+        std::memcpy(piece.data(), msg.payload[0].data(), piece.size_bytes());
+      }
+      if (forwards) channel.send(right, 0, static_cast<uint32_t>(j), piece, tracker.token(0));
+    }
+    channel.wait_sent(tracker, right);
+  } catch (...) {
+    channel.release_sends(tracker, {right});
+    throw;
+  }
+}
+
+void Barrier::run() {
+  CollectiveChannel channel(group_, "barrier");
+  const size_t n = group_.size();
+  const size_t rank = group_.rank();
+  // Round k: tell rank + 2^k, hear from rank - 2^k. After ceil(log2 n)
+  // rounds everyone has heard, transitively, from everyone.
+  uint32_t round = 0;
+  for (size_t dist = 1; dist < n; dist *= 2, ++round) {
+    channel.send(rank + dist, round, 0, {}, nullptr);
+    channel.recv(rank + n - dist, round, 0, 0);
+  }
+}
+
+}  // namespace gossipd::protocol

@@ -1,0 +1,34 @@
+#pragma once
+
+#include <span>
+
+#include "protocol/group.h"
+
+namespace gossipd::protocol {
+
+// Copies the root's buffer to every rank along the ring, in pieces, so that
+// each rank forwards one piece while the next is in flight.
+class BroadcastRing {
+ public:
+  BroadcastRing(Group& group, std::span<float> data, size_t root);
+  void run();
+
+ private:
+  Group& group_;
+  std::span<float> data_;
+  size_t root_;
+  size_t pieces_ = 1;
+};
+
+// Returns once every member has entered the barrier (dissemination barrier:
+// ceil(log2 n) rounds of empty messages).
+class Barrier {
+ public:
+  explicit Barrier(Group& group) : group_(group) {}
+  void run();
+
+ private:
+  Group& group_;
+};
+
+}  // namespace gossipd::protocol

@@ -1,0 +1,98 @@
+#include "protocol/collective_channel.h"
+
+#include <spdlog/spdlog.h>
+
+#include <cstring>
+#include <exception>
+
+#include "protocol/errors.h"
+
+namespace gossipd::protocol {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// libzmq frees dropped frames within a few I/O loop iterations after a
+// socket closes; if it has not after this long, memory safety is gone.
+constexpr std::chrono::seconds kReleaseGrace{10};
+
+}  // namespace
+
+void add_floats(float* dst, const std::byte* src, size_t count) {
+  // memcpy per element compiles to unaligned vector loads: zmq payloads are
+  // not guaranteed to be 4-byte aligned.
+  for (size_t i = 0; i < count; ++i) {
+    float v;
+    std::memcpy(&v, src + i * sizeof(float), sizeof(float));
+    dst[i] += v;
+  }
+}
+
+CollectiveChannel::CollectiveChannel(Group& group, std::string what)
+    : group_(group), what_(std::move(what)), seq_(group.next_seq()) {}
+
+CollectiveChannel::~CollectiveChannel() { group_.node().mailbox().finish(group_.tag(), seq_); }
+
+void CollectiveChannel::send(size_t to_rank, uint32_t step, uint32_t chunk, std::span<const float> data,
+                             std::shared_ptr<const void> owner) {
+  Node& node = group_.node();
+  proto::Envelope env = node.envelope(proto::COLLECTIVE_CHUNK);
+  env.set_collective_tag(group_.tag());
+  env.set_collective_seq(seq_);
+  env.set_step(step);
+  env.set_chunk(chunk);
+  env.set_count(data.size());
+  env.set_dtype(proto::DTYPE_FLOAT32);
+  std::vector<OutFrame> frames;
+  frames.reserve(2);
+  frames.push_back(envelope_frame(env));
+  frames.push_back(OutFrame::borrowed(data.data(), data.size_bytes(), std::move(owner)));
+  node.transport().send(group_.member(to_rank), std::move(frames), group_.options().timeout);
+}
+
+Message CollectiveChannel::recv(size_t from_rank, uint32_t step, uint32_t chunk, size_t count) {
+  Node& node = group_.node();
+  const std::string& peer = group_.member(from_rank);
+  const auto timeout = group_.options().timeout;
+  const auto deadline = Clock::now() + timeout;
+  const ChunkKey key{group_.tag(), seq_, peer};
+  for (;;) {
+    auto msg = node.mailbox().pop_chunk(key, deadline, group_.options().stop);
+    if (!msg) {
+      if (group_.options().stop.stop_requested()) throw Aborted(node.id(), what_);
+      throw PeerTimeout(node.id(), peer, timeout,
+                        what_ + " (group " + std::to_string(group_.tag()) + ", step " + std::to_string(step) + ")");
+    }
+    const auto& env = msg->envelope;
+    if (env.step() != step || env.chunk() != chunk) {
+      node.reject_log().reject(peer, RejectReason::kUnexpected,
+                               "step " + std::to_string(env.step()) + " chunk " + std::to_string(env.chunk()) +
+                                   ", expected " + std::to_string(step) + "/" + std::to_string(chunk));
+      continue;
+    }
+    if (env.count() != count || env.dtype() != proto::DTYPE_FLOAT32) {
+      node.reject_log().reject(peer, RejectReason::kSizeMismatch,
+                               std::to_string(env.count()) + " elements, expected " + std::to_string(count));
+      continue;
+    }
+    return std::move(*msg);
+  }
+}
+
+void CollectiveChannel::release_sends(SendTracker& tracker, std::initializer_list<size_t> to_ranks) {
+  if (tracker.wait_all(Clock::now())) return;
+  for (size_t r : to_ranks) {
+    if (r != group_.rank()) group_.node().transport().reset(group_.member(r));
+  }
+  if (!tracker.wait_all(Clock::now() + kReleaseGrace)) {
+    spdlog::critical("node '{}': transport kept a zero-copy buffer after reset; aborting", group_.node().id());
+    std::terminate();
+  }
+}
+
+void CollectiveChannel::wait_sent(SendTracker& tracker, size_t to_rank) {
+  if (tracker.wait_all(Clock::now() + group_.options().timeout)) return;
+  throw PeerTimeout(group_.node().id(), group_.member(to_rank), group_.options().timeout, what_ + " (final send)");
+}
+
+}  // namespace gossipd::protocol

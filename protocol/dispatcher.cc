@@ -1,0 +1,37 @@
+#include "protocol/dispatcher.h"
+
+#include <spdlog/spdlog.h>
+
+namespace gossipd::protocol {
+namespace {
+
+// Only bounds how long stop() waits; receive() returns as soon as data arrives.
+constexpr std::chrono::milliseconds kPollInterval{50};
+
+}  // namespace
+
+Dispatcher::Dispatcher(Transport& transport, Validator& validator, Mailbox& mailbox)
+    : transport_(transport), validator_(validator), mailbox_(mailbox) {
+  thread_ = std::jthread([this](std::stop_token st) { loop(st); });
+}
+
+void Dispatcher::stop() {
+  if (!thread_.joinable()) return;
+  thread_.request_stop();
+  thread_.join();
+}
+
+void Dispatcher::loop(std::stop_token stop) {
+  while (!stop.stop_requested()) {
+    try {
+      auto raw = transport_.receive(kPollInterval);
+      if (!raw) continue;
+      if (auto msg = validator_.validate(std::move(*raw))) mailbox_.push(std::move(*msg));
+    } catch (const std::exception& e) {
+      // A broken receive must not take the node down silently.
+      spdlog::error("node '{}': receive failed: {}", transport_.node_id(), e.what());
+    }
+  }
+}
+
+}  // namespace gossipd::protocol

@@ -1,0 +1,32 @@
+#pragma once
+
+#include <thread>
+
+#include "protocol/mailbox.h"
+#include "protocol/transport.h"
+#include "protocol/validator.h"
+
+namespace gossipd::protocol {
+
+// The one thread that reads the transport: validates each message and files
+// it in the mailbox. Nothing reaches a protocol without passing the validator.
+class Dispatcher {
+ public:
+  Dispatcher(Transport& transport, Validator& validator, Mailbox& mailbox);
+  ~Dispatcher() { stop(); }
+  Dispatcher(const Dispatcher&) = delete;
+  Dispatcher& operator=(const Dispatcher&) = delete;
+
+  // Joins the thread; the transport may be closed afterwards.
+  void stop();
+
+ private:
+  void loop(std::stop_token stop);
+
+  Transport& transport_;
+  Validator& validator_;
+  Mailbox& mailbox_;
+  std::jthread thread_;
+};
+
+}  // namespace gossipd::protocol

@@ -1,0 +1,56 @@
+#pragma once
+
+#include <chrono>
+#include <stdexcept>
+#include <string>
+
+namespace gossipd::protocol {
+
+// A recoverable fault between this node and a peer. Carries who saw it and
+// about whom, so the daemon can evict the peer or re-form the ring.
+class TransportError : public std::runtime_error {
+ public:
+  TransportError(std::string node, std::string peer, const std::string& what)
+      : std::runtime_error(what), node_(std::move(node)), peer_(std::move(peer)) {}
+  const std::string& node() const { return node_; }
+  const std::string& peer() const { return peer_; }
+
+ private:
+  std::string node_;
+  std::string peer_;
+};
+
+// A peer did not deliver (or accept) a message within the timeout.
+class PeerTimeout : public TransportError {
+ public:
+  PeerTimeout(std::string node, std::string peer, std::chrono::milliseconds timeout, const std::string& during)
+      : TransportError(node, peer,
+                       "node '" + node + "': peer '" + peer + "' silent for " + std::to_string(timeout.count()) +
+                           " ms during " + during),
+        timeout_(timeout) {}
+  std::chrono::milliseconds timeout() const { return timeout_; }
+
+ private:
+  std::chrono::milliseconds timeout_;
+};
+
+// The caller's stop token fired while a call was blocked.
+class Aborted : public TransportError {
+ public:
+  Aborted(std::string node, const std::string& during)
+      : TransportError(node, "", "node '" + node + "': aborted during " + during) {}
+};
+
+// Bad arguments or configuration (unknown peer, bad endpoint, bad key file).
+class ProtocolConfigError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+// ENFORCE-style invariant check: a broken invariant is a bug, not a peer fault.
+#define GOSSIPD_ENFORCE(cond, msg)                                                            \
+  do {                                                                                        \
+    if (!(cond)) throw std::logic_error(std::string("invariant failed: ") + #cond + ": " + (msg)); \
+  } while (0)
+
+}  // namespace gossipd::protocol

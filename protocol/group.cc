@@ -1,0 +1,30 @@
+#include "protocol/group.h"
+
+#include <algorithm>
+#include <set>
+
+#include "protocol/errors.h"
+
+namespace gossipd::protocol {
+
+BlockRange block_range(size_t count, size_t parts, size_t index) {
+  const size_t base = count / parts;
+  const size_t extra = count % parts;
+  const size_t begin = index * base + std::min(index, extra);
+  return {begin, begin + base + (index < extra ? 1 : 0)};
+}
+
+Group::Group(Node& node, uint32_t tag, std::vector<std::string> members, CollectiveOptions options)
+    : node_(node), tag_(tag), members_(std::move(members)), options_(std::move(options)) {
+  auto it = std::find(members_.begin(), members_.end(), node_.id());
+  if (it == members_.end()) {
+    throw ProtocolConfigError("group " + std::to_string(tag) + ": node '" + node_.id() + "' is not a member");
+  }
+  if (std::set<std::string>(members_.begin(), members_.end()).size() != members_.size()) {
+    throw ProtocolConfigError("group " + std::to_string(tag) + ": repeated member id");
+  }
+  if (options_.chunk_bytes < 64) throw ProtocolConfigError("collective chunk_bytes must be >= 64");
+  rank_ = static_cast<size_t>(it - members_.begin());
+}
+
+}  // namespace gossipd::protocol

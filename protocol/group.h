@@ -1,0 +1,66 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "protocol/node.h"
+
+namespace gossipd::protocol {
+
+struct CollectiveOptions {
+  // A peer silent for this long fails the call with PeerTimeout.
+  std::chrono::milliseconds timeout{10000};
+  // Pipeline piece size: big enough to amortise per-message costs, small
+  // enough that forwarding one piece overlaps reducing the next.
+  size_t chunk_bytes = size_t{512} << 10;
+  // Aborts a blocked call (throws Aborted).
+  std::stop_token stop;
+};
+
+// [begin, end) in elements.
+struct BlockRange {
+  size_t begin = 0;
+  size_t end = 0;
+  size_t size() const { return end - begin; }
+};
+
+// `count` elements split into `parts` contiguous blocks whose sizes differ by
+// at most one (the first count % parts get one more). Blocks may be empty.
+BlockRange block_range(size_t count, size_t parts, size_t index);
+
+// An ordered list of members sharing a collective tag. Every member builds the
+// same Group (same tag and order) and calls the same collectives in the same
+// order; several groups may run at once over one Node if their tags differ.
+// One Group is used by one thread at a time.
+class Group {
+ public:
+  // Throws ProtocolConfigError when the node is not in `members` or ids repeat.
+  Group(Node& node, uint32_t tag, std::vector<std::string> members, CollectiveOptions options = {});
+
+  Node& node() const { return node_; }
+  uint32_t tag() const { return tag_; }
+  size_t size() const { return members_.size(); }
+  size_t rank() const { return rank_; }
+  const std::vector<std::string>& members() const { return members_; }
+  const std::string& member(size_t rank) const { return members_.at(rank % members_.size()); }
+  const std::string& left() const { return member(rank_ + size() - 1); }
+  const std::string& right() const { return member(rank_ + 1); }
+  const CollectiveOptions& options() const { return options_; }
+  CollectiveOptions& options() { return options_; }
+
+  // Sequence number of the next collective call; all members advance together.
+  uint64_t next_seq() { return next_seq_++; }
+
+ private:
+  Node& node_;
+  uint32_t tag_;
+  std::vector<std::string> members_;
+  size_t rank_ = 0;
+  CollectiveOptions options_;
+  uint64_t next_seq_ = 0;
+};
+
+}  // namespace gossipd::protocol

@@ -1,0 +1,49 @@
+#include "protocol/message.h"
+
+#include <cstring>
+
+namespace gossipd::protocol {
+
+size_t dtype_size(proto::DType dtype) {
+  switch (dtype) {
+    case proto::DTYPE_FLOAT32: return 4;
+    case proto::DTYPE_FLOAT64: return 8;
+    case proto::DTYPE_UINT8: return 1;
+    default: return 0;
+  }
+}
+
+bool is_tensor_type(proto::MessageType type) {
+  return type == proto::SEGMENT || type == proto::COLLECTIVE_CHUNK || type == proto::STATE_CHUNK;
+}
+
+OutFrame OutFrame::copy_of(const void* data, size_t size) {
+  auto buf = std::make_shared<std::vector<std::byte>>(size);
+  if (size > 0) std::memcpy(buf->data(), data, size);
+  return OutFrame{buf->data(), size, buf};
+}
+
+OutFrame OutFrame::from_string(std::string bytes) {
+  auto buf = std::make_shared<std::string>(std::move(bytes));
+  return OutFrame{buf->data(), buf->size(), buf};
+}
+
+OutFrame OutFrame::borrowed(const void* data, size_t size, std::shared_ptr<const void> owner) {
+  return OutFrame{data, size, std::move(owner)};
+}
+
+const std::byte* Frame::data() const {
+  if (const auto* m = std::get_if<zmq::message_t>(&storage_)) return static_cast<const std::byte*>(m->data());
+  return std::get<std::vector<std::byte>>(storage_).data();
+}
+
+size_t Frame::size() const {
+  if (const auto* m = std::get_if<zmq::message_t>(&storage_)) return m->size();
+  return std::get<std::vector<std::byte>>(storage_).size();
+}
+
+OutFrame envelope_frame(const proto::Envelope& envelope) {
+  return OutFrame::from_string(envelope.SerializeAsString());
+}
+
+}  // namespace gossipd::protocol

@@ -1,0 +1,76 @@
+#pragma once
+
+#include <zmq.hpp>
+
+#include <bit>
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "proto/gossip.pb.h"
+
+namespace gossipd::protocol {
+
+static_assert(std::endian::native == std::endian::little, "payload frames are raw little-endian");
+
+constexpr uint32_t kProtocolVersion = 1;
+
+// Bytes per element of a dtype; 0 for unknown ones.
+size_t dtype_size(proto::DType dtype);
+
+// True for the types whose payload is exactly one tensor frame.
+bool is_tensor_type(proto::MessageType type);
+
+// One frame to send. `owner` keeps the bytes alive until the transport has
+// written them: the transport drops its reference when done (zero-copy).
+struct OutFrame {
+  const void* data = nullptr;
+  size_t size = 0;
+  std::shared_ptr<const void> owner;
+
+  static OutFrame copy_of(const void* data, size_t size);
+  static OutFrame from_string(std::string bytes);
+  // Borrowed bytes: `owner` must guarantee they stay valid and unmodified
+  // until it is released.
+  static OutFrame borrowed(const void* data, size_t size, std::shared_ptr<const void> owner);
+};
+
+// One received frame; owns its bytes (a zmq message or a heap buffer) so a
+// collective can reduce straight from it without a copy.
+class Frame {
+ public:
+  Frame() = default;
+  explicit Frame(zmq::message_t msg) : storage_(std::move(msg)) {}
+  explicit Frame(std::vector<std::byte> bytes) : storage_(std::move(bytes)) {}
+
+  const std::byte* data() const;
+  size_t size() const;
+
+ private:
+  std::variant<std::vector<std::byte>, zmq::message_t> storage_;
+};
+
+// Frames as the transport delivered them, before validation. `peer` is the
+// transport-level identity (the ZeroMQ routing id).
+struct RawMessage {
+  std::string peer;
+  std::vector<Frame> frames;
+};
+
+// A validated message: envelope parsed and checked, payload sized as declared.
+struct Message {
+  proto::Envelope envelope;
+  std::vector<Frame> payload;
+
+  std::span<const std::byte> bytes(size_t frame = 0) const {
+    return {payload.at(frame).data(), payload.at(frame).size()};
+  }
+};
+
+// Serialises an envelope into the first frame of a message.
+OutFrame envelope_frame(const proto::Envelope& envelope);
+
+}  // namespace gossipd::protocol

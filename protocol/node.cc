@@ -1,0 +1,69 @@
+#include "protocol/node.h"
+
+namespace gossipd::protocol {
+
+Node::Node(NodeOptions options)
+    : options_(std::move(options)),
+      reject_log_(options_.id, counters_, options_.reject_log_interval),
+      validator_(options_.validation, reject_log_),
+      mailbox_(reject_log_) {
+  context_.emplace(options_.io_threads);
+  // The ZAP handler must be bound before the CURVE ROUTER, or libzmq lets
+  // every client in.
+  if (options_.curve) zap_ = std::make_unique<ZapHandler>(*context_, options_.curve->allowed_client_keys);
+  ZmqTransportOptions t;
+  t.node_id = options_.id;
+  t.listen = options_.listen;
+  t.send_hwm = options_.send_hwm;
+  t.recv_hwm = options_.recv_hwm;
+  t.max_frame_bytes = static_cast<int64_t>(options_.validation.max_message_bytes);
+  t.curve = options_.curve;
+  transport_ = std::make_unique<ZmqTransport>(*context_, std::move(t));
+  start();
+}
+
+Node::Node(NodeOptions options, InProcHub& hub)
+    : options_(std::move(options)),
+      reject_log_(options_.id, counters_, options_.reject_log_interval),
+      validator_(options_.validation, reject_log_),
+      mailbox_(reject_log_) {
+  transport_ = std::make_unique<InProcTransport>(hub, options_.id);
+  start();
+}
+
+Node::~Node() { close(); }
+
+void Node::start() {
+  validator_.add_member(options_.id);
+  dispatcher_ = std::make_unique<Dispatcher>(*transport_, validator_, mailbox_);
+}
+
+void Node::add_peer(const std::string& peer, const std::string& endpoint) {
+  validator_.add_member(peer);
+  transport_->connect(peer, endpoint);
+}
+
+void Node::remove_peer(const std::string& peer) {
+  validator_.remove_member(peer);
+  transport_->disconnect(peer);
+}
+
+proto::Envelope Node::envelope(proto::MessageType type) const {
+  proto::Envelope e;
+  e.set_version(options_.validation.version);
+  e.set_cluster_id(options_.validation.cluster_id);
+  e.set_sender(options_.id);
+  e.set_epoch(epoch_.load());
+  e.set_type(type);
+  return e;
+}
+
+void Node::close() {
+  if (dispatcher_) dispatcher_->stop();
+  if (transport_) transport_->close();
+  zap_.reset();
+  // The context is destroyed last (member order); closing it waits for
+  // sockets, which are all closed (linger 0) by now.
+}
+
+}  // namespace gossipd::protocol

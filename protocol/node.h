@@ -1,0 +1,77 @@
+#pragma once
+
+#include <zmq.hpp>
+
+#include <atomic>
+#include <memory>
+#include <optional>
+
+#include "protocol/curve.h"
+#include "protocol/dispatcher.h"
+#include "protocol/inproc_transport.h"
+#include "protocol/zap_handler.h"
+#include "protocol/zmq_transport.h"
+
+namespace gossipd::protocol {
+
+struct NodeOptions {
+  std::string id;                          // node id, unique in the cluster
+  std::string listen = "tcp://127.0.0.1:0";
+  ValidatorOptions validation;             // cluster id, version, max_message_bytes
+  std::optional<CurveOptions> curve;       // CURVE + ZAP when set
+  int io_threads = 1;                      // libzmq I/O threads
+  int send_hwm = 1000;
+  int recv_hwm = 1000;
+  std::chrono::milliseconds reject_log_interval{10000};
+};
+
+// Everything one daemon needs to talk: the ZeroMQ context (never global), the
+// ZAP handler, the transport, the validator and the receive thread. Several
+// Nodes can live in one process (tests run whole clusters as threads).
+class Node {
+ public:
+  explicit Node(NodeOptions options);                 // ZeroMQ transport
+  Node(NodeOptions options, InProcHub& hub);          // in-process transport
+  ~Node();
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  const std::string& id() const { return options_.id; }
+  std::string endpoint() const { return transport_->endpoint(); }
+  const NodeOptions& options() const { return options_; }
+
+  // Makes `peer` a member (messages from it are accepted) and reachable.
+  void add_peer(const std::string& peer, const std::string& endpoint);
+  void remove_peer(const std::string& peer);
+
+  // An envelope with this node's version, cluster, sender and epoch filled in.
+  proto::Envelope envelope(proto::MessageType type) const;
+  void set_epoch(uint32_t epoch) { epoch_ = epoch; }
+
+  Transport& transport() { return *transport_; }
+  Validator& validator() { return validator_; }
+  Mailbox& mailbox() { return mailbox_; }
+  RejectCounters& counters() { return counters_; }
+  RejectLog& reject_log() { return reject_log_; }
+  // Clients the ZAP handler turned away (0 without CURVE).
+  uint64_t zap_refused() const { return zap_ ? zap_->refused() : 0; }
+
+  // Stops the receive thread and closes the sockets; idempotent.
+  void close();
+
+ private:
+  void start();
+
+  NodeOptions options_;
+  std::optional<zmq::context_t> context_;
+  std::unique_ptr<ZapHandler> zap_;
+  RejectCounters counters_;
+  RejectLog reject_log_;
+  Validator validator_;
+  Mailbox mailbox_;
+  std::unique_ptr<Transport> transport_;
+  std::unique_ptr<Dispatcher> dispatcher_;
+  std::atomic<uint32_t> epoch_{0};
+};
+
+}  // namespace gossipd::protocol

@@ -1,0 +1,75 @@
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace gossipd::protocol {
+
+// Why an inbound message was dropped. The names are the `reason` label of
+// gossipd_messages_rejected_total.
+enum class RejectReason : size_t {
+  kFrameCount,      // no frames, or a payload frame count the type does not allow
+  kOversize,        // all frames together exceed max_message_bytes
+  kBadEnvelope,     // frame 1 is not a parseable Envelope
+  kVersion,         // protocol version differs
+  kCluster,         // cluster id differs
+  kUnknownSender,   // sender is not a member of the view
+  kSenderMismatch,  // envelope sender differs from the transport identity
+  kUnknownType,     // message type not known to this build
+  kDType,           // tensor dtype unknown
+  kTruncated,       // payload shorter than the envelope declares
+  kSizeMismatch,    // payload longer than declared, or declared != expected
+  kSegment,         // segment id / range not in the local segment table
+  kStale,           // belongs to a collective that already finished
+  kUnexpected,      // out of the collective's schedule (wrong step/chunk)
+  kCount_,
+};
+
+constexpr size_t kRejectReasonCount = static_cast<size_t>(RejectReason::kCount_);
+
+std::string_view reject_reason_name(RejectReason reason);
+
+// Thread-safe counters, one per reason.
+class RejectCounters {
+ public:
+  void add(RejectReason reason) { counts_[static_cast<size_t>(reason)].fetch_add(1, std::memory_order_relaxed); }
+  uint64_t get(RejectReason reason) const { return counts_[static_cast<size_t>(reason)].load(); }
+  uint64_t total() const;
+  // (reason name, count) for every reason, zeros included, for /metrics.
+  std::array<std::pair<std::string_view, uint64_t>, kRejectReasonCount> snapshot() const;
+
+ private:
+  std::array<std::atomic<uint64_t>, kRejectReasonCount> counts_{};
+};
+
+// Counts every rejection and logs at most once per (peer, reason) per
+// interval, so a flood of garbage cannot flood the log.
+class RejectLog {
+ public:
+  RejectLog(std::string node_id, RejectCounters& counters,
+            std::chrono::milliseconds interval = std::chrono::seconds(10))
+      : node_id_(std::move(node_id)), counters_(counters), interval_(interval) {}
+
+  void reject(const std::string& peer, RejectReason reason, std::string_view detail);
+  RejectCounters& counters() { return counters_; }
+
+ private:
+  struct Entry {
+    std::chrono::steady_clock::time_point last{};
+    uint64_t suppressed = 0;
+  };
+  std::string node_id_;
+  RejectCounters& counters_;
+  std::chrono::milliseconds interval_;
+  std::mutex mutex_;
+  std::map<std::pair<std::string, RejectReason>, Entry> entries_;
+};
+
+}  // namespace gossipd::protocol

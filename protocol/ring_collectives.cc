@@ -1,0 +1,99 @@
+#include "protocol/ring_collectives.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "protocol/errors.h"
+
+namespace gossipd::protocol {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+}  // namespace
+
+RingPipeline::RingPipeline(Group& group, std::span<float> data, size_t shift, size_t steps, size_t reduce_steps,
+                           std::string name)
+    : group_(group), data_(data), shift_(shift), steps_(steps), reduce_steps_(reduce_steps), name_(std::move(name)) {
+  const size_t n = group_.size();
+  blocks_.reserve(n);
+  size_t largest = 0;
+  for (size_t b = 0; b < n; ++b) {
+    blocks_.push_back(block_range(data_.size(), n, b));
+    largest = std::max(largest, blocks_.back().size());
+  }
+  // Every rank derives the same piece count from (count, size, chunk_bytes).
+  const size_t chunk_elems = std::max<size_t>(1, group_.options().chunk_bytes / sizeof(float));
+  pieces_ = std::max<size_t>(1, (largest + chunk_elems - 1) / chunk_elems);
+}
+
+BlockRange RingPipeline::piece(size_t block, size_t j) const {
+  const BlockRange b = blocks_[block];
+  const BlockRange p = block_range(b.size(), pieces_, j);
+  return {b.begin + p.begin, b.begin + p.end};
+}
+
+size_t RingPipeline::block_at(size_t step, size_t extra) const {
+  const size_t n = group_.size();
+  // (rank - step - shift - extra) mod n without unsigned underflow.
+  return (group_.rank() + n * (step + shift_ + extra + 1) - step - shift_ - extra) % n;
+}
+
+void RingPipeline::run() {
+  CollectiveChannel channel(group_, name_);
+  if (group_.size() == 1 || data_.empty() || steps_ == 0) return;
+  SendTracker tracker(group_.size());
+  const size_t right = group_.rank() + 1;
+  try {
+    run_steps(channel, tracker);
+    channel.wait_sent(tracker, right);
+  } catch (...) {
+    channel.release_sends(tracker, {right});
+    throw;
+  }
+}
+
+void RingPipeline::run_steps(CollectiveChannel& channel, SendTracker& tracker) {
+  const size_t left = group_.rank() + group_.size() - 1;
+  const size_t right = group_.rank() + 1;
+  const auto send_piece = [&](size_t step, size_t block, size_t j) {
+    const BlockRange p = piece(block, j);
+    if (p.size() == 0) return;
+    channel.send(right, static_cast<uint32_t>(step), static_cast<uint32_t>(j), data_.subspan(p.begin, p.size()),
+                 tracker.token(block));
+  };
+  const size_t first = block_at(0, 0);
+  for (size_t j = 0; j < pieces_; ++j) send_piece(0, first, j);
+
+  for (size_t s = 0; s < steps_; ++s) {
+    const size_t block = block_at(s, 1);
+    const bool reduce = s < reduce_steps_;
+    // A copy step overwrites a block we sent earlier: it must have left.
+    if (!reduce && !tracker.wait(block, Clock::now() + group_.options().timeout)) {
+      throw PeerTimeout(group_.node().id(), group_.member(right), group_.options().timeout, name_ + " (send)");
+    }
+    for (size_t j = 0; j < pieces_; ++j) {
+      const BlockRange p = piece(block, j);
+      if (p.size() == 0) continue;
+      Message msg = channel.recv(left, static_cast<uint32_t>(s), static_cast<uint32_t>(j), p.size());
+      float* dst = data_.data() + p.begin;
+      if (reduce) {
+        add_floats(dst, msg.payload[0].data(), p.size());
+      } else {
+        std::memcpy(dst, msg.payload[0].data(), p.size() * sizeof(float));
+      }
+      if (s + 1 < steps_) send_piece(s + 1, block, j);
+    }
+  }
+}
+
+AllreduceRing::AllreduceRing(Group& group, std::span<float> data)
+    : pipeline_(group, data, 1, 2 * (group.size() - 1), group.size() - 1, "allreduce") {}
+
+ReduceScatterRing::ReduceScatterRing(Group& group, std::span<float> data)
+    : pipeline_(group, data, 1, group.size() - 1, group.size() - 1, "reduce-scatter") {}
+
+AllgatherRing::AllgatherRing(Group& group, std::span<float> data)
+    : pipeline_(group, data, 0, group.size() - 1, 0, "allgather") {}
+
+}  // namespace gossipd::protocol

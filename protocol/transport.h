@@ -1,0 +1,41 @@
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "protocol/message.h"
+
+namespace gossipd::protocol {
+
+// How daemons move frames. Narrow on purpose: protocols and collectives are
+// written against this, and tests swap in the in-process implementation.
+// send() may be called from several threads; receive() from one thread only.
+class Transport {
+ public:
+  virtual ~Transport() = default;
+
+  virtual const std::string& node_id() const = 0;
+  // The endpoint peers connect to (the real port when bound to port 0).
+  virtual std::string endpoint() const = 0;
+
+  virtual void connect(const std::string& peer, const std::string& endpoint) = 0;
+  // Forgets the peer; its queued outbound messages are dropped.
+  virtual void disconnect(const std::string& peer) = 0;
+  // Drops the peer's queued outbound messages (releasing their owners) and
+  // reconnects. A collective that failed calls it before its buffer goes away.
+  virtual void reset(const std::string& peer) = 0;
+
+  // Queues a multipart message (frames[0] = envelope). Throws PeerTimeout when
+  // the peer's queue stays full for `timeout`, ProtocolConfigError for an
+  // unknown peer.
+  virtual void send(const std::string& peer, std::vector<OutFrame> frames, std::chrono::milliseconds timeout) = 0;
+
+  // The next inbound message, or nullopt after `timeout`.
+  virtual std::optional<RawMessage> receive(std::chrono::milliseconds timeout) = 0;
+
+  virtual void close() = 0;
+};
+
+}  // namespace gossipd::protocol

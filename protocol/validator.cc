@@ -1,0 +1,124 @@
+#include "protocol/validator.h"
+
+#include <mutex>
+
+namespace gossipd::protocol {
+
+void Validator::set_members(const std::vector<std::string>& members) {
+  std::unique_lock lock(mutex_);
+  members_ = std::set<std::string>(members.begin(), members.end());
+}
+
+void Validator::add_member(const std::string& member) {
+  std::unique_lock lock(mutex_);
+  members_.insert(member);
+}
+
+void Validator::remove_member(const std::string& member) {
+  std::unique_lock lock(mutex_);
+  members_.erase(member);
+}
+
+bool Validator::is_member(const std::string& member) const {
+  std::shared_lock lock(mutex_);
+  return members_.count(member) > 0;
+}
+
+void Validator::set_segment_lengths(std::vector<uint64_t> lengths) {
+  std::unique_lock lock(mutex_);
+  segment_lengths_ = std::move(lengths);
+}
+
+std::optional<RejectReason> Validator::check_header(const RawMessage& raw, const proto::Envelope& env,
+                                                    std::string* why) const {
+  if (env.version() != options_.version) {
+    *why = "version " + std::to_string(env.version());
+    return RejectReason::kVersion;
+  }
+  if (env.cluster_id() != options_.cluster_id) {
+    *why = "cluster '" + env.cluster_id() + "'";
+    return RejectReason::kCluster;
+  }
+  if (!is_member(env.sender())) {
+    *why = "sender '" + env.sender() + "'";
+    return RejectReason::kUnknownSender;
+  }
+  if (env.sender() != raw.peer) {
+    *why = "envelope says '" + env.sender() + "'";
+    return RejectReason::kSenderMismatch;
+  }
+  if (env.type() == proto::MESSAGE_TYPE_UNSPECIFIED || !proto::MessageType_IsValid(env.type())) {
+    *why = "type " + std::to_string(env.type());
+    return RejectReason::kUnknownType;
+  }
+  return std::nullopt;
+}
+
+std::optional<RejectReason> Validator::check_payload(const RawMessage& raw, const proto::Envelope& env,
+                                                     std::string* why) const {
+  const size_t payload_frames = raw.frames.size() - 1;
+  if (!is_tensor_type(env.type())) {
+    if (payload_frames == 0) return std::nullopt;
+    *why = std::to_string(payload_frames) + " payload frames on a control message";
+    return RejectReason::kFrameCount;
+  }
+  if (payload_frames != 1) {
+    *why = std::to_string(payload_frames) + " payload frames, expected 1";
+    return RejectReason::kFrameCount;
+  }
+  const size_t elem = dtype_size(env.dtype());
+  if (elem == 0) {
+    *why = "dtype " + std::to_string(env.dtype());
+    return RejectReason::kDType;
+  }
+  const size_t got = raw.frames[1].size();
+  // Compare in elements first: a huge declared count must not overflow.
+  if (env.count() > options_.max_message_bytes / elem || got < env.count() * elem) {
+    *why = std::to_string(got) + " payload bytes, envelope declares " + std::to_string(env.count()) + " elements";
+    return RejectReason::kTruncated;
+  }
+  if (got != env.count() * elem) {
+    *why = std::to_string(got) + " payload bytes, envelope declares " + std::to_string(env.count()) + " elements";
+    return RejectReason::kSizeMismatch;
+  }
+  if (env.type() == proto::SEGMENT) {
+    std::shared_lock lock(mutex_);
+    const bool known = env.segment_id() < segment_lengths_.size();
+    if (!known || env.offset() > segment_lengths_[env.segment_id()] ||
+        env.count() > segment_lengths_[env.segment_id()] - env.offset()) {
+      *why = "segment " + std::to_string(env.segment_id()) + " [" + std::to_string(env.offset()) + ", +" +
+             std::to_string(env.count()) + ")";
+      return RejectReason::kSegment;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<Message> Validator::validate(RawMessage raw) {
+  if (raw.frames.empty()) {
+    log_.reject(raw.peer, RejectReason::kFrameCount, "no frames");
+    return std::nullopt;
+  }
+  size_t total = 0;
+  for (const auto& f : raw.frames) total += f.size();
+  if (total > options_.max_message_bytes) {
+    log_.reject(raw.peer, RejectReason::kOversize, std::to_string(total) + " bytes");
+    return std::nullopt;
+  }
+  Message msg;
+  if (!msg.envelope.ParseFromArray(raw.frames[0].data(), static_cast<int>(raw.frames[0].size()))) {
+    log_.reject(raw.peer, RejectReason::kBadEnvelope, std::to_string(raw.frames[0].size()) + "-byte frame 1");
+    return std::nullopt;
+  }
+  std::string why;
+  auto reason = check_header(raw, msg.envelope, &why);
+  if (!reason) reason = check_payload(raw, msg.envelope, &why);
+  if (reason) {
+    log_.reject(raw.peer, *reason, why);
+    return std::nullopt;
+  }
+  msg.payload.assign(std::make_move_iterator(raw.frames.begin() + 1), std::make_move_iterator(raw.frames.end()));
+  return msg;
+}
+
+}  // namespace gossipd::protocol

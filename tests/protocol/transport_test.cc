@@ -1,0 +1,130 @@
+// Transports: endpoints, multipart delivery, zero-copy release, both
+// implementations behind the same interface.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include "protocol/errors.h"
+#include "protocol/inproc_transport.h"
+#include "protocol/zmq_transport.h"
+#include "tests/protocol/test_cluster.h"
+
+namespace gossipd::protocol {
+namespace {
+
+std::vector<OutFrame> two_frames(const std::string& a, const std::string& b) {
+  std::vector<OutFrame> f;
+  f.push_back(OutFrame::from_string(a));
+  f.push_back(OutFrame::from_string(b));
+  return f;
+}
+
+ZmqTransportOptions options(const std::string& id, const std::string& listen = "tcp://127.0.0.1:0") {
+  ZmqTransportOptions o;
+  o.node_id = id;
+  o.listen = listen;
+  return o;
+}
+
+std::string frame_text(const Frame& f) { return std::string(reinterpret_cast<const char*>(f.data()), f.size()); }
+
+void exchange(Transport& a, Transport& b) {
+  a.connect("b", b.endpoint());
+  a.send("b", two_frames("envelope", std::string(100000, 'x')), std::chrono::seconds(5));
+  auto got = b.receive(std::chrono::seconds(5));
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->peer, "a");  // the routing id is the sender's node id
+  ASSERT_EQ(got->frames.size(), 2u);
+  EXPECT_EQ(frame_text(got->frames[0]), "envelope");
+  EXPECT_EQ(got->frames[1].size(), 100000u);
+  EXPECT_FALSE(b.receive(std::chrono::milliseconds(0)));
+}
+
+TEST(ZmqTransport, TcpPortZeroPublishesTheRealEndpoint) {
+  zmq::context_t ctx;
+  ZmqTransport a(ctx, options("a", "tcp://127.0.0.1:0"));
+  ZmqTransport b(ctx, options("b", "tcp://127.0.0.1:0"));
+  EXPECT_EQ(b.endpoint().rfind("tcp://127.0.0.1:", 0), 0u);
+  EXPECT_EQ(b.endpoint().find(":0"), std::string::npos) << b.endpoint();
+  exchange(a, b);
+}
+
+TEST(ZmqTransport, IpcEndpoint) {
+  const std::string path = "ipc:///tmp/gossipd-test-" + std::to_string(::getpid()) + ".sock";
+  zmq::context_t ctx;
+  ZmqTransport a(ctx, options("a", "tcp://127.0.0.1:0"));
+  ZmqTransport b(ctx, options("b", path));
+  EXPECT_EQ(b.endpoint(), path);
+  exchange(a, b);
+}
+
+TEST(ZmqTransport, ZeroCopyOwnerIsReleasedAfterSend) {
+  zmq::context_t ctx;
+  ZmqTransport a(ctx, options("a"));
+  ZmqTransport b(ctx, options("b"));
+  a.connect("b", b.endpoint());
+  auto buffer = std::make_shared<std::vector<float>>(1 << 16, 1.5f);
+  std::weak_ptr<std::vector<float>> watch = buffer;
+  std::vector<OutFrame> frames;
+  frames.push_back(OutFrame::from_string("env"));
+  frames.push_back(OutFrame::borrowed(buffer->data(), buffer->size() * 4, buffer));
+  buffer.reset();
+  a.send("b", std::move(frames), std::chrono::seconds(5));
+  auto got = b.receive(std::chrono::seconds(5));
+  ASSERT_TRUE(got);
+  ASSERT_EQ(got->frames.at(1).size(), (1u << 16) * 4);
+  float first;
+  std::memcpy(&first, got->frames[1].data(), 4);
+  EXPECT_EQ(first, 1.5f);
+  EXPECT_TRUE(testing::wait_until([&] { return watch.expired(); }, std::chrono::seconds(5)));
+}
+
+TEST(ZmqTransport, DisconnectReleasesQueuedFramesForADeadPeer) {
+  zmq::context_t ctx;
+  ZmqTransport a(ctx, options("a"));
+  a.connect("ghost", "tcp://127.0.0.1:1");  // nobody listens: frames stay queued
+  auto buffer = std::make_shared<std::vector<float>>(1 << 16);
+  std::weak_ptr<std::vector<float>> watch = buffer;
+  std::vector<OutFrame> frames;
+  frames.push_back(OutFrame::from_string("env"));
+  frames.push_back(OutFrame::borrowed(buffer->data(), buffer->size() * 4, buffer));
+  buffer.reset();
+  a.send("ghost", std::move(frames), std::chrono::seconds(1));
+  EXPECT_FALSE(watch.expired());
+  a.reset("ghost");
+  EXPECT_TRUE(testing::wait_until([&] { return watch.expired(); }, std::chrono::seconds(5)));
+}
+
+TEST(ZmqTransport, SendToUnknownPeerIsAConfigError) {
+  zmq::context_t ctx;
+  ZmqTransport a(ctx, options("a"));
+  EXPECT_THROW(a.send("nobody", two_frames("x", "y"), std::chrono::seconds(1)), ProtocolConfigError);
+}
+
+TEST(InProcTransport, SameContractAsZmq) {
+  InProcHub hub;
+  InProcTransport a(hub, "a");
+  InProcTransport b(hub, "b");
+  exchange(a, b);
+}
+
+TEST(Node, SeveralNodesInOneProcessExchangeControlMessages) {
+  testing::TestCluster cluster(3);
+  for (size_t i = 0; i < 3; ++i) {
+    Node& from = cluster.node(i);
+    Node& to = cluster.node((i + 1) % 3);
+    std::vector<OutFrame> frames;
+    frames.push_back(envelope_frame(from.envelope(proto::HEARTBEAT)));
+    from.transport().send(to.id(), std::move(frames), std::chrono::seconds(5));
+  }
+  for (size_t i = 0; i < 3; ++i) {
+    auto m = cluster.node(i).mailbox().pop(proto::HEARTBEAT,
+                                           std::chrono::steady_clock::now() + std::chrono::seconds(5), {});
+    ASSERT_TRUE(m);
+    EXPECT_EQ(m->envelope.sender(), cluster.node((i + 2) % 3).id());
+    EXPECT_EQ(cluster.node(i).counters().total(), 0u);
+  }
+}
+
+}  // namespace
+}  // namespace gossipd::protocol

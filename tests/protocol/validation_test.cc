@@ -1,0 +1,252 @@
+// Malformed input from a raw ZeroMQ client: every kind is dropped, counted
+// under its reason, and the node keeps serving valid messages.
+#include <gtest/gtest.h>
+
+#include <zmq.hpp>
+
+#include <set>
+
+#include "protocol/ring_collectives.h"
+#include "tests/protocol/test_cluster.h"
+
+namespace gossipd::protocol {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using testing::wait_until;
+
+constexpr size_t kMaxMessageBytes = 64 << 10;
+
+class ValidationTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    NodeOptions o;
+    o.id = "server";
+    o.validation.cluster_id = "c1";
+    o.validation.max_message_bytes = kMaxMessageBytes;
+    server_ = std::make_unique<Node>(o);
+    server_->validator().add_member("good");
+    server_->validator().add_member("other");
+    server_->validator().set_segment_lengths({100, 50});
+    client_ = connect_client("good");
+  }
+
+  zmq::socket_t connect_client(const std::string& routing_id) {
+    zmq::socket_t s(context_, zmq::socket_type::dealer);
+    s.set(zmq::sockopt::linger, 0);
+    s.set(zmq::sockopt::routing_id, routing_id);
+    s.connect(server_->endpoint());
+    return s;
+  }
+
+  proto::Envelope envelope(proto::MessageType type, const std::string& sender = "good") {
+    proto::Envelope e;
+    e.set_version(kProtocolVersion);
+    e.set_cluster_id("c1");
+    e.set_sender(sender);
+    e.set_type(type);
+    return e;
+  }
+
+  proto::Envelope tensor(proto::MessageType type, size_t count) {
+    proto::Envelope e = envelope(type);
+    e.set_count(count);
+    e.set_dtype(proto::DTYPE_FLOAT32);
+    return e;
+  }
+
+  static void send(zmq::socket_t& s, const std::vector<std::string>& frames) {
+    for (size_t i = 0; i < frames.size(); ++i) {
+      s.send(zmq::buffer(frames[i]), i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+    }
+  }
+
+  // Sends `frames` and waits until exactly one more message is counted under
+  // `reason` (and under no other reason).
+  void expect_rejected(const std::vector<std::string>& frames, RejectReason reason, zmq::socket_t* via = nullptr) {
+    const uint64_t before = server_->counters().get(reason);
+    const uint64_t total_before = server_->counters().total();
+    send(via ? *via : client_, frames);
+    ASSERT_TRUE(wait_until([&] { return server_->counters().get(reason) == before + 1; }, std::chrono::seconds(5)))
+        << "not counted as " << reject_reason_name(reason);
+    EXPECT_EQ(server_->counters().total(), total_before + 1);
+  }
+
+  // A valid heartbeat gets through and nothing rejected was queued before it.
+  void expect_still_serving() {
+    send(client_, {envelope(proto::HEARTBEAT).SerializeAsString()});
+    auto m = server_->mailbox().pop(proto::HEARTBEAT, Clock::now() + std::chrono::seconds(5), {});
+    ASSERT_TRUE(m);
+    EXPECT_EQ(m->envelope.sender(), "good");
+    EXPECT_EQ(m->envelope.round(), 0u);  // bad heartbeats below carry round 666
+    EXPECT_FALSE(server_->mailbox().pop(proto::SEGMENT, Clock::now(), {}));
+  }
+
+  static std::string floats(size_t n) { return std::string(n * sizeof(float), '\0'); }
+
+  zmq::context_t context_;
+  std::unique_ptr<Node> server_;
+  zmq::socket_t client_;
+};
+
+TEST_F(ValidationTest, WrongVersion) {
+  auto e = envelope(proto::HEARTBEAT);
+  e.set_version(kProtocolVersion + 1);
+  e.set_round(666);
+  expect_rejected({e.SerializeAsString()}, RejectReason::kVersion);
+  expect_still_serving();
+}
+
+TEST_F(ValidationTest, WrongCluster) {
+  auto e = envelope(proto::HEARTBEAT);
+  e.set_cluster_id("c2");
+  e.set_round(666);
+  expect_rejected({e.SerializeAsString()}, RejectReason::kCluster);
+  expect_still_serving();
+}
+
+TEST_F(ValidationTest, UnknownSender) {
+  auto mallory = connect_client("mallory");
+  auto e = envelope(proto::HEARTBEAT, "mallory");
+  e.set_round(666);
+  expect_rejected({e.SerializeAsString()}, RejectReason::kUnknownSender, &mallory);
+  expect_still_serving();
+}
+
+TEST_F(ValidationTest, SenderImpersonatingAnotherMember) {
+  auto e = envelope(proto::HEARTBEAT, "other");  // sent over "good"'s connection
+  e.set_round(666);
+  expect_rejected({e.SerializeAsString()}, RejectReason::kSenderMismatch);
+  expect_still_serving();
+}
+
+TEST_F(ValidationTest, UnknownType) {
+  auto e = envelope(proto::HEARTBEAT);
+  e.set_type(static_cast<proto::MessageType>(99));
+  expect_rejected({e.SerializeAsString()}, RejectReason::kUnknownType);
+  expect_still_serving();
+}
+
+TEST_F(ValidationTest, PayloadLongerThanDeclared) {
+  expect_rejected({tensor(proto::SEGMENT, 10).SerializeAsString(), floats(11)}, RejectReason::kSizeMismatch);
+  expect_still_serving();
+}
+
+TEST_F(ValidationTest, DeclaredSizeDisagreesWithSegmentTable) {
+  auto e = tensor(proto::SEGMENT, 60);
+  e.set_segment_id(1);  // 50 elements long
+  expect_rejected({e.SerializeAsString(), floats(60)}, RejectReason::kSegment);
+  e.set_segment_id(2);  // no such segment
+  e.set_count(10);
+  expect_rejected({e.SerializeAsString(), floats(10)}, RejectReason::kSegment);
+  expect_still_serving();
+}
+
+TEST_F(ValidationTest, TruncatedPayloadFrame) {
+  std::string payload = floats(1000);
+  payload.resize(payload.size() - 3);
+  expect_rejected({tensor(proto::SEGMENT, 100).SerializeAsString(), floats(99)}, RejectReason::kTruncated);
+  expect_rejected({tensor(proto::COLLECTIVE_CHUNK, 1000).SerializeAsString(), payload}, RejectReason::kTruncated);
+  expect_still_serving();
+}
+
+TEST_F(ValidationTest, TruncatedEnvelopeFrame) {
+  auto e = tensor(proto::SEGMENT, 10);
+  e.set_push_sum_weight(0.5);
+  std::string bytes = e.SerializeAsString();
+  bytes.resize(bytes.size() - 4);  // cut inside the last field
+  expect_rejected({bytes, floats(10)}, RejectReason::kBadEnvelope);
+  expect_still_serving();
+}
+
+TEST_F(ValidationTest, SingleGarbageFrame) {
+  expect_rejected({std::string("\xff\xff\xff\xff\xff\xff\xff\xff garbage", 16)}, RejectReason::kBadEnvelope);
+  expect_still_serving();
+}
+
+TEST_F(ValidationTest, WrongFrameCount) {
+  // A tensor message needs exactly one payload frame...
+  expect_rejected({tensor(proto::SEGMENT, 10).SerializeAsString()}, RejectReason::kFrameCount);
+  expect_rejected({tensor(proto::SEGMENT, 5).SerializeAsString(), floats(5), floats(5)}, RejectReason::kFrameCount);
+  // ...and a control message none.
+  auto e = envelope(proto::HEARTBEAT);
+  e.set_round(666);
+  expect_rejected({e.SerializeAsString(), "x"}, RejectReason::kFrameCount);
+  expect_still_serving();
+}
+
+TEST_F(ValidationTest, Oversize) {
+  // Each frame is within the cap libzmq enforces; together they are not.
+  expect_rejected({tensor(proto::SEGMENT, kMaxMessageBytes / 4).SerializeAsString(), floats(kMaxMessageBytes / 4)},
+                  RejectReason::kOversize);
+  expect_still_serving();
+}
+
+TEST_F(ValidationTest, AValidSegmentIsDelivered) {
+  auto e = tensor(proto::SEGMENT, 50);
+  e.set_segment_id(1);
+  send(client_, {e.SerializeAsString(), floats(50)});
+  auto m = server_->mailbox().pop(proto::SEGMENT, Clock::now() + std::chrono::seconds(5), {});
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->payload.at(0).size(), 50 * sizeof(float));
+  EXPECT_EQ(server_->counters().total(), 0u);
+}
+
+// A chunk whose size does not fit the collective's schedule is dropped and
+// counted, and the collective still completes with the right sum: nothing is
+// half-applied. Uses the in-process transport to inject the bad chunk first.
+TEST(CollectiveValidation, MisSizedChunkIsDroppedNotApplied) {
+  InProcHub hub;
+  std::vector<std::unique_ptr<Node>> nodes;
+  for (const char* id : {"a", "b"}) {
+    NodeOptions o;
+    o.id = id;
+    nodes.push_back(std::make_unique<Node>(o, hub));
+  }
+  nodes[0]->add_peer("b", nodes[1]->endpoint());
+  nodes[1]->add_peer("a", nodes[0]->endpoint());
+  proto::Envelope bad = nodes[0]->envelope(proto::COLLECTIVE_CHUNK);
+  bad.set_collective_tag(3);
+  bad.set_count(3);
+  bad.set_dtype(proto::DTYPE_FLOAT32);
+  std::vector<std::byte> payload(12, std::byte{0x7f});
+  RawMessage raw{"a", {}};
+  const std::string env_bytes = bad.SerializeAsString();
+  const auto* p = reinterpret_cast<const std::byte*>(env_bytes.data());
+  raw.frames.emplace_back(std::vector<std::byte>(p, p + env_bytes.size()));
+  raw.frames.emplace_back(payload);
+  ASSERT_TRUE(hub.deliver(nodes[1]->endpoint(), std::move(raw)));
+
+  std::vector<std::vector<float>> v{std::vector<float>(10, 1.0f), std::vector<float>(10, 2.0f)};
+  std::vector<std::exception_ptr> errors(2);
+  {
+    std::vector<std::jthread> ranks;
+    for (size_t r = 0; r < 2; ++r) {
+      ranks.emplace_back([&, r] {
+        try {
+          Group g(*nodes[r], 3, {"a", "b"});
+          AllreduceRing(g, v[r]).run();
+        } catch (...) {
+          errors[r] = std::current_exception();
+        }
+      });
+    }
+  }
+  testing::expect_no_errors(errors);
+  EXPECT_EQ(v[0], std::vector<float>(10, 3.0f));
+  EXPECT_EQ(v[1], std::vector<float>(10, 3.0f));
+  EXPECT_EQ(nodes[1]->counters().get(RejectReason::kSizeMismatch), 1u);
+}
+
+TEST(RejectCounters, EveryReasonHasADistinctName) {
+  RejectCounters c;
+  std::set<std::string_view> names;
+  for (const auto& [name, count] : c.snapshot()) {
+    EXPECT_EQ(count, 0u);
+    names.insert(name);
+  }
+  EXPECT_EQ(names.size(), kRejectReasonCount);
+}
+
+}  // namespace
+}  // namespace gossipd::protocol
