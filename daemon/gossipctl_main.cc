@@ -2,9 +2,11 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <filesystem>
 
 #include "daemon/allreduce_bench.h"
 #include "daemon/cli.h"
+#include "protocol/curve.h"
 #include "daemon/trainer_bench.h"
 #include "trainer/models.h"
 
@@ -23,6 +25,24 @@ int run_trainer_bench(const TrainerBenchOptions& o) {
         r.sgemm_seconds * 1e3, r.train_gflops(), r.sgemm_gflops(), r.ratio());
     std::fflush(stdout);
   }
+  return kExitOk;
+}
+
+// Every member gets both files: --curve-secret-key cluster.secret
+// --curve-cluster-key cluster.public. Existing keys are never overwritten
+// silently: a cluster still running with them would be locked out.
+int run_keygen(const std::string& dir, bool force) {
+  namespace fs = std::filesystem;
+  const fs::path secret = fs::path(dir) / "cluster.secret";
+  const fs::path pub = fs::path(dir) / "cluster.public";
+  if (!fs::is_directory(dir)) throw UsageError("--out " + dir + " is not a directory (create it first)");
+  for (const auto& p : {secret, pub}) {
+    if (fs::exists(p) && !force) throw UsageError(p.string() + " exists; pass --force to replace the cluster's keys");
+  }
+  const auto keys = gossipd::protocol::generate_keypair();
+  gossipd::protocol::write_secret_key_file(secret.string(), keys);
+  gossipd::protocol::write_public_key_file(pub.string(), keys.public_key);
+  std::printf("gossipctl keygen: wrote %s (mode 0600, keep it secret) and %s\n", secret.c_str(), pub.c_str());
   return kExitOk;
 }
 
@@ -49,7 +69,14 @@ int main(int argc, char** argv) {
   AllreduceBenchOptions ab;
   CLI::App* acmd = add_allreduce_bench_command(*bench, ab);
 
+  std::string key_dir;
+  bool force = false;
+  CLI::App* keygen = app.add_subcommand("keygen", "Make the cluster's CURVE keypair: DIR/cluster.secret, DIR/cluster.public");
+  keygen->add_option("--out", key_dir, "Directory for the two key files")->required();
+  keygen->add_flag("--force", force, "Overwrite existing key files");
+
   return run_cli(app, argc, argv, [&]() -> int {
+    if (keygen->parsed()) return run_keygen(key_dir, force);
     if (tcmd->parsed()) return run_trainer_bench(tb);
     if (acmd->parsed()) return run_allreduce_bench(ab);
     return kExitUsage;

@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include "daemon/cli.h"
+#include "daemon/run_command.h"
 #include "daemon/train_command.h"
 
 int main(int argc, char** argv) {
@@ -11,8 +12,11 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "gossipd 0.1.0");
   TrainCommandOptions train;
   CLI::App* train_cmd = add_train_command(app, train);
+  RunCommandOptions run;
+  CLI::App* run_cmd = add_run_command(app, run);
   return run_cli(app, argc, argv, [&]() -> int {
     if (train_cmd->parsed()) return run_train_command(train);
+    if (run_cmd->parsed()) return run_run_command(run);
     return kExitUsage;
   });
 }

@@ -62,6 +62,9 @@ class Trainer {
   EvalResult evaluate(const Dataset& data);
 
   float current_lr() const;
+  // Sets the fractional epoch that drives the schedule (for callers that run
+  // their own step loop, e.g. with an allreduce between the two halves).
+  void set_epoch_progress(double epoch) { epoch_progress_ = epoch; }
   Model& model() { return *model_; }
   Optimizer& optimizer() { return optimizer_; }
   BatchSampler& sampler() { return sampler_; }

@@ -5,26 +5,12 @@
 #include <asio.hpp>
 
 #include "daemon/metrics.h"
+#include "tests/support/http_client.h"
 
 namespace gossipd::daemon {
 namespace {
 
-// Sends raw bytes to 127.0.0.1:port and returns everything the server answers.
-std::string exchange(uint16_t port, const std::string& request) {
-  asio::io_context io;
-  asio::ip::tcp::socket s(io);
-  s.connect({asio::ip::make_address("127.0.0.1"), port});
-  asio::write(s, asio::buffer(request));
-  std::string out;
-  asio::error_code ec;
-  char buf[4096];
-  for (;;) {
-    size_t n = s.read_some(asio::buffer(buf), ec);
-    out.append(buf, n);
-    if (ec) break;
-  }
-  return out;
-}
+using testing::http_exchange;
 
 HttpResponse routes(const std::string& path) {
   if (path == "/status") return {200, "application/json", "{\"ok\":true}"};
@@ -35,25 +21,25 @@ HttpResponse routes(const std::string& path) {
 TEST(Http, ServesRoutesAndRejectsTheRest) {
   HttpServer server("127.0.0.1:0", routes);
   ASSERT_GT(server.port(), 0);
-  std::string ok = exchange(server.port(), "GET /status?x=1 HTTP/1.1\r\nHost: a\r\n\r\n");
+  std::string ok = http_exchange(server.port(), "GET /status?x=1 HTTP/1.1\r\nHost: a\r\n\r\n");
   EXPECT_EQ(ok.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << ok;
   EXPECT_NE(ok.find("Content-Type: application/json"), std::string::npos);
   EXPECT_NE(ok.find("\r\n\r\n{\"ok\":true}"), std::string::npos);
-  EXPECT_EQ(exchange(server.port(), "GET /nope HTTP/1.1\r\n\r\n").rfind("HTTP/1.1 404", 0), 0u);
-  EXPECT_EQ(exchange(server.port(), "POST /status HTTP/1.1\r\n\r\n").rfind("HTTP/1.1 405", 0), 0u);
-  EXPECT_EQ(exchange(server.port(), "garbage\r\n\r\n").rfind("HTTP/1.1 400", 0), 0u);
-  EXPECT_EQ(exchange(server.port(), "GET /boom HTTP/1.1\r\n\r\n").rfind("HTTP/1.1 500", 0), 0u);
+  EXPECT_EQ(http_exchange(server.port(), "GET /nope HTTP/1.1\r\n\r\n").rfind("HTTP/1.1 404", 0), 0u);
+  EXPECT_EQ(http_exchange(server.port(), "POST /status HTTP/1.1\r\n\r\n").rfind("HTTP/1.1 405", 0), 0u);
+  EXPECT_EQ(http_exchange(server.port(), "garbage\r\n\r\n").rfind("HTTP/1.1 400", 0), 0u);
+  EXPECT_EQ(http_exchange(server.port(), "GET /boom HTTP/1.1\r\n\r\n").rfind("HTTP/1.1 500", 0), 0u);
 }
 
 TEST(Http, OversizedRequestIsDroppedAndServerKeepsServing) {
   HttpServer server("127.0.0.1:0", routes);
   std::string huge = "GET /status HTTP/1.1\r\nX: " + std::string(20000, 'a') + "\r\n\r\n";
-  EXPECT_EQ(exchange(server.port(), huge), "");
+  EXPECT_EQ(http_exchange(server.port(), huge), "");
   // A silent client does not block others.
   asio::io_context io;
   asio::ip::tcp::socket idle(io);
   idle.connect({asio::ip::make_address("127.0.0.1"), server.port()});
-  EXPECT_EQ(exchange(server.port(), "GET /status HTTP/1.1\r\n\r\n").rfind("HTTP/1.1 200", 0), 0u);
+  EXPECT_EQ(http_exchange(server.port(), "GET /status HTTP/1.1\r\n\r\n").rfind("HTTP/1.1 200", 0), 0u);
 }
 
 TEST(Http, BadAddressesAreClearErrors) {

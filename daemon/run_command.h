@@ -1,0 +1,35 @@
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <map>
+#include <string>
+
+#include "daemon/train_flags.h"
+
+namespace gossipd::daemon {
+
+struct RunCommandOptions {
+  TrainFlags train;
+  std::string algo = "allreduce";
+  std::string id;
+  std::string listen = "tcp://127.0.0.1:0";
+  std::vector<std::string> peers;  // ID=ENDPOINT; the own id may be listed (ignored)
+  std::string http;                // IP:PORT for /status and /metrics; empty = off
+  std::string cluster_id = "gossipd";
+  int timeout_ms = 10000;
+  int startup_timeout_ms = 60000;
+  size_t max_message_bytes = size_t{256} << 20;
+  std::string curve_secret_key;
+  std::string curve_cluster_key;
+  std::string metrics_out;
+  bool quiet = false;
+};
+
+CLI::App* add_run_command(CLI::App& app, RunCommandOptions& options);
+int run_run_command(const RunCommandOptions& options);
+
+// "a=tcp://h:1,b=ipc:///x" entries -> id -> endpoint; throws UsageError.
+std::map<std::string, std::string> parse_peers(const std::vector<std::string>& entries);
+
+}  // namespace gossipd::daemon

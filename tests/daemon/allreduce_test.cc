@@ -1,0 +1,200 @@
+// AllReduce-SGD across real gossipd processes on loopback (ipc:// sockets in
+// a private temp dir, HTTP on 127.0.0.1).
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <regex>
+
+#include "tests/support/http_client.h"
+#include "tests/support/process.h"
+
+namespace gossipd::testing {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+// N workers w0..w{N-1} with a static member list; every process is killed by
+// pid when the test ends, also on failure.
+class Cluster {
+ public:
+  // `per_member(i)` adds arguments for worker i only.
+  Cluster(int n, std::vector<std::string> extra,
+          const std::function<std::vector<std::string>(int)>& per_member = nullptr) {
+    char tmpl[] = "/tmp/gossipd_cluster_XXXXXX";
+    dir_ = mkdtemp(tmpl);
+    std::string peers;
+    for (int i = 0; i < n; ++i) {
+      peers += (i ? "," : "") + id(i) + "=ipc://" + dir_ + "/" + id(i) + ".sock";
+    }
+    for (int i = 0; i < n; ++i) {
+      std::vector<std::string> argv{bin("gossipd"), "run", "--algo", "allreduce", "--id", id(i), "--listen",
+                                    "ipc://" + dir_ + "/" + id(i) + ".sock", "--peers", peers, "--http",
+                                    "127.0.0.1:0", "--cluster-id", "test"};
+      argv.insert(argv.end(), extra.begin(), extra.end());
+      if (per_member) {
+        auto own = per_member(i);
+        argv.insert(argv.end(), own.begin(), own.end());
+      }
+      procs_.push_back(std::make_unique<Process>(argv));
+    }
+  }
+  ~Cluster() {
+    procs_.clear();
+    fs::remove_all(dir_);
+  }
+
+  static std::string id(int i) { return "w" + std::to_string(i); }
+  Process& proc(int i) { return *procs_[i]; }
+  int size() const { return static_cast<int>(procs_.size()); }
+
+  // The HTTP port worker i printed at start (0 if it did not within 30 s).
+  uint16_t http_port(int i) {
+    std::smatch m;
+    static const std::regex re("http on port ([0-9]+)");
+    std::string out;
+    wait_until([&] { out = proc(i).out(); return std::regex_search(out, m, re) || proc(i).wait(0ms); }, 30s);
+    return std::regex_search(out, m, re) ? static_cast<uint16_t>(std::stoi(m[1])) : 0;
+  }
+
+ private:
+  std::string dir_;
+  std::vector<std::unique_ptr<Process>> procs_;
+};
+
+const std::vector<std::string> kSmallRun{"--train-limit", "3000", "--test-limit", "500", "--batch", "32",
+                                         "--threads", "1"};
+
+std::vector<std::string> with(std::vector<std::string> a, std::vector<std::string> b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+TEST(AllreduceSgd, ThreeWorkersStayBitIdentical) {
+  Cluster c(3, with(kSmallRun, {"--epochs", "2", "--quiet", "--timeout-ms", "5000"}));
+  std::set<std::string> finals;
+  for (int i = 0; i < c.size(); ++i) {
+    ASSERT_TRUE(c.proc(i).wait(180s)) << "worker " << i << " did not finish";
+    ASSERT_EQ(c.proc(i).exit_code(), 0) << c.proc(i).err();
+    std::smatch m;
+    std::string out = c.proc(i).out();
+    ASSERT_TRUE(std::regex_search(out, m, std::regex("done: round ([0-9]+) param_hash ([0-9a-f]+)"))) << out;
+    EXPECT_EQ(std::stoi(m[1]), 2 * (3000 / 3 / 32));  // 31 steps per epoch, 2 epochs
+    finals.insert(m[0]);
+  }
+  EXPECT_EQ(finals.size(), 1u) << "replicas differ after training";
+}
+
+TEST(AllreduceSgd, StatusAndMetricsWhileTraining) {
+  Cluster c(2, with(kSmallRun, {"--epochs", "1000", "--quiet"}));
+  const uint16_t port = c.http_port(0);
+  ASSERT_GT(port, 0) << c.proc(0).out() << c.proc(0).err();
+  std::string status;
+  ASSERT_TRUE(wait_until([&] {
+    status = http_get(port, "/status");
+    return status.find("\"state\":\"training\"") != std::string::npos &&
+           status.find("\"round\":\"0\"") == std::string::npos;
+  }, 60s)) << status;
+  for (const char* key : {"\"id\":\"w0\"", "\"algo\":\"allreduce\"", "\"members\":[\"w0\",\"w1\"]", "\"epoch\":",
+                          "\"loss\":", "\"test_accuracy\":"}) {
+    EXPECT_NE(status.find(key), std::string::npos) << key << " in " << status;
+  }
+  std::string metrics = http_get(port, "/metrics");
+  EXPECT_NE(metrics.find("gossipd_rounds_total "), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("gossipd_members 2"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("gossipd_messages_rejected_total{reason=\"cluster\"} 0"), std::string::npos) << metrics;
+}
+
+TEST(AllreduceSgd, SigkilledRankSurvivorsReportWithinTwiceTheTimeout) {
+  const auto timeout = 2000ms;
+  Cluster c(3, with(kSmallRun, {"--epochs", "1000", "--quiet", "--timeout-ms", "2000"}));
+  // Kill only once every member has finished a step: before that a member
+  // may still be in the start-up barrier, which waits --startup-timeout-ms.
+  for (int i = 0; i < c.size(); ++i) {
+    const uint16_t port = c.http_port(i);
+    ASSERT_GT(port, 0);
+    ASSERT_TRUE(wait_until([&] {
+      const std::string s = http_get(port, "/status");
+      return s.find("\"state\":\"training\"") != std::string::npos && s.find("\"round\":\"0\"") == std::string::npos;
+    }, 60s)) << "worker " << i << " never completed a step";
+  }
+  c.proc(2).signal(SIGKILL);
+  const auto killed = std::chrono::steady_clock::now();
+  for (int i : {0, 1}) {
+    ASSERT_TRUE(c.proc(i).wait(2 * timeout + 2s))
+        << "survivor " << i << " hangs: " << c.proc(i).out() << c.proc(i).err();
+    const auto took = std::chrono::steady_clock::now() - killed;
+    EXPECT_LE(took, 2 * timeout + 500ms);
+    EXPECT_EQ(c.proc(i).exit_code(), 1);
+    const std::string err = c.proc(i).err();
+    EXPECT_NE(err.find("silent"), std::string::npos) << err;
+    // w1 waits on w2 directly; w0 may see w1 (blocked on w2) first in a ring.
+    EXPECT_TRUE(err.find("'w2'") != std::string::npos || err.find("'w1'") != std::string::npos) << err;
+  }
+}
+
+TEST(AllreduceSgd, SigtermStopsCleanly) {
+  Cluster c(1, with(kSmallRun, {"--epochs", "1000"}));
+  const uint16_t port = c.http_port(0);
+  ASSERT_GT(port, 0);
+  ASSERT_TRUE(wait_until([&] { return http_get(port, "/status").find("\"state\":\"training\"") != std::string::npos; },
+                         60s));
+  c.proc(0).signal(SIGTERM);
+  ASSERT_TRUE(c.proc(0).wait(5s));
+  EXPECT_EQ(c.proc(0).exit_code(), 0) << c.proc(0).err();
+  EXPECT_NE(c.proc(0).out().find("stopped by signal"), std::string::npos);
+}
+
+TEST(AllreduceSgd, CurveClusterTrainsAndAStrangerKeyIsLockedOut) {
+  char tmpl[] = "/tmp/gossipd_keys_XXXXXX";
+  const std::string keys = mkdtemp(tmpl);
+  fs::create_directories(keys + "/a");
+  fs::create_directories(keys + "/b");
+  for (const char* sub : {"/a", "/b"}) {
+    RunResult r = run({bin("gossipctl"), "keygen", "--out", keys + sub}, 10s);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  EXPECT_EQ(fs::status(keys + "/a/cluster.secret").permissions() & fs::perms::group_read, fs::perms::none);
+  RunResult again = run({bin("gossipctl"), "keygen", "--out", keys + "/a"}, 10s);
+  EXPECT_EQ(again.exit_code, 2);
+  EXPECT_NE(again.err.find("--force"), std::string::npos) << again.err;
+  {
+    Cluster c(2, with(kSmallRun, {"--epochs", "1", "--quiet", "--curve-secret-key", keys + "/a/cluster.secret",
+                                  "--curve-cluster-key", keys + "/a/cluster.public"}));
+    for (int i = 0; i < 2; ++i) {
+      ASSERT_TRUE(c.proc(i).wait(120s));
+      EXPECT_EQ(c.proc(i).exit_code(), 0) << c.proc(i).err();
+    }
+  }
+  // w1 holds another cluster's keys: w0 refuses it and reports at start-up.
+  Cluster c(2, with(kSmallRun, {"--epochs", "1", "--quiet", "--startup-timeout-ms", "3000"}), [&](int i) {
+    const std::string k = keys + (i == 0 ? "/a" : "/b");
+    return std::vector<std::string>{"--curve-secret-key", k + "/cluster.secret", "--curve-cluster-key",
+                                    k + "/cluster.public"};
+  });
+  ASSERT_TRUE(c.proc(0).wait(30s));
+  EXPECT_EQ(c.proc(0).exit_code(), 1);
+  EXPECT_NE(c.proc(0).err().find("'w1' silent"), std::string::npos) << c.proc(0).err();
+  fs::remove_all(keys);
+}
+
+TEST(AllreduceSgd, BadRunFlagsAreOneLine) {
+  for (auto args : std::vector<std::vector<std::string>>{
+           {"--peers", "w1"},
+           {"--peers", "w1=tcp://127.0.0.1:1,w1=tcp://127.0.0.1:2"},
+           {"--http", "nonsense"},
+           {"--algo", "bogus"},
+           {"--listen", "carrier-pigeon://x"}}) {
+    std::vector<std::string> argv{bin("gossipd"), "run", "--id", "w0", "--train-limit", "100", "--test-limit", "10"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    RunResult r = run(argv, 30s);
+    EXPECT_EQ(r.exit_code, 2) << args[1] << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace gossipd::testing
