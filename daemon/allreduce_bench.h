@@ -14,6 +14,10 @@ struct AllreduceBenchOptions {
   int warmup = 2;   // untimed repetitions first
   size_t chunk_bytes = size_t{512} << 10;
   int timeout_ms = 30000;
+  // "core": rank r and every thread it starts run on CPU r mod #CPUs, as
+  // OpenMPI binds ranks by default; hand-offs between the collective thread
+  // and the ZeroMQ I/O thread then stay on one CPU. "none": the scheduler decides.
+  std::string bind_to = "core";
   // Hidden worker mode: set in the child processes the parent spawns.
   int worker_rank = -1;
 };

@@ -1,6 +1,7 @@
 #include "daemon/cli.h"
 
 #include <cblas.h>
+#include <malloc.h>
 
 #include <iostream>
 
@@ -37,6 +38,13 @@ int run_cli(CLI::App& app, int argc, char** argv, const std::function<int()>& ru
     std::cerr << prog << ": error: " << e.what() << "\n";
     return kExitFailure;
   }
+}
+
+void tune_allocator() {
+  // Blocks up to 64 MiB come from the heap, and up to 512 MiB of free heap
+  // stays mapped for reuse; the peak is what training needs anyway.
+  mallopt(M_MMAP_THRESHOLD, 64 << 20);
+  mallopt(M_TRIM_THRESHOLD, 512 << 20);
 }
 
 void set_blas_threads(int threads) { openblas_set_num_threads(threads < 1 ? 1 : threads); }

@@ -24,6 +24,12 @@ class UsageError : public std::runtime_error {
 // config or data, 1 for faults while running.
 int run_cli(CLI::App& app, int argc, char** argv, const std::function<int()>& run);
 
+// Keeps freed heap memory in the process instead of returning it to the
+// kernel at once: the transport receives every large tensor into a freshly
+// allocated buffer, and with glibc's defaults each one was mmap'ed or
+// trimmed anew and page-faulted in, page by page. Call first thing in main.
+void tune_allocator();
+
 // Sets the number of OpenBLAS threads for this process (>= 1).
 void set_blas_threads(int threads);
 

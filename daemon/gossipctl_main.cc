@@ -49,6 +49,7 @@ int run_keygen(const std::string& dir, bool force) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  gossipd::daemon::tune_allocator();
   CLI::App app("gossipctl: operator tool for gossipd clusters", "gossipctl");
   app.require_subcommand(1);
   CLI::App* bench = app.add_subcommand("bench", "Benchmarks that print JSON lines");

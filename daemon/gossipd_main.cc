@@ -6,6 +6,7 @@
 #include "daemon/train_command.h"
 
 int main(int argc, char** argv) {
+  gossipd::daemon::tune_allocator();
   using namespace gossipd::daemon;
   CLI::App app("gossipd: decentralized training worker (Crossover-SGD, SGP, AllReduce-SGD)", "gossipd");
   app.require_subcommand(1);
