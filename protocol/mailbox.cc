@@ -6,7 +6,9 @@ void Mailbox::push(Message msg) {
   const auto& env = msg.envelope;
   {
     std::lock_guard lock(mutex_);
-    if (env.type() == proto::COLLECTIVE_CHUNK) {
+    // Gossip segments are keyed like collective chunks: tag = protocol,
+    // seq = round, so a round never takes another round's segments.
+    if (env.type() == proto::COLLECTIVE_CHUNK || env.type() == proto::SEGMENT) {
       auto open = first_open_seq_.find(env.collective_tag());
       if (open != first_open_seq_.end() && env.collective_seq() < open->second) {
         log_.reject(env.sender(), RejectReason::kStale,

@@ -26,7 +26,8 @@ struct ChunkKey {
 
 // Demultiplexes validated messages so that concurrent collectives (several
 // groups, successive calls) and the control plane never take each other's
-// messages: collective chunks by (tag, seq, sender), the rest by type.
+// messages: collective chunks and gossip segments by (tag, seq, sender) —
+// for a segment seq is the gossip round — the rest by type.
 class Mailbox {
  public:
   using Clock = std::chrono::steady_clock;

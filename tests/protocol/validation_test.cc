@@ -185,8 +185,10 @@ TEST_F(ValidationTest, Oversize) {
 TEST_F(ValidationTest, AValidSegmentIsDelivered) {
   auto e = tensor(proto::SEGMENT, 50);
   e.set_segment_id(1);
+  e.set_collective_tag(7);
+  e.set_collective_seq(3);  // gossip segments are keyed by (protocol tag, round, sender)
   send(client_, {e.SerializeAsString(), floats(50)});
-  auto m = server_->mailbox().pop(proto::SEGMENT, Clock::now() + std::chrono::seconds(5), {});
+  auto m = server_->mailbox().pop_chunk(ChunkKey{7, 3, "good"}, Clock::now() + std::chrono::seconds(5), {});
   ASSERT_TRUE(m);
   EXPECT_EQ(m->payload.at(0).size(), 50 * sizeof(float));
   EXPECT_EQ(server_->counters().total(), 0u);

@@ -1,0 +1,147 @@
+#include "protocol/crossover.h"
+
+#include <cstring>
+
+#include "protocol/errors.h"
+#include "protocol/group.h"
+#include "protocol/ring_collectives.h"
+#include "topology/derangement.h"
+
+namespace gossipd::protocol {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// x ← ½·x + ½·y, with y read from the received payload.
+void average_into(std::span<float> x, const Message& msg) {
+  const std::byte* src = msg.payload.at(0).data();
+  for (size_t i = 0; i < x.size(); ++i) {
+    float y;
+    std::memcpy(&y, src + i * sizeof(float), sizeof(float));
+    x[i] = 0.5f * (x[i] + y);
+  }
+}
+
+size_t self_index(const topology::View& view, const Node& node) {
+  auto self = view.index_of(node.id());
+  if (!self) throw ProtocolConfigError("node '" + node.id() + "' is not in the view it gossips over");
+  return *self;
+}
+
+}  // namespace
+
+RoundStats& RoundStats::operator+=(const RoundStats& o) {
+  segments_sent += o.segments_sent;
+  segments_received += o.segments_received;
+  segments_skipped += o.segments_skipped;
+  bytes_sent += o.bytes_sent;
+  bytes_received += o.bytes_received;
+  return *this;
+}
+
+CrossoverGossip::CrossoverGossip(Node& node, SegmentTable segments, GossipOptions options)
+    : node_(node), segments_(std::move(segments)), options_(options) {
+  register_segments(node_, segments_);
+}
+
+RoundStats CrossoverGossip::run_round(const topology::View& view, uint64_t round, std::span<float> params) {
+  check_segment_table(segments_, params.size());
+  RoundStats stats;
+  const size_t self = self_index(view, node_);
+  if (view.size() < 2) return stats;
+  const auto deadline = Clock::now() + options_.segment_deadline;
+  SegmentInbox inbox(node_, kTag, round);
+  std::vector<topology::Exchange> plan(segments_.size());
+  for (uint32_t s = 0; s < segments_.size(); ++s) {
+    plan[s] = *topology::crossover_exchange(view, self, options_.seed, round, s);
+    const auto& seg = segments_[s];
+    const size_t bytes = inbox.send(view.member(plan[s].send_to), s, params.subspan(seg.offset, seg.length),
+                                    std::nullopt, options_.segment_deadline);
+    stats.segments_sent += bytes > 0;
+    stats.bytes_sent += bytes;
+  }
+  for (uint32_t s = 0; s < segments_.size(); ++s) {
+    const auto& seg = segments_[s];
+    auto msg = inbox.receive(view.member(plan[s].receive_from), s, seg.length, deadline, options_.stop);
+    if (!msg) {
+      if (options_.stop.stop_requested()) throw Aborted(node_.id(), "crossover round");
+      ++stats.segments_skipped;
+      continue;
+    }
+    average_into(params.subspan(seg.offset, seg.length), *msg);
+    ++stats.segments_received;
+    stats.bytes_received += seg.length * sizeof(float);
+  }
+  return stats;
+}
+
+HierarchicalCrossover::HierarchicalCrossover(Node& node, SegmentTable segments, GossipOptions options,
+                                             topology::GroupSpread spread)
+    : node_(node), segments_(std::move(segments)), options_(options), spread_(spread) {
+  register_segments(node_, segments_);
+}
+
+RoundStats HierarchicalCrossover::run_round(const topology::View& view,
+                                            const std::map<std::string, std::string>& labels, uint64_t round,
+                                            std::span<float> params) {
+  check_segment_table(segments_, params.size());
+  self_index(view, node_);
+  RoundStats stats;
+  const topology::Groups groups(view, labels);
+  const size_t g = *groups.group_of(node_.id());
+  Group& group = group_for(groups, g, view.epoch());
+  const float inv = 1.0f / static_cast<float>(group.size());
+
+  AllreduceRing(group, params).run();  // (1) exact group average
+  for (float& v : params) v *= inv;
+
+  const auto deadline = Clock::now() + options_.segment_deadline;
+  SegmentInbox inbox(node_, kTag, round);
+  std::vector<std::optional<topology::GroupExchange>> plan(segments_.size());
+  for (uint32_t s = 0; s < segments_.size(); ++s) {  // (2) crossover between groups
+    plan[s] = topology::inter_group_exchange(groups, view.epoch(), node_.id(), options_.seed, round, s, spread_);
+    if (!plan[s]) continue;
+    const auto& seg = segments_[s];
+    const size_t bytes =
+        inbox.send(plan[s]->send_to, s, params.subspan(seg.offset, seg.length), std::nullopt, options_.segment_deadline);
+    stats.segments_sent += bytes > 0;
+    stats.bytes_sent += bytes;
+  }
+  share_.assign(params.size(), 0.0f);
+  for (uint32_t s = 0; s < segments_.size(); ++s) {
+    const auto& seg = segments_[s];
+    if (groups.segment_owner(g, s, spread_) != node_.id()) continue;
+    auto mine = params.subspan(seg.offset, seg.length);
+    if (plan[s]) {
+      auto msg = inbox.receive(plan[s]->receive_from, s, seg.length, deadline, options_.stop);
+      if (msg) {
+        average_into(mine, *msg);
+        ++stats.segments_received;
+        stats.bytes_received += seg.length * sizeof(float);
+      } else {
+        if (options_.stop.stop_requested()) throw Aborted(node_.id(), "hierarchical crossover round");
+        ++stats.segments_skipped;
+      }
+    }
+    std::copy(mine.begin(), mine.end(), share_.begin() + static_cast<std::ptrdiff_t>(seg.offset));
+  }
+  // (3) every segment has exactly one owner, so the sum is the owner's value, exactly.
+  AllreduceRing(group, share_).run();
+  std::copy(share_.begin(), share_.end(), params.begin());
+  return stats;
+}
+
+Group& HierarchicalCrossover::group_for(const topology::Groups& groups, size_t g, uint32_t view_epoch) {
+  if (group_ && group_epoch_ == view_epoch && group_->members() == groups.members(g)) return *group_;
+  CollectiveOptions copts;
+  copts.timeout = options_.segment_deadline;
+  copts.stop = options_.stop;
+  // A tag per (view epoch, group): groups never mix, and a new view starts
+  // fresh sequence numbers without meeting the old view's stale ones.
+  const uint32_t tag = 0x40000000u | ((view_epoch & 0x3fffffu) << 8) | static_cast<uint32_t>(g & 0xff);
+  group_ = std::make_unique<Group>(node_, tag, groups.members(g), copts);
+  group_epoch_ = view_epoch;
+  return *group_;
+}
+
+}  // namespace gossipd::protocol

@@ -1,0 +1,87 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <stop_token>
+#include <string>
+
+#include "protocol/group.h"
+#include "protocol/segment_inbox.h"
+#include "topology/groups.h"
+#include "topology/view.h"
+
+namespace gossipd::protocol {
+
+struct GossipOptions {
+  uint64_t seed = 1;
+  // A segment that has not arrived this long after the round started is
+  // skipped (own copy kept): gossip never blocks on one peer.
+  std::chrono::milliseconds segment_deadline{2000};
+  std::stop_token stop;
+};
+
+// What one round did, for /status and the metrics.
+struct RoundStats {
+  size_t segments_sent = 0;
+  size_t segments_received = 0;
+  size_t segments_skipped = 0;
+  size_t bytes_sent = 0;
+  size_t bytes_received = 0;
+  RoundStats& operator+=(const RoundStats& o);
+};
+
+// Crossover-SGD (Yeo et al.): every round, for every segment s, a fresh
+// derangement of the view (topology::crossover_exchange) names whom this
+// member sends s to and whom it receives s from; then x_s ← ½·x_s + ½·y_s.
+// The mixing matrix is doubly stochastic, so the mean of the replicas is
+// kept exactly (up to rounding) and no push-sum weight is needed.
+class CrossoverGossip {
+ public:
+  CrossoverGossip(Node& node, SegmentTable segments, GossipOptions options);
+  // One round over `view` (which must contain this node) on `params`.
+  RoundStats run_round(const topology::View& view, uint64_t round, std::span<float> params);
+
+  static constexpr uint32_t kTag = 0x10000;
+
+ private:
+  Node& node_;
+  SegmentTable segments_;
+  GossipOptions options_;
+};
+
+// Hierarchical Crossover-SGD: (1) exact average inside each group with the
+// ring allreduce; (2) crossover gossip between groups, where the member of a
+// group that owns segment s (topology::GroupSpread) exchanges it with the
+// owner of s in the group the derangement over groups names; (3) the group
+// shares the owners' results (an allreduce of a buffer in which each member
+// holds only the segments it owns), so members of a group end every round
+// with identical replicas. The global mean is kept exactly when the groups
+// are of equal size; with unequal groups every group weighs the same in the
+// inter-group average, so replicas converge to the mean of the group means.
+class HierarchicalCrossover {
+ public:
+  HierarchicalCrossover(Node& node, SegmentTable segments, GossipOptions options,
+                        topology::GroupSpread spread = topology::GroupSpread::kSpread);
+  // `labels`: member id -> group label, as learned from the members.
+  RoundStats run_round(const topology::View& view, const std::map<std::string, std::string>& labels,
+                       uint64_t round, std::span<float> params);
+
+  static constexpr uint32_t kTag = 0x20000;
+
+ private:
+  Group& group_for(const topology::Groups& groups, size_t g, uint32_t view_epoch);
+
+  Node& node_;
+  SegmentTable segments_;
+  GossipOptions options_;
+  topology::GroupSpread spread_;
+  std::vector<float> share_;
+  // Kept across rounds: its collective sequence numbers must keep counting.
+  std::unique_ptr<Group> group_;
+  uint32_t group_epoch_ = 0;
+};
+
+}  // namespace gossipd::protocol

@@ -1,0 +1,110 @@
+#include "protocol/push_sum.h"
+
+#include <cstring>
+
+#include "protocol/errors.h"
+#include "topology/exponential_graph.h"
+
+namespace gossipd::protocol {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+}  // namespace
+
+PushSumGossip::PushSumGossip(Node& node, SegmentTable segments, GossipOptions options, size_t peers, bool overlap)
+    : node_(node),
+      segments_(std::move(segments)),
+      options_(options),
+      peers_(std::max<size_t>(peers, 1)),
+      overlap_(overlap),
+      weights_(segments_.size(), 1.0) {
+  register_segments(node_, segments_);
+}
+
+void PushSumGossip::set_weights(std::vector<double> weights) {
+  if (weights.size() != segments_.size()) throw ProtocolConfigError("push-sum: one weight per segment");
+  weights_ = std::move(weights);
+}
+
+void PushSumGossip::debias(std::span<const float> x, std::span<float> z) const {
+  for (size_t s = 0; s < segments_.size(); ++s) {
+    const auto& seg = segments_[s];
+    const float inv = static_cast<float>(1.0 / weights_[s]);
+    for (size_t i = seg.offset; i < seg.offset + seg.length; ++i) z[i] = x[i] * inv;
+  }
+}
+
+RoundStats PushSumGossip::run_round(const topology::View& view, uint64_t round, std::span<float> x) {
+  check_segment_table(segments_, x.size());
+  RoundStats stats;
+  auto self = view.index_of(node_.id());
+  if (!self) throw ProtocolConfigError("node '" + node_.id() + "' is not in the view it gossips over");
+  if (view.size() < 2) return stats;
+  const auto out = topology::exponential_out_peers(view.size(), *self, round, peers_);
+  const float share = 1.0f / static_cast<float>(out.size() + 1);
+  {
+    // The receiving side finishes the round (fold_in), not the sender.
+    SegmentInbox sender(node_, kTag, round, /*finish=*/false);
+    for (uint32_t s = 0; s < segments_.size(); ++s) {
+      const auto& seg = segments_[s];
+      auto xs = x.subspan(seg.offset, seg.length);
+      for (float& v : xs) v *= share;  // keep our share; push the same share
+      weights_[s] *= share;
+      size_t failed = 0;
+      for (size_t to : out) {
+        const size_t bytes = sender.send(view.member(to), s, xs, weights_[s], options_.segment_deadline);
+        stats.segments_sent += bytes > 0;
+        stats.bytes_sent += bytes;
+        failed += bytes == 0;
+      }
+      if (failed > 0) {  // a push that could not leave stays with us: no mass is lost
+        const float keep = static_cast<float>(1 + failed);
+        for (float& v : xs) v *= keep;
+        weights_[s] *= keep;
+      }
+    }
+  }
+  // Plain SGP folds this round in now; OSGP folds the previous one.
+  if (!overlap_) {
+    fold_in(view, round, x, stats);
+  } else if (round > 0) {
+    fold_in(view, round - 1, x, stats);
+  }
+  return stats;
+}
+
+size_t PushSumGossip::fold_in(const topology::View& view, uint64_t round, std::span<float> x, RoundStats& stats) {
+  const size_t self = *view.index_of(node_.id());
+  const auto in = topology::exponential_in_peers(view.size(), self, round, peers_);
+  const auto deadline = Clock::now() + options_.segment_deadline;
+  SegmentInbox inbox(node_, kTag, round);
+  size_t folded = 0;
+  for (uint32_t s = 0; s < segments_.size(); ++s) {
+    const auto& seg = segments_[s];
+    for (size_t from : in) {
+      auto msg = inbox.receive(view.member(from), s, seg.length, deadline, options_.stop);
+      if (!msg) {
+        if (options_.stop.stop_requested()) throw Aborted(node_.id(), "push-sum round");
+        ++stats.segments_skipped;
+        continue;
+      }
+      if (!msg->envelope.has_push_sum_weight() || !(msg->envelope.push_sum_weight() > 0.0)) {
+        node_.reject_log().reject(view.member(from), RejectReason::kSegment, "push-sum segment without a weight");
+        ++stats.segments_skipped;
+        continue;
+      }
+      scratch_.resize(seg.length);
+      copy_floats(scratch_, *msg);
+      auto xs = x.subspan(seg.offset, seg.length);
+      for (size_t i = 0; i < xs.size(); ++i) xs[i] += scratch_[i];
+      weights_[s] += msg->envelope.push_sum_weight();
+      ++stats.segments_received;
+      stats.bytes_received += seg.length * sizeof(float);
+      ++folded;
+    }
+  }
+  return folded;
+}
+
+}  // namespace gossipd::protocol

@@ -1,0 +1,45 @@
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "protocol/crossover.h"
+
+namespace gossipd::protocol {
+
+// Stochastic Gradient Push (Assran et al. 2019): push-sum over SGP's
+// time-varying directed exponential graph. Each member holds numerators x
+// (the buffer the optimizer updates) and a weight per segment; every round
+// it keeps a share 1/(k+1) of both and pushes the same share to each of its
+// k out-peers (topology::exponential_out_peers), then adds what its in-peers
+// pushed. Gradients are taken at the de-biased z = x / w. Weights are per
+// segment so that a skipped segment (the sender's and receiver's sums stay
+// in step) never biases another. With `overlap` (OSGP) a round sends
+// without waiting and folds in the previous round's messages instead.
+class PushSumGossip {
+ public:
+  PushSumGossip(Node& node, SegmentTable segments, GossipOptions options, size_t peers = 1, bool overlap = false);
+
+  RoundStats run_round(const topology::View& view, uint64_t round, std::span<float> x);
+
+  // z = x / w, segment by segment.
+  void debias(std::span<const float> x, std::span<float> z) const;
+  const std::vector<double>& weights() const { return weights_; }
+  // For a joiner taking a snapshot, or after a view change re-weights.
+  void set_weights(std::vector<double> weights);
+
+  static constexpr uint32_t kTag = 0x30000;
+
+ private:
+  size_t fold_in(const topology::View& view, uint64_t round, std::span<float> x, RoundStats& stats);
+
+  Node& node_;
+  SegmentTable segments_;
+  GossipOptions options_;
+  size_t peers_;
+  bool overlap_;
+  std::vector<double> weights_;
+  std::vector<float> scratch_;
+};
+
+}  // namespace gossipd::protocol

@@ -1,0 +1,90 @@
+#include "protocol/segment_inbox.h"
+
+#include <cstring>
+
+#include "protocol/errors.h"
+
+namespace gossipd::protocol {
+
+void check_segment_table(const SegmentTable& table, size_t total) {
+  size_t next = 0;
+  for (size_t i = 0; i < table.size(); ++i) {
+    if (table[i].offset != next || table[i].length == 0) {
+      throw ProtocolConfigError("segment " + std::to_string(i) + " does not follow the previous one");
+    }
+    next += table[i].length;
+  }
+  if (next != total) {
+    throw ProtocolConfigError("segments cover " + std::to_string(next) + " of " + std::to_string(total) + " floats");
+  }
+}
+
+void register_segments(Node& node, const SegmentTable& table) {
+  std::vector<uint64_t> lengths;
+  for (const auto& s : table) lengths.push_back(s.length);
+  node.validator().set_segment_lengths(std::move(lengths));
+}
+
+SegmentInbox::SegmentInbox(Node& node, uint32_t tag, uint64_t round, bool finish)
+    : node_(node), tag_(tag), round_(round), finish_(finish) {}
+
+SegmentInbox::~SegmentInbox() {
+  if (finish_) node_.mailbox().finish(tag_, round_);
+}
+
+size_t SegmentInbox::send(const std::string& peer, uint32_t segment, std::span<const float> data,
+                          std::optional<double> weight, std::chrono::milliseconds timeout) {
+  proto::Envelope env = node_.envelope(proto::SEGMENT);
+  env.set_round(round_);
+  env.set_collective_tag(tag_);
+  env.set_collective_seq(round_);
+  env.set_segment_id(segment);
+  env.set_offset(0);
+  env.set_count(data.size());
+  env.set_dtype(proto::DTYPE_FLOAT32);
+  if (weight) env.set_push_sum_weight(*weight);
+  std::vector<OutFrame> frames;
+  frames.push_back(envelope_frame(env));
+  frames.push_back(OutFrame::copy_of(data.data(), data.size_bytes()));
+  const size_t bytes = frames[0].size + frames[1].size;
+  try {
+    node_.transport().send(peer, std::move(frames), timeout);
+  } catch (const PeerTimeout&) {
+    return 0;
+  }
+  return bytes;
+}
+
+std::optional<Message> SegmentInbox::receive(const std::string& peer, uint32_t segment, size_t count,
+                                             std::chrono::steady_clock::time_point deadline, std::stop_token stop) {
+  if (auto it = early_.find({peer, segment}); it != early_.end()) {
+    Message m = std::move(it->second);
+    early_.erase(it);
+    if (m.envelope.count() == count) return m;
+    node_.reject_log().reject(peer, RejectReason::kSegment, "segment " + std::to_string(segment) + " mis-sized");
+  }
+  const ChunkKey key{tag_, round_, peer};
+  for (;;) {
+    auto msg = node_.mailbox().pop_chunk(key, deadline, stop);
+    if (!msg) return std::nullopt;
+    const uint32_t got = msg->envelope.segment_id();
+    if (got != segment) {
+      // The sender skipped `segment` (its send timed out) or this one
+      // overtook it: keep it for when it is asked for.
+      early_.insert_or_assign({peer, got}, std::move(*msg));
+      if (got > segment) return std::nullopt;  // sent in order: `segment` is not coming
+      continue;
+    }
+    if (msg->envelope.count() == count && msg->envelope.offset() == 0) return msg;
+    node_.reject_log().reject(peer, RejectReason::kSegment,
+                              "segment " + std::to_string(got) + " with " + std::to_string(msg->envelope.count()) +
+                                  " elements at offset " + std::to_string(msg->envelope.offset()) + ", expected " +
+                                  std::to_string(count));
+  }
+}
+
+void copy_floats(std::span<float> out, const Message& msg) {
+  std::memcpy(out.data(), msg.payload.at(0).data(), out.size_bytes());
+}
+
+}  // namespace gossipd::protocol

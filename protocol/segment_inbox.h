@@ -1,0 +1,68 @@
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <span>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "protocol/node.h"
+
+namespace gossipd::protocol {
+
+// One contiguous run of the parameter buffer that gossip exchanges as a unit
+// (a layer block by default). Offsets and lengths are in floats.
+struct SegmentRange {
+  size_t offset = 0;
+  size_t length = 0;
+};
+using SegmentTable = std::vector<SegmentRange>;
+
+// Throws ProtocolConfigError unless the segments tile [0, total) in order.
+void check_segment_table(const SegmentTable& table, size_t total);
+
+// Tells the node's validator the segment lengths, so inbound SEGMENT
+// messages are checked against them (and accepted at all).
+void register_segments(Node& node, const SegmentTable& table);
+
+// The SEGMENT messages of one gossip round of one protocol (tag). Sends are
+// copies: a round never waits for a slow or dead peer's socket to let go of
+// the parameters, and the caller may average into them at once. Receives are
+// per (sender, segment); a sender's segments arrive in the order it sent
+// them, and one that overtook a lost one is kept until asked for. On
+// destruction the round is finished: whatever arrives for it later is
+// dropped and counted as stale.
+class SegmentInbox {
+ public:
+  // `finish` false: leave the round open on destruction (a sender whose
+  // round is received later, as overlapped SGP does).
+  SegmentInbox(Node& node, uint32_t tag, uint64_t round, bool finish = true);
+  ~SegmentInbox();
+  SegmentInbox(const SegmentInbox&) = delete;
+  SegmentInbox& operator=(const SegmentInbox&) = delete;
+
+  // Sends `data` as segment `segment` to `peer`; a push-sum weight rides in
+  // the envelope when given. Returns the bytes put on the wire, 0 when the
+  // peer's queue stayed full past `timeout` (the segment is then skipped).
+  size_t send(const std::string& peer, uint32_t segment, std::span<const float> data,
+              std::optional<double> weight, std::chrono::milliseconds timeout);
+
+  // Segment `segment` from `peer`, or nullopt at `deadline` or on stop.
+  // A message of the wrong length is dropped and counted.
+  std::optional<Message> receive(const std::string& peer, uint32_t segment, size_t count,
+                                 std::chrono::steady_clock::time_point deadline, std::stop_token stop);
+
+ private:
+  Node& node_;
+  uint32_t tag_;
+  uint64_t round_;
+  bool finish_;
+  std::map<std::pair<std::string, uint32_t>, Message> early_;
+};
+
+// Reads a received float32 payload into `out` (any alignment).
+void copy_floats(std::span<float> out, const Message& msg);
+
+}  // namespace gossipd::protocol

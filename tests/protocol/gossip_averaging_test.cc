@@ -1,0 +1,190 @@
+// Pure averaging (no gradients): replicas start random and must converge to
+// the exact mean of the initial replicas, for every protocol and n = 2..8,
+// over the real ZeroMQ loopback transport with ranks as threads.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <random>
+
+#include "protocol/crossover.h"
+#include "protocol/push_sum.h"
+#include "protocol/ring_collectives.h"
+#include "tests/protocol/test_cluster.h"
+
+namespace gossipd::protocol {
+namespace {
+
+using testing::TestCluster;
+
+const SegmentTable kSegments{{0, 300}, {300, 500}, {800, 1}, {801, 199}};
+constexpr size_t kFloats = 1000;
+
+enum class Kind { kCrossover, kHierarchical, kSgp, kOsgp, kAllreduce };
+
+std::string name(Kind k) {
+  switch (k) {
+    case Kind::kCrossover: return "Crossover";
+    case Kind::kHierarchical: return "Hierarchical";
+    case Kind::kSgp: return "Sgp";
+    case Kind::kOsgp: return "Osgp";
+    case Kind::kAllreduce: return "Allreduce";
+  }
+  return "";
+}
+
+std::vector<float> initial(size_t rank) {
+  std::mt19937 gen(static_cast<unsigned>(rank * 7919 + 1));
+  std::normal_distribution<float> d(static_cast<float>(rank), 1.0f);
+  std::vector<float> x(kFloats);
+  for (auto& v : x) v = d(gen);
+  return x;
+}
+
+// Groups of equal size: the hierarchy keeps the global mean only then (with
+// unequal groups it converges to the mean of the group means, see crossover.h).
+// Even n: two groups; odd n (3, 5, 7 are prime): n groups of one.
+std::map<std::string, std::string> equal_groups(const std::vector<std::string>& ids) {
+  const size_t groups = ids.size() % 2 == 0 ? 2 : ids.size();
+  std::map<std::string, std::string> labels;
+  for (size_t i = 0; i < ids.size(); ++i) labels[ids[i]] = "g" + std::to_string(i % groups);
+  return labels;
+}
+
+// Every node knows the segment table before any rank sends (in the daemon
+// this happens before a worker joins).
+void register_everywhere(TestCluster& cluster) {
+  for (size_t i = 0; i < cluster.size(); ++i) register_segments(cluster.node(i), kSegments);
+}
+
+class Averaging : public ::testing::TestWithParam<std::tuple<Kind, size_t>> {};
+
+TEST_P(Averaging, ReplicasReachTheExactInitialMean) {
+  const auto [kind, n] = GetParam();
+  TestCluster cluster(n);
+  register_everywhere(cluster);
+  const topology::View view(1, cluster.ids());
+  const auto labels = equal_groups(view.members());
+  std::vector<double> mean(kFloats, 0.0);
+  for (size_t r = 0; r < n; ++r) {
+    auto x = initial(r);
+    for (size_t i = 0; i < kFloats; ++i) mean[i] += x[i] / static_cast<double>(n);
+  }
+  const uint64_t rounds = kind == Kind::kOsgp ? 90 : 60;
+  std::vector<std::vector<float>> result(n);
+  std::vector<RoundStats> stats(n);
+  GossipOptions opts;
+  opts.seed = 42;
+  opts.segment_deadline = std::chrono::milliseconds(10000);
+  testing::expect_no_errors(cluster.run([&](size_t rank) {
+    Node& node = cluster.node(rank);
+    auto x = initial(rank);
+    if (kind == Kind::kAllreduce) {
+      Group group(node, 1, view.members());
+      AllreduceRing(group, x).run();
+      for (auto& v : x) v /= static_cast<float>(n);
+    } else if (kind == Kind::kCrossover) {
+      CrossoverGossip g(node, kSegments, opts);
+      for (uint64_t r = 0; r < rounds; ++r) stats[rank] += g.run_round(view, r, x);
+    } else if (kind == Kind::kHierarchical) {
+      HierarchicalCrossover g(node, kSegments, opts);
+      for (uint64_t r = 0; r < rounds; ++r) stats[rank] += g.run_round(view, labels, r, x);
+    } else {
+      PushSumGossip g(node, kSegments, opts, 1, kind == Kind::kOsgp);
+      for (uint64_t r = 0; r < rounds; ++r) stats[rank] += g.run_round(view, r, x);
+      std::vector<float> z(x.size());
+      g.debias(x, z);
+      x = z;
+    }
+    result[rank] = x;
+  }));
+  double mean_norm = 0;
+  for (double m : mean) mean_norm += m * m;
+  mean_norm = std::sqrt(mean_norm);
+  for (size_t r = 0; r < n; ++r) {
+    double err = 0;
+    for (size_t i = 0; i < kFloats; ++i) err += (result[r][i] - mean[i]) * (result[r][i] - mean[i]);
+    EXPECT_LE(std::sqrt(err) / mean_norm, 1e-4) << name(kind) << " rank " << r << " of " << n;
+    EXPECT_EQ(stats[r].segments_skipped, 0u) << "rank " << r;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Protocols, Averaging,
+    ::testing::Combine(::testing::Values(Kind::kCrossover, Kind::kHierarchical, Kind::kSgp, Kind::kOsgp,
+                                         Kind::kAllreduce),
+                       ::testing::Values(2, 3, 4, 5, 6, 7, 8)),
+    [](const auto& info) { return name(std::get<0>(info.param)) + "_n" + std::to_string(std::get<1>(info.param)); });
+
+TEST(Crossover, EveryMemberSendsAndReceivesEachSegmentOncePerRound) {
+  TestCluster cluster(5);
+  register_everywhere(cluster);
+  const topology::View view(1, cluster.ids());
+  std::vector<RoundStats> stats(5);
+  testing::expect_no_errors(cluster.run([&](size_t rank) {
+    auto x = initial(rank);
+    CrossoverGossip g(cluster.node(rank), kSegments, {});
+    stats[rank] = g.run_round(view, 3, x);
+  }));
+  for (const auto& s : stats) {
+    EXPECT_EQ(s.segments_sent, kSegments.size());
+    EXPECT_EQ(s.segments_received, kSegments.size());
+    EXPECT_EQ(s.bytes_received, kFloats * sizeof(float));
+  }
+}
+
+TEST(Hierarchical, SixWorkersInTwoGroupsHoldIdenticalReplicasAfterEachRound) {
+  TestCluster cluster(6);
+  register_everywhere(cluster);
+  const topology::View view(1, cluster.ids());
+  const auto labels = equal_groups(view.members());
+  const size_t rounds = 5;
+  std::vector<std::vector<std::vector<float>>> after(rounds, std::vector<std::vector<float>>(6));
+  testing::expect_no_errors(cluster.run([&](size_t rank) {
+    auto x = initial(rank);
+    HierarchicalCrossover g(cluster.node(rank), kSegments, {});
+    for (size_t r = 0; r < rounds; ++r) {
+      g.run_round(view, labels, r, x);
+      after[r][rank] = x;
+    }
+  }));
+  const topology::Groups groups(view, labels);
+  for (size_t r = 0; r < rounds; ++r) {
+    for (size_t g = 0; g < groups.count(); ++g) {
+      const auto& members = groups.members(g);
+      const size_t first = *view.index_of(members[0]);
+      for (const auto& m : members) {
+        const size_t i = *view.index_of(m);
+        EXPECT_EQ(std::memcmp(after[r][i].data(), after[r][first].data(), kFloats * sizeof(float)), 0)
+            << "round " << r << " member " << m;
+      }
+    }
+  }
+}
+
+TEST(Crossover, ASilentPeerCostsSkippedSegmentsNotAHang) {
+  TestCluster cluster(3);
+  register_everywhere(cluster);
+  const topology::View view(1, cluster.ids());
+  GossipOptions opts;
+  opts.segment_deadline = std::chrono::milliseconds(300);
+  std::vector<RoundStats> stats(3);
+  const auto start = std::chrono::steady_clock::now();
+  // Rank 2 never takes part.
+  testing::expect_no_errors(cluster.run(
+      [&](size_t rank) {
+        auto x = initial(rank);
+        CrossoverGossip g(cluster.node(rank), kSegments, opts);
+        stats[rank] = g.run_round(view, 0, x);
+      },
+      2));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
+  // With 3 members every derangement is a 3-cycle: each live member expects
+  // some segments from the silent one.
+  EXPECT_GT(stats[0].segments_skipped + stats[1].segments_skipped, 0u);
+  EXPECT_EQ(stats[0].segments_skipped + stats[0].segments_received, kSegments.size());
+}
+
+}  // namespace
+}  // namespace gossipd::protocol
