@@ -8,6 +8,9 @@
 #include <thread>
 
 #include "daemon/allreduce_worker.h"
+#include "daemon/gossip_worker.h"
+#include "daemon/segments.h"
+#include "daemon/training_loop.h"
 #include "daemon/cli.h"
 #include "daemon/http_server.h"
 #include "daemon/metrics.h"
@@ -104,8 +107,13 @@ std::map<std::string, std::string> parse_peers(const std::vector<std::string>& e
 CLI::App* add_run_command(CLI::App& app, RunCommandOptions& o) {
   CLI::App* cmd = app.add_subcommand("run", "Run a worker that trains with its peers");
   add_train_flags(*cmd, o.train);
-  cmd->add_option("--algo", o.algo, "Averaging protocol")
-      ->check(CLI::IsMember({"allreduce"}))
+  cmd->add_option("--algo", o.algo, "Averaging protocol: crossover, sgp, osgp (overlapped SGP) or allreduce")
+      ->check(CLI::IsMember({"allreduce", "crossover", "sgp", "osgp"}))
+      ->capture_default_str();
+  cmd->add_option("--segments", o.segments, "Gossip unit: fine (one per layer block), coarse (whole model) or N pieces")
+      ->capture_default_str();
+  cmd->add_option("--segment-deadline-ms", o.segment_deadline_ms, "A gossip segment later than this is skipped")
+      ->check(CLI::Range(1, 3600000))
       ->capture_default_str();
   cmd->add_option("--id", o.id, "This worker's node id, unique in the cluster")->required();
   cmd->add_option("--listen", o.listen, "ZeroMQ endpoint to bind (tcp://IP:PORT, port 0 = any; ipc://PATH)")
@@ -173,15 +181,30 @@ int run_run_command(const RunCommandOptions& o) {
   std::printf("\n");
   std::fflush(stdout);
 
-  AllreduceWorkerOptions wopts;
-  wopts.epochs = f.epochs;
-  wopts.train_size = train.size();
-  wopts.timeout = std::chrono::milliseconds(o.timeout_ms);
-  wopts.startup_timeout = std::chrono::milliseconds(o.startup_timeout_ms);
-  wopts.quiet = o.quiet;
-  AllreduceWorker worker(node, members, trainer, test, state, metrics, log, wopts);
+  TrainingLoop loop(o.id, trainer, test, state, metrics, log, f.epochs, o.quiet);
+  std::function<void(std::stop_token)> work;
+  std::unique_ptr<AllreduceWorker> allreduce;
+  std::unique_ptr<GossipWorker> gossip;
+  if (o.algo == "allreduce") {
+    AllreduceWorkerOptions w;
+    w.train_size = train.size();
+    w.timeout = std::chrono::milliseconds(o.timeout_ms);
+    w.startup_timeout = std::chrono::milliseconds(o.startup_timeout_ms);
+    allreduce = std::make_unique<AllreduceWorker>(node, members, trainer, loop, w);
+    work = [&](std::stop_token st) { allreduce->run(st); };
+  } else {
+    GossipWorkerOptions w;
+    w.algo = o.algo == "crossover" ? GossipAlgo::kCrossover : o.algo == "sgp" ? GossipAlgo::kSgp : GossipAlgo::kOsgp;
+    w.train_size = train.size();
+    w.seed = f.seed;
+    w.segments = make_segment_table(trainer.model().segments(), trainer.model().params().size(), o.segments);
+    w.segment_deadline = std::chrono::milliseconds(o.segment_deadline_ms);
+    w.startup_timeout = std::chrono::milliseconds(o.startup_timeout_ms);
+    gossip = std::make_unique<GossipWorker>(node, members, trainer, loop, state, metrics, w);
+    work = [&](std::stop_token st) { gossip->run(st); };
+  }
   try {
-    worker.run(stop.get_token());
+    work(stop.get_token());
   } catch (const protocol::Aborted&) {
     state.update([](proto::Status& s) { s.set_state("stopped"); });
     std::printf("gossipd run: %s stopped by signal at round %llu\n", o.id.c_str(),
@@ -197,8 +220,9 @@ int run_run_command(const RunCommandOptions& o) {
     throw;
   }
   state.update([](proto::Status& s) { s.set_state("done"); });
-  std::printf("gossipd run: %s done: round %llu param_hash %s\n", o.id.c_str(),
-              static_cast<unsigned long long>(trainer.step_count()),
+  const proto::Status final_status = state.snapshot();
+  std::printf("gossipd run: %s done: round %llu test_accuracy %.4f param_hash %s\n", o.id.c_str(),
+              static_cast<unsigned long long>(trainer.step_count()), final_status.test_accuracy(),
               param_hash(trainer.model().params()).c_str());
   std::fflush(stdout);
   node.close();

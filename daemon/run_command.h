@@ -11,7 +11,9 @@ namespace gossipd::daemon {
 
 struct RunCommandOptions {
   TrainFlags train;
-  std::string algo = "allreduce";
+  std::string algo = "allreduce";   // allreduce | crossover | sgp | osgp
+  std::string segments = "fine";    // fine | coarse | N
+  int segment_deadline_ms = 2000;
   std::string id;
   std::string listen = "tcp://127.0.0.1:0";
   std::vector<std::string> peers;  // ID=ENDPOINT; the own id may be listed (ignored)

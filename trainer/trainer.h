@@ -54,6 +54,9 @@ class Trainer {
   // Forward + backward on the given training samples; fills model().grads().
   StepResult compute_gradients(std::span<const uint32_t> indices);
   void apply_gradients(float lr);
+  // Counts a step whose update the caller applied itself (SGP updates the
+  // push-sum numerators, not the model's parameters).
+  void count_step() { ++steps_; }
   // compute_gradients + apply_gradients at the schedule's rate for the
   // current (fractional) epoch.
   StepResult train_step(std::span<const uint32_t> indices);

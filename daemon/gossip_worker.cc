@@ -1,0 +1,81 @@
+#include "daemon/gossip_worker.h"
+
+#include "protocol/broadcast_ring.h"
+#include "protocol/crossover.h"
+#include "protocol/group.h"
+#include "protocol/push_sum.h"
+#include "topology/view.h"
+
+namespace gossipd::daemon {
+namespace {
+
+constexpr uint32_t kStartupTag = 2;
+
+}  // namespace
+
+GossipWorker::GossipWorker(protocol::Node& node, std::vector<std::string> members, trainer::Trainer& trainer,
+                           TrainingLoop& loop, WorkerState& state, MetricsRegistry& metrics,
+                           GossipWorkerOptions options)
+    : node_(node),
+      members_(std::move(members)),
+      trainer_(trainer),
+      loop_(loop),
+      state_(state),
+      options_(std::move(options)),
+      skipped_(metrics.counter("gossipd_segments_skipped_total", "Segments that missed their deadline")),
+      bytes_sent_(metrics.counter("gossipd_gossip_bytes_sent_total", "Gossip bytes sent")),
+      bytes_received_(metrics.counter("gossipd_gossip_bytes_received_total", "Gossip bytes received")) {}
+
+void GossipWorker::account(const protocol::RoundStats& stats) {
+  skipped_.add(static_cast<double>(stats.segments_skipped));
+  bytes_sent_.add(static_cast<double>(stats.bytes_sent));
+  bytes_received_.add(static_cast<double>(stats.bytes_received));
+  state_.update([&](proto::Status& s) {
+    s.set_segments_skipped(s.segments_skipped() + stats.segments_skipped);
+    s.set_bytes_sent(s.bytes_sent() + stats.bytes_sent);
+    s.set_bytes_received(s.bytes_received() + stats.bytes_received);
+  });
+}
+
+void GossipWorker::run(std::stop_token stop) {
+  protocol::GossipOptions gopts;
+  gopts.seed = options_.seed;
+  gopts.segment_deadline = options_.segment_deadline;
+  gopts.stop = stop;
+  const topology::View view(0, members_);
+  auto params = trainer_.model().params();
+  protocol::CrossoverGossip crossover(node_, options_.segments, gopts);
+  protocol::PushSumGossip push_sum(node_, options_.segments, gopts, 1, options_.algo == GossipAlgo::kOsgp);
+  {
+    protocol::CollectiveOptions copts;
+    copts.timeout = options_.startup_timeout;
+    copts.stop = stop;
+    protocol::Group everyone(node_, kStartupTag, members_, copts);
+    protocol::Barrier(everyone).run();  // every member is up (and knows the segments) before round 0
+  }
+  const size_t steps = TrainingLoop::steps_per_epoch(options_.train_size, members_.size(), trainer_.options().batch);
+
+  if (options_.algo == GossipAlgo::kCrossover) {
+    loop_.run(steps, stop, [&](std::span<const uint32_t> idx) {
+      trainer::StepResult r = trainer_.train_step(idx);
+      account(crossover.run_round(view, trainer_.step_count(), params));
+      return r;
+    });
+    return;
+  }
+  // SGP: the numerators x live here; the model holds z = x / w for the gradients.
+  std::vector<float> x(params.begin(), params.end());
+  loop_.run(
+      steps, stop,
+      [&](std::span<const uint32_t> idx) {
+        push_sum.debias(x, params);
+        trainer::StepResult r = trainer_.compute_gradients(idx);
+        trainer_.optimizer().step(x, trainer_.model().grads(), trainer_.current_lr());
+        account(push_sum.run_round(view, trainer_.step_count(), x));
+        trainer_.count_step();
+        return r;
+      },
+      [&] { push_sum.debias(x, params); });
+}
+
+}  // namespace gossipd::daemon

@@ -1,0 +1,54 @@
+#pragma once
+
+#include <chrono>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "daemon/metrics.h"
+#include "daemon/training_loop.h"
+#include "protocol/node.h"
+#include "protocol/crossover.h"
+
+namespace gossipd::daemon {
+
+enum class GossipAlgo { kCrossover, kSgp, kOsgp };
+
+struct GossipWorkerOptions {
+  GossipAlgo algo = GossipAlgo::kCrossover;
+  size_t train_size = 0;  // samples in the whole training set (all members)
+  uint64_t seed = 1;      // topology seed, the same on every member
+  protocol::SegmentTable segments;
+  std::chrono::milliseconds segment_deadline{2000};
+  std::chrono::milliseconds startup_timeout{60000};
+};
+
+// Decentralized training: every step each member takes an SGD step on its
+// own shard, then one gossip round (Crossover-SGD or SGP) mixes its
+// parameters with peers'. No member waits on one peer: a segment that misses
+// its deadline is skipped and counted (gossipd_segments_skipped_total). For
+// SGP the optimizer updates the push-sum numerators and gradients are taken
+// at the de-biased parameters z = x / w.
+class GossipWorker {
+ public:
+  GossipWorker(protocol::Node& node, std::vector<std::string> members, trainer::Trainer& trainer,
+               TrainingLoop& loop, WorkerState& state, MetricsRegistry& metrics, GossipWorkerOptions options);
+
+  // Trains; throws Aborted when `stop` fires.
+  void run(std::stop_token stop);
+
+ private:
+  void account(const protocol::RoundStats& stats);
+
+  protocol::Node& node_;
+  std::vector<std::string> members_;
+  trainer::Trainer& trainer_;
+  TrainingLoop& loop_;
+  WorkerState& state_;
+  GossipWorkerOptions options_;
+  Counter& skipped_;
+  Counter& bytes_sent_;
+  Counter& bytes_received_;
+};
+
+}  // namespace gossipd::daemon

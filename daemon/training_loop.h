@@ -1,0 +1,57 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <stop_token>
+#include <string>
+
+#include "daemon/metrics.h"
+#include "daemon/metrics_log.h"
+#include "daemon/worker_state.h"
+#include "trainer/trainer.h"
+
+namespace gossipd::daemon {
+
+// The epoch/step loop every worker runs, whatever its protocol, and what it
+// reports: per step the round and rate in /status and gossipd_rounds_total;
+// per epoch an evaluation of the model as it stands, /status, the gauges,
+// one --metrics-out JSON line and one progress line.
+class TrainingLoop {
+ public:
+  // One training step on the given samples (the protocol's work included).
+  using Step = std::function<trainer::StepResult(std::span<const uint32_t>)>;
+  // Called before each evaluation (SGP puts the de-biased parameters in place).
+  using BeforeEval = std::function<void()>;
+
+  TrainingLoop(std::string id, trainer::Trainer& trainer, const trainer::Dataset& test, WorkerState& state,
+                MetricsRegistry& metrics, JsonLinesWriter& log, int epochs, bool quiet);
+
+  // Runs `epochs` epochs of `steps` steps each (the same count on every
+  // member); checks `stop` between steps and throws protocol::Aborted.
+  void run(size_t steps, std::stop_token stop, const Step& step, const BeforeEval& before_eval = nullptr);
+
+  // Steps per epoch from the dataset size and member count alone, so that
+  // every member makes the same number of rounds.
+  static size_t steps_per_epoch(size_t dataset_size, size_t members, size_t batch);
+
+ private:
+  void step_done(uint64_t round, double running_loss);
+  void epoch_done(uint32_t epoch, double train_loss, double train_accuracy, size_t samples, double seconds);
+
+  std::string id_;
+  trainer::Trainer& trainer_;
+  const trainer::Dataset& test_;
+  WorkerState& state_;
+  JsonLinesWriter& log_;
+  int epochs_;
+  bool quiet_;
+  Counter& rounds_;
+  Gauge& epoch_gauge_;
+  Gauge& loss_gauge_;
+  Gauge& accuracy_gauge_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace gossipd::daemon

@@ -1,0 +1,37 @@
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tests/support/process.h"
+
+namespace gossipd::testing {
+
+// N `gossipd run` workers w0..w{N-1} with a static member list over ipc://
+// sockets in a private temp dir, each serving HTTP on 127.0.0.1 (any port).
+// Every process is killed by pid when the Cluster goes, also on failure.
+class Cluster {
+ public:
+  // `extra` goes to every worker, `per_member(i)` to worker i only.
+  Cluster(int n, const std::vector<std::string>& extra,
+          const std::function<std::vector<std::string>(int)>& per_member = nullptr);
+  ~Cluster();
+  Cluster(const Cluster&) = delete;
+  Cluster& operator=(const Cluster&) = delete;
+
+  static std::string id(int i) { return "w" + std::to_string(i); }
+  Process& proc(int i) { return *procs_.at(static_cast<size_t>(i)); }
+  int size() const { return static_cast<int>(procs_.size()); }
+
+  // The HTTP port worker i printed at start (0 if it did not within 30 s).
+  uint16_t http_port(int i);
+
+ private:
+  std::string dir_;
+  std::vector<std::unique_ptr<Process>> procs_;
+};
+
+}  // namespace gossipd::testing
