@@ -3,6 +3,7 @@
 #include "protocol/broadcast_ring.h"
 #include "protocol/crossover.h"
 #include "protocol/group.h"
+#include "protocol/overlapped_round.h"
 #include "protocol/push_sum.h"
 #include "topology/view.h"
 
@@ -55,6 +56,19 @@ void GossipWorker::run(std::stop_token stop) {
   }
   const size_t steps = TrainingLoop::steps_per_epoch(options_.train_size, members_.size(), trainer_.options().batch);
 
+  if (options_.algo == GossipAlgo::kCrossover && options_.overlap) {
+    protocol::OverlappedRound overlapped(
+        [&](uint64_t round, std::span<float> p) { return crossover.run_round(view, round, p); });
+    loop_.run(
+        steps, stop,
+        [&](std::span<const uint32_t> idx) {
+          trainer::StepResult r = trainer_.train_step(idx);
+          account(overlapped.exchange(trainer_.step_count(), params));
+          return r;
+        },
+        [&] { account(overlapped.drain(params)); });
+    return;
+  }
   if (options_.algo == GossipAlgo::kCrossover) {
     loop_.run(steps, stop, [&](std::span<const uint32_t> idx) {
       trainer::StepResult r = trainer_.train_step(idx);

@@ -21,6 +21,9 @@ struct GossipWorkerOptions {
   protocol::SegmentTable segments;
   std::chrono::milliseconds segment_deadline{2000};
   std::chrono::milliseconds startup_timeout{60000};
+  // Crossover: run each round on a communication thread while the next step
+  // computes (protocol::OverlappedRound). SGP has its own overlap: osgp.
+  bool overlap = false;
 };
 
 // Decentralized training: every step each member takes an SGD step on its

@@ -112,6 +112,8 @@ CLI::App* add_run_command(CLI::App& app, RunCommandOptions& o) {
       ->capture_default_str();
   cmd->add_option("--segments", o.segments, "Gossip unit: fine (one per layer block), coarse (whole model) or N pieces")
       ->capture_default_str();
+  cmd->add_flag("--overlap", o.overlap,
+                "crossover: gossip on a communication thread while the next step computes (sgp: use --algo osgp)");
   cmd->add_option("--segment-deadline-ms", o.segment_deadline_ms, "A gossip segment later than this is skipped")
       ->check(CLI::Range(1, 3600000))
       ->capture_default_str();
@@ -181,6 +183,9 @@ int run_run_command(const RunCommandOptions& o) {
   std::printf("\n");
   std::fflush(stdout);
 
+  if (o.overlap && o.algo != "crossover") {
+    throw UsageError("--overlap is for --algo crossover (for SGP use --algo osgp; allreduce is synchronous)");
+  }
   TrainingLoop loop(o.id, trainer, test, state, metrics, log, f.epochs, o.quiet);
   std::function<void(std::stop_token)> work;
   std::unique_ptr<AllreduceWorker> allreduce;
@@ -199,6 +204,7 @@ int run_run_command(const RunCommandOptions& o) {
     w.seed = f.seed;
     w.segments = make_segment_table(trainer.model().segments(), trainer.model().params().size(), o.segments);
     w.segment_deadline = std::chrono::milliseconds(o.segment_deadline_ms);
+    w.overlap = o.overlap;
     w.startup_timeout = std::chrono::milliseconds(o.startup_timeout_ms);
     gossip = std::make_unique<GossipWorker>(node, members, trainer, loop, state, metrics, w);
     work = [&](std::stop_token st) { gossip->run(st); };

@@ -14,6 +14,7 @@ struct RunCommandOptions {
   std::string algo = "allreduce";   // allreduce | crossover | sgp | osgp
   std::string segments = "fine";    // fine | coarse | N
   int segment_deadline_ms = 2000;
+  bool overlap = false;
   std::string id;
   std::string listen = "tcp://127.0.0.1:0";
   std::vector<std::string> peers;  // ID=ENDPOINT; the own id may be listed (ignored)

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <regex>
+#include <sstream>
 
 #include "tests/support/cluster.h"
 #include "tests/support/http_client.h"
@@ -14,8 +15,12 @@ using namespace std::chrono_literals;
 
 class GossipTraining : public ::testing::TestWithParam<std::string> {};
 
+// The parameter is the --algo value, optionally followed by extra flags.
 TEST_P(GossipTraining, FourWorkersReachEightyFivePercentInThreeEpochs) {
-  Cluster c(4, {"--algo", GetParam(), "--epochs", "3", "--quiet", "--threads", "1"});
+  std::vector<std::string> args{"--epochs", "3", "--quiet", "--threads", "1", "--algo"};
+  std::istringstream words(GetParam());
+  for (std::string w; words >> w;) args.push_back(w);
+  Cluster c(4, args);
   double sum = 0;
   for (int i = 0; i < c.size(); ++i) {
     ASSERT_TRUE(c.proc(i).wait(300s)) << "worker " << i << " did not finish";
@@ -29,7 +34,8 @@ TEST_P(GossipTraining, FourWorkersReachEightyFivePercentInThreeEpochs) {
   EXPECT_GE(sum / c.size(), 0.85) << GetParam() << " mean test accuracy " << sum / c.size();
 }
 
-INSTANTIATE_TEST_SUITE_P(Protocols, GossipTraining, ::testing::Values("crossover", "sgp", "osgp", "allreduce"));
+INSTANTIATE_TEST_SUITE_P(Protocols, GossipTraining,
+                         ::testing::Values("crossover", "crossover --overlap", "sgp", "osgp", "allreduce"));
 
 TEST(GossipStatus, CrossoverReportsSegmentsAndBytes) {
   Cluster c(3, {"--algo", "crossover", "--epochs", "1000", "--quiet", "--train-limit", "3000", "--test-limit", "500",
@@ -52,12 +58,20 @@ TEST(GossipStatus, CrossoverReportsSegmentsAndBytes) {
   EXPECT_NE(metrics.find("gossipd_gossip_bytes_sent_total "), std::string::npos);
 }
 
-TEST(GossipFlags, BadSegmentsSpecIsOneLine) {
-  RunResult r = run({bin("gossipd"), "run", "--id", "w0", "--algo", "crossover", "--segments", "lots",
-                     "--train-limit", "100", "--test-limit", "10"},
-                    30s);
-  EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_NE(r.err.find("--segments 'lots'"), std::string::npos) << r.err;
+TEST(GossipFlags, BadGossipFlagsAreOneLine) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases{
+      {{"--algo", "crossover", "--segments", "lots"}, "--segments 'lots'"},
+      {{"--algo", "crossover", "--segments", "0"}, "--segments '0'"},
+      {{"--algo", "sgp", "--overlap"}, "--algo osgp"},
+  };
+  for (const auto& [flags, needle] : cases) {
+    std::vector<std::string> argv{bin("gossipd"), "run", "--id", "w0", "--train-limit", "100", "--test-limit", "10"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    RunResult r = run(argv, 30s);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+  }
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "protocol/crossover.h"
+#include "protocol/overlapped_round.h"
 #include "protocol/push_sum.h"
 #include "protocol/ring_collectives.h"
 #include "tests/protocol/test_cluster.h"
@@ -21,11 +22,12 @@ using testing::TestCluster;
 const SegmentTable kSegments{{0, 300}, {300, 500}, {800, 1}, {801, 199}};
 constexpr size_t kFloats = 1000;
 
-enum class Kind { kCrossover, kHierarchical, kSgp, kOsgp, kAllreduce };
+enum class Kind { kCrossover, kCrossoverOverlap, kHierarchical, kSgp, kOsgp, kAllreduce };
 
 std::string name(Kind k) {
   switch (k) {
     case Kind::kCrossover: return "Crossover";
+    case Kind::kCrossoverOverlap: return "CrossoverOverlap";
     case Kind::kHierarchical: return "Hierarchical";
     case Kind::kSgp: return "Sgp";
     case Kind::kOsgp: return "Osgp";
@@ -87,6 +89,11 @@ TEST_P(Averaging, ReplicasReachTheExactInitialMean) {
     } else if (kind == Kind::kCrossover) {
       CrossoverGossip g(node, kSegments, opts);
       for (uint64_t r = 0; r < rounds; ++r) stats[rank] += g.run_round(view, r, x);
+    } else if (kind == Kind::kCrossoverOverlap) {
+      CrossoverGossip g(node, kSegments, opts);
+      OverlappedRound overlapped([&](uint64_t r, std::span<float> p) { return g.run_round(view, r, p); });
+      for (uint64_t r = 0; r < rounds; ++r) stats[rank] += overlapped.exchange(r, x);
+      stats[rank] += overlapped.drain(x);
     } else if (kind == Kind::kHierarchical) {
       HierarchicalCrossover g(node, kSegments, opts);
       for (uint64_t r = 0; r < rounds; ++r) stats[rank] += g.run_round(view, labels, r, x);
@@ -112,7 +119,7 @@ TEST_P(Averaging, ReplicasReachTheExactInitialMean) {
 
 INSTANTIATE_TEST_SUITE_P(
     Protocols, Averaging,
-    ::testing::Combine(::testing::Values(Kind::kCrossover, Kind::kHierarchical, Kind::kSgp, Kind::kOsgp,
+    ::testing::Combine(::testing::Values(Kind::kCrossover, Kind::kCrossoverOverlap, Kind::kHierarchical, Kind::kSgp, Kind::kOsgp,
                                          Kind::kAllreduce),
                        ::testing::Values(2, 3, 4, 5, 6, 7, 8)),
     [](const auto& info) { return name(std::get<0>(info.param)) + "_n" + std::to_string(std::get<1>(info.param)); });
