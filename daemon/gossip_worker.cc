@@ -1,6 +1,7 @@
 #include "daemon/gossip_worker.h"
 
 #include "protocol/broadcast_ring.h"
+#include "protocol/consensus.h"
 #include "protocol/crossover.h"
 #include "protocol/group.h"
 #include "protocol/overlapped_round.h"
@@ -25,7 +26,18 @@ GossipWorker::GossipWorker(protocol::Node& node, std::vector<std::string> member
       options_(std::move(options)),
       skipped_(metrics.counter("gossipd_segments_skipped_total", "Segments that missed their deadline")),
       bytes_sent_(metrics.counter("gossipd_gossip_bytes_sent_total", "Gossip bytes sent")),
-      bytes_received_(metrics.counter("gossipd_gossip_bytes_received_total", "Gossip bytes received")) {}
+      bytes_received_(metrics.counter("gossipd_gossip_bytes_received_total", "Gossip bytes received")),
+      consensus_(metrics.gauge("gossipd_consensus_distance", "Mean squared distance of the replicas from their mean")) {}
+
+void GossipWorker::maybe_measure(protocol::Group& group, uint64_t round, std::span<const float> replica) {
+  if (options_.consensus_every == 0 || round % options_.consensus_every != 0) return;
+  const double d = protocol::ConsensusDistance(group).run(replica);
+  consensus_.set(d);
+  state_.update([&](proto::Status& s) {
+    s.set_consensus_distance(d);
+    s.set_consensus_round(round);
+  });
+}
 
 void GossipWorker::account(const protocol::RoundStats& stats) {
   skipped_.add(static_cast<double>(stats.segments_skipped));
@@ -47,13 +59,12 @@ void GossipWorker::run(std::stop_token stop) {
   auto params = trainer_.model().params();
   protocol::CrossoverGossip crossover(node_, options_.segments, gopts);
   protocol::PushSumGossip push_sum(node_, options_.segments, gopts, 1, options_.algo == GossipAlgo::kOsgp);
-  {
-    protocol::CollectiveOptions copts;
-    copts.timeout = options_.startup_timeout;
-    copts.stop = stop;
-    protocol::Group everyone(node_, kStartupTag, members_, copts);
-    protocol::Barrier(everyone).run();  // every member is up (and knows the segments) before round 0
-  }
+  protocol::CollectiveOptions copts;
+  copts.timeout = options_.startup_timeout;
+  copts.stop = stop;
+  protocol::Group everyone(node_, kStartupTag, members_, copts);
+  protocol::Barrier(everyone).run();  // every member is up (and knows the segments) before round 0
+  everyone.options().timeout = options_.segment_deadline * 4;  // then: consensus measurements
   const size_t steps = TrainingLoop::steps_per_epoch(options_.train_size, members_.size(), trainer_.options().batch);
 
   if (options_.algo == GossipAlgo::kCrossover && options_.overlap) {
@@ -64,6 +75,7 @@ void GossipWorker::run(std::stop_token stop) {
         [&](std::span<const uint32_t> idx) {
           trainer::StepResult r = trainer_.train_step(idx);
           account(overlapped.exchange(trainer_.step_count(), params));
+          maybe_measure(everyone, trainer_.step_count(), params);
           return r;
         },
         [&] { account(overlapped.drain(params)); });
@@ -73,6 +85,7 @@ void GossipWorker::run(std::stop_token stop) {
     loop_.run(steps, stop, [&](std::span<const uint32_t> idx) {
       trainer::StepResult r = trainer_.train_step(idx);
       account(crossover.run_round(view, trainer_.step_count(), params));
+      maybe_measure(everyone, trainer_.step_count(), params);
       return r;
     });
     return;
@@ -87,6 +100,10 @@ void GossipWorker::run(std::stop_token stop) {
         trainer_.optimizer().step(x, trainer_.model().grads(), trainer_.current_lr());
         account(push_sum.run_round(view, trainer_.step_count(), x));
         trainer_.count_step();
+        if (options_.consensus_every > 0 && trainer_.step_count() % options_.consensus_every == 0) {
+          push_sum.debias(x, params);  // the replicas SGP trains are z = x / w
+          maybe_measure(everyone, trainer_.step_count(), params);
+        }
         return r;
       },
       [&] { push_sum.debias(x, params); });

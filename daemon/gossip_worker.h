@@ -24,6 +24,8 @@ struct GossipWorkerOptions {
   // Crossover: run each round on a communication thread while the next step
   // computes (protocol::OverlappedRound). SGP has its own overlap: osgp.
   bool overlap = false;
+  // Measure the consensus distance every this many rounds (0: never).
+  uint64_t consensus_every = 100;
 };
 
 // Decentralized training: every step each member takes an SGD step on its
@@ -42,6 +44,8 @@ class GossipWorker {
 
  private:
   void account(const protocol::RoundStats& stats);
+  // Every member calls it after the same rounds (they run in step).
+  void maybe_measure(protocol::Group& group, uint64_t round, std::span<const float> replica);
 
   protocol::Node& node_;
   std::vector<std::string> members_;
@@ -52,6 +56,7 @@ class GossipWorker {
   Counter& skipped_;
   Counter& bytes_sent_;
   Counter& bytes_received_;
+  Gauge& consensus_;
 };
 
 }  // namespace gossipd::daemon

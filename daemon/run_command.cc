@@ -114,6 +114,9 @@ CLI::App* add_run_command(CLI::App& app, RunCommandOptions& o) {
       ->capture_default_str();
   cmd->add_flag("--overlap", o.overlap,
                 "crossover: gossip on a communication thread while the next step computes (sgp: use --algo osgp)");
+  cmd->add_option("--consensus-every", o.consensus_every,
+                 "Measure the replicas' consensus distance every N rounds (0: never; gossip protocols)")
+      ->capture_default_str();
   cmd->add_option("--segment-deadline-ms", o.segment_deadline_ms, "A gossip segment later than this is skipped")
       ->check(CLI::Range(1, 3600000))
       ->capture_default_str();
@@ -205,6 +208,7 @@ int run_run_command(const RunCommandOptions& o) {
     w.segments = make_segment_table(trainer.model().segments(), trainer.model().params().size(), o.segments);
     w.segment_deadline = std::chrono::milliseconds(o.segment_deadline_ms);
     w.overlap = o.overlap;
+    w.consensus_every = o.consensus_every;
     w.startup_timeout = std::chrono::milliseconds(o.startup_timeout_ms);
     gossip = std::make_unique<GossipWorker>(node, members, trainer, loop, state, metrics, w);
     work = [&](std::stop_token st) { gossip->run(st); };

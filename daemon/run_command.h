@@ -15,6 +15,7 @@ struct RunCommandOptions {
   std::string segments = "fine";    // fine | coarse | N
   int segment_deadline_ms = 2000;
   bool overlap = false;
+  uint64_t consensus_every = 100;
   std::string id;
   std::string listen = "tcp://127.0.0.1:0";
   std::vector<std::string> peers;  // ID=ENDPOINT; the own id may be listed (ignored)

@@ -37,9 +37,9 @@ TEST_P(GossipTraining, FourWorkersReachEightyFivePercentInThreeEpochs) {
 INSTANTIATE_TEST_SUITE_P(Protocols, GossipTraining,
                          ::testing::Values("crossover", "crossover --overlap", "sgp", "osgp", "allreduce"));
 
-TEST(GossipStatus, CrossoverReportsSegmentsAndBytes) {
+TEST(GossipStatus, CrossoverReportsSegmentsBytesAndConsensus) {
   Cluster c(3, {"--algo", "crossover", "--epochs", "1000", "--quiet", "--train-limit", "3000", "--test-limit", "500",
-                "--batch", "32"});
+                "--batch", "32", "--consensus-every", "5"});
   const uint16_t port = c.http_port(0);
   ASSERT_GT(port, 0);
   std::string status;
@@ -56,6 +56,21 @@ TEST(GossipStatus, CrossoverReportsSegmentsAndBytes) {
   const std::string metrics = http_get(port, "/metrics");
   EXPECT_NE(metrics.find("gossipd_segments_skipped_total "), std::string::npos) << metrics;
   EXPECT_NE(metrics.find("gossipd_gossip_bytes_sent_total "), std::string::npos);
+  // Consensus distance: measured (round > 0), positive (replicas train on
+  // different shards) and finite.
+  std::smatch m;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        status = http_get(port, "/status");
+        return std::regex_search(status, m, std::regex("\"consensus_round\":\"([1-9][0-9]*)\""));
+      },
+      60s))
+      << status;
+  ASSERT_TRUE(std::regex_search(status, m, std::regex("\"consensus_distance\":([-0-9.e+]+)"))) << status;
+  const double d = std::stod(m[1]);
+  EXPECT_GT(d, 0.0);
+  EXPECT_LT(d, 1e6);
+  EXPECT_NE(metrics.find("gossipd_consensus_distance "), std::string::npos);
 }
 
 TEST(GossipFlags, BadGossipFlagsAreOneLine) {

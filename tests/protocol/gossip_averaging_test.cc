@@ -8,6 +8,7 @@
 #include <map>
 #include <random>
 
+#include "protocol/consensus.h"
 #include "protocol/crossover.h"
 #include "protocol/overlapped_round.h"
 #include "protocol/push_sum.h"
@@ -123,6 +124,27 @@ INSTANTIATE_TEST_SUITE_P(
                                          Kind::kAllreduce),
                        ::testing::Values(2, 3, 4, 5, 6, 7, 8)),
     [](const auto& info) { return name(std::get<0>(info.param)) + "_n" + std::to_string(std::get<1>(info.param)); });
+
+TEST(Consensus, DistanceOfKnownReplicasAndItsDecayUnderGossip) {
+  TestCluster cluster(4);
+  register_everywhere(cluster);
+  const topology::View view(1, cluster.ids());
+  std::vector<double> before(4), after(4);
+  testing::expect_no_errors(cluster.run([&](size_t rank) {
+    Group group(cluster.node(rank), 3, view.members());
+    // Replica r is r everywhere: mean 1.5, squared distances 2.25, 0.25, 0.25, 2.25 per element.
+    std::vector<float> x(kFloats, static_cast<float>(rank));
+    before[rank] = ConsensusDistance(group).run(x);
+    CrossoverGossip g(cluster.node(rank), kSegments, {});
+    for (uint64_t r = 0; r < 10; ++r) g.run_round(view, r, x);
+    after[rank] = ConsensusDistance(group).run(x);
+  }));
+  for (size_t r = 0; r < 4; ++r) {
+    EXPECT_NEAR(before[r], 1.25 * kFloats, 1e-3 * kFloats);  // (2.25+0.25+0.25+2.25)/4 per element
+    EXPECT_EQ(before[r], before[0]);                          // every member gets the same value
+    EXPECT_LT(after[r], before[r] * 1e-2);
+  }
+}
 
 TEST(Crossover, EveryMemberSendsAndReceivesEachSegmentOncePerRound) {
   TestCluster cluster(5);
