@@ -3,6 +3,7 @@
 #include "protocol/broadcast_ring.h"
 #include "protocol/consensus.h"
 #include "protocol/crossover.h"
+#include "protocol/errors.h"
 #include "protocol/group.h"
 #include "protocol/overlapped_round.h"
 #include "protocol/push_sum.h"
@@ -12,14 +13,16 @@ namespace gossipd::daemon {
 namespace {
 
 constexpr uint32_t kStartupTag = 2;
+constexpr uint32_t kConsensusTag = 0x50000000;
 
 }  // namespace
 
-GossipWorker::GossipWorker(protocol::Node& node, std::vector<std::string> members, trainer::Trainer& trainer,
-                           TrainingLoop& loop, WorkerState& state, MetricsRegistry& metrics,
-                           GossipWorkerOptions options)
+GossipWorker::GossipWorker(protocol::Node& node, std::vector<std::string> members, Membership& membership,
+                           trainer::Trainer& trainer, TrainingLoop& loop, WorkerState& state,
+                           MetricsRegistry& metrics, GossipWorkerOptions options)
     : node_(node),
       members_(std::move(members)),
+      membership_(membership),
       trainer_(trainer),
       loop_(loop),
       state_(state),
@@ -27,11 +30,28 @@ GossipWorker::GossipWorker(protocol::Node& node, std::vector<std::string> member
       skipped_(metrics.counter("gossipd_segments_skipped_total", "Segments that missed their deadline")),
       bytes_sent_(metrics.counter("gossipd_gossip_bytes_sent_total", "Gossip bytes sent")),
       bytes_received_(metrics.counter("gossipd_gossip_bytes_received_total", "Gossip bytes received")),
-      consensus_(metrics.gauge("gossipd_consensus_distance", "Mean squared distance of the replicas from their mean")) {}
+      consensus_(metrics.gauge("gossipd_consensus_distance", "Mean squared distance of the replicas from their mean")),
+      measure_failures_(metrics.counter("gossipd_consensus_failures_total",
+                                        "Consensus measurements abandoned (a member failed meanwhile)")) {}
 
-void GossipWorker::maybe_measure(protocol::Group& group, uint64_t round, std::span<const float> replica) {
-  if (options_.consensus_every == 0 || round % options_.consensus_every != 0) return;
-  const double d = protocol::ConsensusDistance(group).run(replica);
+void GossipWorker::maybe_measure(const topology::View& view, uint64_t round, std::span<const float> replica) {
+  if (options_.consensus_every == 0 || round % options_.consensus_every != 0 || view.size() < 2) return;
+  if (!consensus_group_ || consensus_epoch_ != view.epoch()) {
+    protocol::CollectiveOptions copts;
+    copts.timeout = options_.segment_deadline;
+    copts.stop = stop_;
+    // A fresh tag per view: sequence numbers restart without meeting stale ones.
+    consensus_group_ = std::make_unique<protocol::Group>(node_, kConsensusTag + view.epoch(), view.members(), copts);
+    consensus_epoch_ = view.epoch();
+  }
+  double d = 0;
+  try {
+    d = protocol::ConsensusDistance(*consensus_group_).run(replica);
+  } catch (const protocol::PeerTimeout&) {
+    measure_failures_.add();
+    consensus_group_.reset();  // its sequence may now differ between members
+    return;
+  }
   consensus_.set(d);
   state_.update([&](proto::Status& s) {
     s.set_consensus_distance(d);
@@ -51,31 +71,34 @@ void GossipWorker::account(const protocol::RoundStats& stats) {
 }
 
 void GossipWorker::run(std::stop_token stop) {
+  stop_ = stop;
   protocol::GossipOptions gopts;
   gopts.seed = options_.seed;
   gopts.segment_deadline = options_.segment_deadline;
   gopts.stop = stop;
-  const topology::View view(0, members_);
   auto params = trainer_.model().params();
   protocol::CrossoverGossip crossover(node_, options_.segments, gopts);
   protocol::PushSumGossip push_sum(node_, options_.segments, gopts, 1, options_.algo == GossipAlgo::kOsgp);
-  protocol::CollectiveOptions copts;
-  copts.timeout = options_.startup_timeout;
-  copts.stop = stop;
-  protocol::Group everyone(node_, kStartupTag, members_, copts);
-  protocol::Barrier(everyone).run();  // every member is up (and knows the segments) before round 0
-  everyone.options().timeout = options_.segment_deadline * 4;  // then: consensus measurements
+  {
+    protocol::CollectiveOptions copts;
+    copts.timeout = options_.startup_timeout;
+    copts.stop = stop;
+    protocol::Group everyone(node_, kStartupTag, members_, copts);
+    protocol::Barrier(everyone).run();  // every member is up (and knows the segments) before round 0
+  }
+  membership_.arm();
   const size_t steps = TrainingLoop::steps_per_epoch(options_.train_size, members_.size(), trainer_.options().batch);
 
   if (options_.algo == GossipAlgo::kCrossover && options_.overlap) {
-    protocol::OverlappedRound overlapped(
-        [&](uint64_t round, std::span<float> p) { return crossover.run_round(view, round, p); });
+    protocol::OverlappedRound overlapped([&](uint64_t round, std::span<float> p) {
+      return crossover.run_round(membership_.view(), round, p);
+    });
     loop_.run(
         steps, stop,
         [&](std::span<const uint32_t> idx) {
           trainer::StepResult r = trainer_.train_step(idx);
           account(overlapped.exchange(trainer_.step_count(), params));
-          maybe_measure(everyone, trainer_.step_count(), params);
+          maybe_measure(membership_.view(), trainer_.step_count(), params);
           return r;
         },
         [&] { account(overlapped.drain(params)); });
@@ -84,8 +107,9 @@ void GossipWorker::run(std::stop_token stop) {
   if (options_.algo == GossipAlgo::kCrossover) {
     loop_.run(steps, stop, [&](std::span<const uint32_t> idx) {
       trainer::StepResult r = trainer_.train_step(idx);
+      const topology::View view = membership_.view();
       account(crossover.run_round(view, trainer_.step_count(), params));
-      maybe_measure(everyone, trainer_.step_count(), params);
+      maybe_measure(view, trainer_.step_count(), params);
       return r;
     });
     return;
@@ -98,11 +122,12 @@ void GossipWorker::run(std::stop_token stop) {
         push_sum.debias(x, params);
         trainer::StepResult r = trainer_.compute_gradients(idx);
         trainer_.optimizer().step(x, trainer_.model().grads(), trainer_.current_lr());
+        const topology::View view = membership_.view();
         account(push_sum.run_round(view, trainer_.step_count(), x));
         trainer_.count_step();
         if (options_.consensus_every > 0 && trainer_.step_count() % options_.consensus_every == 0) {
           push_sum.debias(x, params);  // the replicas SGP trains are z = x / w
-          maybe_measure(everyone, trainer_.step_count(), params);
+          maybe_measure(view, trainer_.step_count(), params);
         }
         return r;
       },

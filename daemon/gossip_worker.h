@@ -1,10 +1,12 @@
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <stop_token>
 #include <string>
 #include <vector>
 
+#include "daemon/membership.h"
 #include "daemon/metrics.h"
 #include "daemon/training_loop.h"
 #include "protocol/node.h"
@@ -36,19 +38,24 @@ struct GossipWorkerOptions {
 // at the de-biased parameters z = x / w.
 class GossipWorker {
  public:
-  GossipWorker(protocol::Node& node, std::vector<std::string> members, trainer::Trainer& trainer,
-               TrainingLoop& loop, WorkerState& state, MetricsRegistry& metrics, GossipWorkerOptions options);
+  // `members`: the initial list, all of whom must be up at start;
+  // `membership` then gives the live view round by round.
+  GossipWorker(protocol::Node& node, std::vector<std::string> members, Membership& membership,
+               trainer::Trainer& trainer, TrainingLoop& loop, WorkerState& state, MetricsRegistry& metrics,
+               GossipWorkerOptions options);
 
   // Trains; throws Aborted when `stop` fires.
   void run(std::stop_token stop);
 
  private:
   void account(const protocol::RoundStats& stats);
-  // Every member calls it after the same rounds (they run in step).
-  void maybe_measure(protocol::Group& group, uint64_t round, std::span<const float> replica);
+  // Every member calls it after the same rounds (they run in step). A
+  // measurement that fails (a member just died) is skipped, never fatal.
+  void maybe_measure(const topology::View& view, uint64_t round, std::span<const float> replica);
 
   protocol::Node& node_;
   std::vector<std::string> members_;
+  Membership& membership_;
   trainer::Trainer& trainer_;
   TrainingLoop& loop_;
   WorkerState& state_;
@@ -57,6 +64,10 @@ class GossipWorker {
   Counter& bytes_sent_;
   Counter& bytes_received_;
   Gauge& consensus_;
+  Counter& measure_failures_;
+  std::stop_token stop_;
+  std::unique_ptr<protocol::Group> consensus_group_;  // over the view it was built for
+  uint32_t consensus_epoch_ = 0;
 };
 
 }  // namespace gossipd::daemon

@@ -13,6 +13,7 @@
 #include "daemon/training_loop.h"
 #include "daemon/cli.h"
 #include "daemon/http_server.h"
+#include "daemon/membership.h"
 #include "daemon/metrics.h"
 #include "daemon/metrics_log.h"
 #include "daemon/worker_state.h"
@@ -114,6 +115,13 @@ CLI::App* add_run_command(CLI::App& app, RunCommandOptions& o) {
       ->capture_default_str();
   cmd->add_flag("--overlap", o.overlap,
                 "crossover: gossip on a communication thread while the next step computes (sgp: use --algo osgp)");
+  cmd->add_option("--heartbeat-ms", o.heartbeat_ms, "Heartbeat interval (gossip protocols)")
+      ->check(CLI::Range(10, 600000))
+      ->capture_default_str();
+  cmd->add_option("--failure-timeout-ms", o.failure_timeout_ms,
+                  "A member silent this long is evicted from the view (gossip protocols)")
+      ->check(CLI::Range(50, 3600000))
+      ->capture_default_str();
   cmd->add_option("--consensus-every", o.consensus_every,
                  "Measure the replicas' consensus distance every N rounds (0: never; gossip protocols)")
       ->capture_default_str();
@@ -193,6 +201,7 @@ int run_run_command(const RunCommandOptions& o) {
   std::function<void(std::stop_token)> work;
   std::unique_ptr<AllreduceWorker> allreduce;
   std::unique_ptr<GossipWorker> gossip;
+  std::unique_ptr<Membership> membership;
   if (o.algo == "allreduce") {
     AllreduceWorkerOptions w;
     w.train_size = train.size();
@@ -210,13 +219,26 @@ int run_run_command(const RunCommandOptions& o) {
     w.overlap = o.overlap;
     w.consensus_every = o.consensus_every;
     w.startup_timeout = std::chrono::milliseconds(o.startup_timeout_ms);
-    gossip = std::make_unique<GossipWorker>(node, members, trainer, loop, state, metrics, w);
+    if (o.failure_timeout_ms <= 2 * o.heartbeat_ms) {
+      throw UsageError("--failure-timeout-ms must be more than twice --heartbeat-ms, or live members get evicted");
+    }
+    MembershipOptions m;
+    m.heartbeat_interval = std::chrono::milliseconds(o.heartbeat_ms);
+    m.failure_timeout = std::chrono::milliseconds(o.failure_timeout_ms);
+    membership = std::make_unique<Membership>(node, peers, m, state, metrics);
+    gossip = std::make_unique<GossipWorker>(node, members, *membership, trainer, loop, state, metrics, w);
     work = [&](std::stop_token st) { gossip->run(st); };
   }
   try {
     work(stop.get_token());
   } catch (const protocol::Aborted&) {
     state.update([](proto::Status& s) { s.set_state("stopped"); });
+    if (membership) {
+      membership->leave();
+      // Sockets close with linger 0 (a dead peer's queue must never hold up
+      // shutdown): give the I/O thread a moment to put LEAVE on the wire.
+      std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    }
     std::printf("gossipd run: %s stopped by signal at round %llu\n", o.id.c_str(),
                 static_cast<unsigned long long>(trainer.step_count()));
     node.close();

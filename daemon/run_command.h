@@ -16,6 +16,8 @@ struct RunCommandOptions {
   int segment_deadline_ms = 2000;
   bool overlap = false;
   uint64_t consensus_every = 100;
+  int heartbeat_ms = 200;
+  int failure_timeout_ms = 3000;
   std::string id;
   std::string listen = "tcp://127.0.0.1:0";
   std::vector<std::string> peers;  // ID=ENDPOINT; the own id may be listed (ignored)

@@ -1,0 +1,92 @@
+// Failure detection and graceful leave in a running gossip cluster.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <regex>
+
+#include "tests/support/cluster.h"
+#include "tests/support/http_client.h"
+
+namespace gossipd::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+const std::vector<std::string> kGossip{"--algo",         "crossover", "--epochs", "1000", "--quiet",
+                                       "--train-limit",  "5000",      "--test-limit", "200", "--batch",
+                                       "32",             "--segment-deadline-ms", "400", "--heartbeat-ms",
+                                       "100",            "--failure-timeout-ms", "1500"};
+
+uint64_t round_of(const std::string& status) {
+  std::smatch m;
+  return std::regex_search(status, m, std::regex("\"round\":\"([0-9]+)\"")) ? std::stoull(m[1]) : 0;
+}
+
+bool lists(const std::string& status, const std::string& id) {
+  const auto members = status.find("\"members\":[");
+  const auto end = status.find(']', members);
+  return members != std::string::npos && status.substr(members, end - members).find("\"" + id + "\"") != std::string::npos;
+}
+
+class FiveWorkers : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    cluster_ = std::make_unique<Cluster>(5, kGossip);
+    for (int i = 0; i < 5; ++i) {
+      ports_.push_back(cluster_->http_port(i));
+      ASSERT_GT(ports_.back(), 0) << cluster_->proc(i).err();
+    }
+    for (int i = 0; i < 5; ++i) {
+      ASSERT_TRUE(wait_until([&] { return round_of(http_get(ports_[i], "/status")) > 0; }, 60s))
+          << "worker " << i << " never trained";
+    }
+  }
+
+  // Waits until every worker in `live` no longer lists `gone`; returns how long it took.
+  Clock::duration until_dropped(const std::vector<int>& live, const std::string& gone, Clock::duration limit) {
+    const auto start = Clock::now();
+    EXPECT_TRUE(wait_until(
+        [&] {
+          for (int i : live) {
+            if (lists(http_get(ports_[i], "/status"), gone)) return false;
+          }
+          return true;
+        },
+        std::chrono::duration_cast<std::chrono::milliseconds>(limit)))
+        << gone << " still listed";
+    return Clock::now() - start;
+  }
+
+  std::unique_ptr<Cluster> cluster_;
+  std::vector<uint16_t> ports_;
+};
+
+TEST_F(FiveWorkers, ASigkilledMemberIsEvictedAndTheRestKeepTraining) {
+  cluster_->proc(4).signal(SIGKILL);
+  const auto took = until_dropped({0, 1, 2, 3}, "w4", 10s);
+  // Failure timeout 1.5 s, heartbeats every 0.1 s: evicted within 2.5 s.
+  EXPECT_LE(took, 2500ms);
+  const std::string status = http_get(ports_[0], "/status");
+  EXPECT_NE(status.find("\"view_epoch\":1"), std::string::npos) << status;
+  // Rounds advance after the eviction, on every survivor.
+  for (int i = 0; i < 4; ++i) {
+    const uint64_t before = round_of(http_get(ports_[i], "/status"));
+    EXPECT_TRUE(wait_until([&] { return round_of(http_get(ports_[i], "/status")) >= before + 20; }, 30s))
+        << "worker " << i << " stalled at round " << before;
+  }
+  EXPECT_NE(http_get(ports_[0], "/metrics").find("gossipd_members 4"), std::string::npos);
+}
+
+TEST_F(FiveWorkers, ASigtermedMemberIsDroppedInUnderASecond) {
+  cluster_->proc(3).signal(SIGTERM);
+  const auto took = until_dropped({0, 1, 2, 4}, "w3", 5s);
+  EXPECT_LT(took, 1s);
+  ASSERT_TRUE(cluster_->proc(3).wait(5s));
+  EXPECT_EQ(cluster_->proc(3).exit_code(), 0) << cluster_->proc(3).err();
+  EXPECT_NE(http_get(ports_[0], "/metrics").find("gossipd_members_evicted_total 0"), std::string::npos)
+      << "a graceful leave is not an eviction";
+}
+
+}  // namespace
+}  // namespace gossipd::testing
