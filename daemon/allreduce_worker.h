@@ -1,11 +1,14 @@
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <stop_token>
 #include <string>
 #include <vector>
 
+#include "daemon/membership.h"
 #include "daemon/training_loop.h"
+#include "protocol/group.h"
 #include "protocol/node.h"
 
 namespace gossipd::daemon {
@@ -14,27 +17,36 @@ struct AllreduceWorkerOptions {
   size_t train_size = 0;                             // samples in the whole training set (all members)
   std::chrono::milliseconds timeout{10000};          // a silent peer fails the step
   std::chrono::milliseconds startup_timeout{60000};  // waiting for every member at start
+  std::chrono::milliseconds failure_timeout{3000};   // how long membership takes to evict a dead member
 };
 
 // AllReduce-SGD: every step, each member computes gradients on its own shard,
 // the ring allreduce sums them, and every member applies the same average, so
-// replicas stay bit-identical. Synchronous by nature: a dead member fails the
-// step with PeerTimeout naming it (the caller reports it; re-forming the ring
-// on a view change comes with dynamic membership).
+// replicas stay bit-identical. When a member dies the step fails; the worker
+// then waits for membership to evict it, re-forms the ring over the new view,
+// re-synchronises every replica from the new rank 0 (parameters, optimizer
+// state, step) and retries the step. A failure with no view change (no one
+// evicted within the failure timeout) is reported as the error it was.
 class AllreduceWorker {
  public:
-  AllreduceWorker(protocol::Node& node, std::vector<std::string> members, trainer::Trainer& trainer,
-                  TrainingLoop& loop, AllreduceWorkerOptions options);
+  AllreduceWorker(protocol::Node& node, std::vector<std::string> members, Membership& membership,
+                  trainer::Trainer& trainer, TrainingLoop& loop, AllreduceWorkerOptions options);
 
-  // Trains; throws PeerTimeout, or Aborted when `stop` fires.
+  // Trains; throws PeerTimeout (no view change), or Aborted when `stop` fires.
   void run(std::stop_token stop);
 
  private:
+  trainer::StepResult step(std::span<const uint32_t> idx, std::stop_token stop);
+  void reform(std::exception_ptr failure, std::stop_token stop);
+
   protocol::Node& node_;
   std::vector<std::string> members_;
+  Membership& membership_;
   trainer::Trainer& trainer_;
   TrainingLoop& loop_;
   AllreduceWorkerOptions options_;
+  std::unique_ptr<protocol::Group> group_;
+  uint32_t view_epoch_ = 0;
 };
 
 }  // namespace gossipd::daemon

@@ -202,12 +202,20 @@ int run_run_command(const RunCommandOptions& o) {
   std::unique_ptr<AllreduceWorker> allreduce;
   std::unique_ptr<GossipWorker> gossip;
   std::unique_ptr<Membership> membership;
+  if (o.failure_timeout_ms <= 2 * o.heartbeat_ms) {
+    throw UsageError("--failure-timeout-ms must be more than twice --heartbeat-ms, or live members get evicted");
+  }
+  MembershipOptions mopts;
+  mopts.heartbeat_interval = std::chrono::milliseconds(o.heartbeat_ms);
+  mopts.failure_timeout = std::chrono::milliseconds(o.failure_timeout_ms);
+  membership = std::make_unique<Membership>(node, peers, mopts, state, metrics);
   if (o.algo == "allreduce") {
     AllreduceWorkerOptions w;
     w.train_size = train.size();
     w.timeout = std::chrono::milliseconds(o.timeout_ms);
     w.startup_timeout = std::chrono::milliseconds(o.startup_timeout_ms);
-    allreduce = std::make_unique<AllreduceWorker>(node, members, trainer, loop, w);
+    w.failure_timeout = mopts.failure_timeout;
+    allreduce = std::make_unique<AllreduceWorker>(node, members, *membership, trainer, loop, w);
     work = [&](std::stop_token st) { allreduce->run(st); };
   } else {
     GossipWorkerOptions w;
@@ -219,13 +227,6 @@ int run_run_command(const RunCommandOptions& o) {
     w.overlap = o.overlap;
     w.consensus_every = o.consensus_every;
     w.startup_timeout = std::chrono::milliseconds(o.startup_timeout_ms);
-    if (o.failure_timeout_ms <= 2 * o.heartbeat_ms) {
-      throw UsageError("--failure-timeout-ms must be more than twice --heartbeat-ms, or live members get evicted");
-    }
-    MembershipOptions m;
-    m.heartbeat_interval = std::chrono::milliseconds(o.heartbeat_ms);
-    m.failure_timeout = std::chrono::milliseconds(o.failure_timeout_ms);
-    membership = std::make_unique<Membership>(node, peers, m, state, metrics);
     gossip = std::make_unique<GossipWorker>(node, members, *membership, trainer, loop, state, metrics, w);
     work = [&](std::stop_token st) { gossip->run(st); };
   }

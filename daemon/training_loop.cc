@@ -32,26 +32,40 @@ void TrainingLoop::run(size_t steps, std::stop_token stop, const Step& step, con
   start_ = std::chrono::steady_clock::now();
   state_.update([](proto::Status& s) { s.set_state("training"); });
   const size_t batch = trainer_.options().batch;
-  for (int e = 0; e < epochs_; ++e) {
-    const auto epoch_start = std::chrono::steady_clock::now();
-    trainer_.sampler().start_epoch(static_cast<uint32_t>(e));
-    double loss_sum = 0;
-    size_t correct = 0, samples = 0;
-    for (size_t s = 0; s < steps; ++s) {
-      if (stop.stop_requested()) throw protocol::Aborted(id_, "training");
-      trainer_.set_epoch_progress(e + static_cast<double>(s) / static_cast<double>(steps));
-      const trainer::StepResult r = step(trainer_.sampler().next_batch(batch));
-      loss_sum += r.loss * r.samples;
-      correct += static_cast<size_t>(r.correct);
-      samples += static_cast<size_t>(r.samples);
-      step_done(trainer_.step_count(), loss_sum / static_cast<double>(samples));
-    }
-    trainer_.set_epoch_progress(e + 1.0);
+  const uint64_t total = static_cast<uint64_t>(epochs_) * steps;
+  // The position is the trainer's count of completed steps, so a worker that
+  // re-synchronises with its peers (and adopts their count, which may be a
+  // step behind its own) continues from the agreed step.
+  int epoch = -1;
+  auto epoch_start = std::chrono::steady_clock::now();
+  double loss_sum = 0;
+  size_t correct = 0, samples = 0;
+  auto finish_epoch = [&] {
+    trainer_.set_epoch_progress(epoch + 1.0);
     if (before_eval) before_eval();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start).count();
-    epoch_done(static_cast<uint32_t>(e + 1), loss_sum / static_cast<double>(samples),
-               static_cast<double>(correct) / static_cast<double>(samples), samples, seconds);
+    const double n = static_cast<double>(std::max<size_t>(samples, 1));
+    epoch_done(static_cast<uint32_t>(epoch + 1), loss_sum / n, static_cast<double>(correct) / n, samples, seconds);
+  };
+  for (uint64_t g = trainer_.step_count(); g < total; g = trainer_.step_count()) {
+    const int e = static_cast<int>(g / steps);
+    if (e != epoch) {
+      if (epoch >= 0) finish_epoch();
+      epoch = e;
+      epoch_start = std::chrono::steady_clock::now();
+      loss_sum = 0;
+      correct = samples = 0;
+      trainer_.sampler().start_epoch(static_cast<uint32_t>(e));
+    }
+    if (stop.stop_requested()) throw protocol::Aborted(id_, "training");
+    trainer_.set_epoch_progress(e + static_cast<double>(g % steps) / static_cast<double>(steps));
+    const trainer::StepResult r = step(trainer_.sampler().next_batch(batch));
+    loss_sum += r.loss * r.samples;
+    correct += static_cast<size_t>(r.correct);
+    samples += static_cast<size_t>(r.samples);
+    step_done(trainer_.step_count(), loss_sum / static_cast<double>(std::max<size_t>(samples, 1)));
   }
+  if (epoch >= 0) finish_epoch();
 }
 
 void TrainingLoop::step_done(uint64_t round, double running_loss) {

@@ -57,6 +57,8 @@ class Trainer {
   // Counts a step whose update the caller applied itself (SGP updates the
   // push-sum numerators, not the model's parameters).
   void count_step() { ++steps_; }
+  // Adopts the step count of the peers this replica re-synchronised with.
+  void set_step_count(uint64_t steps) { steps_ = steps; }
   // compute_gradients + apply_gradients at the schedule's rate for the
   // current (fractional) epoch.
   StepResult train_step(std::span<const uint32_t> indices);
