@@ -1,7 +1,6 @@
 #include "protocol/crossover.h"
 
-#include <cstring>
-
+#include "protocol/collective_channel.h"
 #include "protocol/errors.h"
 #include "protocol/group.h"
 #include "protocol/ring_collectives.h"
@@ -12,14 +11,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// x ← ½·x + ½·y, with y read from the received payload.
+// x ← ½·(x + y), with y the received payload.
 void average_into(std::span<float> x, const Message& msg) {
-  const std::byte* src = msg.payload.at(0).data();
-  for (size_t i = 0; i < x.size(); ++i) {
-    float y;
-    std::memcpy(&y, src + i * sizeof(float), sizeof(float));
-    x[i] = 0.5f * (x[i] + y);
-  }
+  add_floats(x.data(), msg.payload.at(0).data(), x.size());
+  for (float& v : x) v *= 0.5f;
 }
 
 size_t self_index(const topology::View& view, const Node& node) {

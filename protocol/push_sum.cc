@@ -1,7 +1,6 @@
 #include "protocol/push_sum.h"
 
-#include <cstring>
-
+#include "protocol/collective_channel.h"
 #include "protocol/errors.h"
 #include "topology/exponential_graph.h"
 
@@ -94,10 +93,7 @@ size_t PushSumGossip::fold_in(const topology::View& view, uint64_t round, std::s
         ++stats.segments_skipped;
         continue;
       }
-      scratch_.resize(seg.length);
-      copy_floats(scratch_, *msg);
-      auto xs = x.subspan(seg.offset, seg.length);
-      for (size_t i = 0; i < xs.size(); ++i) xs[i] += scratch_[i];
+      add_floats(x.data() + seg.offset, msg->payload.at(0).data(), seg.length);
       weights_[s] += msg->envelope.push_sum_weight();
       ++stats.segments_received;
       stats.bytes_received += seg.length * sizeof(float);

@@ -39,7 +39,6 @@ class PushSumGossip {
   size_t peers_;
   bool overlap_;
   std::vector<double> weights_;
-  std::vector<float> scratch_;
 };
 
 }  // namespace gossipd::protocol

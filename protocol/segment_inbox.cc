@@ -1,7 +1,5 @@
 #include "protocol/segment_inbox.h"
 
-#include <cstring>
-
 #include "protocol/errors.h"
 
 namespace gossipd::protocol {
@@ -81,10 +79,6 @@ std::optional<Message> SegmentInbox::receive(const std::string& peer, uint32_t s
                                   " elements at offset " + std::to_string(msg->envelope.offset()) + ", expected " +
                                   std::to_string(count));
   }
-}
-
-void copy_floats(std::span<float> out, const Message& msg) {
-  std::memcpy(out.data(), msg.payload.at(0).data(), out.size_bytes());
 }
 
 }  // namespace gossipd::protocol

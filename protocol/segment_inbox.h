@@ -62,7 +62,4 @@ class SegmentInbox {
   std::map<std::pair<std::string, uint32_t>, Message> early_;
 };
 
-// Reads a received float32 payload into `out` (any alignment).
-void copy_floats(std::span<float> out, const Message& msg);
-
 }  // namespace gossipd::protocol
