@@ -179,13 +179,19 @@ int run_run_command(const RunCommandOptions& o) {
   WorkerState state;
   MetricsRegistry metrics;
   register_transport_metrics(metrics, node);
-  metrics.gauge("gossipd_members", "Members in the current view").set(static_cast<double>(members.size()));
   state.update([&](proto::Status& s) {
     s.set_id(o.id);
     s.set_algo(o.algo);
     s.set_listen(node.endpoint());
-    for (const auto& m : members) s.add_members(m);
   });
+  // Owns the view from here on: members in /status and gossipd_members.
+  if (o.failure_timeout_ms <= 2 * o.heartbeat_ms) {
+    throw UsageError("--failure-timeout-ms must be more than twice --heartbeat-ms, or live members get evicted");
+  }
+  MembershipOptions mopts;
+  mopts.heartbeat_interval = std::chrono::milliseconds(o.heartbeat_ms);
+  mopts.failure_timeout = std::chrono::milliseconds(o.failure_timeout_ms);
+  Membership membership(node, peers, mopts, state, metrics);
   std::unique_ptr<HttpServer> http;
   if (!o.http.empty()) http = std::make_unique<HttpServer>(o.http, status_routes(state, metrics, node));
   std::printf("gossipd run: id %s rank %d/%zu listening on %s", o.id.c_str(), rank, members.size(),
@@ -201,21 +207,13 @@ int run_run_command(const RunCommandOptions& o) {
   std::function<void(std::stop_token)> work;
   std::unique_ptr<AllreduceWorker> allreduce;
   std::unique_ptr<GossipWorker> gossip;
-  std::unique_ptr<Membership> membership;
-  if (o.failure_timeout_ms <= 2 * o.heartbeat_ms) {
-    throw UsageError("--failure-timeout-ms must be more than twice --heartbeat-ms, or live members get evicted");
-  }
-  MembershipOptions mopts;
-  mopts.heartbeat_interval = std::chrono::milliseconds(o.heartbeat_ms);
-  mopts.failure_timeout = std::chrono::milliseconds(o.failure_timeout_ms);
-  membership = std::make_unique<Membership>(node, peers, mopts, state, metrics);
   if (o.algo == "allreduce") {
     AllreduceWorkerOptions w;
     w.train_size = train.size();
     w.timeout = std::chrono::milliseconds(o.timeout_ms);
     w.startup_timeout = std::chrono::milliseconds(o.startup_timeout_ms);
     w.failure_timeout = mopts.failure_timeout;
-    allreduce = std::make_unique<AllreduceWorker>(node, members, *membership, trainer, loop, w);
+    allreduce = std::make_unique<AllreduceWorker>(node, members, membership, trainer, loop, w);
     work = [&](std::stop_token st) { allreduce->run(st); };
   } else {
     GossipWorkerOptions w;
@@ -227,19 +225,17 @@ int run_run_command(const RunCommandOptions& o) {
     w.overlap = o.overlap;
     w.consensus_every = o.consensus_every;
     w.startup_timeout = std::chrono::milliseconds(o.startup_timeout_ms);
-    gossip = std::make_unique<GossipWorker>(node, members, *membership, trainer, loop, state, metrics, w);
+    gossip = std::make_unique<GossipWorker>(node, members, membership, trainer, loop, state, metrics, w);
     work = [&](std::stop_token st) { gossip->run(st); };
   }
   try {
     work(stop.get_token());
   } catch (const protocol::Aborted&) {
     state.update([](proto::Status& s) { s.set_state("stopped"); });
-    if (membership) {
-      membership->leave();
-      // Sockets close with linger 0 (a dead peer's queue must never hold up
-      // shutdown): give the I/O thread a moment to put LEAVE on the wire.
-      std::this_thread::sleep_for(std::chrono::milliseconds(150));
-    }
+    membership.leave();
+    // Sockets close with linger 0 (a dead peer's queue must never hold up
+    // shutdown): give the I/O thread a moment to put LEAVE on the wire.
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
     std::printf("gossipd run: %s stopped by signal at round %llu\n", o.id.c_str(),
                 static_cast<unsigned long long>(trainer.step_count()));
     node.close();
