@@ -7,12 +7,10 @@
 #include "protocol/broadcast_ring.h"
 #include "protocol/errors.h"
 #include "protocol/ring_collectives.h"
+#include "protocol/tags.h"
 
 namespace gossipd::daemon {
 namespace {
-
-constexpr uint32_t kAllreduceTag = 1;
-constexpr uint32_t kReformedTagBase = 0x60000000;  // + view epoch
 
 using Clock = std::chrono::steady_clock;
 
@@ -31,7 +29,7 @@ void AllreduceWorker::run(std::stop_token stop) {
   protocol::CollectiveOptions copts;
   copts.timeout = options_.startup_timeout;
   copts.stop = stop;
-  group_ = std::make_unique<protocol::Group>(node_, kAllreduceTag, members_, copts);
+  group_ = std::make_unique<protocol::Group>(node_, protocol::tags::kAllreduce, members_, copts);
   protocol::Barrier(*group_).run();  // every member is up before the first step
   group_->options().timeout = options_.timeout;
   membership_.arm();
@@ -71,7 +69,7 @@ void AllreduceWorker::reform(std::exception_ptr failure, std::stop_token stop) {
   copts.timeout = options_.timeout;
   copts.stop = stop;
   // A tag per view: the old ring's messages can never be taken for the new one's.
-  group_ = std::make_unique<protocol::Group>(node_, kReformedTagBase + view.epoch(), view.members(), copts);
+  group_ = std::make_unique<protocol::Group>(node_, protocol::tags::kReformedBase + protocol::tags::epoch_offset(view.epoch()), view.members(), copts);
   view_epoch_ = view.epoch();
   protocol::Barrier(*group_).run();
   // Every replica takes rank 0's parameters, optimizer state and step count.

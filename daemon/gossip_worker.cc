@@ -7,16 +7,10 @@
 #include "protocol/group.h"
 #include "protocol/overlapped_round.h"
 #include "protocol/push_sum.h"
+#include "protocol/tags.h"
 #include "topology/view.h"
 
 namespace gossipd::daemon {
-namespace {
-
-constexpr uint32_t kStartupTag = 2;
-constexpr uint32_t kConsensusTag = 0x50000000;
-
-}  // namespace
-
 GossipWorker::GossipWorker(protocol::Node& node, std::vector<std::string> members, Membership& membership,
                            trainer::Trainer& trainer, TrainingLoop& loop, WorkerState& state,
                            MetricsRegistry& metrics, GossipWorkerOptions options)
@@ -41,7 +35,7 @@ void GossipWorker::maybe_measure(const topology::View& view, uint64_t round, std
     copts.timeout = options_.segment_deadline;
     copts.stop = stop_;
     // A fresh tag per view: sequence numbers restart without meeting stale ones.
-    consensus_group_ = std::make_unique<protocol::Group>(node_, kConsensusTag + view.epoch(), view.members(), copts);
+    consensus_group_ = std::make_unique<protocol::Group>(node_, protocol::tags::kConsensusBase + protocol::tags::epoch_offset(view.epoch()), view.members(), copts);
     consensus_epoch_ = view.epoch();
   }
   double d = 0;
@@ -83,7 +77,7 @@ void GossipWorker::run(std::stop_token stop) {
     protocol::CollectiveOptions copts;
     copts.timeout = options_.startup_timeout;
     copts.stop = stop;
-    protocol::Group everyone(node_, kStartupTag, members_, copts);
+    protocol::Group everyone(node_, protocol::tags::kStartup, members_, copts);
     protocol::Barrier(everyone).run();  // every member is up (and knows the segments) before round 0
   }
   membership_.arm();

@@ -133,7 +133,7 @@ Group& HierarchicalCrossover::group_for(const topology::Groups& groups, size_t g
   copts.stop = options_.stop;
   // A tag per (view epoch, group): groups never mix, and a new view starts
   // fresh sequence numbers without meeting the old view's stale ones.
-  const uint32_t tag = 0x40000000u | ((view_epoch & 0x3fffffu) << 8) | static_cast<uint32_t>(g & 0xff);
+  const uint32_t tag = tags::kGroupBase | (tags::epoch_offset(view_epoch) << 8) | static_cast<uint32_t>(g & 0xff);
   group_ = std::make_unique<Group>(node_, tag, groups.members(g), copts);
   group_epoch_ = view_epoch;
   return *group_;

@@ -10,6 +10,7 @@
 
 #include "protocol/group.h"
 #include "protocol/segment_inbox.h"
+#include "protocol/tags.h"
 #include "topology/groups.h"
 #include "topology/view.h"
 
@@ -44,7 +45,7 @@ class CrossoverGossip {
   // One round over `view` (which must contain this node) on `params`.
   RoundStats run_round(const topology::View& view, uint64_t round, std::span<float> params);
 
-  static constexpr uint32_t kTag = 0x10000;
+  static constexpr uint32_t kTag = tags::kCrossover;
 
  private:
   Node& node_;
@@ -69,7 +70,7 @@ class HierarchicalCrossover {
   RoundStats run_round(const topology::View& view, const std::map<std::string, std::string>& labels,
                        uint64_t round, std::span<float> params);
 
-  static constexpr uint32_t kTag = 0x20000;
+  static constexpr uint32_t kTag = tags::kHierarchical;
 
  private:
   Group& group_for(const topology::Groups& groups, size_t g, uint32_t view_epoch);

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "protocol/crossover.h"
+#include "protocol/tags.h"
 
 namespace gossipd::protocol {
 
@@ -28,7 +29,7 @@ class PushSumGossip {
   // For a joiner taking a snapshot, or after a view change re-weights.
   void set_weights(std::vector<double> weights);
 
-  static constexpr uint32_t kTag = 0x30000;
+  static constexpr uint32_t kTag = tags::kPushSum;
 
  private:
   size_t fold_in(const topology::View& view, uint64_t round, std::span<float> x, RoundStats& stats);
