@@ -26,61 +26,89 @@ AllreduceWorker::AllreduceWorker(protocol::Node& node, std::vector<std::string> 
       options_(options) {}
 
 void AllreduceWorker::run(std::stop_token stop) {
-  protocol::CollectiveOptions copts;
-  copts.timeout = options_.startup_timeout;
-  copts.stop = stop;
-  group_ = std::make_unique<protocol::Group>(node_, protocol::tags::kAllreduce, members_, copts);
-  protocol::Barrier(*group_).run();  // every member is up before the first step
-  group_->options().timeout = options_.timeout;
+  if (!options_.joined) {
+    protocol::CollectiveOptions copts;
+    copts.timeout = options_.startup_timeout;
+    copts.stop = stop;
+    group_ = std::make_unique<protocol::Group>(node_, protocol::tags::kAllreduce, members_, copts);
+    protocol::Barrier(*group_).run();  // every member is up before the first step
+    group_->options().timeout = options_.timeout;
+    view_epoch_ = membership_.view_at(trainer_.step_count() + 1).epoch();
+  }
   membership_.arm();
-  const size_t steps = TrainingLoop::steps_per_epoch(options_.train_size, members_.size(), trainer_.options().batch);
-  loop_.run(steps, stop, [&](std::span<const uint32_t> idx) { return step(idx, stop); });
+  loop_.run(options_.steps_per_epoch, stop, [&](std::span<const uint32_t> idx) { return step(idx, stop); });
+}
+
+JoinState AllreduceWorker::snapshot() {
+  JoinState st;
+  st.header = options_.snapshot_header;
+  st.header.set_step(trainer_.step_count());
+  auto p = trainer_.model().params();
+  st.params.assign(p.begin(), p.end());
+  auto opt = trainer_.optimizer().state();
+  st.optimizer.assign(opt.begin(), opt.end());
+  return st;
 }
 
 trainer::StepResult AllreduceWorker::step(std::span<const uint32_t> idx, std::stop_token stop) {
   for (;;) {
-    // Gradients at the current parameters: after a re-sync they are recomputed.
-    trainer::StepResult r = trainer_.compute_gradients(idx);
-    auto grads = trainer_.model().grads();
+    membership_.at_step(trainer_.step_count(), [&] { return snapshot(); });
+    const uint64_t round = trainer_.step_count() + 1;
     try {
+      const topology::View view = membership_.view_at(round);
+      if (!group_ || view.epoch() != view_epoch_) reform(view, round, stop);
+      // Gradients at the current parameters: after a re-sync they are recomputed.
+      trainer::StepResult r = trainer_.compute_gradients(idx);
+      auto grads = trainer_.model().grads();
       protocol::AllreduceRing(*group_, grads).run();
+      const float scale = 1.0f / static_cast<float>(group_->size());
+      for (float& g : grads) g *= scale;
+      trainer_.apply_gradients(trainer_.current_lr());
+      return r;
     } catch (const protocol::Aborted&) {
       throw;
-    } catch (const std::exception&) {  // PeerTimeout, or a peer evicted under our feet
-      reform(std::current_exception(), stop);
-      continue;
+    } catch (const protocol::TransportError&) {  // PeerTimeout, or a peer evicted under our feet
+      await_view_change(std::current_exception(), round, stop);
     }
-    const float scale = 1.0f / static_cast<float>(group_->size());
-    for (float& g : grads) g *= scale;
-    trainer_.apply_gradients(trainer_.current_lr());
-    return r;
   }
 }
 
-void AllreduceWorker::reform(std::exception_ptr failure, std::stop_token stop) {
+void AllreduceWorker::await_view_change(std::exception_ptr failure, uint64_t round, std::stop_token stop) {
   const auto deadline = Clock::now() + options_.failure_timeout + options_.timeout;
-  while (membership_.view().epoch() == view_epoch_) {
+  while (membership_.view_at(round).epoch() == view_epoch_) {
     if (stop.stop_requested()) throw protocol::Aborted(node_.id(), "re-forming the ring");
     if (Clock::now() >= deadline) std::rethrow_exception(failure);  // nobody left: a real fault
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  const topology::View view = membership_.view();
+}
+
+void AllreduceWorker::reform(const topology::View& view, uint64_t round, std::stop_token stop) {
   protocol::CollectiveOptions copts;
-  copts.timeout = options_.timeout;
+  // Members reach the re-formation up to a timeout apart (one may still be
+  // waiting on the dead peer), so the barrier waits that much longer.
+  copts.timeout = options_.timeout + options_.failure_timeout;
   copts.stop = stop;
+  const size_t old_size = group_ ? group_->size() : 0;
   // A tag per view: the old ring's messages can never be taken for the new one's.
-  group_ = std::make_unique<protocol::Group>(node_, protocol::tags::kReformedBase + protocol::tags::epoch_offset(view.epoch()), view.members(), copts);
+  group_ = std::make_unique<protocol::Group>(
+      node_, protocol::tags::kReformedBase + protocol::tags::epoch_offset(view.epoch()), view.members(), copts);
   view_epoch_ = view.epoch();
   protocol::Barrier(*group_).run();
-  // Every replica takes rank 0's parameters, optimizer state and step count.
-  protocol::BroadcastRing(*group_, trainer_.model().params(), 0).run();
-  protocol::BroadcastRing(*group_, trainer_.optimizer().state(), 0).run();
+  group_->options().timeout = options_.timeout;
+  // Every replica takes the state of the first member that was already
+  // training (never a joiner's snapshot, which is older).
+  size_t root = 0;
+  while (root + 1 < view.size() && membership_.since_round(view.member(root)) >= round) ++root;
+  protocol::BroadcastRing(*group_, trainer_.model().params(), root).run();
+  protocol::BroadcastRing(*group_, trainer_.optimizer().state(), root).run();
   const uint64_t steps = trainer_.step_count();
   std::vector<float> count{static_cast<float>(steps & 0xffffff), static_cast<float>(steps >> 24)};
-  protocol::BroadcastRing(*group_, count, 0).run();
+  protocol::BroadcastRing(*group_, count, root).run();
   trainer_.set_step_count(static_cast<uint64_t>(count[0]) | (static_cast<uint64_t>(count[1]) << 24));
-  spdlog::warn("node '{}': ring re-formed over {} members (view {}), resuming at step {}", node_.id(),
-               group_->size(), view.epoch(), trainer_.step_count());
+  // Losing a member is worth a warning; a joiner entering is routine.
+  spdlog::log(view.size() < old_size ? spdlog::level::warn : spdlog::level::info,
+              "node '{}': ring re-formed over {} members (view {:08x}) from '{}', at step {}", node_.id(),
+              group_->size(), view.epoch(), view.member(root), trainer_.step_count());
 }
 
 }  // namespace gossipd::daemon

@@ -14,19 +14,24 @@
 namespace gossipd::daemon {
 
 struct AllreduceWorkerOptions {
-  size_t train_size = 0;                             // samples in the whole training set (all members)
+  size_t steps_per_epoch = 1;                        // the same on every member
   std::chrono::milliseconds timeout{10000};          // a silent peer fails the step
   std::chrono::milliseconds startup_timeout{60000};  // waiting for every member at start
   std::chrono::milliseconds failure_timeout{3000};   // how long membership takes to evict a dead member
+  bool joined = false;                               // a joiner: no start-up barrier, enters by re-forming
+  proto::StateHeader snapshot_header;                // filled into every snapshot served to a joiner
 };
 
 // AllReduce-SGD: every step, each member computes gradients on its own shard,
 // the ring allreduce sums them, and every member applies the same average, so
-// replicas stay bit-identical. When a member dies the step fails; the worker
-// then waits for membership to evict it, re-forms the ring over the new view,
-// re-synchronises every replica from the new rank 0 (parameters, optimizer
-// state, step) and retries the step. A failure with no view change (no one
-// evicted within the failure timeout) is reported as the error it was.
+// replicas stay bit-identical. The ring follows the view: when the view for
+// the next step differs from the ring's (a joiner enters at its announced
+// step, a member was evicted), every member re-forms the ring over the new
+// view and re-synchronises from its first member that was already in the
+// view (parameters, optimizer state, step). When a member dies the step
+// fails; the worker waits for membership to evict it, re-forms and retries
+// the step. A failure with no view change (no one evicted within the failure
+// timeout) is reported as the error it was.
 class AllreduceWorker {
  public:
   AllreduceWorker(protocol::Node& node, std::vector<std::string> members, Membership& membership,
@@ -37,7 +42,9 @@ class AllreduceWorker {
 
  private:
   trainer::StepResult step(std::span<const uint32_t> idx, std::stop_token stop);
-  void reform(std::exception_ptr failure, std::stop_token stop);
+  void await_view_change(std::exception_ptr failure, uint64_t round, std::stop_token stop);
+  void reform(const topology::View& view, uint64_t round, std::stop_token stop);
+  JoinState snapshot();
 
   protocol::Node& node_;
   std::vector<std::string> members_;

@@ -1,5 +1,7 @@
 #include "daemon/gossip_worker.h"
 
+#include <thread>
+
 #include "protocol/broadcast_ring.h"
 #include "protocol/consensus.h"
 #include "protocol/crossover.h"
@@ -64,6 +66,44 @@ void GossipWorker::account(const protocol::RoundStats& stats) {
   });
 }
 
+JoinState GossipWorker::snapshot(std::span<float> x, protocol::PushSumGossip* push_sum) {
+  JoinState st;
+  st.header = options_.snapshot_header;
+  st.header.set_step(trainer_.step_count());
+  if (push_sum) {
+    // The joiner takes half of this member's mass: numerators and weights.
+    std::vector<double> w = push_sum->weights();
+    for (size_t s = 0; s < options_.segments.size(); ++s) {
+      const auto& seg = options_.segments[s];
+      for (size_t i = seg.offset; i < seg.offset + seg.length; ++i) x[i] *= 0.5f;
+      w[s] *= 0.5;
+    }
+    push_sum->set_weights(w);
+    for (double v : w) st.header.add_push_sum_weights(v);
+  }
+  st.params.assign(x.begin(), x.end());
+  auto opt = trainer_.optimizer().state();
+  st.optimizer.assign(opt.begin(), opt.end());
+  return st;
+}
+
+protocol::RoundStats GossipWorker::hierarchical_round(protocol::HierarchicalCrossover& h, uint64_t round,
+                                                      std::span<float> params) {
+  const topology::View view = membership_.view_at(round);
+  std::vector<float> before(params.begin(), params.end());
+  try {
+    return h.run_round(view, membership_.labels(), round, params);
+  } catch (const protocol::PeerTimeout&) {
+    // A group member failed mid-round: keep our own replica whole (the group
+    // collectives work in place) and go on; membership evicts the dead one.
+    std::copy(before.begin(), before.end(), params.begin());
+    h.reset();
+    protocol::RoundStats skipped;
+    skipped.segments_skipped = options_.segments.size();
+    return skipped;
+  }
+}
+
 void GossipWorker::run(std::stop_token stop) {
   stop_ = stop;
   protocol::GossipOptions gopts;
@@ -72,27 +112,46 @@ void GossipWorker::run(std::stop_token stop) {
   gopts.stop = stop;
   auto params = trainer_.model().params();
   protocol::CrossoverGossip crossover(node_, options_.segments, gopts);
+  protocol::HierarchicalCrossover hierarchical(node_, options_.segments, gopts, options_.spread);
   protocol::PushSumGossip push_sum(node_, options_.segments, gopts, 1, options_.algo == GossipAlgo::kOsgp);
-  {
+  if (!options_.push_sum_weights.empty()) push_sum.set_weights(options_.push_sum_weights);
+  if (!options_.joined) {
     protocol::CollectiveOptions copts;
     copts.timeout = options_.startup_timeout;
     copts.stop = stop;
     protocol::Group everyone(node_, protocol::tags::kStartup, members_, copts);
     protocol::Barrier(everyone).run();  // every member is up (and knows the segments) before round 0
   }
+  if (options_.hierarchical) {
+    // Groups come from labels every member must know before round 1.
+    const auto deadline = std::chrono::steady_clock::now() + options_.startup_timeout;
+    while (!membership_.labels_known(trainer_.step_count() + 1)) {
+      if (stop.stop_requested()) throw protocol::Aborted(node_.id(), "waiting for group labels");
+      if (std::chrono::steady_clock::now() >= deadline) {
+        throw protocol::TransportError(node_.id(), "",
+                                       "node '" + node_.id() + "': the members' --group labels never all arrived "
+                                       "within --startup-timeout-ms (are all members running with --hierarchical?)");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
   membership_.arm();
-  const size_t steps = TrainingLoop::steps_per_epoch(options_.train_size, members_.size(), trainer_.options().batch);
+  const size_t steps = options_.steps_per_epoch;
+  auto serve = [&](std::span<float> x, protocol::PushSumGossip* ps) {
+    membership_.at_step(trainer_.step_count(), [&] { return snapshot(x, ps); });
+  };
 
   if (options_.algo == GossipAlgo::kCrossover && options_.overlap) {
     protocol::OverlappedRound overlapped([&](uint64_t round, std::span<float> p) {
-      return crossover.run_round(membership_.view(), round, p);
+      return crossover.run_round(membership_.view_at(round), round, p);
     });
     loop_.run(
         steps, stop,
         [&](std::span<const uint32_t> idx) {
+          serve(params, nullptr);
           trainer::StepResult r = trainer_.train_step(idx);
           account(overlapped.exchange(trainer_.step_count(), params));
-          maybe_measure(membership_.view(), trainer_.step_count(), params);
+          maybe_measure(membership_.view_at(trainer_.step_count()), trainer_.step_count(), params);
           return r;
         },
         [&] { account(overlapped.drain(params)); });
@@ -100,10 +159,15 @@ void GossipWorker::run(std::stop_token stop) {
   }
   if (options_.algo == GossipAlgo::kCrossover) {
     loop_.run(steps, stop, [&](std::span<const uint32_t> idx) {
+      serve(params, nullptr);
       trainer::StepResult r = trainer_.train_step(idx);
-      const topology::View view = membership_.view();
-      account(crossover.run_round(view, trainer_.step_count(), params));
-      maybe_measure(view, trainer_.step_count(), params);
+      const uint64_t round = trainer_.step_count();
+      if (options_.hierarchical) {
+        account(hierarchical_round(hierarchical, round, params));
+      } else {
+        account(crossover.run_round(membership_.view_at(round), round, params));
+      }
+      maybe_measure(membership_.view_at(round), round, params);
       return r;
     });
     return;
@@ -113,15 +177,17 @@ void GossipWorker::run(std::stop_token stop) {
   loop_.run(
       steps, stop,
       [&](std::span<const uint32_t> idx) {
+        serve(x, &push_sum);
         push_sum.debias(x, params);
         trainer::StepResult r = trainer_.compute_gradients(idx);
         trainer_.optimizer().step(x, trainer_.model().grads(), trainer_.current_lr());
-        const topology::View view = membership_.view();
-        account(push_sum.run_round(view, trainer_.step_count(), x));
+        const uint64_t round = trainer_.step_count() + 1;
+        const topology::View view = membership_.view_at(round);
+        account(push_sum.run_round(view, round, x));
         trainer_.count_step();
-        if (options_.consensus_every > 0 && trainer_.step_count() % options_.consensus_every == 0) {
+        if (options_.consensus_every > 0 && round % options_.consensus_every == 0) {
           push_sum.debias(x, params);  // the replicas SGP trains are z = x / w
-          maybe_measure(view, trainer_.step_count(), params);
+          maybe_measure(view, round, params);
         }
         return r;
       },

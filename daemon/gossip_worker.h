@@ -9,8 +9,9 @@
 #include "daemon/membership.h"
 #include "daemon/metrics.h"
 #include "daemon/training_loop.h"
-#include "protocol/node.h"
 #include "protocol/crossover.h"
+#include "protocol/node.h"
+#include "protocol/push_sum.h"
 
 namespace gossipd::daemon {
 
@@ -18,16 +19,26 @@ enum class GossipAlgo { kCrossover, kSgp, kOsgp };
 
 struct GossipWorkerOptions {
   GossipAlgo algo = GossipAlgo::kCrossover;
-  size_t train_size = 0;  // samples in the whole training set (all members)
-  uint64_t seed = 1;      // topology seed, the same on every member
+  size_t steps_per_epoch = 1;  // the same on every member
+  uint64_t seed = 1;           // topology seed, the same on every member
   protocol::SegmentTable segments;
   std::chrono::milliseconds segment_deadline{2000};
   std::chrono::milliseconds startup_timeout{60000};
   // Crossover: run each round on a communication thread while the next step
   // computes (protocol::OverlappedRound). SGP has its own overlap: osgp.
   bool overlap = false;
+  // Crossover: exact averages inside groups of members with the same
+  // --group label, crossover between groups (protocol::HierarchicalCrossover).
+  bool hierarchical = false;
+  topology::GroupSpread spread = topology::GroupSpread::kSpread;
   // Measure the consensus distance every this many rounds (0: never).
   uint64_t consensus_every = 100;
+  // A joiner: no start-up barrier, training starts at the trainer's step
+  // count (set from the admitted round); SGP starts from these weights.
+  bool joined = false;
+  std::vector<double> push_sum_weights;
+  // Filled into every snapshot this worker serves a joiner (schedule, algo).
+  proto::StateHeader snapshot_header;
 };
 
 // Decentralized training: every step each member takes an SGD step on its
@@ -35,7 +46,10 @@ struct GossipWorkerOptions {
 // parameters with peers'. No member waits on one peer: a segment that misses
 // its deadline is skipped and counted (gossipd_segments_skipped_total). For
 // SGP the optimizer updates the push-sum numerators and gradients are taken
-// at the de-biased parameters z = x / w.
+// at the de-biased parameters z = x / w. At every step boundary the worker
+// serves joiners a snapshot (Membership::at_step); for SGP a joiner takes
+// half of this member's numerators and weights, so the total push-sum mass
+// is unchanged by a join.
 class GossipWorker {
  public:
   // `members`: the initial list, all of whom must be up at start;
@@ -52,6 +66,8 @@ class GossipWorker {
   // Every member calls it after the same rounds (they run in step). A
   // measurement that fails (a member just died) is skipped, never fatal.
   void maybe_measure(const topology::View& view, uint64_t round, std::span<const float> replica);
+  JoinState snapshot(std::span<float> x, protocol::PushSumGossip* push_sum);
+  protocol::RoundStats hierarchical_round(protocol::HierarchicalCrossover& h, uint64_t round, std::span<float> params);
 
   protocol::Node& node_;
   std::vector<std::string> members_;

@@ -2,105 +2,412 @@
 
 #include <spdlog/spdlog.h>
 
-#include <condition_variable>
+#include <algorithm>
+#include <cmath>
 
 namespace gossipd::daemon {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// FNV-1a over the (id, since_round) pairs in id order.
+uint32_t view_hash(const std::vector<std::pair<std::string, uint64_t>>& members) {
+  uint32_t h = 2166136261u;
+  auto mix = [&h](const void* p, size_t n) {
+    const auto* b = static_cast<const unsigned char*>(p);
+    for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 16777619u;
+  };
+  for (const auto& [id, since] : members) {
+    mix(id.data(), id.size() + 1);
+    mix(&since, sizeof since);
+  }
+  return h;
+}
+
 }  // namespace
 
-Membership::Membership(protocol::Node& node, const std::map<std::string, std::string>& peers,
+Membership::Membership(protocol::Node& node, proto::Member self, const std::map<std::string, std::string>& peers,
+                       MembershipOptions options, WorkerState& state, MetricsRegistry& metrics)
+    : Membership(node, std::move(self), [&] {
+        proto::MemberList list;  // everyone from round 0, labels not known yet
+        for (const auto& [id, endpoint] : peers) {
+          proto::Member* m = list.add_members();
+          m->set_id(id);
+          m->set_endpoint(endpoint);
+        }
+        return list;
+      }(), options, state, metrics) {}
+
+Membership::Membership(protocol::Node& node, proto::Member self, const proto::MemberList& admitted,
                        MembershipOptions options, WorkerState& state, MetricsRegistry& metrics)
     : node_(node),
+      self_(std::move(self)),
       options_(options),
       state_(state),
       members_gauge_(metrics.gauge("gossipd_members", "Members in the current view")),
-      evictions_(metrics.counter("gossipd_members_evicted_total", "Members evicted after the failure timeout")) {
+      evictions_(metrics.counter("gossipd_members_evicted_total", "Members evicted after the failure timeout")),
+      joins_(metrics.counter("gossipd_joins_admitted_total", "Joiners this member admitted as their contact")) {
   const auto now = Clock::now();
-  for (const auto& [id, endpoint] : peers) last_heard_[id] = now;
+  for (const auto& m : admitted.members()) {
+    if (m.id() == self_.id()) {
+      self_.set_since_round(m.since_round());
+      continue;
+    }
+    entries_[m.id()] = Entry{m.endpoint(), m.group(), m.since_round(), now};
+    node_.add_peer(m.id(), m.endpoint());
+  }
+  last_round_ = self_.since_round() > 0 ? self_.since_round() - 1 : 0;
+  start();
+}
+
+void Membership::start() {
   publish();
+  transfer_thread_ = std::jthread([this](std::stop_token stop) { transfer_loop(stop); });
   thread_ = std::jthread([this](std::stop_token stop) { loop(stop); });
 }
 
 Membership::~Membership() {
   thread_.request_stop();
   if (thread_.joinable()) thread_.join();
+  transfer_thread_.request_stop();
+  if (transfer_thread_.joinable()) transfer_thread_.join();
+}
+
+topology::View Membership::view_locked(uint64_t round) const {
+  std::vector<std::pair<std::string, uint64_t>> members{{self_.id(), self_.since_round()}};
+  for (const auto& [id, e] : entries_) {
+    if (e.since_round <= round) members.emplace_back(id, e.since_round);
+  }
+  std::sort(members.begin(), members.end());
+  std::vector<std::string> ids;
+  for (const auto& m : members) ids.push_back(m.first);
+  return topology::View(view_hash(members), std::move(ids));
+}
+
+topology::View Membership::view_at(uint64_t round) const {
+  std::lock_guard lock(mu_);
+  return view_locked(round);
 }
 
 topology::View Membership::view() const {
   std::lock_guard lock(mu_);
-  std::vector<std::string> ids{node_.id()};
-  for (const auto& [id, t] : last_heard_) ids.push_back(id);
-  return topology::View(epoch_, std::move(ids));
+  return view_locked(last_round_ + 1);
+}
+
+std::map<std::string, std::string> Membership::labels() const {
+  std::lock_guard lock(mu_);
+  std::map<std::string, std::string> out{{self_.id(), self_.group()}};
+  for (const auto& [id, e] : entries_) {
+    if (!e.group.empty()) out[id] = e.group;
+  }
+  return out;
+}
+
+bool Membership::labels_known(uint64_t round) const {
+  std::lock_guard lock(mu_);
+  return std::all_of(entries_.begin(), entries_.end(),
+                     [&](const auto& kv) { return kv.second.since_round > round || !kv.second.group.empty(); });
+}
+
+uint64_t Membership::since_round(const std::string& id) const {
+  std::lock_guard lock(mu_);
+  if (id == self_.id()) return self_.since_round();
+  auto it = entries_.find(id);
+  return it == entries_.end() ? 0 : it->second.since_round;
 }
 
 void Membership::arm() {
   std::lock_guard lock(mu_);
   const auto now = Clock::now();
-  for (auto& [id, t] : last_heard_) t = now;
+  for (auto& [id, e] : entries_) e.last_heard = now;
   armed_ = true;
 }
 
+void Membership::set_join_policy(JoinPolicy policy) {
+  std::lock_guard lock(mu_);
+  policy_ = std::move(policy);
+}
+
+proto::MemberList Membership::table() const {
+  proto::MemberList list;
+  list.set_epoch(changes_);
+  *list.add_members() = self_;
+  for (const auto& [id, e] : entries_) {
+    proto::Member* m = list.add_members();
+    m->set_id(id);
+    m->set_endpoint(e.endpoint);
+    m->set_group(e.group);
+    m->set_since_round(e.since_round);
+  }
+  return list;
+}
+
 void Membership::publish() {
-  const topology::View v = view();
+  topology::View v;
+  uint32_t changes = 0;
+  {
+    std::lock_guard lock(mu_);
+    v = view_locked(last_round_ + 1);
+    changes = changes_;
+    published_ = v.epoch();
+  }
   members_gauge_.set(static_cast<double>(v.size()));
   state_.update([&](proto::Status& s) {
     s.clear_members();
     for (const auto& m : v.members()) s.add_members(m);
-    s.set_view_epoch(v.epoch());
+    s.set_view_epoch(changes);
+    s.set_view_id(v.epoch());
   });
 }
 
 void Membership::drop(const std::string& id, const char* why) {
+  size_t left = 0;
   {
     std::lock_guard lock(mu_);
-    if (last_heard_.erase(id) == 0) return;
-    ++epoch_;
+    auto it = entries_.find(id);
+    if (it == entries_.end()) return;
+    departed_[id] = it->second.since_round;
+    entries_.erase(it);
+    ++changes_;
+    left = entries_.size() + 1;
   }
   node_.remove_peer(id);
-  spdlog::warn("node '{}': member '{}' {}; {} members remain", node_.id(), id, why, view().size());
+  spdlog::warn("node '{}': member '{}' {}; {} members remain", node_.id(), id, why, left);
   publish();
 }
 
-void Membership::loop(std::stop_token stop) {
-  std::mutex sleep_mu;
-  std::condition_variable_any sleep_cv;
-  while (!stop.stop_requested()) {
-    std::vector<std::string> peers;
-    {
-      std::lock_guard lock(mu_);
-      for (const auto& [id, t] : last_heard_) peers.push_back(id);
-    }
-    for (const auto& p : peers) {
-      try {
-        node_.transport().send(p, {protocol::envelope_frame(node_.envelope(proto::HEARTBEAT))},
-                               std::chrono::milliseconds(0));
-      } catch (const std::exception&) {
-        // A full queue to a silent peer: the failure timeout deals with it.
-      }
-    }
+void Membership::send_list(const std::string& to, const proto::MemberList& list) {
+  proto::Envelope env = node_.envelope(proto::MEMBER_LIST);
+  *env.mutable_member_list() = list;
+  try {
+    node_.transport().send(to, {protocol::envelope_frame(env)}, std::chrono::milliseconds(100));
+  } catch (const std::exception& e) {
+    spdlog::debug("node '{}': member list to '{}' not sent: {}", node_.id(), to, e.what());
+  }
+}
+
+void Membership::merge(const proto::MemberList& list) {
+  bool changed = false;
+  {
+    std::lock_guard lock(mu_);
     const auto now = Clock::now();
-    while (auto m = node_.mailbox().pop(proto::HEARTBEAT, now, {})) {
-      std::lock_guard lock(mu_);
-      auto it = last_heard_.find(m->envelope.sender());
-      if (it != last_heard_.end()) it->second = now;
-    }
-    while (auto m = node_.mailbox().pop(proto::LEAVE, now, {})) drop(m->envelope.sender(), "left");
-    std::vector<std::string> silent;
-    {
-      std::lock_guard lock(mu_);
-      for (const auto& [id, t] : last_heard_) {
-        if (armed_ && now - t > options_.failure_timeout) silent.push_back(id);
+    for (const auto& m : list.members()) {
+      if (m.id() == self_.id() || m.id().empty()) continue;
+      auto it = entries_.find(m.id());
+      if (it != entries_.end()) {
+        Entry& e = it->second;
+        if (m.since_round() > e.since_round) {  // a newer incarnation (it restarted and rejoined)
+          departed_[m.id()] = e.since_round;
+          e = Entry{m.endpoint(), m.group(), m.since_round(), now};
+          node_.add_peer(m.id(), m.endpoint());
+          ++changes_;
+          changed = true;
+        } else if (m.since_round() == e.since_round && e.group.empty() && !m.group().empty()) {
+          e.group = m.group();
+        }
+        continue;
       }
+      auto gone = departed_.find(m.id());
+      if (gone != departed_.end() && gone->second >= m.since_round()) continue;  // saw this one leave
+      entries_[m.id()] = Entry{m.endpoint(), m.group(), m.since_round(), now};
+      joiners_.erase(m.id());
+      node_.add_peer(m.id(), m.endpoint());
+      ++changes_;
+      changed = true;
+      spdlog::info("node '{}': member '{}' enters the view at round {}", node_.id(), m.id(), m.since_round());
     }
-    for (const auto& id : silent) {
-      evictions_.add();
-      drop(id, "evicted (silent past the failure timeout)");
+  }
+  if (changed) publish();
+}
+
+void Membership::handle_hello(const std::string& id, const proto::Hello& hello) {
+  proto::MemberList reply;
+  std::vector<std::string> announce_to;
+  bool restarted = false;
+  {
+    std::lock_guard lock(mu_);
+    if (!policy_) return;  // still starting; the joiner asks again
+    const auto now = Clock::now();
+    if (hello.ready()) {
+      auto j = joiners_.find(id);
+      auto e = entries_.find(id);
+      if (j == joiners_.end() && e != entries_.end() && e->second.endpoint == hello.endpoint()) {
+        announce_to.push_back(id);  // already admitted: the announcement crossed its retry
+        reply = table();
+      } else if (j != joiners_.end() && !j->second.refused && j->second.state_sent) {
+        const double rate = std::max(state_.snapshot().rounds_per_second(), 0.0);
+        const auto ahead = static_cast<uint64_t>(
+            std::ceil(rate * std::chrono::duration<double>(options_.admit_ahead).count()));
+        const uint64_t since = last_round_ + std::max<uint64_t>(ahead, 3);
+        entries_[id] = Entry{j->second.endpoint, j->second.group, since, now};
+        joiners_.erase(j);
+        ++changes_;
+        joins_.add();
+        reply = table();
+        reply.set_starts_in_ms(static_cast<uint32_t>(
+            rate > 0 ? 1000.0 * static_cast<double>(since - last_round_) / rate : options_.admit_ahead.count()));
+        for (const auto& [peer, entry] : entries_) announce_to.push_back(peer);
+        spdlog::info("node '{}': admitted '{}' from round {} (now at round {})", node_.id(), id, since, last_round_);
+      } else {
+        return;  // not a joiner this member is serving
+      }
+    } else {
+      std::string why = policy_->refuse(hello);
+      if (id == self_.id()) why = "the id '" + id + "' is the contact's own: give every worker a unique --id";
+      if (hello.endpoint().empty()) why = "the HELLO names no endpoint to answer to";
+      auto e = entries_.find(id);
+      if (e != entries_.end() && why.empty()) {
+        // A member that says HELLO again restarted: its old incarnation is gone.
+        departed_[id] = e->second.since_round;
+        entries_.erase(e);
+        ++changes_;
+        restarted = true;
+      }
+      auto j = joiners_.find(id);
+      const bool repeat = j != joiners_.end() && j->second.endpoint == hello.endpoint() && !j->second.refused;
+      if (!repeat) {
+        joiners_[id] = Joiner{hello.endpoint(), hello.group(),
+                              now + (why.empty() ? options_.join_timeout : std::chrono::milliseconds(2000)),
+                              !why.empty(), false};
+      }
+      if (why.empty()) {
+        reply = table();
+        reply.set_topology_seed(policy_->topology_seed);
+      } else {
+        reply.set_refused(why);
+        spdlog::warn("node '{}': refused joiner '{}': {}", node_.id(), id, why);
+      }
+      announce_to.push_back(id);
     }
-    std::unique_lock lock(sleep_mu);
-    sleep_cv.wait_for(lock, stop, options_.heartbeat_interval, [] { return false; });
+  }
+  if (restarted) {
+    spdlog::warn("node '{}': member '{}' asks to join again (it restarted): its old incarnation leaves the view",
+                 node_.id(), id);
+    publish();
+  }
+  node_.add_peer(id, hello.endpoint());  // idempotent; the reply goes to the address it gave
+  for (const auto& to : announce_to) send_list(to, reply);
+  if (hello.ready()) publish();
+}
+
+void Membership::handle(const protocol::Message& m) {
+  const auto& env = m.envelope;
+  switch (env.type()) {
+    case proto::HEARTBEAT: {
+      {
+        std::lock_guard lock(mu_);
+        auto it = entries_.find(env.sender());
+        if (it != entries_.end()) it->second.last_heard = Clock::now();
+      }
+      if (env.has_member_list()) merge(env.member_list());
+      break;
+    }
+    case proto::MEMBER_LIST:
+      merge(env.member_list());
+      break;
+    case proto::LEAVE:
+      drop(env.sender(), "left");
+      break;
+    case proto::HELLO:
+      handle_hello(env.sender(), env.hello());
+      break;
+    default:
+      break;
+  }
+}
+
+void Membership::beat() {
+  proto::Envelope env = node_.envelope(proto::HEARTBEAT);
+  std::vector<std::string> peers, silent, expired;
+  {
+    std::lock_guard lock(mu_);
+    *env.mutable_member_list() = table();
+    const auto now = Clock::now();
+    for (const auto& [id, e] : entries_) {
+      peers.push_back(id);
+      if (armed_ && now - e.last_heard > options_.failure_timeout) silent.push_back(id);
+    }
+    for (auto it = joiners_.begin(); it != joiners_.end();) {
+      if (now < it->second.deadline) {
+        ++it;
+        continue;
+      }
+      if (!it->second.refused) spdlog::warn("node '{}': joiner '{}' never got ready; forgotten", node_.id(), it->first);
+      if (!entries_.count(it->first)) expired.push_back(it->first);
+      it = joiners_.erase(it);
+    }
+  }
+  const auto frame = protocol::envelope_frame(env);
+  for (const auto& p : peers) {
+    try {
+      node_.transport().send(p, {frame}, std::chrono::milliseconds(0));
+    } catch (const std::exception&) {
+      // A full queue to a silent peer: the failure timeout deals with it.
+    }
+  }
+  for (const auto& id : silent) {
+    evictions_.add();
+    drop(id, "evicted (silent past the failure timeout)");
+  }
+  for (const auto& id : expired) node_.remove_peer(id);
+}
+
+void Membership::loop(std::stop_token stop) {
+  static constexpr proto::MessageType kTypes[] = {proto::LEAVE, proto::HELLO, proto::MEMBER_LIST, proto::HEARTBEAT};
+  auto next_beat = Clock::now();
+  while (!stop.stop_requested()) {
+    if (Clock::now() >= next_beat) {
+      beat();
+      next_beat = Clock::now() + options_.heartbeat_interval;
+    }
+    if (auto m = node_.mailbox().pop_any(kTypes, next_beat, stop)) handle(*m);
+  }
+}
+
+void Membership::at_step(uint64_t round, const std::function<JoinState()>& snapshot) {
+  std::vector<std::string> want;
+  bool republish = false;
+  {
+    std::lock_guard lock(mu_);
+    last_round_ = round;
+    for (auto& [id, j] : joiners_) {
+      if (j.refused || j.state_sent) continue;
+      j.state_sent = true;
+      want.push_back(id);
+    }
+    republish = view_locked(round + 1).epoch() != published_;
+  }
+  for (const auto& id : want) {
+    auto st = std::make_shared<JoinState>(snapshot());
+    seal(*st);
+    {
+      std::lock_guard lock(transfer_mu_);
+      transfers_.emplace_back(id, std::move(st));
+    }
+    transfer_cv_.notify_one();
+  }
+  if (republish) publish();
+}
+
+void Membership::transfer_loop(std::stop_token stop) {
+  // One download at a time: a burst of joiners cannot take every link at once.
+  for (;;) {
+    std::pair<std::string, std::shared_ptr<const JoinState>> job;
+    {
+      std::unique_lock lock(transfer_mu_);
+      if (!transfer_cv_.wait(lock, stop, [&] { return !transfers_.empty(); })) return;
+      job = std::move(transfers_.front());
+      transfers_.pop_front();
+    }
+    const auto start = Clock::now();
+    try {
+      send_state(node_, job.first, job.second, options_.state_chunk_bytes, std::chrono::milliseconds(5000));
+      spdlog::info("node '{}': state for '{}' queued ({} floats, step {}) in {:.0f} ms", node_.id(), job.first,
+                   job.second->params.size() + job.second->optimizer.size(), job.second->header.step(),
+                   std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+    } catch (const std::exception& e) {
+      spdlog::warn("node '{}': state download to '{}' abandoned: {}", node_.id(), job.first, e.what());
+    }
   }
 }
 
@@ -109,9 +416,12 @@ void Membership::leave() {
   if (thread_.joinable()) thread_.join();
   proto::Envelope env = node_.envelope(proto::LEAVE);
   env.mutable_leave()->set_reason("shutdown");
-  const topology::View current = view();
-  for (const auto& id : current.members()) {
-    if (id == node_.id()) continue;
+  std::vector<std::string> peers;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [id, e] : entries_) peers.push_back(id);
+  }
+  for (const auto& id : peers) {
     try {
       node_.transport().send(id, {protocol::envelope_frame(env)}, std::chrono::milliseconds(100));
     } catch (const std::exception&) {

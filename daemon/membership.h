@@ -1,12 +1,17 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 
 #include "daemon/metrics.h"
+#include "daemon/state_transfer.h"
 #include "daemon/worker_state.h"
 #include "protocol/node.h"
 #include "topology/view.h"
@@ -17,23 +22,62 @@ struct MembershipOptions {
   std::chrono::milliseconds heartbeat_interval{200};
   // A member heard from neither by heartbeat nor otherwise for this long is evicted.
   std::chrono::milliseconds failure_timeout{3000};
+  // A joiner that is ready enters the view this far ahead (converted to
+  // rounds at the current rate), so that the announcement reaches every
+  // member before the round it names.
+  std::chrono::milliseconds admit_ahead{500};
+  // A joiner that has not finished its download in this long is forgotten.
+  std::chrono::milliseconds join_timeout{60000};
+  size_t state_chunk_bytes = 256 << 10;
 };
 
-// The live view of a cluster that starts from a static member list: sends
-// heartbeats to every member, evicts one that stays silent past the failure
-// timeout, and drops one at once when it says LEAVE. Every member starts
-// from the same list and only removes, so members that agree on who is gone
-// agree on the view (the epoch counts the departures). Joining comes later.
+// What a contact checks before it admits a joiner, and tells it.
+struct JoinPolicy {
+  // "" to admit; otherwise why not, in one line (sent back to the joiner).
+  std::function<std::string(const proto::Hello&)> refuse;
+  uint64_t topology_seed = 1;
+};
+
+// The live view. Every member keeps a table of members, each with the round
+// from which it is in the view (`since_round`: 0 for the members started
+// together, the announced round for a joiner); the view for round r is
+// every member with since_round <= r. The table spreads by gossip: every
+// heartbeat carries it, and a member adopts the entries it lacks (unless it
+// saw that incarnation leave). Departures apply at once: a member silent past
+// the failure timeout is evicted, one that sends LEAVE is dropped. The view
+// epoch is a hash of the (id, since_round) pairs, so members with the same
+// table draw the same topology whatever order they learned it in.
+//
+// Joining (see run_command): a joiner sends HELLO to any member (the
+// contact), which replies with the table and streams a state snapshot taken
+// by its worker at a step boundary (at_step), on a thread of its own so that
+// averaging does not wait. When the joiner holds the state it says HELLO
+// again with `ready`; the contact names a round admit_ahead in the future and
+// announces the new table to everyone, so every member switches at that
+// round and nobody waits for the joiner.
 class Membership {
  public:
-  Membership(protocol::Node& node, const std::map<std::string, std::string>& peers, MembershipOptions options,
+  // The members started together (every one from round 0).
+  Membership(protocol::Node& node, proto::Member self, const std::map<std::string, std::string>& peers,
+             MembershipOptions options, WorkerState& state, MetricsRegistry& metrics);
+  // A joiner, with the table it was admitted with (it contains `self`).
+  Membership(protocol::Node& node, proto::Member self, const proto::MemberList& admitted, MembershipOptions options,
              WorkerState& state, MetricsRegistry& metrics);
   ~Membership();
   Membership(const Membership&) = delete;
   Membership& operator=(const Membership&) = delete;
 
-  // The current view (this node included).
+  // The view for gossip round (or AllReduce step) `round`; includes this node.
+  topology::View view_at(uint64_t round) const;
+  // The view at the last round the worker reported (at_step).
   topology::View view() const;
+  // Member id -> group label, for the members whose label is known.
+  std::map<std::string, std::string> labels() const;
+  // True when the label of every member of view_at(round) is known.
+  bool labels_known(uint64_t round) const;
+  // The round from which `id` is in the view.
+  uint64_t since_round(const std::string& id) const;
+
   // Starts failure detection, counting silence from now. Call it once every
   // member is known to be up (after the start-up barrier): before that a
   // slow starter would be evicted for still loading its data.
@@ -41,20 +85,63 @@ class Membership {
   // Tells every member this node is leaving (SIGTERM), then stops.
   void leave();
 
+  // Accept joiners from now on (a member that never calls it refuses none
+  // and admits none: HELLOs wait in the mailbox).
+  void set_join_policy(JoinPolicy policy);
+  // The worker calls it at every step boundary with the round it completed:
+  // a joiner waiting for state gets `snapshot()` (taken here, on the worker's
+  // thread, so the state is consistent), streamed by the transfer thread.
+  void at_step(uint64_t round, const std::function<JoinState()>& snapshot);
+
  private:
+  struct Entry {
+    std::string endpoint;
+    std::string group;
+    uint64_t since_round = 0;
+    std::chrono::steady_clock::time_point last_heard;
+  };
+  struct Joiner {
+    std::string endpoint;
+    std::string group;
+    std::chrono::steady_clock::time_point deadline;
+    bool refused = false;
+    bool state_sent = false;
+  };
+
+  void start();
   void loop(std::stop_token stop);
+  void handle(const protocol::Message& m);
+  void handle_hello(const std::string& id, const proto::Hello& hello);
+  void merge(const proto::MemberList& list);
+  void beat();
   void drop(const std::string& id, const char* why);
   void publish();
+  void send_list(const std::string& to, const proto::MemberList& list);
+  proto::MemberList table() const;  // with mu_ held
+  topology::View view_locked(uint64_t round) const;
+  void transfer_loop(std::stop_token stop);
 
   protocol::Node& node_;
+  proto::Member self_;
   MembershipOptions options_;
   WorkerState& state_;
   Gauge& members_gauge_;
   Counter& evictions_;
+  Counter& joins_;
   mutable std::mutex mu_;
-  std::map<std::string, std::chrono::steady_clock::time_point> last_heard_;  // peers only
-  uint32_t epoch_ = 0;
+  std::map<std::string, Entry> entries_;      // peers only
+  std::map<std::string, uint64_t> departed_;  // id -> since_round of the incarnation that left
+  std::map<std::string, Joiner> joiners_;     // HELLO received, not yet in the table
+  std::optional<JoinPolicy> policy_;
+  uint64_t last_round_ = 0;
+  uint32_t changes_ = 0;
+  uint32_t published_ = 0;  // view epoch last published
   bool armed_ = false;
+
+  std::mutex transfer_mu_;
+  std::condition_variable_any transfer_cv_;
+  std::deque<std::pair<std::string, std::shared_ptr<const JoinState>>> transfers_;
+  std::jthread transfer_thread_;
   std::jthread thread_;
 };
 

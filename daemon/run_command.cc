@@ -1,8 +1,11 @@
 #include "daemon/run_command.h"
 
 #include <asio.hpp>
+#include <spdlog/spdlog.h>
 
+#include <condition_variable>
 #include <csignal>
+#include <mutex>
 #include <cstdio>
 #include <stop_token>
 #include <thread>
@@ -13,6 +16,7 @@
 #include "daemon/training_loop.h"
 #include "daemon/cli.h"
 #include "daemon/http_server.h"
+#include "daemon/join.h"
 #include "daemon/membership.h"
 #include "daemon/metrics.h"
 #include "daemon/metrics_log.h"
@@ -21,6 +25,7 @@
 #include "protocol/errors.h"
 #include "protocol/node.h"
 #include "protocol/reject_counters.h"
+#include "protocol/segment_inbox.h"
 #include "trainer/dataset.h"
 #include "trainer/models.h"
 
@@ -92,6 +97,14 @@ protocol::NodeOptions node_options(const RunCommandOptions& o) {
 
 }  // namespace
 
+std::string default_group(const std::string& endpoint) {
+  if (endpoint.rfind("ipc://", 0) == 0 || endpoint.rfind("inproc://", 0) == 0) return "local";
+  const auto scheme = endpoint.find("://");
+  std::string rest = scheme == std::string::npos ? endpoint : endpoint.substr(scheme + 3);
+  if (!rest.empty() && rest.front() == '[') return rest.substr(1, rest.find(']') - 1);  // [v6]:port
+  return rest.substr(0, rest.rfind(':'));
+}
+
 std::map<std::string, std::string> parse_peers(const std::vector<std::string>& entries) {
   std::map<std::string, std::string> peers;
   for (const auto& e : entries) {
@@ -132,6 +145,18 @@ CLI::App* add_run_command(CLI::App& app, RunCommandOptions& o) {
   cmd->add_option("--listen", o.listen, "ZeroMQ endpoint to bind (tcp://IP:PORT, port 0 = any; ipc://PATH)")
       ->capture_default_str();
   cmd->add_option("--peers", o.peers, "Static members: ID=ENDPOINT,... (the own id may appear)")->delimiter(',');
+  cmd->add_option("--join", o.join,
+                  "Join a running cluster through this member's endpoint (repeat or comma-separate for fallbacks)")
+      ->delimiter(',');
+  cmd->add_option("--advertise", o.advertise,
+                  "Endpoint other members reach this worker at (default: the bound one; needed with 0.0.0.0)");
+  cmd->add_option("--group", o.group, "Hierarchical group label (default: the host of the advertised endpoint)");
+  cmd->add_flag("--hierarchical", o.hierarchical,
+                "crossover: exact averages inside each --group, crossover gossip between groups");
+  cmd->add_option("--group-owner", o.group_owner,
+                  "Hierarchical: who exchanges a group's segments: spread (member k: segments s = k mod size) or root")
+      ->check(CLI::IsMember({"spread", "root"}))
+      ->capture_default_str();
   cmd->add_option("--http", o.http, "Serve /status and /metrics on IP:PORT (port 0 = any)");
   cmd->add_option("--cluster-id", o.cluster_id, "Messages from other clusters are rejected")->capture_default_str();
   cmd->add_option("--timeout-ms", o.timeout_ms, "A peer silent this long fails the step")
@@ -152,6 +177,40 @@ CLI::App* add_run_command(CLI::App& app, RunCommandOptions& o) {
   return cmd;
 }
 
+namespace {
+
+// What a joiner says about itself; a contact compares it with its own.
+proto::Hello describe(const RunCommandOptions& o, const proto::Member& self, trainer::Trainer& trainer,
+                      const protocol::SegmentTable& segments) {
+  proto::Hello h;
+  h.set_endpoint(self.endpoint());
+  h.set_group(self.group());
+  h.set_algo(o.algo + (o.hierarchical ? "-hierarchical" : ""));
+  h.set_parameter_floats(trainer.model().params().size());
+  h.set_optimizer_state_floats(trainer.optimizer().state().size());
+  for (const auto& seg : segments) h.add_segment_lengths(seg.length);
+  return h;
+}
+
+std::string refusal(const proto::Hello& mine, const proto::Hello& theirs) {
+  if (theirs.algo() != mine.algo()) return "it runs --algo " + theirs.algo() + ", the cluster " + mine.algo();
+  if (theirs.parameter_floats() != mine.parameter_floats()) {
+    return "its model has " + std::to_string(theirs.parameter_floats()) + " parameters, the cluster's " +
+           std::to_string(mine.parameter_floats()) + ": use the cluster's --model and --hidden";
+  }
+  if (theirs.optimizer_state_floats() != mine.optimizer_state_floats()) {
+    return "its optimizer keeps " + std::to_string(theirs.optimizer_state_floats()) + " floats, the cluster's " +
+           std::to_string(mine.optimizer_state_floats()) + ": use the cluster's --optimizer";
+  }
+  if (!std::equal(theirs.segment_lengths().begin(), theirs.segment_lengths().end(), mine.segment_lengths().begin(),
+                  mine.segment_lengths().end())) {
+    return "its segments differ from the cluster's: use the cluster's --segments";
+  }
+  return "";
+}
+
+}  // namespace
+
 int run_run_command(const RunCommandOptions& o) {
   std::stop_source stop;
   SignalWatcher signals(stop);
@@ -159,23 +218,58 @@ int run_run_command(const RunCommandOptions& o) {
   set_blas_threads(f.threads);
   auto peers = parse_peers(o.peers);
   peers.erase(o.id);
+  const bool joining = !o.join.empty();
+  if (joining && !peers.empty()) {
+    throw UsageError("--join and --peers are alternatives: a joiner learns the members from the member it joins");
+  }
+  if (o.overlap && o.algo != "crossover") {
+    throw UsageError("--overlap is for --algo crossover (for SGP use --algo osgp; allreduce is synchronous)");
+  }
+  if (o.hierarchical && o.algo != "crossover") throw UsageError("--hierarchical is for --algo crossover");
+  if (o.hierarchical && o.overlap) throw UsageError("--hierarchical and --overlap do not combine yet; pick one");
+  if (o.failure_timeout_ms <= 2 * o.heartbeat_ms) {
+    throw UsageError("--failure-timeout-ms must be more than twice --heartbeat-ms, or live members get evicted");
+  }
   std::vector<std::string> members{o.id};
   for (const auto& [id, ep] : peers) members.push_back(id);
   std::sort(members.begin(), members.end());
   const int rank = static_cast<int>(std::find(members.begin(), members.end(), o.id) - members.begin());
 
   trainer::TrainerOptions topts = trainer_options(f);
-  topts.sampler.worker_index = rank;
-  topts.sampler.worker_count = static_cast<int>(members.size());
+  if (joining) {
+    // The initial members split the data into shards; a joiner samples the
+    // whole set, with a stream of its own.
+    topts.sampler.mode = trainer::SamplingMode::kRandom;
+    topts.sampler.seed = f.seed ^ std::hash<std::string>{}(o.id);
+  } else {
+    topts.sampler.worker_index = rank;
+    topts.sampler.worker_count = static_cast<int>(members.size());
+  }
   JsonLinesWriter log(o.metrics_out);
   trainer::Dataset train = trainer::load_fashion_mnist(data_dir(f), trainer::Split::kTrain);
   trainer::Dataset test = trainer::load_fashion_mnist(data_dir(f), trainer::Split::kTest);
   if (f.train_limit > 0) train = train.head(f.train_limit);
   if (f.test_limit > 0) test = test.head(f.test_limit);
   trainer::Trainer trainer(trainer::make_model(model_options(f), f.seed), train, topts);
+  const protocol::SegmentTable segments =
+      make_segment_table(trainer.model().segments(), trainer.model().params().size(), o.segments);
 
   protocol::Node node(node_options(o));
-  for (const auto& [id, ep] : peers) node.add_peer(id, ep);
+  node.validator().set_open_types({proto::HELLO});  // anyone may ask to join
+  // Known before any peer's first segment can arrive (a joiner's first round
+  // is often already on its way when its worker starts).
+  protocol::register_segments(node, segments);
+  for (const auto& [id, ep] : peers) node.add_peer(id, ep);  // accepted from the first message on
+  proto::Member self;
+  self.set_id(o.id);
+  self.set_endpoint(o.advertise.empty() ? node.endpoint() : o.advertise);
+  self.set_group(o.group.empty() ? default_group(self.endpoint()) : o.group);
+  if (o.advertise.empty() && (self.endpoint().find("0.0.0.0") != std::string::npos ||
+                              self.endpoint().find("//*") != std::string::npos)) {
+    if (joining) throw UsageError("--listen binds every interface: say with --advertise where members reach this one");
+    spdlog::warn("node '{}': listening on {} without --advertise: joiners cannot use this member's endpoint",
+                 o.id, self.endpoint());
+  }
   WorkerState state;
   MetricsRegistry metrics;
   register_transport_metrics(metrics, node);
@@ -183,69 +277,129 @@ int run_run_command(const RunCommandOptions& o) {
     s.set_id(o.id);
     s.set_algo(o.algo);
     s.set_listen(node.endpoint());
+    if (joining) s.set_state("joining");
   });
-  // Owns the view from here on: members in /status and gossipd_members.
-  if (o.failure_timeout_ms <= 2 * o.heartbeat_ms) {
-    throw UsageError("--failure-timeout-ms must be more than twice --heartbeat-ms, or live members get evicted");
-  }
-  MembershipOptions mopts;
-  mopts.heartbeat_interval = std::chrono::milliseconds(o.heartbeat_ms);
-  mopts.failure_timeout = std::chrono::milliseconds(o.failure_timeout_ms);
-  Membership membership(node, peers, mopts, state, metrics);
   std::unique_ptr<HttpServer> http;
   if (!o.http.empty()) http = std::make_unique<HttpServer>(o.http, status_routes(state, metrics, node));
-  std::printf("gossipd run: id %s rank %d/%zu listening on %s", o.id.c_str(), rank, members.size(),
+  std::printf("gossipd run: id %s %s listening on %s", o.id.c_str(),
+              joining ? "joining" : ("rank " + std::to_string(rank) + "/" + std::to_string(members.size())).c_str(),
               node.endpoint().c_str());
   if (http) std::printf(", http on port %u", http->port());
   std::printf("\n");
   std::fflush(stdout);
 
-  if (o.overlap && o.algo != "crossover") {
-    throw UsageError("--overlap is for --algo crossover (for SGP use --algo osgp; allreduce is synchronous)");
-  }
-  TrainingLoop loop(o.id, trainer, test, state, metrics, log, f.epochs, o.quiet);
-  std::function<void(std::stop_token)> work;
-  std::unique_ptr<AllreduceWorker> allreduce;
-  std::unique_ptr<GossipWorker> gossip;
-  if (o.algo == "allreduce") {
-    AllreduceWorkerOptions w;
-    w.train_size = train.size();
-    w.timeout = std::chrono::milliseconds(o.timeout_ms);
-    w.startup_timeout = std::chrono::milliseconds(o.startup_timeout_ms);
-    w.failure_timeout = mopts.failure_timeout;
-    allreduce = std::make_unique<AllreduceWorker>(node, members, membership, trainer, loop, w);
-    work = [&](std::stop_token st) { allreduce->run(st); };
-  } else {
-    GossipWorkerOptions w;
-    w.algo = o.algo == "crossover" ? GossipAlgo::kCrossover : o.algo == "sgp" ? GossipAlgo::kSgp : GossipAlgo::kOsgp;
-    w.train_size = train.size();
-    w.seed = f.seed;
-    w.segments = make_segment_table(trainer.model().segments(), trainer.model().params().size(), o.segments);
-    w.segment_deadline = std::chrono::milliseconds(o.segment_deadline_ms);
-    w.overlap = o.overlap;
-    w.consensus_every = o.consensus_every;
-    w.startup_timeout = std::chrono::milliseconds(o.startup_timeout_ms);
-    gossip = std::make_unique<GossipWorker>(node, members, membership, trainer, loop, state, metrics, w);
-    work = [&](std::stop_token st) { gossip->run(st); };
-  }
-  try {
-    work(stop.get_token());
-  } catch (const protocol::Aborted&) {
-    state.update([](proto::Status& s) { s.set_state("stopped"); });
-    membership.leave();
-    // Sockets close with linger 0 (a dead peer's queue must never hold up
-    // shutdown): give the I/O thread a moment to put LEAVE on the wire.
-    std::this_thread::sleep_for(std::chrono::milliseconds(150));
-    std::printf("gossipd run: %s stopped by signal at round %llu\n", o.id.c_str(),
-                static_cast<unsigned long long>(trainer.step_count()));
-    node.close();
-    return kExitOk;
-  } catch (const protocol::TransportError& e) {
+  const proto::Hello mine = describe(o, self, trainer, segments);
+  MembershipOptions mopts;
+  mopts.heartbeat_interval = std::chrono::milliseconds(o.heartbeat_ms);
+  mopts.failure_timeout = std::chrono::milliseconds(o.failure_timeout_ms);
+  mopts.join_timeout = std::chrono::milliseconds(o.startup_timeout_ms);
+  mopts.state_chunk_bytes = std::min<size_t>(mopts.state_chunk_bytes, o.max_message_bytes / 2);
+  size_t steps = TrainingLoop::steps_per_epoch(train.size(), members.size(), trainer.options().batch);
+  int epochs = f.epochs;
+  uint64_t topology_seed = f.seed;
+  std::vector<double> push_sum_weights;
+  std::unique_ptr<Membership> membership;  // owns the view from here on: members in /status and gossipd_members
+  auto fail = [&](const std::exception& e) {
     state.update([&](proto::Status& s) {
       s.set_state("failed");
       s.set_error(e.what());
     });
     node.close();
+  };
+  auto stopped = [&] {
+    state.update([](proto::Status& s) { s.set_state("stopped"); });
+    if (membership) {
+      membership->leave();
+      // Sockets close with linger 0 (a dead peer's queue must never hold up
+      // shutdown): give the I/O thread a moment to put LEAVE on the wire.
+      std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    }
+    std::printf("gossipd run: %s stopped by signal at round %llu\n", o.id.c_str(),
+                static_cast<unsigned long long>(trainer.step_count()));
+    node.close();
+    return kExitOk;
+  };
+  if (joining) {
+    JoinResult joined;
+    try {
+      joined = join_cluster(node, o.join, mine, trainer.optimizer().state().size(),
+                            std::chrono::milliseconds(o.startup_timeout_ms), stop.get_token());
+    } catch (const protocol::Aborted&) {
+      return stopped();
+    } catch (const JoinRefused& e) {
+      fail(e);
+      throw UsageError(e.what());
+    } catch (const std::exception& e) {
+      fail(e);
+      throw;
+    }
+    const proto::StateHeader& h = joined.state.header;
+    std::copy(joined.state.params.begin(), joined.state.params.end(), trainer.model().params().begin());
+    std::copy(joined.state.optimizer.begin(), joined.state.optimizer.end(), trainer.optimizer().state().begin());
+    trainer.set_step_count(joined.since_round - 1);  // its first round is the one it was admitted at
+    steps = std::max<uint64_t>(1, h.steps_per_epoch());
+    epochs = static_cast<int>(h.epochs());
+    topology_seed = joined.topology_seed;
+    push_sum_weights.assign(h.push_sum_weights().begin(), h.push_sum_weights().end());
+    std::printf("gossipd run: %s joined through %s: enters at round %llu of %llu (epoch %llu)\n", o.id.c_str(),
+                joined.contact.c_str(), static_cast<unsigned long long>(joined.since_round),
+                static_cast<unsigned long long>(steps * static_cast<uint64_t>(epochs)),
+                static_cast<unsigned long long>((joined.since_round - 1) / steps + 1));
+    std::fflush(stdout);
+    membership = std::make_unique<Membership>(node, self, joined.admitted, mopts, state, metrics);
+    std::mutex mu;
+    std::condition_variable_any cv;
+    std::unique_lock lock(mu);
+    auto token = stop.get_token();
+    cv.wait_until(lock, token, joined.start_at, [] { return false; });
+    if (token.stop_requested()) return stopped();
+  } else {
+    membership = std::make_unique<Membership>(node, self, peers, mopts, state, metrics);
+  }
+  proto::StateHeader snapshot_header;
+  snapshot_header.set_steps_per_epoch(steps);
+  snapshot_header.set_epochs(static_cast<uint32_t>(epochs));
+  snapshot_header.set_algo(o.algo);
+
+  TrainingLoop loop(o.id, trainer, test, state, metrics, log, epochs, o.quiet);
+  std::function<void(std::stop_token)> work;
+  std::unique_ptr<AllreduceWorker> allreduce;
+  std::unique_ptr<GossipWorker> gossip;
+  if (o.algo == "allreduce") {
+    AllreduceWorkerOptions w;
+    w.steps_per_epoch = steps;
+    w.timeout = std::chrono::milliseconds(o.timeout_ms);
+    w.startup_timeout = std::chrono::milliseconds(o.startup_timeout_ms);
+    w.failure_timeout = mopts.failure_timeout;
+    w.joined = joining;
+    w.snapshot_header = snapshot_header;
+    allreduce = std::make_unique<AllreduceWorker>(node, members, *membership, trainer, loop, w);
+    work = [&](std::stop_token st) { allreduce->run(st); };
+  } else {
+    GossipWorkerOptions w;
+    w.algo = o.algo == "crossover" ? GossipAlgo::kCrossover : o.algo == "sgp" ? GossipAlgo::kSgp : GossipAlgo::kOsgp;
+    w.steps_per_epoch = steps;
+    w.seed = topology_seed;
+    w.segments = segments;
+    w.segment_deadline = std::chrono::milliseconds(o.segment_deadline_ms);
+    w.overlap = o.overlap;
+    w.hierarchical = o.hierarchical;
+    w.spread = o.group_owner == "root" ? topology::GroupSpread::kRoot : topology::GroupSpread::kSpread;
+    w.consensus_every = o.consensus_every;
+    w.startup_timeout = std::chrono::milliseconds(o.startup_timeout_ms);
+    w.joined = joining;
+    w.push_sum_weights = push_sum_weights;
+    w.snapshot_header = snapshot_header;
+    gossip = std::make_unique<GossipWorker>(node, members, *membership, trainer, loop, state, metrics, w);
+    work = [&](std::stop_token st) { gossip->run(st); };
+  }
+  membership->set_join_policy(JoinPolicy{[mine](const proto::Hello& h) { return refusal(mine, h); }, topology_seed});
+  try {
+    work(stop.get_token());
+  } catch (const protocol::Aborted&) {
+    return stopped();
+  } catch (const protocol::TransportError& e) {
+    fail(e);
     throw;
   }
   state.update([](proto::Status& s) { s.set_state("done"); });

@@ -21,6 +21,11 @@ struct RunCommandOptions {
   std::string id;
   std::string listen = "tcp://127.0.0.1:0";
   std::vector<std::string> peers;  // ID=ENDPOINT; the own id may be listed (ignored)
+  std::vector<std::string> join;   // endpoints of live members to join through
+  std::string advertise;           // the endpoint others reach this worker at (default: the bound one)
+  std::string group;               // hierarchical group label (default: the host of the advertised endpoint)
+  bool hierarchical = false;
+  std::string group_owner = "spread";  // spread | root
   std::string http;                // IP:PORT for /status and /metrics; empty = off
   std::string cluster_id = "gossipd";
   int timeout_ms = 10000;
@@ -37,5 +42,8 @@ int run_run_command(const RunCommandOptions& options);
 
 // "a=tcp://h:1,b=ipc:///x" entries -> id -> endpoint; throws UsageError.
 std::map<std::string, std::string> parse_peers(const std::vector<std::string>& entries);
+
+// The default --group label: the host of a tcp:// endpoint ("local" for ipc://).
+std::string default_group(const std::string& endpoint);
 
 }  // namespace gossipd::daemon

@@ -30,6 +30,7 @@ size_t TrainingLoop::steps_per_epoch(size_t dataset_size, size_t members, size_t
 
 void TrainingLoop::run(size_t steps, std::stop_token stop, const Step& step, const BeforeEval& before_eval) {
   start_ = std::chrono::steady_clock::now();
+  start_round_ = trainer_.step_count();
   state_.update([](proto::Status& s) { s.set_state("training"); });
   const size_t batch = trainer_.options().batch;
   const uint64_t total = static_cast<uint64_t>(epochs_) * steps;
@@ -73,7 +74,7 @@ void TrainingLoop::step_done(uint64_t round, double running_loss) {
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   state_.update([&](proto::Status& st) {
     st.set_round(round);
-    st.set_rounds_per_second(elapsed > 0 ? static_cast<double>(round) / elapsed : 0.0);
+    st.set_rounds_per_second(elapsed > 0 ? static_cast<double>(round - start_round_) / elapsed : 0.0);
     if (st.epoch() == 0) st.set_loss(running_loss);
   });
 }

@@ -52,6 +52,7 @@ class TrainingLoop {
   Gauge& loss_gauge_;
   Gauge& accuracy_gauge_;
   std::chrono::steady_clock::time_point start_;
+  uint64_t start_round_ = 0;  // a joiner starts at the round it was admitted at
 };
 
 }  // namespace gossipd::daemon

@@ -69,6 +69,9 @@ class HierarchicalCrossover {
   // `labels`: member id -> group label, as learned from the members.
   RoundStats run_round(const topology::View& view, const std::map<std::string, std::string>& labels,
                        uint64_t round, std::span<float> params);
+  // After a round failed (a group member timed out): the group's collective
+  // sequence may differ between members now, so the next round builds it anew.
+  void reset() { group_.reset(); }
 
   static constexpr uint32_t kTag = tags::kHierarchical;
 

@@ -34,6 +34,14 @@ class PeerTimeout : public TransportError {
   std::chrono::milliseconds timeout_;
 };
 
+// The peer is not (or no longer) connected: it left the view or was never
+// in it. A collective in flight with a member that just left sees this.
+class PeerGone : public TransportError {
+ public:
+  PeerGone(std::string node, std::string peer)
+      : TransportError(node, peer, "node '" + node + "': send to unknown peer '" + peer + "' (not or no longer a member)") {}
+};
+
 // The caller's stop token fired while a call was blocked.
 class Aborted : public TransportError {
  public:
@@ -41,7 +49,7 @@ class Aborted : public TransportError {
       : TransportError(node, "", "node '" + node + "': aborted during " + during) {}
 };
 
-// Bad arguments or configuration (unknown peer, bad endpoint, bad key file).
+// Bad arguments or configuration (bad endpoint, bad key file).
 class ProtocolConfigError : public std::invalid_argument {
  public:
   using std::invalid_argument::invalid_argument;

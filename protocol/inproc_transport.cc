@@ -59,7 +59,7 @@ void InProcTransport::send(const std::string& peer, std::vector<OutFrame> frames
     std::lock_guard lock(peers_mutex_);
     auto it = peers_.find(peer);
     if (it == peers_.end()) {
-      throw ProtocolConfigError("node '" + node_id_ + "': send to unknown peer '" + peer + "'");
+      throw PeerGone(node_id_, peer);
     }
     endpoint = it->second;
   }

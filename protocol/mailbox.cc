@@ -40,15 +40,27 @@ std::optional<Message> Mailbox::pop_chunk(const ChunkKey& key, Clock::time_point
 }
 
 std::optional<Message> Mailbox::pop(proto::MessageType type, Clock::time_point deadline, std::stop_token stop) {
+  const proto::MessageType types[] = {type};
+  return pop_any(types, deadline, stop);
+}
+
+std::optional<Message> Mailbox::pop_any(std::span<const proto::MessageType> types, Clock::time_point deadline,
+                                        std::stop_token stop) {
   std::unique_lock lock(mutex_);
+  std::deque<Message>* found = nullptr;
   auto ready = [&] {
-    auto it = control_.find(type);
-    return it != control_.end() && !it->second.empty();
+    for (auto type : types) {
+      auto it = control_.find(type);
+      if (it != control_.end() && !it->second.empty()) {
+        found = &it->second;
+        return true;
+      }
+    }
+    return false;
   };
   if (!cv_.wait_until(lock, stop, deadline, ready)) return std::nullopt;
-  auto& q = control_[type];
-  Message m = std::move(q.front());
-  q.pop_front();
+  Message m = std::move(found->front());
+  found->pop_front();
   return m;
 }
 

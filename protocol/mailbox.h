@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <stop_token>
 #include <string>
 #include <tuple>
@@ -40,6 +41,9 @@ class Mailbox {
   std::optional<Message> pop_chunk(const ChunkKey& key, Clock::time_point deadline, std::stop_token stop);
   // The next control message of `type`; nullopt at the deadline or on stop.
   std::optional<Message> pop(proto::MessageType type, Clock::time_point deadline, std::stop_token stop);
+  // The next control message of any of `types` (earlier types first).
+  std::optional<Message> pop_any(std::span<const proto::MessageType> types, Clock::time_point deadline,
+                                 std::stop_token stop);
 
   // A collective call ended (done or failed): drop what is queued for it, and
   // count anything arriving later for it (or an earlier call) as stale.

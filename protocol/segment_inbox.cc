@@ -47,7 +47,7 @@ size_t SegmentInbox::send(const std::string& peer, uint32_t segment, std::span<c
   const size_t bytes = frames[0].size + frames[1].size;
   try {
     node_.transport().send(peer, std::move(frames), timeout);
-  } catch (const PeerTimeout&) {
+  } catch (const TransportError&) {  // a full queue (PeerTimeout) or a member that just left (PeerGone)
     return 0;
   }
   return bytes;

@@ -20,6 +20,7 @@ class Transport {
   // The endpoint peers connect to (the real port when bound to port 0).
   virtual std::string endpoint() const = 0;
 
+  // Idempotent for the same endpoint; a new endpoint replaces the connection.
   virtual void connect(const std::string& peer, const std::string& endpoint) = 0;
   // Forgets the peer; its queued outbound messages are dropped.
   virtual void disconnect(const std::string& peer) = 0;
@@ -28,8 +29,8 @@ class Transport {
   virtual void reset(const std::string& peer) = 0;
 
   // Queues a multipart message (frames[0] = envelope). Throws PeerTimeout when
-  // the peer's queue stays full for `timeout`, ProtocolConfigError for an
-  // unknown peer.
+  // the peer's queue stays full for `timeout`, PeerGone for a peer that is
+  // not connected (never was, or left).
   virtual void send(const std::string& peer, std::vector<OutFrame> frames, std::chrono::milliseconds timeout) = 0;
 
   // The next inbound message, or nullopt after `timeout`.

@@ -24,6 +24,11 @@ bool Validator::is_member(const std::string& member) const {
   return members_.count(member) > 0;
 }
 
+void Validator::set_open_types(std::set<proto::MessageType> types) {
+  std::unique_lock lock(mutex_);
+  open_types_ = std::move(types);
+}
+
 void Validator::set_segment_lengths(std::vector<uint64_t> lengths) {
   std::unique_lock lock(mutex_);
   segment_lengths_ = std::move(lengths);
@@ -39,7 +44,11 @@ std::optional<RejectReason> Validator::check_header(const RawMessage& raw, const
     *why = "cluster '" + env.cluster_id() + "'";
     return RejectReason::kCluster;
   }
-  if (!is_member(env.sender())) {
+  const bool open = [&] {
+    std::shared_lock lock(mutex_);
+    return open_types_.count(env.type()) > 0;
+  }();
+  if (!open && !is_member(env.sender())) {
     *why = "sender '" + env.sender() + "'";
     return RejectReason::kUnknownSender;
   }

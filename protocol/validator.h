@@ -29,6 +29,11 @@ class Validator {
   void add_member(const std::string& member);
   void remove_member(const std::string& member);
   bool is_member(const std::string& member) const;
+  // Types accepted from senders that are not members: HELLO on a member
+  // (anyone may ask to join; CURVE, when on, has already authenticated the
+  // connection), MEMBER_LIST and STATE_CHUNK on a joiner until it knows its
+  // contact's id. Empty by default.
+  void set_open_types(std::set<proto::MessageType> types);
   // Lengths (in elements) of the local segments, indexed by segment id.
   void set_segment_lengths(std::vector<uint64_t> lengths);
 
@@ -46,6 +51,7 @@ class Validator {
   RejectLog& log_;
   mutable std::shared_mutex mutex_;
   std::set<std::string> members_;
+  std::set<proto::MessageType> open_types_;
   std::vector<uint64_t> segment_lengths_;
 };
 

@@ -73,6 +73,12 @@ zmq::socket_t ZmqTransport::make_dealer(const std::string& endpoint) {
 }
 
 void ZmqTransport::connect(const std::string& peer, const std::string& endpoint) {
+  {
+    // Connecting again to the same endpoint keeps the socket and its queue.
+    std::shared_lock lock(peers_mutex_);
+    auto it = peers_.find(peer);
+    if (it != peers_.end() && it->second->endpoint == endpoint) return;
+  }
   auto p = std::make_shared<Peer>();
   p->endpoint = endpoint;
   p->socket = make_dealer(endpoint);
@@ -116,7 +122,7 @@ std::shared_ptr<ZmqTransport::Peer> ZmqTransport::find_peer(const std::string& p
   std::shared_lock lock(peers_mutex_);
   auto it = peers_.find(peer);
   if (it == peers_.end()) {
-    throw ProtocolConfigError("node '" + options_.node_id + "': send to unknown peer '" + peer + "'");
+    throw PeerGone(options_.node_id, peer);
   }
   return it->second;
 }

@@ -37,6 +37,30 @@ TEST_P(GossipTraining, FourWorkersReachEightyFivePercentInThreeEpochs) {
 INSTANTIATE_TEST_SUITE_P(Protocols, GossipTraining,
                          ::testing::Values("crossover", "crossover --overlap", "sgp", "osgp", "allreduce"));
 
+// Hierarchical Crossover across processes: 6 workers in 2 groups (--group),
+// with the inter-group exchange spread over the members or through a root.
+class Hierarchical : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Hierarchical, SixWorkersInTwoGroupsHoldIdenticalReplicasPerGroup) {
+  Cluster c(6,
+            {"--algo", "crossover", "--hierarchical", "--group-owner", GetParam(), "--epochs", "1", "--quiet",
+             "--threads", "1", "--train-limit", "6000", "--test-limit", "500", "--batch", "32"},
+            [](int i) { return std::vector<std::string>{"--group", i < 3 ? "a" : "b"}; });
+  std::vector<std::string> hashes;
+  for (int i = 0; i < c.size(); ++i) {
+    ASSERT_TRUE(c.proc(i).wait(120s)) << "worker " << i << " did not finish";
+    ASSERT_EQ(c.proc(i).exit_code(), 0) << c.proc(i).err();
+    std::smatch m;
+    const std::string out = c.proc(i).out();
+    ASSERT_TRUE(std::regex_search(out, m, std::regex("param_hash ([0-9a-f]+)"))) << out;
+    hashes.push_back(m[1]);
+  }
+  for (int i : {1, 2}) EXPECT_EQ(hashes[i], hashes[0]) << "group a, worker " << i;
+  for (int i : {4, 5}) EXPECT_EQ(hashes[i], hashes[3]) << "group b, worker " << i;
+}
+
+INSTANTIATE_TEST_SUITE_P(GroupOwners, Hierarchical, ::testing::Values("spread", "root"));
+
 TEST(GossipStatus, CrossoverReportsSegmentsBytesAndConsensus) {
   Cluster c(3, {"--algo", "crossover", "--epochs", "1000", "--quiet", "--train-limit", "3000", "--test-limit", "500",
                 "--batch", "32", "--consensus-every", "5"});

@@ -98,7 +98,7 @@ TEST(ZmqTransport, DisconnectReleasesQueuedFramesForADeadPeer) {
 TEST(ZmqTransport, SendToUnknownPeerIsAConfigError) {
   zmq::context_t ctx;
   ZmqTransport a(ctx, options("a"));
-  EXPECT_THROW(a.send("nobody", two_frames("x", "y"), std::chrono::seconds(1)), ProtocolConfigError);
+  EXPECT_THROW(a.send("nobody", two_frames("x", "y"), std::chrono::seconds(1)), PeerGone);
 }
 
 TEST(InProcTransport, SameContractAsZmq) {

@@ -113,6 +113,22 @@ TEST_F(ValidationTest, UnknownSender) {
   expect_still_serving();
 }
 
+TEST_F(ValidationTest, OpenTypesAreAcceptedFromStrangersAndNothingElseIs) {
+  server_->validator().set_open_types({proto::HELLO});
+  auto joiner = connect_client("joiner");
+  send(joiner, {envelope(proto::HELLO, "joiner").SerializeAsString()});
+  auto m = server_->mailbox().pop(proto::HELLO, Clock::now() + std::chrono::seconds(5), {});
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->envelope.sender(), "joiner");
+  // The same stranger's heartbeat is still refused, and a HELLO naming
+  // someone else than its connection is an impersonation.
+  auto hb = envelope(proto::HEARTBEAT, "joiner");
+  hb.set_round(666);
+  expect_rejected({hb.SerializeAsString()}, RejectReason::kUnknownSender, &joiner);
+  expect_rejected({envelope(proto::HELLO, "good").SerializeAsString()}, RejectReason::kSenderMismatch, &joiner);
+  expect_still_serving();
+}
+
 TEST_F(ValidationTest, SenderImpersonatingAnotherMember) {
   auto e = envelope(proto::HEARTBEAT, "other");  // sent over "good"'s connection
   e.set_round(666);

@@ -28,6 +28,15 @@ Cluster::Cluster(int n, const std::vector<std::string>& extra,
   }
 }
 
+int Cluster::join(const std::string& new_id, int via, const std::vector<std::string>& extra) {
+  std::vector<std::string> argv{bin("gossipd"), "run",         "--id",         new_id, "--listen",
+                                endpoint(new_id),  "--join",      endpoint(id(via)), "--http",
+                                "127.0.0.1:0",     "--cluster-id", "test"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  procs_.push_back(std::make_unique<Process>(argv));
+  return size() - 1;
+}
+
 Cluster::~Cluster() {
   procs_.clear();  // kills and reaps
   std::error_code ec;

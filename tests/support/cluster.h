@@ -23,6 +23,10 @@ class Cluster {
   Cluster& operator=(const Cluster&) = delete;
 
   static std::string id(int i) { return "w" + std::to_string(i); }
+  std::string endpoint(const std::string& id) const { return "ipc://" + dir_ + "/" + id + ".sock"; }
+  // Starts one more worker, `id`, that joins through worker `via` with
+  // `extra` flags; returns its index (for proc() and http_port()).
+  int join(const std::string& id, int via, const std::vector<std::string>& extra);
   Process& proc(int i) { return *procs_.at(static_cast<size_t>(i)); }
   int size() const { return static_cast<int>(procs_.size()); }
 

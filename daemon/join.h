@@ -1,0 +1,41 @@
+#pragma once
+
+#include <chrono>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "daemon/state_transfer.h"
+#include "proto/gossip.pb.h"
+#include "protocol/node.h"
+
+namespace gossipd::daemon {
+
+// The cluster refused this joiner (different model, protocol, segments...):
+// a configuration error, reported in one line.
+class JoinRefused : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct JoinResult {
+  std::string contact;          // the member that served the join
+  proto::MemberList admitted;   // the table, with this node's since_round
+  uint64_t since_round = 0;     // the first round this node takes part in
+  uint64_t topology_seed = 1;
+  // About when the cluster reaches since_round: starting earlier would only
+  // wait out the first round's deadline and miss its segments.
+  std::chrono::steady_clock::time_point start_at;
+  JoinState state;              // the contact's snapshot
+};
+
+// The joiner's side of Membership's join (see membership.h): says HELLO to
+// the endpoints in turn until one answers, downloads the state from it, says
+// it is ready and waits for the round it enters at. `hello` describes this
+// worker (endpoint, group, model sizes, protocol). Throws JoinRefused,
+// std::runtime_error when no member answers within `timeout` or the download
+// fails, protocol::Aborted on stop.
+JoinResult join_cluster(protocol::Node& node, const std::vector<std::string>& endpoints, proto::Hello hello,
+                        size_t optimizer_floats, std::chrono::milliseconds timeout, std::stop_token stop);
+
+}  // namespace gossipd::daemon

@@ -1,0 +1,192 @@
+// Joining a running cluster: a fifth worker joins four that are training,
+// downloads the state, and enters the view at an announced round without
+// stalling anyone; a joiner the cluster cannot take is refused in one line.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+
+#include "tests/support/cluster.h"
+#include "tests/support/http_client.h"
+
+namespace gossipd::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+uint64_t round_of(const std::string& status) {
+  std::smatch m;
+  return std::regex_search(status, m, std::regex("\"round\":\"([0-9]+)\"")) ? std::stoull(m[1]) : 0;
+}
+
+size_t member_count(const std::string& status) {
+  std::smatch m;
+  if (!std::regex_search(status, m, std::regex("\"members\":\\[([^\\]]*)\\]"))) return 0;
+  const std::string list = m[1];
+  return static_cast<size_t>(std::count(list.begin(), list.end(), '"')) / 2;
+}
+
+// epoch -> test accuracy, from a --metrics-out file.
+std::map<int, double> accuracies(const std::string& path) {
+  std::map<int, double> out;
+  std::ifstream in(path);
+  static const std::regex epoch_re("\"epoch\":([0-9]+)"), acc_re("\"test_accuracy\":([0-9.e+-]+)");
+  for (std::string line; std::getline(in, line);) {
+    std::smatch e, a;
+    if (std::regex_search(line, e, epoch_re) && std::regex_search(line, a, acc_re)) {
+      out[std::stoi(e[1])] = std::stod(a[1]);
+    }
+  }
+  return out;
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/gossipd_join_XXXXXX";
+    path_ = mkdtemp(tmpl);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+class Join : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Join, AFifthWorkerJoinsWithoutStallingTheOthers) {
+  TempDir dir;
+  std::vector<std::string> args{"--epochs", "1000", "--quiet", "--threads", "1", "--train-limit", "8000",
+                                "--test-limit", "1000", "--batch", "32", "--heartbeat-ms", "100",
+                                "--failure-timeout-ms", "1500", "--segment-deadline-ms", "1000", "--algo"};
+  std::istringstream words(GetParam());
+  for (std::string w; words >> w;) args.push_back(w);
+  Cluster c(4, args, [&](int i) { return std::vector<std::string>{"--metrics-out", dir.file(Cluster::id(i))}; });
+  std::vector<uint16_t> ports;
+  for (int i = 0; i < 4; ++i) {
+    ports.push_back(c.http_port(i));
+    ASSERT_GT(ports.back(), 0) << c.proc(i).err();
+  }
+  // Two epochs in, so that accuracy is past its first steep climb.
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(wait_until([&] { return accuracies(dir.file(Cluster::id(i))).count(2) > 0; }, 60s))
+        << "worker " << i << " never finished two epochs: " << c.proc(i).err();
+  }
+
+  std::vector<std::string> joiner_args = args;
+  joiner_args.insert(joiner_args.end(), {"--metrics-out", dir.file("w4")});
+  const auto launched = Clock::now();
+  const int j = c.join("w4", 1, joiner_args);
+  const uint16_t joiner_port = c.http_port(j);
+  ASSERT_GT(joiner_port, 0) << c.proc(j).err();
+
+  // Watch every old member's round until the joiner has evaluated once.
+  std::vector<uint64_t> last_round(4, 0);
+  std::vector<Clock::time_point> last_change(4, Clock::now());
+  std::vector<Clock::duration> worst_gap(4, Clock::duration::zero());
+  std::optional<Clock::duration> all_listed_after;
+  bool joiner_evaluated = false;
+  const auto deadline = Clock::now() + 60s;
+  while (Clock::now() < deadline && !(joiner_evaluated && all_listed_after)) {
+    bool all_five = true;
+    for (int i = 0; i < 4; ++i) {
+      const std::string s = http_get(ports[i], "/status");
+      const auto now = Clock::now();
+      const uint64_t r = round_of(s);
+      if (r != last_round[i]) {
+        last_round[i] = r;
+        last_change[i] = now;
+      }
+      worst_gap[i] = std::max(worst_gap[i], now - last_change[i]);
+      all_five = all_five && member_count(s) == 5;
+    }
+    all_five = all_five && member_count(http_get(joiner_port, "/status")) == 5;
+    if (all_five && !all_listed_after) all_listed_after = Clock::now() - launched;
+    joiner_evaluated = !accuracies(dir.file("w4")).empty();
+    std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_TRUE(all_listed_after) << "not every worker lists five members: " << c.proc(j).err();
+  EXPECT_LT(*all_listed_after, 10s) << "took "
+                                    << std::chrono::duration_cast<std::chrono::milliseconds>(*all_listed_after).count()
+                                    << " ms";
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_LT(worst_gap[i], 2s) << "worker " << i << " made no round for "
+                                << std::chrono::duration_cast<std::chrono::milliseconds>(worst_gap[i]).count()
+                                << " ms during the join";
+  }
+  ASSERT_TRUE(joiner_evaluated) << c.proc(j).err();
+
+  // The joiner's first evaluation against the others' at the same epoch.
+  const auto joiner = accuracies(dir.file("w4"));
+  const auto [epoch, acc] = *joiner.begin();
+  double sum = 0;
+  for (int i = 0; i < 4; ++i) {
+    const auto own = accuracies(dir.file(Cluster::id(i)));
+    ASSERT_TRUE(wait_until([&] { return accuracies(dir.file(Cluster::id(i))).count(epoch) > 0; }, 30s));
+    sum += accuracies(dir.file(Cluster::id(i))).at(epoch);
+  }
+  const double others = sum / 4;
+  EXPECT_NEAR(acc, others, 0.02) << "joiner's first evaluation (epoch " << epoch << ") vs the others' mean";
+  EXPECT_GT(epoch, 2) << "the joiner continues the cluster's epochs, not from zero";
+  Clock::duration worst = *std::max_element(worst_gap.begin(), worst_gap.end());
+  std::printf("[ measured ] %s: all five listed %lld ms after launch; longest round gap of an old member %lld ms; "
+              "joiner's first evaluation (epoch %d) %.4f vs the others' %.4f\n",
+              GetParam().c_str(),
+              static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(*all_listed_after).count()),
+              static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(worst).count()), epoch,
+              acc, others);
+  EXPECT_NE(c.proc(j).out().find("joined through w1"), std::string::npos) << c.proc(j).out();
+  for (int i = 0; i <= j; ++i) c.proc(i).signal(SIGTERM);
+  for (int i = 0; i <= j; ++i) {
+    ASSERT_TRUE(c.proc(i).wait(10s));
+    EXPECT_EQ(c.proc(i).exit_code(), 0) << c.proc(i).err();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Protocols, Join, ::testing::Values("crossover", "sgp", "allreduce"));
+
+TEST(JoinRefused, AJoinerWithAnotherModelIsRefusedInOneLine) {
+  const std::vector<std::string> args{"--algo",        "crossover", "--epochs",     "1000", "--quiet",
+                                      "--train-limit", "3000",      "--test-limit", "200"};
+  Cluster c(2, args);
+  ASSERT_GT(c.http_port(0), 0);
+  ASSERT_TRUE(wait_until([&] { return round_of(http_get(c.http_port(0), "/status")) > 0; }, 60s));
+  std::vector<std::string> other = args;
+  other.insert(other.end(), {"--hidden", "32"});
+  const int j = c.join("w9", 0, other);
+  ASSERT_TRUE(c.proc(j).wait(30s));
+  EXPECT_EQ(c.proc(j).exit_code(), 2);
+  const std::string err = c.proc(j).err();
+  EXPECT_NE(err.find("refused"), std::string::npos) << err;
+  EXPECT_NE(err.find("--model and --hidden"), std::string::npos) << err;
+  // The cluster did not take it and kept training.
+  const std::string status = http_get(c.http_port(0), "/status");
+  EXPECT_EQ(member_count(status), 2u) << status;
+  const uint64_t before = round_of(status);
+  EXPECT_TRUE(wait_until([&] { return round_of(http_get(c.http_port(0), "/status")) > before; }, 30s));
+}
+
+TEST(JoinRefused, NoMemberAtTheEndpointIsAClearError) {
+  TempDir dir;
+  const auto r = run({bin("gossipd"), "run", "--id", "lonely", "--algo", "crossover", "--listen",
+                      "ipc://" + dir.file("me.sock"), "--join", "ipc://" + dir.file("nobody.sock"),
+                      "--startup-timeout-ms", "1500", "--train-limit", "1000", "--test-limit", "100"},
+                     30s);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("no member answered"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace gossipd::testing
