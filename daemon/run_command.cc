@@ -404,9 +404,10 @@ int run_run_command(const RunCommandOptions& o) {
   }
   state.update([](proto::Status& s) { s.set_state("done"); });
   const proto::Status final_status = state.snapshot();
-  std::printf("gossipd run: %s done: round %llu test_accuracy %.4f param_hash %s\n", o.id.c_str(),
-              static_cast<unsigned long long>(trainer.step_count()), final_status.test_accuracy(),
-              param_hash(trainer.model().params()).c_str());
+  std::printf("gossipd run: %s done: round %llu test_accuracy %.4f param_hash %s gossip_bytes_sent %llu\n",
+              o.id.c_str(), static_cast<unsigned long long>(trainer.step_count()), final_status.test_accuracy(),
+              param_hash(trainer.model().params()).c_str(),
+              static_cast<unsigned long long>(final_status.bytes_sent()));
   std::fflush(stdout);
   node.close();
   return kExitOk;
