@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <cstdio>
 #include <regex>
 
 #include "tests/support/cluster.h"
@@ -86,6 +87,35 @@ TEST_F(FiveWorkers, ASigtermedMemberIsDroppedInUnderASecond) {
   EXPECT_EQ(cluster_->proc(3).exit_code(), 0) << cluster_->proc(3).err();
   EXPECT_NE(http_get(ports_[0], "/metrics").find("gossipd_members_evicted_total 0"), std::string::npos)
       << "a graceful leave is not an eviction";
+}
+
+TEST_F(FiveWorkers, ARestartedMemberRejoinsUnderItsOwnId) {
+  // Killed and restarted before the failure timeout: the contact sees its
+  // HELLO, drops the old incarnation and admits the new one.
+  cluster_->proc(4).signal(SIGKILL);
+  ASSERT_TRUE(cluster_->proc(4).wait(5s));
+  std::vector<std::string> args = kGossip;
+  const int j = cluster_->join("w4", 0, args);
+  const uint16_t port = cluster_->http_port(j);
+  ASSERT_GT(port, 0) << cluster_->proc(j).err();
+  ASSERT_TRUE(wait_until(
+      [&] {
+        const std::string s = http_get(port, "/status");
+        return s.find("\"state\":\"training\"") != std::string::npos && round_of(s) > 0;
+      },
+      30s))
+      << cluster_->proc(j).err();
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_TRUE(wait_until([&] { return lists(http_get(ports_[i], "/status"), "w4"); }, 10s)) << "worker " << i;
+  }
+  // The new incarnation trains with the others: its round keeps advancing.
+  const uint64_t before = round_of(http_get(port, "/status"));
+  EXPECT_TRUE(wait_until([&] { return round_of(http_get(port, "/status")) >= before + 20; }, 30s));
+  EXPECT_NE(cluster_->proc(j).out().find("joined through w0"), std::string::npos) << cluster_->proc(j).out();
+  const std::string contact = cluster_->proc(0).out();
+  std::printf("[ measured ] the contact %s\n",
+              contact.find("asks to join again") != std::string::npos ? "replaced the old incarnation"
+                                                                       : "had evicted the old incarnation first");
 }
 
 }  // namespace
