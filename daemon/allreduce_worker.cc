@@ -105,6 +105,11 @@ void AllreduceWorker::reform(const topology::View& view, uint64_t round, std::st
   std::vector<float> count{static_cast<float>(steps & 0xffffff), static_cast<float>(steps >> 24)};
   protocol::BroadcastRing(*group_, count, root).run();
   trainer_.set_step_count(static_cast<uint64_t>(count[0]) | (static_cast<uint64_t>(count[1]) << 24));
+  // The learning rate follows the epoch progress, which the training loop set
+  // from this member's own step count: a member that was a step ahead would
+  // apply the next step with another rate and the replicas would part.
+  trainer_.set_epoch_progress(static_cast<double>(trainer_.step_count()) /
+                              static_cast<double>(options_.steps_per_epoch));
   // Losing a member is worth a warning; a joiner entering is routine.
   spdlog::log(view.size() < old_size ? spdlog::level::warn : spdlog::level::info,
               "node '{}': ring re-formed over {} members (view {:08x}) from '{}', at step {}", node_.id(),
