@@ -252,6 +252,11 @@ void Membership::handle_hello(const std::string& id, const proto::Hello& hello) 
         return;  // not a joiner this member is serving
       }
     } else {
+      if (!joiners_.count(id) && joiners_.size() >= options_.max_pending_joiners) {
+        spdlog::warn("node '{}': HELLO from '{}' dropped: {} joins already in progress", node_.id(), id,
+                     joiners_.size());
+        return;
+      }
       std::string why = policy_->refuse(hello);
       if (id == self_.id()) why = "the id '" + id + "' is the contact's own: give every worker a unique --id";
       if (hello.endpoint().empty()) why = "the HELLO names no endpoint to answer to";

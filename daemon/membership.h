@@ -29,6 +29,9 @@ struct MembershipOptions {
   // A joiner that has not finished its download in this long is forgotten.
   std::chrono::milliseconds join_timeout{60000};
   size_t state_chunk_bytes = 256 << 10;
+  // HELLOs from new ids beyond this many joins in progress are dropped (each
+  // costs a connection); the joiner retries.
+  size_t max_pending_joiners = 8;
 };
 
 // What a contact checks before it admits a joiner, and tells it.
