@@ -3,6 +3,8 @@
 #include <cblas.h>
 #include <malloc.h>
 
+#include <csignal>
+
 #include <iostream>
 
 #include "trainer/errors.h"
@@ -48,5 +50,17 @@ void tune_allocator() {
 }
 
 void set_blas_threads(int threads) { openblas_set_num_threads(threads < 1 ? 1 : threads); }
+
+SignalWatcher::SignalWatcher(std::stop_source& stop) : signals_(io_, SIGINT, SIGTERM) {
+  signals_.async_wait([&stop](const asio::error_code& ec, int) {
+    if (!ec) stop.request_stop();
+  });
+  thread_ = std::thread([this] { io_.run(); });
+}
+
+SignalWatcher::~SignalWatcher() {
+  io_.stop();
+  thread_.join();
+}
 
 }  // namespace gossipd::daemon

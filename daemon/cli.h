@@ -2,9 +2,13 @@
 
 #include <CLI/CLI.hpp>
 
+#include <asio.hpp>
+
 #include <functional>
 #include <stdexcept>
+#include <stop_token>
 #include <string>
+#include <thread>
 
 namespace gossipd::daemon {
 
@@ -29,6 +33,23 @@ int run_cli(CLI::App& app, int argc, char** argv, const std::function<int()>& ru
 // allocated buffer, and with glibc's defaults each one was mmap'ed or
 // trimmed anew and page-faulted in, page by page. Call first thing in main.
 void tune_allocator();
+
+// SIGTERM/SIGINT only request a stop: the command finishes or aborts what it
+// is doing, and sockets, files and threads close in order. Asio's signal_set
+// installs a process-wide handler, so the signal is caught whichever thread
+// the kernel picks (OpenBLAS starts threads before main).
+class SignalWatcher {
+ public:
+  explicit SignalWatcher(std::stop_source& stop);
+  ~SignalWatcher();
+  SignalWatcher(const SignalWatcher&) = delete;
+  SignalWatcher& operator=(const SignalWatcher&) = delete;
+
+ private:
+  asio::io_context io_;
+  asio::signal_set signals_;
+  std::thread thread_;
+};
 
 // Sets the number of OpenBLAS threads for this process (>= 1).
 void set_blas_threads(int threads);

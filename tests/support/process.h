@@ -1,9 +1,11 @@
 #pragma once
 
 #include <chrono>
-#include <optional>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "daemon/child_process.h"
 
 namespace gossipd::testing {
 
@@ -18,22 +20,21 @@ class Process {
   Process& operator=(const Process&) = delete;
 
   // Waits up to `timeout` for the exit; true when it exited (or was killed).
-  bool wait(std::chrono::milliseconds timeout);
-  void signal(int sig);
+  bool wait(std::chrono::milliseconds timeout) { return child_->wait(timeout); }
+  void signal(int sig) { child_->signal(sig); }
 
-  int pid() const { return pid_; }
-  bool exited() const { return status_.has_value(); }
+  int pid() const { return child_->pid(); }
+  bool exited() const { return child_->exited(); }
   // Exit code, or -1 when it ended by a signal or is still running.
-  int exit_code() const;
+  int exit_code() const { return child_->exit_code(); }
   // The signal that ended it, 0 if none.
-  int term_signal() const;
+  int term_signal() const { return child_->term_signal(); }
   std::string out() const;
   std::string err() const;
 
  private:
-  int pid_ = -1;
-  std::optional<int> status_;
   std::string dir_;
+  std::unique_ptr<daemon::ChildProcess> child_;
 };
 
 struct RunResult {
