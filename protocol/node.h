@@ -23,6 +23,9 @@ struct NodeOptions {
   int send_hwm = 1000;
   int recv_hwm = 1000;
   std::chrono::milliseconds reject_log_interval{10000};
+  // Ids accepted from the first message on: a peer that is already up sends
+  // the moment this node binds, before add_peer() could be called.
+  std::vector<std::string> initial_members;
 };
 
 // Everything one daemon needs to talk: the ZeroMQ context (never global), the
