@@ -50,7 +50,7 @@ JoinResult join_cluster(protocol::Node& node, const std::vector<std::string>& en
   hello.set_ready(false);
   for (size_t attempt = 0; r.contact.empty(); ++attempt) {
     if (Clock::now() >= deadline) {
-      throw std::runtime_error("no member answered at " + endpoints.front() +
+      throw NoMemberAnswered("no member answered at " + endpoints.front() +
                                (endpoints.size() > 1 ? " (or the other --join endpoints)" : "") + " within " +
                                std::to_string(timeout.count()) +
                                " ms: check the endpoint, --cluster-id and the CURVE keys, and that no live "

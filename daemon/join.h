@@ -18,6 +18,12 @@ class JoinRefused : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Nobody answered at any --join endpoint within the timeout.
+class NoMemberAnswered : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 struct JoinResult {
   std::string contact;          // the member that served the join
   proto::MemberList admitted;   // the table, with this node's since_round

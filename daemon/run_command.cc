@@ -5,7 +5,10 @@
 
 #include <condition_variable>
 #include <csignal>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
+#include <regex>
 #include <cstdio>
 #include <stop_token>
 #include <thread>
@@ -31,29 +34,6 @@
 
 namespace gossipd::daemon {
 namespace {
-
-// SIGTERM/SIGINT only request a stop: the worker finishes or aborts its
-// step, and sockets, files and the HTTP thread close in order. Asio's
-// signal_set installs a process-wide handler, so the signal is caught
-// whichever thread the kernel picks (OpenBLAS starts threads before main).
-class SignalWatcher {
- public:
-  explicit SignalWatcher(std::stop_source& stop) : signals_(io_, SIGINT, SIGTERM) {
-    signals_.async_wait([&stop](const asio::error_code& ec, int) {
-      if (!ec) stop.request_stop();
-    });
-    thread_ = std::thread([this] { io_.run(); });
-  }
-  ~SignalWatcher() {
-    io_.stop();
-    thread_.join();
-  }
-
- private:
-  asio::io_context io_;
-  asio::signal_set signals_;
-  std::thread thread_;
-};
 
 void register_transport_metrics(MetricsRegistry& metrics, protocol::Node& node) {
   metrics.sampled("gossipd_messages_rejected_total", "Inbound messages dropped by validation", "counter",
@@ -86,9 +66,6 @@ protocol::NodeOptions node_options(const RunCommandOptions& o) {
   n.listen = o.listen;
   n.validation.cluster_id = o.cluster_id;
   n.validation.max_message_bytes = o.max_message_bytes;
-  if (o.curve_secret_key.empty() != o.curve_cluster_key.empty()) {
-    throw UsageError("--curve-secret-key and --curve-cluster-key go together (make them with gossipctl keygen)");
-  }
   if (!o.curve_secret_key.empty()) {
     n.curve = protocol::curve_options_from_files(o.curve_secret_key, o.curve_cluster_key);
   }
@@ -148,6 +125,8 @@ CLI::App* add_run_command(CLI::App& app, RunCommandOptions& o) {
   cmd->add_option("--join", o.join,
                   "Join a running cluster through this member's endpoint (repeat or comma-separate for fallbacks)")
       ->delimiter(',');
+  cmd->add_flag("--bootstrap", o.bootstrap,
+                "With --join: if no member answers within --startup-timeout-ms, start as the first member");
   cmd->add_option("--advertise", o.advertise,
                   "Endpoint other members reach this worker at (default: the bound one; needed with 0.0.0.0)");
   cmd->add_option("--group", o.group, "Hierarchical group label (default: the host of the advertised endpoint)");
@@ -173,7 +152,11 @@ CLI::App* add_run_command(CLI::App& app, RunCommandOptions& o) {
   cmd->add_option("--curve-cluster-key", o.curve_cluster_key, "CURVE cluster public key file")
       ->check(CLI::ExistingFile);
   cmd->add_option("--metrics-out", o.metrics_out, "Append one JSON line per epoch to this file");
+  cmd->add_option("--params-out", o.params_out,
+                  "At the end, write the final parameters (raw little-endian float32) to this file");
   cmd->add_flag("--quiet", o.quiet, "No per-epoch progress lines");
+  cmd->add_flag("--check-config", o.check_config,
+                "Check the flags, data, model, segments and key files, then exit (0: OK) without starting");
   return cmd;
 }
 
@@ -190,6 +173,17 @@ proto::Hello describe(const RunCommandOptions& o, const proto::Member& self, tra
   h.set_optimizer_state_floats(trainer.optimizer().state().size());
   for (const auto& seg : segments) h.add_segment_lengths(seg.length);
   return h;
+}
+
+// Written next to the target and renamed, so a reader never sees half a file.
+void write_params(const std::string& path, std::span<const float> params) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(params.data()), static_cast<std::streamsize>(params.size_bytes()));
+    if (!out) throw std::runtime_error("cannot write --params-out " + tmp);
+  }
+  std::filesystem::rename(tmp, path);
 }
 
 std::string refusal(const proto::Hello& mine, const proto::Hello& theirs) {
@@ -211,15 +205,31 @@ std::string refusal(const proto::Hello& mine, const proto::Hello& theirs) {
 
 }  // namespace
 
-int run_run_command(const RunCommandOptions& o) {
-  std::stop_source stop;
-  SignalWatcher signals(stop);
-  const TrainFlags& f = o.train;
-  set_blas_threads(f.threads);
+namespace {
+
+bool binds_everything(const std::string& endpoint) {
+  return endpoint.find("//0.0.0.0:") != std::string::npos || endpoint.find("//*:") != std::string::npos;
+}
+
+// tcp://HOST:PORT or ipc://PATH; `what` names the flag in the error.
+void check_endpoint(const std::string& e, const std::string& what) {
+  static const std::regex tcp(R"(tcp://(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9_.*-]+):([0-9]+|\*))");
+  if (std::regex_match(e, tcp) || (e.rfind("ipc://", 0) == 0 && e.size() > 6)) return;
+  throw UsageError(what + " '" + e + "' is not an endpoint: use tcp://HOST:PORT or ipc://PATH");
+}
+
+void check_writable_parent(const std::string& path, const std::string& what) {
+  if (path.empty()) return;
+  const auto dir = std::filesystem::absolute(path).parent_path();
+  if (!std::filesystem::is_directory(dir)) throw UsageError(what + " " + path + ": directory " + dir.string() + " does not exist");
+}
+
+}  // namespace
+
+void check_run_options(const RunCommandOptions& o) {
   auto peers = parse_peers(o.peers);
   peers.erase(o.id);
-  const bool joining = !o.join.empty();
-  if (joining && !peers.empty()) {
+  if (!o.join.empty() && !peers.empty()) {
     throw UsageError("--join and --peers are alternatives: a joiner learns the members from the member it joins");
   }
   if (o.overlap && o.algo != "crossover") {
@@ -230,6 +240,35 @@ int run_run_command(const RunCommandOptions& o) {
   if (o.failure_timeout_ms <= 2 * o.heartbeat_ms) {
     throw UsageError("--failure-timeout-ms must be more than twice --heartbeat-ms, or live members get evicted");
   }
+  check_endpoint(o.listen, "--listen");
+  for (const auto& [id, ep] : peers) check_endpoint(ep, "--peers " + id);
+  for (const auto& ep : o.join) check_endpoint(ep, "--join");
+  if (!o.advertise.empty()) {
+    check_endpoint(o.advertise, "--advertise");
+    if (binds_everything(o.advertise)) throw UsageError("--advertise " + o.advertise + " is not an address others can reach");
+  }
+  if (!o.join.empty() && o.advertise.empty() && binds_everything(o.listen)) {
+    throw UsageError("--listen " + o.listen + " binds every interface: say with --advertise where members reach this one");
+  }
+  if (!o.http.empty() && !std::regex_match(o.http, std::regex(R"([0-9A-Za-z_.:\[\]-]+:[0-9]+)"))) {
+    throw UsageError("--http '" + o.http + "' is not IP:PORT (e.g. 0.0.0.0:8080)");
+  }
+  if (o.curve_secret_key.empty() != o.curve_cluster_key.empty()) {
+    throw UsageError("--curve-secret-key and --curve-cluster-key go together (make them with gossipctl keygen)");
+  }
+  check_writable_parent(o.metrics_out, "--metrics-out");
+  check_writable_parent(o.params_out, "--params-out");
+}
+
+int run_run_command(const RunCommandOptions& o) {
+  std::stop_source stop;
+  SignalWatcher signals(stop);
+  const TrainFlags& f = o.train;
+  set_blas_threads(f.threads);
+  check_run_options(o);
+  auto peers = parse_peers(o.peers);
+  peers.erase(o.id);
+  bool joining = !o.join.empty();
   std::vector<std::string> members{o.id};
   for (const auto& [id, ep] : peers) members.push_back(id);
   std::sort(members.begin(), members.end());
@@ -245,7 +284,6 @@ int run_run_command(const RunCommandOptions& o) {
     topts.sampler.worker_index = rank;
     topts.sampler.worker_count = static_cast<int>(members.size());
   }
-  JsonLinesWriter log(o.metrics_out);
   trainer::Dataset train = trainer::load_fashion_mnist(data_dir(f), trainer::Split::kTrain);
   trainer::Dataset test = trainer::load_fashion_mnist(data_dir(f), trainer::Split::kTest);
   if (f.train_limit > 0) train = train.head(f.train_limit);
@@ -253,20 +291,27 @@ int run_run_command(const RunCommandOptions& o) {
   trainer::Trainer trainer(trainer::make_model(model_options(f), f.seed), train, topts);
   const protocol::SegmentTable segments =
       make_segment_table(trainer.model().segments(), trainer.model().params().size(), o.segments);
+  if (o.check_config) {
+    if (!o.curve_secret_key.empty()) protocol::curve_options_from_files(o.curve_secret_key, o.curve_cluster_key);
+    std::printf("gossipd run: configuration OK (%s, %zu parameters in %zu segments, %zu training samples)\n",
+                o.algo.c_str(), trainer.model().params().size(), segments.size(), train.size());
+    return kExitOk;
+  }
 
-  protocol::Node node(node_options(o));
+  JsonLinesWriter log(o.metrics_out);
+  protocol::NodeOptions nopts = node_options(o);
+  for (const auto& [id, ep] : peers) nopts.initial_members.push_back(id);
+  protocol::Node node(nopts);
   node.validator().set_open_types({proto::HELLO});  // anyone may ask to join
   // Known before any peer's first segment can arrive (a joiner's first round
   // is often already on its way when its worker starts).
   protocol::register_segments(node, segments);
-  for (const auto& [id, ep] : peers) node.add_peer(id, ep);  // accepted from the first message on
+  for (const auto& [id, ep] : peers) node.add_peer(id, ep);
   proto::Member self;
   self.set_id(o.id);
   self.set_endpoint(o.advertise.empty() ? node.endpoint() : o.advertise);
   self.set_group(o.group.empty() ? default_group(self.endpoint()) : o.group);
-  if (o.advertise.empty() && (self.endpoint().find("0.0.0.0") != std::string::npos ||
-                              self.endpoint().find("//*") != std::string::npos)) {
-    if (joining) throw UsageError("--listen binds every interface: say with --advertise where members reach this one");
+  if (o.advertise.empty() && binds_everything(self.endpoint())) {
     spdlog::warn("node '{}': listening on {} without --advertise: joiners cannot use this member's endpoint",
                  o.id, self.endpoint());
   }
@@ -319,13 +364,22 @@ int run_run_command(const RunCommandOptions& o) {
     node.close();
     return kExitOk;
   };
+  JoinResult joined;
   if (joining) {
-    JoinResult joined;
     try {
       joined = join_cluster(node, o.join, mine, trainer.optimizer().state().size(),
                             std::chrono::milliseconds(o.startup_timeout_ms), stop.get_token());
     } catch (const protocol::Aborted&) {
       return stopped();
+    } catch (const NoMemberAnswered& e) {
+      if (!o.bootstrap) {
+        fail(e);
+        throw;
+      }
+      // The first member of a new cluster: its own shard is all the data.
+      spdlog::warn("node '{}': {}; starting as the first member (--bootstrap)", o.id, e.what());
+      node.validator().set_open_types({proto::HELLO});
+      joining = false;
     } catch (const JoinRefused& e) {
       fail(e);
       throw UsageError(e.what());
@@ -333,6 +387,8 @@ int run_run_command(const RunCommandOptions& o) {
       fail(e);
       throw;
     }
+  }
+  if (joining) {
     const proto::StateHeader& h = joined.state.header;
     std::copy(joined.state.params.begin(), joined.state.params.end(), trainer.model().params().begin());
     std::copy(joined.state.optimizer.begin(), joined.state.optimizer.end(), trainer.optimizer().state().begin());
@@ -402,6 +458,7 @@ int run_run_command(const RunCommandOptions& o) {
     fail(e);
     throw;
   }
+  if (!o.params_out.empty()) write_params(o.params_out, trainer.model().params());
   state.update([](proto::Status& s) { s.set_state("done"); });
   const proto::Status final_status = state.snapshot();
   std::printf("gossipd run: %s done: round %llu test_accuracy %.4f param_hash %s gossip_bytes_sent %llu\n",

@@ -22,6 +22,7 @@ struct RunCommandOptions {
   std::string listen = "tcp://127.0.0.1:0";
   std::vector<std::string> peers;  // ID=ENDPOINT; the own id may be listed (ignored)
   std::vector<std::string> join;   // endpoints of live members to join through
+  bool bootstrap = false;          // with --join: start as the first member if nobody answers
   std::string advertise;           // the endpoint others reach this worker at (default: the bound one)
   std::string group;               // hierarchical group label (default: the host of the advertised endpoint)
   bool hierarchical = false;
@@ -34,11 +35,15 @@ struct RunCommandOptions {
   std::string curve_secret_key;
   std::string curve_cluster_key;
   std::string metrics_out;
+  std::string params_out;  // raw float32 parameters at the end
   bool quiet = false;
+  bool check_config = false;  // validate everything, start nothing
 };
 
 CLI::App* add_run_command(CLI::App& app, RunCommandOptions& options);
 int run_run_command(const RunCommandOptions& options);
+// The checks that need no data, model or socket; throws UsageError.
+void check_run_options(const RunCommandOptions& options);
 
 // "a=tcp://h:1,b=ipc:///x" entries -> id -> endpoint; throws UsageError.
 std::map<std::string, std::string> parse_peers(const std::vector<std::string>& entries);

@@ -102,6 +102,13 @@ TEST(GossipFlags, BadGossipFlagsAreOneLine) {
       {{"--algo", "crossover", "--segments", "lots"}, "--segments 'lots'"},
       {{"--algo", "crossover", "--segments", "0"}, "--segments '0'"},
       {{"--algo", "sgp", "--overlap"}, "--algo osgp"},
+      {{"--algo", "sgp", "--hierarchical"}, "--hierarchical is for --algo crossover"},
+      {{"--join", "tcp://h:1", "--peers", "w1=tcp://h:2"}, "--join and --peers are alternatives"},
+      {{"--listen", "tcp://0.0.0.0:7000", "--join", "tcp://h:1"}, "say with --advertise"},
+      {{"--listen", "localhost:7000"}, "--listen 'localhost:7000' is not an endpoint"},
+      {{"--peers", "w1=nowhere"}, "--peers w1 'nowhere' is not an endpoint"},
+      {{"--http", "8080"}, "--http '8080' is not IP:PORT"},
+      {{"--params-out", "/nonexistent/dir/p.bin"}, "directory /nonexistent/dir does not exist"},
   };
   for (const auto& [flags, needle] : cases) {
     std::vector<std::string> argv{bin("gossipd"), "run", "--id", "w0", "--train-limit", "100", "--test-limit", "10"};
@@ -110,7 +117,17 @@ TEST(GossipFlags, BadGossipFlagsAreOneLine) {
     EXPECT_EQ(r.exit_code, 2) << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
     EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+    // --check-config finds the same problem without starting anything.
+    argv.push_back("--check-config");
+    RunResult c = run(argv, 30s);
+    EXPECT_EQ(c.exit_code, 2) << c.err;
+    EXPECT_NE(c.err.find(needle), std::string::npos) << c.err;
   }
+  RunResult ok = run({bin("gossipd"), "run", "--id", "w0", "--algo", "crossover", "--listen", "tcp://0.0.0.0:7000",
+                      "--advertise", "tcp://10.0.0.1:7000", "--join", "tcp://10.0.0.2:7000", "--check-config"},
+                     30s);
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_NE(ok.out.find("configuration OK"), std::string::npos) << ok.out;
 }
 
 }  // namespace
