@@ -1,4 +1,4 @@
-// gossipctl: the operator tool (benchmarks now; keys, compare and collect later).
+// gossipctl: the operator tool (compare, benchmarks, keys; collect later).
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -6,6 +6,7 @@
 
 #include "daemon/allreduce_bench.h"
 #include "daemon/cli.h"
+#include "daemon/compare.h"
 #include "protocol/curve.h"
 #include "daemon/trainer_bench.h"
 #include "trainer/models.h"
@@ -76,7 +77,11 @@ int main(int argc, char** argv) {
   keygen->add_option("--out", key_dir, "Directory for the two key files")->required();
   keygen->add_flag("--force", force, "Overwrite existing key files");
 
+  CompareOptions co;
+  CLI::App* ccmd = add_compare_command(app, co);
+
   return run_cli(app, argc, argv, [&]() -> int {
+    if (ccmd->parsed()) return run_compare(co);
     if (keygen->parsed()) return run_keygen(key_dir, force);
     if (tcmd->parsed()) return run_trainer_bench(tb);
     if (acmd->parsed()) return run_allreduce_bench(ab);

@@ -104,7 +104,12 @@ void TrainingLoop::epoch_done(uint32_t epoch, double train_loss, double train_ac
   rec.set_wall_seconds(wall);
   rec.set_learning_rate(trainer_.current_lr());
   rec.set_samples(static_cast<uint32_t>(samples));
-  rec.set_consensus_distance(state_.snapshot().consensus_distance());
+  const proto::Status st = state_.snapshot();
+  rec.set_consensus_distance(st.consensus_distance());
+  rec.set_round(trainer_.step_count());
+  rec.set_bytes_sent(st.bytes_sent());
+  rec.set_segments_skipped(st.segments_skipped());
+  rec.set_rounds_per_second(st.rounds_per_second());
   log_.write(rec);
   if (!quiet_) {
     std::printf("[%s] epoch %u/%d  loss %.4f  train_acc %.4f  test_acc %.4f  round %llu  %.1f s\n", id_.c_str(),

@@ -1,0 +1,587 @@
+#include "daemon/compare.h"
+
+#include <google/protobuf/util/json_util.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <regex>
+#include <sstream>
+#include <stop_token>
+#include <thread>
+
+#include "daemon/child_process.h"
+#include "daemon/cli.h"
+#include "daemon/http_client.h"
+#include "daemon/metrics_log.h"
+#include "daemon/train_flags.h"
+#include "daemon/training_loop.h"
+#include "proto/gossip.pb.h"
+#include "trainer/dataset.h"
+#include "trainer/models.h"
+
+namespace gossipd::daemon {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+const std::vector<std::string> kAlgos{"crossover", "sgp", "osgp", "allreduce"};
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::string find_gossipd(const CompareOptions& o) {
+  if (!o.gossipd.empty()) return o.gossipd;
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  return (self.parent_path() / "gossipd").string();
+}
+
+bool on_path(const std::string& program) {
+  const char* path = getenv("PATH");
+  std::stringstream dirs(path ? path : "/usr/bin:/bin");
+  for (std::string d; std::getline(dirs, d, ':');) {
+    if (!d.empty() && access((fs::path(d) / program).c_str(), X_OK) == 0) return true;
+  }
+  return false;
+}
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+// Removes a directory tree when it goes (the workers' ipc sockets).
+class ScratchDir {
+ public:
+  ScratchDir() {
+    char tmpl[] = "/tmp/gossipd_compare_XXXXXX";
+    if (!mkdtemp(tmpl)) throw std::runtime_error("cannot create a directory in /tmp for the workers' sockets");
+    path_ = tmpl;
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+struct Worker {
+  std::string id;
+  std::unique_ptr<ChildProcess> proc;
+  std::string out, err, metrics, params;
+  uint16_t http_port = 0;
+};
+
+// One progress line: protocol, round, epoch, best mean accuracy so far, elapsed, ETA.
+class Progress {
+ public:
+  Progress() : tty_(isatty(STDOUT_FILENO) != 0) {}
+  void show(const std::string& algo, uint64_t round, uint64_t total, uint32_t epoch, int epochs, double best,
+            double elapsed) {
+    const double eta = round > 0 && round < total ? elapsed * static_cast<double>(total - round) / round : 0;
+    char line[256];
+    std::snprintf(line, sizeof line, "%-10s round %6llu/%-6llu epoch %u/%d  best mean acc %.4f  %6.1f s  ETA %5.0f s",
+                  algo.c_str(), static_cast<unsigned long long>(round), static_cast<unsigned long long>(total), epoch,
+                  epochs, best, elapsed, eta);
+    if (tty_) {
+      std::printf("\r\033[K%s", line);
+      std::fflush(stdout);
+    } else if (epoch != last_epoch_ || elapsed - last_print_ >= 10) {  // plain lines: per epoch, or every 10 s
+      std::printf("%s\n", line);
+      std::fflush(stdout);
+      last_epoch_ = epoch;
+      last_print_ = elapsed;
+    }
+  }
+  void end() {
+    if (tty_) std::printf("\n");
+    last_epoch_ = ~0u;
+    last_print_ = -1e9;
+  }
+
+ private:
+  bool tty_;
+  uint32_t last_epoch_ = ~0u;
+  double last_print_ = -1e9;
+};
+
+std::vector<proto::EpochRecord> read_records(const std::string& path) {
+  std::vector<proto::EpochRecord> out;
+  std::ifstream in(path);
+  google::protobuf::util::JsonParseOptions opts;
+  opts.ignore_unknown_fields = true;
+  for (std::string line; std::getline(in, line);) {
+    proto::EpochRecord r;
+    if (!line.empty() && google::protobuf::util::JsonStringToMessage(line, &r, opts).ok()) out.push_back(r);
+  }
+  return out;
+}
+
+uint64_t json_uint(const std::string& json, const std::string& field) {
+  std::smatch m;
+  if (!std::regex_search(json, m, std::regex("\"" + field + "\":\"?([0-9]+)"))) return 0;
+  return std::stoull(m[1]);
+}
+
+std::string last_line(const std::string& text) {
+  std::string t = text;
+  while (!t.empty() && t.back() == '\n') t.pop_back();
+  const auto nl = t.rfind('\n');
+  return nl == std::string::npos ? t : t.substr(nl + 1);
+}
+
+TrainFlags train_flags(const CompareOptions& o) {
+  TrainFlags f;
+  f.model = o.model;
+  f.epochs = o.epochs;
+  f.batch = o.batch;
+  f.lr = o.lr;
+  f.seed = o.seed;
+  f.threads = o.threads;
+  f.train_limit = o.train_limit;
+  f.test_limit = o.test_limit;
+  f.data = o.data;
+  return f;
+}
+
+class Comparison {
+ public:
+  Comparison(const CompareOptions& o, std::stop_token stop)
+      : o_(o), stop_(stop), gossipd_(find_gossipd(o)), flags_(train_flags(o)) {
+    test_ = trainer::load_fashion_mnist(data_dir(flags_), trainer::Split::kTest);
+    if (o.test_limit > 0) test_ = test_.head(o.test_limit);
+    const size_t train_size = o.train_limit > 0 ? std::min<size_t>(o.train_limit, 60000) : 60000;
+    steps_ = TrainingLoop::steps_per_epoch(train_size, static_cast<size_t>(o.workers), o.batch);
+    summary_.set_model(o.model);
+    summary_.set_workers(static_cast<uint32_t>(o.workers));
+    summary_.set_epochs(static_cast<uint32_t>(o.epochs));
+    summary_.set_batch(static_cast<uint32_t>(o.batch));
+    summary_.set_lr(o.lr);
+    summary_.set_segments(o.segments);
+    summary_.set_groups(static_cast<uint32_t>(o.groups));
+    summary_.set_seed(o.seed);
+    summary_.set_train_samples(train_size);
+    summary_.set_test_samples(test_.size());
+  }
+
+  void run_all() {
+    for (const auto& algo : o_.algos) {
+      if (stop_.stop_requested()) break;
+      *summary_.add_results() = run_one(algo);
+    }
+  }
+
+  void write_outputs() {
+    write_text(o_.out + "/summary.json", to_json(summary_) + "\n");
+    plot();
+    write_report();
+  }
+
+  bool stopped() const { return stop_.stop_requested(); }
+
+ private:
+  std::vector<std::string> worker_argv(const std::string& algo, int i, const std::string& sockets,
+                                       const std::string& dir) {
+    std::string peers;
+    for (int k = 0; k < o_.workers; ++k) {
+      peers += (k ? "," : "") + ("w" + std::to_string(k)) + "=ipc://" + sockets + "/" + algo + "-w" +
+               std::to_string(k);
+    }
+    const std::string id = "w" + std::to_string(i);
+    std::vector<std::string> a{gossipd_, "run", "--id", id, "--listen", "ipc://" + sockets + "/" + algo + "-" + id,
+                               "--peers", peers, "--algo", algo, "--model", o_.model, "--epochs",
+                               std::to_string(o_.epochs), "--batch", std::to_string(o_.batch), "--lr",
+                               fmt("%g", o_.lr), "--seed", std::to_string(o_.seed), "--threads",
+                               std::to_string(o_.threads), "--segments", o_.segments, "--quiet", "--http",
+                               "127.0.0.1:0", "--cluster-id", "compare-" + algo, "--consensus-every", "10",
+                               "--metrics-out", dir + "/" + id + ".jsonl", "--params-out", dir + "/" + id + ".params"};
+    if (o_.train_limit > 0) a.insert(a.end(), {"--train-limit", std::to_string(o_.train_limit)});
+    if (o_.test_limit > 0) a.insert(a.end(), {"--test-limit", std::to_string(o_.test_limit)});
+    if (!o_.data.empty()) a.insert(a.end(), {"--data", o_.data});
+    if (algo == "crossover" && o_.groups > 1) {
+      a.insert(a.end(), {"--hierarchical", "--group", "g" + std::to_string(i % o_.groups)});
+    }
+    return a;
+  }
+
+  proto::CompareResult run_one(const std::string& algo) {
+    proto::CompareResult res;
+    res.set_algo(algo);
+    res.set_workers(static_cast<uint32_t>(o_.workers));
+    res.set_epochs(static_cast<uint32_t>(o_.epochs));
+    res.set_target_accuracy(o_.target);
+    const std::string dir = o_.out + "/" + algo;
+    fs::create_directories(dir);
+    for (const auto& e : fs::directory_iterator(dir)) fs::remove(e.path());  // a rerun of this protocol only
+    ScratchDir sockets;
+    std::vector<Worker> workers(static_cast<size_t>(o_.workers));
+    for (int i = 0; i < o_.workers; ++i) {
+      Worker& w = workers[static_cast<size_t>(i)];
+      w.id = "w" + std::to_string(i);
+      w.out = dir + "/" + w.id + ".log";
+      w.err = dir + "/" + w.id + ".err";
+      w.metrics = dir + "/" + w.id + ".jsonl";
+      w.params = dir + "/" + w.id + ".params";
+      w.proc = std::make_unique<ChildProcess>(worker_argv(algo, i, sockets.path(), dir), w.out, w.err);
+    }
+    const auto start = Clock::now();
+    const uint64_t total = steps_ * static_cast<uint64_t>(o_.epochs);
+    double best = 0;
+    static const std::regex port_re("http on port ([0-9]+)");
+    for (;;) {
+      bool all_done = true;
+      uint64_t round = total;
+      uint32_t epoch = static_cast<uint32_t>(o_.epochs);
+      for (auto& w : workers) {
+        if (w.proc->wait(std::chrono::milliseconds(0))) continue;
+        all_done = false;
+        if (w.http_port == 0) {
+          std::smatch m;
+          const std::string log = read_file(w.out);
+          if (std::regex_search(log, m, port_re)) w.http_port = static_cast<uint16_t>(std::stoi(m[1]));
+          round = 0;
+          epoch = 0;
+          continue;
+        }
+        const std::string s = http_get("127.0.0.1", w.http_port, "/status");
+        round = std::min(round, json_uint(s, "round"));
+        epoch = std::min(epoch, static_cast<uint32_t>(json_uint(s, "epoch")));
+      }
+      best = std::max(best, mean_accuracy_so_far(workers));
+      if (all_done) break;
+      progress_.show(algo, round, total, epoch, o_.epochs, best, seconds_since(start));
+      if (stop_.stop_requested()) {
+        for (auto& w : workers) w.proc->signal(SIGTERM);
+        for (auto& w : workers) {
+          if (!w.proc->wait(std::chrono::seconds(5))) w.proc->signal(SIGKILL);
+        }
+        progress_.end();
+        res.set_status("stopped by signal");
+        return res;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
+    progress_.show(algo, total, total, static_cast<uint32_t>(o_.epochs), o_.epochs, best, seconds_since(start));
+    progress_.end();
+    for (auto& w : workers) {
+      if (w.proc->exit_code() != 0) {
+        res.set_status(w.id + " exited with " +
+                       (w.proc->term_signal() ? "signal " + std::to_string(w.proc->term_signal())
+                                              : "code " + std::to_string(w.proc->exit_code())) +
+                       ": " + last_line(read_file(w.err)) + " (see " + w.err + ")");
+        std::printf("%-10s FAILED: %s\n", algo.c_str(), res.status().c_str());
+        return res;
+      }
+    }
+    res.set_status("ok");
+    summarize(workers, dir, res);
+    std::printf("%-10s final mean acc %.4f  averaged model %.4f  to %.2f: %s  %.1f rounds/s\n", algo.c_str(),
+                res.final_mean_accuracy(), res.averaged_model_accuracy(), o_.target,
+                res.seconds_to_target() < 0 ? "not reached" : fmt("%.1f s", res.seconds_to_target()).c_str(),
+                res.rounds_per_second());
+    std::fflush(stdout);
+    return res;
+  }
+
+  double mean_accuracy_so_far(const std::vector<Worker>& workers) const {
+    std::map<uint32_t, std::pair<double, int>> by_epoch;
+    for (const auto& w : workers) {
+      for (const auto& r : read_records(w.metrics)) {
+        by_epoch[r.epoch()].first += r.test_accuracy();
+        by_epoch[r.epoch()].second += 1;
+      }
+    }
+    double best = 0;
+    for (const auto& [e, v] : by_epoch) {
+      if (v.second == static_cast<int>(workers.size())) best = std::max(best, v.first / v.second);
+    }
+    return best;
+  }
+
+  void summarize(const std::vector<Worker>& workers, const std::string& dir, proto::CompareResult& res) {
+    std::vector<std::vector<proto::EpochRecord>> recs;
+    for (const auto& w : workers) recs.push_back(read_records(w.metrics));
+    size_t epochs = recs.front().size();
+    for (const auto& r : recs) epochs = std::min(epochs, r.size());
+    std::ofstream curve(dir + "/curve.dat");
+    curve << "# epoch wall_seconds mean_test_accuracy consensus_distance bytes_per_worker_per_round round_ms\n";
+    double prev_wall = 0, prev_bytes = 0;
+    uint64_t prev_round = 0;
+    res.set_seconds_to_target(-1);
+    res.set_epochs_to_target(-1);
+    for (size_t e = 0; e < epochs; ++e) {
+      double acc = 0, wall = 0, consensus = 0, bytes = 0;
+      uint64_t round = 0;
+      for (const auto& r : recs) {
+        acc += r[e].test_accuracy() / static_cast<double>(recs.size());
+        wall = std::max(wall, r[e].wall_seconds());
+        consensus += r[e].consensus_distance() / static_cast<double>(recs.size());
+        bytes += static_cast<double>(r[e].bytes_sent()) / static_cast<double>(recs.size());
+        round = std::max(round, r[e].round());
+      }
+      const double d_rounds = static_cast<double>(round - prev_round);
+      const double per_round = d_rounds > 0 ? (bytes - prev_bytes) / d_rounds : 0;
+      const double round_ms = d_rounds > 0 ? 1000.0 * (wall - prev_wall) / d_rounds : 0;
+      curve << recs.front()[e].epoch() << ' ' << wall << ' ' << acc << ' ' << consensus << ' ' << per_round << ' '
+            << round_ms << '\n';
+      prev_wall = wall;
+      prev_bytes = bytes;
+      prev_round = round;
+      res.set_best_mean_accuracy(std::max(res.best_mean_accuracy(), acc));
+      res.set_final_mean_accuracy(acc);
+      res.set_final_consensus_distance(consensus);
+      res.set_wall_seconds(wall);
+      res.set_rounds(round);
+      if (res.seconds_to_target() < 0 && acc >= o_.target) {
+        res.set_seconds_to_target(wall);
+        res.set_epochs_to_target(recs.front()[e].epoch());
+      }
+    }
+    double rate = 0, bytes = 0;
+    uint64_t skipped = 0;
+    for (const auto& r : recs) {
+      if (r.empty()) continue;
+      rate += r.back().rounds_per_second() / static_cast<double>(recs.size());
+      bytes += static_cast<double>(r.back().bytes_sent()) / static_cast<double>(recs.size());
+      skipped += r.back().segments_skipped();
+    }
+    res.set_rounds_per_second(rate);
+    res.set_bytes_per_worker_per_round(res.rounds() > 0 ? bytes / static_cast<double>(res.rounds()) : 0);
+    res.set_segments_skipped(skipped);
+    res.set_averaged_model_accuracy(averaged_accuracy(workers));
+  }
+
+  // The mean of the final replicas, evaluated on the test set.
+  double averaged_accuracy(const std::vector<Worker>& workers) {
+    trainer::Trainer t(trainer::make_model(model_options(flags_), flags_.seed), test_, trainer_options(flags_));
+    auto params = t.model().params();
+    std::vector<double> sum(params.size(), 0.0);
+    for (const auto& w : workers) {
+      std::ifstream in(w.params, std::ios::binary);
+      std::vector<float> p(params.size());
+      in.read(reinterpret_cast<char*>(p.data()), static_cast<std::streamsize>(p.size() * sizeof(float)));
+      if (!in) return -1;
+      for (size_t i = 0; i < p.size(); ++i) sum[i] += p[i];
+    }
+    for (size_t i = 0; i < params.size(); ++i) params[i] = static_cast<float>(sum[i] / workers.size());
+    return t.evaluate(test_).accuracy;
+  }
+
+  void write_text(const std::string& path, const std::string& text) {
+    std::ofstream out(path, std::ios::trunc);
+    out << text;
+    if (!out) throw std::runtime_error("cannot write " + path);
+  }
+
+  std::vector<std::string> ok_algos() const {
+    std::vector<std::string> out;
+    for (const auto& r : summary_.results()) {
+      if (r.status() == "ok") out.push_back(r.algo());
+    }
+    return out;
+  }
+
+  struct Plot {
+    std::string file, title, xlabel, ylabel;
+    int x, y;       // curve.dat columns
+    bool logscale;
+  };
+  static const std::vector<Plot>& plots() {
+    static const std::vector<Plot> p{
+        {"accuracy_vs_time.svg", "Mean test accuracy vs wall time", "seconds", "test accuracy", 2, 3, false},
+        {"accuracy_vs_epoch.svg", "Mean test accuracy vs epochs", "epoch", "test accuracy", 1, 3, false},
+        {"consensus.svg", "Consensus distance (gossip)", "epoch", "mean squared distance from the mean", 1, 4, true},
+        {"bytes_per_round.svg", "Gossip bytes sent per worker per round", "epoch", "bytes", 1, 5, false},
+        {"round_time.svg", "Round time", "epoch", "ms per round", 1, 6, false},
+    };
+    return p;
+  }
+
+  void plot() {
+    const auto finished = ok_algos();
+    std::ostringstream gp;
+    gp << "set terminal svg size 720,420 dynamic enhanced font 'sans,12'\nset grid\nset key bottom right\n";
+    for (const auto& p : plots()) {
+      gp << "set output '" << o_.out << "/" << p.file << "'\nset title '" << p.title << "'\nset xlabel '" << p.xlabel
+         << "'\nset ylabel '" << p.ylabel << "'\n"
+         << (p.logscale ? "set logscale y\n" : "unset logscale y\n");
+      // AllReduce has no consensus distance (its replicas are identical).
+      std::vector<std::string> algos;
+      for (const auto& a : finished) {
+        if (!(p.logscale && a == "allreduce")) algos.push_back(a);
+      }
+      if (algos.empty()) {
+        gp << "unset logscale y\nset label 1 'no data: no protocol that measures this finished' at graph 0.5,0.5 "
+              "center\nplot [0:1] [0:1] 2 notitle\nunset label 1\n";
+        continue;
+      }
+      gp << "plot ";
+      for (size_t i = 0; i < algos.size(); ++i) {
+        gp << (i ? ", " : "") << "'" << o_.out << "/" << algos[i] << "/curve.dat' using " << p.x << ":"
+           << (p.logscale ? "($" + std::to_string(p.y) + " > 0 ? $" + std::to_string(p.y) + " : NaN)"
+                          : std::to_string(p.y))
+           << " with linespoints title '" << algos[i] << "'";
+      }
+      gp << "\n";
+    }
+    const std::string script = o_.out + "/plots.gp";
+    write_text(script, gp.str());
+    const std::string cmd = "gnuplot '" + script + "' 2> '" + o_.out + "/gnuplot.err'";
+    if (std::system(cmd.c_str()) != 0) {
+      throw std::runtime_error("gnuplot failed on " + script + ": " + last_line(read_file(o_.out + "/gnuplot.err")));
+    }
+  }
+
+  std::string table() const {
+    std::ostringstream t;
+    t << "| protocol | status | final mean acc | best mean acc | averaged model acc | time to " << o_.target
+      << " | epochs to " << o_.target << " | rounds/s | bytes/worker/round | segments skipped | consensus distance | "
+         "wall s |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+    for (const auto& r : summary_.results()) {
+      if (r.status() != "ok") {
+        t << "| " << r.algo() << " | " << r.status() << " | | | | | | | | | | |\n";
+        continue;
+      }
+      t << "| " << r.algo() << " | ok | " << fmt("%.4f", r.final_mean_accuracy()) << " | "
+        << fmt("%.4f", r.best_mean_accuracy()) << " | " << fmt("%.4f", r.averaged_model_accuracy()) << " | "
+        << (r.seconds_to_target() < 0 ? "not reached" : fmt("%.1f s", r.seconds_to_target())) << " | "
+        << (r.epochs_to_target() < 0 ? "—" : fmt("%.0f", r.epochs_to_target())) << " | "
+        << fmt("%.1f", r.rounds_per_second()) << " | "
+        << (r.algo() == "allreduce" ? "—" : fmt("%.0f", r.bytes_per_worker_per_round())) << " | "
+        << r.segments_skipped() << " | "
+        << (r.algo() == "allreduce" ? "0 (exact)" : fmt("%.3g", r.final_consensus_distance())) << " | "
+        << fmt("%.1f", r.wall_seconds()) << " |\n";
+    }
+    return t.str();
+  }
+
+  std::string setup() const {
+    std::ostringstream s;
+    s << o_.workers << " local workers (gossipd processes over ipc://), model " << o_.model << ", " << o_.epochs
+      << " epochs of " << summary_.train_samples() << " Fashion-MNIST training samples shared among them, batch "
+      << o_.batch << " per worker, learning rate " << o_.lr << " (cosine), seed " << o_.seed << ", segments "
+      << o_.segments << (o_.groups > 1 ? ", crossover hierarchical in " + std::to_string(o_.groups) + " groups" : "")
+      << "; test set " << summary_.test_samples() << " samples.";
+    return s.str();
+  }
+
+  void write_report() {
+    std::ostringstream md;
+    md << "# gossipd compare\n\n" << setup() << "\n\n" << table()
+       << "\nbytes/worker/round counts gossip payload and envelopes (AllReduce's ring traffic is not counted). "
+          "Per-worker metrics: `<protocol>/w<i>.jsonl`; logs `<protocol>/w<i>.log`; data `summary.json`.\n\n";
+    for (const auto& p : plots()) md << "## " << p.title << "\n\n![" << p.title << "](" << p.file << ")\n\n";
+    write_text(o_.out + "/report.md", md.str());
+
+    std::ostringstream html;
+    html << "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>gossipd compare</title><style>"
+            "body{font-family:sans-serif;max-width:1100px;margin:2em auto}table{border-collapse:collapse}"
+            "td,th{border:1px solid #bbb;padding:4px 8px;text-align:right}td:first-child{text-align:left}"
+            "</style></head><body>\n<h1>gossipd compare</h1>\n<p>"
+         << setup() << "</p>\n<table>\n";
+    std::istringstream rows(table());
+    int n = 0;
+    for (std::string line; std::getline(rows, line); ++n) {
+      if (n == 1) continue;  // the markdown rule
+      const std::string cell = n == 0 ? "th" : "td";
+      html << "<tr>";
+      std::stringstream cells(line.substr(1));
+      for (std::string c; std::getline(cells, c, '|');) {
+        if (c.find_first_not_of(' ') == std::string::npos && cells.peek() == EOF) break;
+        html << "<" << cell << ">" << c << "</" << cell << ">";
+      }
+      html << "</tr>\n";
+    }
+    html << "</table>\n";
+    for (const auto& p : plots()) {
+      std::string svg = read_file(o_.out + "/" + p.file);
+      const auto start = svg.find("<svg");
+      html << "<h2>" << p.title << "</h2>\n" << (start == std::string::npos ? "" : svg.substr(start)) << "\n";
+    }
+    html << "</body></html>\n";
+    write_text(o_.out + "/report.html", html.str());
+  }
+
+  const CompareOptions& o_;
+  std::stop_token stop_;
+  std::string gossipd_;
+  TrainFlags flags_;
+  trainer::Dataset test_;
+  size_t steps_ = 1;
+  proto::CompareSummary summary_;
+  Progress progress_;
+};
+
+}  // namespace
+
+CLI::App* add_compare_command(CLI::App& app, CompareOptions& o) {
+  CLI::App* cmd = app.add_subcommand("compare", "Train with each protocol in turn on local workers and report");
+  cmd->add_option("--workers", o.workers, "gossipd processes per protocol")->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  cmd->add_option("--algos", o.algos, "Protocols to run, in order")->delimiter(',')->check(CLI::IsMember(kAlgos))
+      ->capture_default_str();
+  cmd->add_option("--model", o.model, "Model")->check(CLI::IsMember(trainer::model_names()))->capture_default_str();
+  cmd->add_option("--epochs", o.epochs, "Epochs of data per worker")->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  cmd->add_option("--batch", o.batch, "Batch size per worker")->check(CLI::Range(1, 65536))->capture_default_str();
+  cmd->add_option("--lr", o.lr, "Learning rate (the same schedule for every protocol)")->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--segments", o.segments, "Gossip unit: fine, coarse or N")->capture_default_str();
+  cmd->add_option("--groups", o.groups, "Crossover: hierarchical over this many groups (1: flat)")
+      ->check(CLI::Range(1, 64))->capture_default_str();
+  cmd->add_option("--seed", o.seed, "Seed for model, data split and topology")->capture_default_str();
+  cmd->add_option("--train-limit", o.train_limit, "Use only the first N training samples (0: all)")
+      ->capture_default_str();
+  cmd->add_option("--test-limit", o.test_limit, "Use only the first N test samples (0: all)")->capture_default_str();
+  cmd->add_option("--data", o.data, "Fashion-MNIST directory (default: the Debian package's)");
+  cmd->add_option("--target", o.target, "Accuracy whose time-to is reported")->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  cmd->add_option("--threads", o.threads, "OpenBLAS threads per worker")->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  cmd->add_option("--out", o.out, "Directory for metrics, summary.json, plots and the report")->required();
+  cmd->add_option("--gossipd", o.gossipd, "The gossipd binary (default: next to gossipctl)");
+  return cmd;
+}
+
+int run_compare(const CompareOptions& o) {
+  std::stop_source stop;
+  SignalWatcher signals(stop);
+  if (o.groups > o.workers) throw UsageError("--groups " + std::to_string(o.groups) + " is more than --workers");
+  if (!on_path("gnuplot")) {
+    throw UsageError("gnuplot not found, which draws the report's plots: apt-get install gnuplot-nox "
+                     "(or run deploy/install-deps.sh)");
+  }
+  const std::string gossipd = find_gossipd(o);
+  if (access(gossipd.c_str(), X_OK) != 0) {
+    throw UsageError("cannot run " + gossipd + ": build it, or name it with --gossipd");
+  }
+  std::error_code ec;
+  if (fs::exists(o.out + "/summary.json")) {
+    throw UsageError(o.out + " already holds a comparison (summary.json): choose another --out or move it away");
+  }
+  fs::create_directories(o.out, ec);
+  if (ec || !fs::is_directory(o.out)) throw UsageError("cannot create --out " + o.out + ": " + ec.message());
+  Comparison c(o, stop.get_token());
+  std::printf("gossipctl compare: %zu protocols x %d workers, %d epochs; output in %s\n", o.algos.size(), o.workers,
+              o.epochs, o.out.c_str());
+  std::fflush(stdout);
+  c.run_all();
+  c.write_outputs();
+  std::printf("gossipctl compare: report in %s/report.md and %s/report.html (summary.json, plots *.svg)\n",
+              o.out.c_str(), o.out.c_str());
+  return c.stopped() ? kExitFailure : kExitOk;
+}
+
+}  // namespace gossipd::daemon

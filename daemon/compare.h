@@ -1,0 +1,38 @@
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+namespace gossipd::daemon {
+
+struct CompareOptions {
+  int workers = 4;
+  std::vector<std::string> algos{"crossover", "sgp", "allreduce"};
+  std::string model = "mlp";
+  int epochs = 3;
+  size_t batch = 64;
+  float lr = 0.05f;
+  std::string segments = "fine";
+  int groups = 1;  // > 1: crossover runs hierarchical over this many --group labels
+  uint64_t seed = 1;
+  size_t train_limit = 0;
+  size_t test_limit = 0;
+  std::string data;
+  double target = 0.85;
+  int threads = 1;  // OpenBLAS threads per worker
+  std::string out;
+  std::string gossipd;  // default: next to gossipctl
+};
+
+CLI::App* add_compare_command(CLI::App& app, CompareOptions& options);
+
+// Runs each protocol in turn as `workers` local gossipd processes with the
+// same data, model, seed, batch and schedule, shows progress, and writes
+// per-worker metrics, summary.json, gnuplot plots, report.md and report.html
+// into `out`. Every worker is stopped (by pid) at the end, on error and on
+// Ctrl-C.
+int run_compare(const CompareOptions& options);
+
+}  // namespace gossipd::daemon

@@ -1,0 +1,106 @@
+// gossipctl compare end to end: 3 workers x 3 protocols on a data subset.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include "daemon/child_process.h"
+#include "tests/support/process.h"
+
+namespace gossipd::testing {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+class CompareTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/gossipd_compare_test_XXXXXX";
+    dir_ = mkdtemp(tmpl);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  std::string dir_;
+};
+
+TEST_F(CompareTest, ThreeProtocolsGiveASummaryPlotsAndAReport) {
+  const std::string out = dir_ + "/report";
+  const auto r = run({bin("gossipctl"), "compare", "--workers", "3", "--algos", "crossover,sgp,allreduce",
+                      "--epochs", "2", "--batch", "32", "--train-limit", "3000", "--test-limit", "500", "--target",
+                      "0.5", "--out", out},
+                     300s);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::string summary = daemon::read_file(out + "/summary.json");
+  for (const std::string algo : {"crossover", "sgp", "allreduce"}) {
+    std::smatch m;
+    const std::regex result("\\{\"algo\":\"" + algo +
+                            "\",\"status\":\"ok\",\"workers\":3,\"epochs\":2,\"final_mean_accuracy\":([0-9.]+),"
+                            "\"best_mean_accuracy\":([0-9.]+),\"averaged_model_accuracy\":([0-9.]+)");
+    ASSERT_TRUE(std::regex_search(summary, m, result)) << algo << " in " << summary;
+    EXPECT_GT(std::stod(m[1]), 0.5) << algo;
+    EXPECT_GE(std::stod(m[2]), std::stod(m[1])) << algo;
+    EXPECT_GT(std::stod(m[3]), 0.5) << algo;
+    for (const std::string file : {"w0.jsonl", "w1.jsonl", "w2.jsonl", "curve.dat"}) {
+      EXPECT_GT(fs::file_size(out + "/" + algo + "/" + file), 0u) << algo << "/" << file;
+    }
+  }
+  for (const std::string field : {"seconds_to_target", "rounds_per_second", "bytes_per_worker_per_round",
+                                  "segments_skipped", "final_consensus_distance"}) {
+    EXPECT_NE(summary.find("\"" + field + "\""), std::string::npos) << field;
+  }
+  for (const std::string plot :
+       {"accuracy_vs_time.svg", "accuracy_vs_epoch.svg", "consensus.svg", "bytes_per_round.svg", "round_time.svg"}) {
+    ASSERT_TRUE(fs::exists(out + "/" + plot)) << plot;
+    EXPECT_GT(fs::file_size(out + "/" + plot), 1000u) << plot;
+    EXPECT_NE(daemon::read_file(out + "/" + plot).find("<svg"), std::string::npos) << plot;
+  }
+  const std::string md = daemon::read_file(out + "/report.md");
+  const std::string html = daemon::read_file(out + "/report.html");
+  for (const std::string algo : {"crossover", "sgp", "allreduce"}) {
+    EXPECT_NE(md.find("| " + algo + " | ok |"), std::string::npos) << md;
+    EXPECT_NE(html.find("<td> " + algo + " </td>"), std::string::npos) << algo;
+  }
+  EXPECT_NE(html.find("<svg"), std::string::npos) << "plots are embedded";
+  // Piped stdout: plain progress lines, no terminal control codes.
+  EXPECT_EQ(r.out.find("\033["), std::string::npos);
+  EXPECT_NE(r.out.find("report in " + out), std::string::npos) << r.out;
+
+  // A second run into the same directory would overwrite the first: refused.
+  const auto again = run({bin("gossipctl"), "compare", "--workers", "2", "--out", out}, 30s);
+  EXPECT_EQ(again.exit_code, 2);
+  EXPECT_NE(again.err.find("already holds a comparison"), std::string::npos) << again.err;
+}
+
+TEST_F(CompareTest, AFailingProtocolIsReportedAndTheOthersStillRun) {
+  // A gossipd that fails for crossover only (what a crash or a bad cluster
+  // looks like from compare), the real one otherwise.
+  const std::string wrapper = dir_ + "/gossipd";
+  {
+    std::ofstream w(wrapper);
+    w << "#!/bin/sh\ncase \"$*\" in *\"--algo crossover\"*) echo 'simulated failure' >&2; exit 3;; esac\nexec "
+      << bin("gossipd") << " \"$@\"\n";
+  }
+  fs::permissions(wrapper, fs::perms::owner_all);
+  const std::string out = dir_ + "/report";
+  const auto r = run({bin("gossipctl"), "compare", "--workers", "2", "--algos", "crossover,allreduce", "--epochs",
+                      "1", "--batch", "32", "--train-limit", "2000", "--test-limit", "200", "--gossipd", wrapper,
+                      "--out", out},
+                     300s);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::string summary = daemon::read_file(out + "/summary.json");
+  EXPECT_NE(summary.find("\"algo\":\"crossover\",\"status\":\"w0 exited with code 3: simulated failure"),
+            std::string::npos)
+      << summary;
+  EXPECT_NE(summary.find("\"algo\":\"allreduce\",\"status\":\"ok\""), std::string::npos) << summary;
+  const std::string md = daemon::read_file(out + "/report.md");
+  EXPECT_NE(md.find("| crossover | w0 exited with code 3: simulated failure"), std::string::npos) << md;
+  EXPECT_NE(md.find("| allreduce | ok |"), std::string::npos) << md;
+}
+
+}  // namespace
+}  // namespace gossipd::testing
