@@ -77,8 +77,75 @@ class ScratchDir {
   std::string path_;
 };
 
+// One network namespace per worker, each with a veth into a private bridge
+// and its own address 10.213.S.(i+1)/24 (S from our pid, so two runs do not
+// collide); the bridge has .254, so gossipctl reaches every worker's /status.
+// With a rate, a tbf qdisc caps both ends of every veth. Everything is
+// deleted in the destructor (also on errors and Ctrl-C).
+class NetnsHosts {
+ public:
+  NetnsHosts(int hosts, const std::string& rate) : tag_(std::to_string(getpid() % 100000)) {
+    subnet_ = "10.213." + std::to_string(getpid() % 250) + ".";
+    try {
+      sh("ip link add " + bridge() + " type bridge");
+      sh("ip addr add " + subnet_ + "254/24 dev " + bridge());
+      sh("ip link set " + bridge() + " up");
+      for (int i = 0; i < hosts; ++i) {
+        const std::string ns = netns(i), veth = "gd" + tag_ + "v" + std::to_string(i);
+        sh("ip netns add " + ns);
+        namespaces_.push_back(ns);
+        sh("ip link add " + veth + " type veth peer name " + veth + "p");
+        sh("ip link set " + veth + "p netns " + ns);
+        sh("ip -n " + ns + " link set " + veth + "p name eth0");
+        sh("ip -n " + ns + " addr add " + address(i) + "/24 dev eth0");
+        sh("ip -n " + ns + " link set eth0 up");
+        sh("ip -n " + ns + " link set lo up");
+        sh("ip link set " + veth + " master " + bridge());
+        sh("ip link set " + veth + " up");
+        if (!rate.empty()) {
+          const std::string tbf = " root tbf rate " + rate + " burst 256kb latency 400ms";
+          sh("tc qdisc add dev " + veth + tbf);
+          sh("ip netns exec " + ns + " tc qdisc add dev eth0" + tbf);
+        }
+      }
+    } catch (...) {
+      cleanup();
+      throw;
+    }
+  }
+  ~NetnsHosts() { cleanup(); }
+  NetnsHosts(const NetnsHosts&) = delete;
+  NetnsHosts& operator=(const NetnsHosts&) = delete;
+
+  std::string netns(int i) const { return "gd" + tag_ + "w" + std::to_string(i); }
+  std::string address(int i) const { return subnet_ + std::to_string(i + 1); }
+  std::string bridge_address() const { return subnet_ + "254"; }
+
+ private:
+  std::string bridge() const { return "gdbr" + tag_; }
+  static void sh(const std::string& cmd) {
+    if (std::system((cmd + " 2>/dev/null").c_str()) != 0) {
+      throw UsageError("--netns: '" + cmd + "' failed (run as root, with iproute2 and a kernel with netns and tbf)");
+    }
+  }
+  void cleanup() {
+    // Deleting a namespace deletes its end of the veth, and so the pair.
+    for (size_t i = 0; i < namespaces_.size(); ++i) {
+      // The kernel frees a deleted namespace's veth asynchronously: delete our end now.
+      std::system(("ip link del gd" + tag_ + "v" + std::to_string(i) + " 2>/dev/null").c_str());
+      std::system(("ip netns del " + namespaces_[i] + " 2>/dev/null").c_str());
+    }
+    namespaces_.clear();
+    std::system(("ip link del " + bridge() + " 2>/dev/null").c_str());
+  }
+
+  std::string tag_, subnet_;
+  std::vector<std::string> namespaces_;
+};
+
 struct Worker {
   std::string id;
+  std::string host;  // where its /status answers
   std::unique_ptr<ChildProcess> proc;
   std::string out, err, metrics, params;
   uint16_t http_port = 0;
@@ -158,8 +225,8 @@ TrainFlags train_flags(const CompareOptions& o) {
 
 class Comparison {
  public:
-  Comparison(const CompareOptions& o, std::stop_token stop)
-      : o_(o), stop_(stop), gossipd_(find_gossipd(o)), flags_(train_flags(o)) {
+  Comparison(const CompareOptions& o, std::stop_token stop, const NetnsHosts* hosts)
+      : o_(o), stop_(stop), gossipd_(find_gossipd(o)), flags_(train_flags(o)), hosts_(hosts) {
     test_ = trainer::load_fashion_mnist(data_dir(flags_), trainer::Split::kTest);
     if (o.test_limit > 0) test_ = test_.head(o.test_limit);
     const size_t train_size = o.train_limit > 0 ? std::min<size_t>(o.train_limit, 60000) : 60000;
@@ -192,21 +259,28 @@ class Comparison {
   bool stopped() const { return stop_.stop_requested(); }
 
  private:
+  // Where worker k listens: its namespace's address, or an ipc:// socket.
+  std::string endpoint(const std::string& algo, int k, const std::string& sockets) const {
+    return hosts_ ? "tcp://" + hosts_->address(k) + ":7100"
+                  : "ipc://" + sockets + "/" + algo + "-w" + std::to_string(k);
+  }
+  std::string http_host(int k) const { return hosts_ ? hosts_->address(k) : "127.0.0.1"; }
+
   std::vector<std::string> worker_argv(const std::string& algo, int i, const std::string& sockets,
                                        const std::string& dir) {
     std::string peers;
     for (int k = 0; k < o_.workers; ++k) {
-      peers += (k ? "," : "") + ("w" + std::to_string(k)) + "=ipc://" + sockets + "/" + algo + "-w" +
-               std::to_string(k);
+      peers += (k ? "," : "") + ("w" + std::to_string(k)) + "=" + endpoint(algo, k, sockets);
     }
     const std::string id = "w" + std::to_string(i);
-    std::vector<std::string> a{gossipd_, "run", "--id", id, "--listen", "ipc://" + sockets + "/" + algo + "-" + id,
-                               "--peers", peers, "--algo", algo, "--model", o_.model, "--epochs",
-                               std::to_string(o_.epochs), "--batch", std::to_string(o_.batch), "--lr",
-                               fmt("%g", o_.lr), "--seed", std::to_string(o_.seed), "--threads",
-                               std::to_string(o_.threads), "--segments", o_.segments, "--quiet", "--http",
-                               "127.0.0.1:0", "--cluster-id", "compare-" + algo, "--consensus-every", "10",
-                               "--metrics-out", dir + "/" + id + ".jsonl", "--params-out", dir + "/" + id + ".params"};
+    std::vector<std::string> a;
+    if (hosts_) a = {"/usr/sbin/ip", "netns", "exec", hosts_->netns(i)};  // execs gossipd: same pid
+    a.insert(a.end(), {gossipd_, "run", "--id", id, "--listen", endpoint(algo, i, sockets), "--peers", peers,
+                       "--algo", algo, "--model", o_.model, "--epochs", std::to_string(o_.epochs), "--batch",
+                       std::to_string(o_.batch), "--lr", fmt("%g", o_.lr), "--seed", std::to_string(o_.seed),
+                       "--threads", std::to_string(o_.threads), "--segments", o_.segments, "--quiet", "--http",
+                       http_host(i) + ":0", "--cluster-id", "compare-" + algo, "--consensus-every", "10",
+                       "--metrics-out", dir + "/" + id + ".jsonl", "--params-out", dir + "/" + id + ".params"});
     if (o_.train_limit > 0) a.insert(a.end(), {"--train-limit", std::to_string(o_.train_limit)});
     if (o_.test_limit > 0) a.insert(a.end(), {"--test-limit", std::to_string(o_.test_limit)});
     if (!o_.data.empty()) a.insert(a.end(), {"--data", o_.data});
@@ -230,6 +304,7 @@ class Comparison {
     for (int i = 0; i < o_.workers; ++i) {
       Worker& w = workers[static_cast<size_t>(i)];
       w.id = "w" + std::to_string(i);
+      w.host = http_host(i);
       w.out = dir + "/" + w.id + ".log";
       w.err = dir + "/" + w.id + ".err";
       w.metrics = dir + "/" + w.id + ".jsonl";
@@ -255,7 +330,7 @@ class Comparison {
           epoch = 0;
           continue;
         }
-        const std::string s = http_get("127.0.0.1", w.http_port, "/status");
+        const std::string s = http_get(w.host, w.http_port, "/status");
         round = std::min(round, json_uint(s, "round"));
         epoch = std::min(epoch, static_cast<uint32_t>(json_uint(s, "epoch")));
       }
@@ -469,7 +544,11 @@ class Comparison {
 
   std::string setup() const {
     std::ostringstream s;
-    s << o_.workers << " local workers (gossipd processes over ipc://), model " << o_.model << ", " << o_.epochs
+    s << o_.workers
+      << (hosts_ ? " workers, each in its own network namespace on a bridge (tcp" +
+                       (o_.bandwidth.empty() ? std::string(")") : ", " + o_.bandwidth + " per host)")
+                 : std::string(" local workers (gossipd processes over ipc://)"))
+      << ", model " << o_.model << ", " << o_.epochs
       << " epochs of " << summary_.train_samples() << " Fashion-MNIST training samples shared among them, batch "
       << o_.batch << " per worker, learning rate " << o_.lr << " (cosine), seed " << o_.seed << ", segments "
       << o_.segments << (o_.groups > 1 ? ", crossover hierarchical in " + std::to_string(o_.groups) + " groups" : "")
@@ -518,6 +597,7 @@ class Comparison {
   std::stop_token stop_;
   std::string gossipd_;
   TrainFlags flags_;
+  const NetnsHosts* hosts_;  // null: local processes over ipc://
   trainer::Dataset test_;
   size_t steps_ = 1;
   proto::CompareSummary summary_;
@@ -552,6 +632,12 @@ CLI::App* add_compare_command(CLI::App& app, CompareOptions& o) {
       ->capture_default_str();
   cmd->add_option("--out", o.out, "Directory for metrics, summary.json, plots and the report")->required();
   cmd->add_option("--gossipd", o.gossipd, "The gossipd binary (default: next to gossipctl)");
+  cmd->add_flag("--netns", o.netns, "One network namespace per worker on a private bridge (root)");
+  cmd->add_option("--bandwidth", o.bandwidth, "With --netns: cap every host's link, e.g. 100mbit (tc tbf)")
+      ->check([](const std::string& v) {
+        return std::regex_match(v, std::regex("[0-9]+(\\.[0-9]+)?([kmg]?(bit|bps))")) ? std::string()
+                                                                                    : "use a tc rate like 100mbit";
+      });
   return cmd;
 }
 
@@ -573,7 +659,14 @@ int run_compare(const CompareOptions& o) {
   }
   fs::create_directories(o.out, ec);
   if (ec || !fs::is_directory(o.out)) throw UsageError("cannot create --out " + o.out + ": " + ec.message());
-  Comparison c(o, stop.get_token());
+  std::unique_ptr<NetnsHosts> hosts;
+  if (o.netns) {
+    if (geteuid() != 0) throw UsageError("--netns creates network namespaces: run as root");
+    hosts = std::make_unique<NetnsHosts>(o.workers, o.bandwidth);
+  } else if (!o.bandwidth.empty()) {
+    throw UsageError("--bandwidth caps the links between namespaces: use it with --netns");
+  }
+  Comparison c(o, stop.get_token(), hosts.get());
   std::printf("gossipctl compare: %zu protocols x %d workers, %d epochs; output in %s\n", o.algos.size(), o.workers,
               o.epochs, o.out.c_str());
   std::fflush(stdout);

@@ -24,6 +24,11 @@ struct CompareOptions {
   int threads = 1;  // OpenBLAS threads per worker
   std::string out;
   std::string gossipd;  // default: next to gossipctl
+  // One network namespace per worker on a private bridge (root only), each
+  // a "host" with its own address; `bandwidth` (tc rate, e.g. 100mbit) caps
+  // every host's link in both directions.
+  bool netns = false;
+  std::string bandwidth;
 };
 
 CLI::App* add_compare_command(CLI::App& app, CompareOptions& options);

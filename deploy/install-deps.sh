@@ -10,7 +10,7 @@ packages=(
   libasio-dev libspdlog-dev libfmt-dev
   libopenblas-dev libgtest-dev libgmock-dev libcli11-dev zlib1g-dev
   dataset-fashion-mnist
-  gnuplot-nox
+  gnuplot-nox iproute2
 )
 # Extra groups, asked for by flag: --bench adds the OpenMPI reference.
 for arg in "$@"; do

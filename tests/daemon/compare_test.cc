@@ -1,10 +1,12 @@
 // gossipctl compare end to end: 3 workers x 3 protocols on a data subset.
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
 
 #include "daemon/child_process.h"
 #include "tests/support/process.h"
@@ -100,6 +102,43 @@ TEST_F(CompareTest, AFailingProtocolIsReportedAndTheOthersStillRun) {
   const std::string md = daemon::read_file(out + "/report.md");
   EXPECT_NE(md.find("| crossover | w0 exited with code 3: simulated failure"), std::string::npos) << md;
   EXPECT_NE(md.find("| allreduce | ok |"), std::string::npos) << md;
+}
+
+// One network namespace per worker, 100 mbit per host: each worker has its
+// own address, the protocols train across the namespaces, and nothing is
+// left behind. Needs root (CI runs as root).
+TEST_F(CompareTest, NetnsHostsHaveTheirOwnAddressesAndAreRemoved) {
+  if (geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
+  const auto links_before = run({"/usr/sbin/ip", "-o", "link"}, 10s).out;
+  const auto netns_before = run({"/usr/sbin/ip", "netns", "list"}, 10s).out;
+  const std::string out = dir_ + "/report";
+  const auto r = run({bin("gossipctl"), "compare", "--netns", "--bandwidth", "100mbit", "--workers", "3", "--algos",
+                      "crossover,allreduce", "--epochs", "1", "--batch", "32", "--train-limit", "3000",
+                      "--test-limit", "300", "--target", "0.5", "--out", out},
+                     300s);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  std::set<std::string> addresses;
+  for (const std::string algo : {"crossover", "allreduce"}) {
+    for (int i = 0; i < 3; ++i) {
+      const std::string log = daemon::read_file(out + "/" + algo + "/w" + std::to_string(i) + ".log");
+      std::smatch m;
+      ASSERT_TRUE(std::regex_search(log, m, std::regex("listening on tcp://(10\\.213\\.[0-9]+\\.[0-9]+):7100")))
+          << log;
+      if (algo == "crossover") addresses.insert(m[1]);
+    }
+  }
+  EXPECT_EQ(addresses.size(), 3u) << "every worker is a host with its own address";
+  // Traffic flowed between the namespaces: both protocols trained and
+  // crossover's workers sent and received whole rounds.
+  const std::string summary = daemon::read_file(out + "/summary.json");
+  EXPECT_NE(summary.find("\"algo\":\"crossover\",\"status\":\"ok\""), std::string::npos) << summary;
+  EXPECT_NE(summary.find("\"algo\":\"allreduce\",\"status\":\"ok\""), std::string::npos) << summary;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(summary, m, std::regex("\"bytes_per_worker_per_round\":([0-9.e+]+)"))) << summary;
+  EXPECT_GT(std::stod(m[1]), 100000.0);
+  EXPECT_NE(daemon::read_file(out + "/report.md").find("100mbit per host"), std::string::npos);
+  EXPECT_EQ(run({"/usr/sbin/ip", "netns", "list"}, 10s).out, netns_before) << "a namespace was left behind";
+  EXPECT_EQ(run({"/usr/sbin/ip", "-o", "link"}, 10s).out, links_before) << "a link was left behind";
 }
 
 }  // namespace
