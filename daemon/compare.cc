@@ -257,6 +257,7 @@ class Comparison {
   }
 
   bool stopped() const { return stop_.stop_requested(); }
+  proto::CompareSummary& summary() { return summary_; }
 
  private:
   // Where worker k listens: its namespace's address, or an ipc:// socket.
@@ -632,6 +633,10 @@ CLI::App* add_compare_command(CLI::App& app, CompareOptions& o) {
       ->capture_default_str();
   cmd->add_option("--out", o.out, "Directory for metrics, summary.json, plots and the report")->required();
   cmd->add_option("--gossipd", o.gossipd, "The gossipd binary (default: next to gossipctl)");
+  cmd->add_option("--preset", o.preset,
+                  "large-batch: global batch x1, x4, x16 with the lr scaled; scaling: 4, 8, 16 workers at a fixed "
+                  "global batch (--batch x 4)")
+      ->check(CLI::IsMember({"large-batch", "scaling"}));
   cmd->add_flag("--netns", o.netns, "One network namespace per worker on a private bridge (root)");
   cmd->add_option("--bandwidth", o.bandwidth, "With --netns: cap every host's link, e.g. 100mbit (tc tbf)")
       ->check([](const std::string& v) {
@@ -640,6 +645,103 @@ CLI::App* add_compare_command(CLI::App& app, CompareOptions& o) {
       });
   return cmd;
 }
+
+namespace {
+
+struct Config {
+  std::string name;
+  CompareOptions options;
+  double x;  // the preset's axis: workers or global batch
+};
+
+std::vector<Config> preset_configs(const CompareOptions& o) {
+  std::vector<Config> out;
+  if (o.preset == "large-batch") {
+    for (int k : {1, 4, 16}) {
+      Config c{"batch-x" + std::to_string(k), o, 0};
+      c.options.batch = o.batch * static_cast<size_t>(k);
+      c.options.lr = o.lr * static_cast<float>(k);
+      c.x = static_cast<double>(c.options.batch * static_cast<size_t>(o.workers));
+      out.push_back(c);
+    }
+  } else if (o.preset == "scaling") {
+    const size_t global = o.batch * 4;  // --batch is the per-worker batch at 4 workers
+    for (int n : {4, 8, 16}) {
+      Config c{"n" + std::to_string(n), o, static_cast<double>(n)};
+      c.options.workers = n;
+      c.options.batch = std::max<size_t>(1, global / static_cast<size_t>(n));
+      c.options.groups = std::min(o.groups, n);
+      out.push_back(c);
+    }
+  } else {
+    out.push_back({"", o, static_cast<double>(o.workers)});
+  }
+  return out;
+}
+
+void check_out_dir(const std::string& out) {
+  std::error_code ec;
+  if (fs::exists(out + "/summary.json")) {
+    throw UsageError(out + " already holds a comparison (summary.json): choose another --out or move it away");
+  }
+  fs::create_directories(out, ec);
+  if (ec || !fs::is_directory(out)) throw UsageError("cannot create --out " + out + ": " + ec.message());
+}
+
+// The preset's own summary, table and plot over its configurations.
+void write_preset_report(const CompareOptions& o, const std::vector<Config>& configs, const proto::ComparePreset& p) {
+  std::ofstream(o.out + "/summary.json") << to_json(p) << "\n";
+  const bool scaling = o.preset == "scaling";
+  std::ostringstream md;
+  md << "# gossipd compare --preset " << o.preset << "\n\n"
+     << (scaling ? "Workers 4, 8 and 16 at a fixed global batch of " + std::to_string(o.batch * 4) + "."
+                 : "Global batch x1, x4 and x16 at " + std::to_string(o.workers) +
+                       " workers, learning rate scaled alike (from " + fmt("%g", o.lr) + ").")
+     << " Each configuration has its own report in its directory.\n\n"
+     << "| configuration | workers | batch/worker | lr | protocol | status | round ms | time to " << o.target
+     << " | epochs to " << o.target << " | final mean acc |\n|---|---|---|---|---|---|---|---|---|---|\n";
+  std::ostringstream dat[4];
+  std::map<std::string, std::ostringstream> per_algo;
+  for (size_t i = 0; i < configs.size() && i < static_cast<size_t>(p.runs_size()); ++i) {
+    const auto& c = configs[i];
+    for (const auto& r : p.runs(static_cast<int>(i)).results()) {
+      const double round_ms = r.rounds_per_second() > 0 ? 1000.0 / r.rounds_per_second() : 0;
+      md << "| [" << c.name << "](" << c.name << "/report.md) | " << c.options.workers << " | " << c.options.batch
+         << " | " << fmt("%g", c.options.lr) << " | " << r.algo() << " | " << r.status() << " | "
+         << fmt("%.1f", round_ms) << " | "
+         << (r.seconds_to_target() < 0 ? "not reached" : fmt("%.1f s", r.seconds_to_target())) << " | "
+         << (r.epochs_to_target() < 0 ? "—" : fmt("%.0f", r.epochs_to_target())) << " | "
+         << fmt("%.4f", r.final_mean_accuracy()) << " |\n";
+      if (r.status() == "ok") per_algo[r.algo()] << c.x << " " << round_ms << "\n";
+    }
+  }
+  std::ostringstream gp;
+  gp << "set terminal svg size 720,420 dynamic enhanced font 'sans,12'\nset grid\nset key top left\nset output '"
+     << o.out << "/round_time.svg'\nset title 'Round time'\nset xlabel '"
+     << (scaling ? "workers" : "global batch") << "'\nset ylabel 'ms per round'\n"
+     << (scaling ? "" : "set logscale x 2\n");
+  if (per_algo.empty()) {
+    gp << "plot [0:1] [0:1] 2 notitle\n";
+  } else {
+    gp << "plot ";
+    bool first = true;
+    for (auto& [algo, rows] : per_algo) {
+      std::ofstream(o.out + "/" + algo + ".dat") << rows.str();
+      gp << (first ? "" : ", ") << "'" << o.out << "/" << algo << ".dat' using 1:2 with linespoints title '" << algo
+         << "'";
+      first = false;
+    }
+    gp << "\n";
+  }
+  std::ofstream(o.out + "/plots.gp") << gp.str();
+  if (std::system(("gnuplot '" + o.out + "/plots.gp' 2> '" + o.out + "/gnuplot.err'").c_str()) != 0) {
+    throw std::runtime_error("gnuplot failed on " + o.out + "/plots.gp");
+  }
+  md << "\n![Round time](round_time.svg)\n";
+  std::ofstream(o.out + "/report.md") << md.str();
+}
+
+}  // namespace
 
 int run_compare(const CompareOptions& o) {
   std::stop_source stop;
@@ -653,28 +755,38 @@ int run_compare(const CompareOptions& o) {
   if (access(gossipd.c_str(), X_OK) != 0) {
     throw UsageError("cannot run " + gossipd + ": build it, or name it with --gossipd");
   }
-  std::error_code ec;
-  if (fs::exists(o.out + "/summary.json")) {
-    throw UsageError(o.out + " already holds a comparison (summary.json): choose another --out or move it away");
-  }
-  fs::create_directories(o.out, ec);
-  if (ec || !fs::is_directory(o.out)) throw UsageError("cannot create --out " + o.out + ": " + ec.message());
-  std::unique_ptr<NetnsHosts> hosts;
-  if (o.netns) {
-    if (geteuid() != 0) throw UsageError("--netns creates network namespaces: run as root");
-    hosts = std::make_unique<NetnsHosts>(o.workers, o.bandwidth);
-  } else if (!o.bandwidth.empty()) {
+  if (o.netns && geteuid() != 0) throw UsageError("--netns creates network namespaces: run as root");
+  if (!o.netns && !o.bandwidth.empty()) {
     throw UsageError("--bandwidth caps the links between namespaces: use it with --netns");
   }
-  Comparison c(o, stop.get_token(), hosts.get());
-  std::printf("gossipctl compare: %zu protocols x %d workers, %d epochs; output in %s\n", o.algos.size(), o.workers,
-              o.epochs, o.out.c_str());
-  std::fflush(stdout);
-  c.run_all();
-  c.write_outputs();
-  std::printf("gossipctl compare: report in %s/report.md and %s/report.html (summary.json, plots *.svg)\n",
-              o.out.c_str(), o.out.c_str());
-  return c.stopped() ? kExitFailure : kExitOk;
+  check_out_dir(o.out);
+  const std::vector<Config> configs = preset_configs(o);
+  proto::ComparePreset preset;
+  preset.set_preset(o.preset);
+  for (const auto& cfg : configs) {
+    if (stop.stop_requested()) break;
+    CompareOptions co = cfg.options;
+    if (!cfg.name.empty()) {
+      co.out = o.out + "/" + cfg.name;
+      check_out_dir(co.out);
+    }
+    std::unique_ptr<NetnsHosts> hosts;
+    if (co.netns) hosts = std::make_unique<NetnsHosts>(co.workers, co.bandwidth);
+    Comparison c(co, stop.get_token(), hosts.get());
+    std::printf("gossipctl compare%s%s: %zu protocols x %d workers, batch %zu, %d epochs; output in %s\n",
+                cfg.name.empty() ? "" : " ", cfg.name.c_str(), co.algos.size(), co.workers, co.batch, co.epochs,
+                co.out.c_str());
+    std::fflush(stdout);
+    c.run_all();
+    c.write_outputs();
+    c.summary().set_config(cfg.name);
+    *preset.add_runs() = c.summary();
+  }
+  if (!o.preset.empty()) write_preset_report(o, configs, preset);
+  std::printf("gossipctl compare: report in %s/report.md%s\n", o.out.c_str(),
+              o.preset.empty() ? (" and " + o.out + "/report.html (summary.json, plots *.svg)").c_str()
+                               : " (one report per configuration below it)");
+  return stop.stop_requested() ? kExitFailure : kExitOk;
 }
 
 }  // namespace gossipd::daemon

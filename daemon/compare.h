@@ -29,6 +29,11 @@ struct CompareOptions {
   // every host's link in both directions.
   bool netns = false;
   std::string bandwidth;
+  // The Crossover-SGD paper's two experiments at our scale:
+  //  large-batch: --workers fixed, global batch x1, x4, x16 with the
+  //               learning rate scaled alike (linear scaling rule);
+  //  scaling:     4, 8 and 16 workers at a fixed global batch (--batch x 4).
+  std::string preset;
 };
 
 CLI::App* add_compare_command(CLI::App& app, CompareOptions& options);
