@@ -26,6 +26,9 @@ struct NodeOptions {
   // Ids accepted from the first message on: a peer that is already up sends
   // the moment this node binds, before add_peer() could be called.
   std::vector<std::string> initial_members;
+  // Every outbound message is held this long first (DelayedTransport): an
+  // injected network latency. 0 = off.
+  std::chrono::milliseconds send_delay{0};
 };
 
 // Everything one daemon needs to talk: the ZeroMQ context (never global), the

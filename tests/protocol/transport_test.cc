@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include "protocol/delayed_transport.h"
 #include "protocol/errors.h"
 #include "protocol/inproc_transport.h"
 #include "protocol/zmq_transport.h"
@@ -47,6 +48,34 @@ TEST(ZmqTransport, TcpPortZeroPublishesTheRealEndpoint) {
   EXPECT_EQ(b.endpoint().rfind("tcp://127.0.0.1:", 0), 0u);
   EXPECT_EQ(b.endpoint().find(":0"), std::string::npos) << b.endpoint();
   exchange(a, b);
+}
+
+TEST(DelayedTransport, HoldsEveryMessageForTheDelayAndKeepsOrder) {
+  zmq::context_t ctx;
+  DelayedTransport a(std::make_unique<ZmqTransport>(ctx, options("a")), std::chrono::milliseconds(80));
+  ZmqTransport b(ctx, options("b"));
+  EXPECT_THROW(a.send("b", two_frames("x", "y"), std::chrono::seconds(1)), PeerGone);
+  a.connect("b", b.endpoint());
+  exchange(a, b);  // delivers through the delay
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 5; ++i) a.send("b", two_frames("m" + std::to_string(i), "p"), std::chrono::seconds(1));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(50)) << "send() must not wait";
+  for (int i = 0; i < 5; ++i) {
+    auto got = b.receive(std::chrono::seconds(5));
+    ASSERT_TRUE(got);
+    EXPECT_EQ(frame_text(got->frames[0]), "m" + std::to_string(i));
+    if (i == 0) {
+      EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(80));
+    }
+  }
+  // Held messages for a reset peer are dropped, their buffers released.
+  auto owner = std::make_shared<int>(7);
+  std::vector<OutFrame> frames{OutFrame::from_string("held"), OutFrame::borrowed(owner.get(), sizeof(int), owner)};
+  a.send("b", std::move(frames), std::chrono::seconds(1));
+  EXPECT_EQ(owner.use_count(), 2);
+  a.reset("b");
+  EXPECT_EQ(owner.use_count(), 1);
+  EXPECT_FALSE(b.receive(std::chrono::milliseconds(200)));
 }
 
 TEST(ZmqTransport, IpcEndpoint) {
