@@ -227,8 +227,6 @@ class Comparison {
  public:
   Comparison(const CompareOptions& o, std::stop_token stop, const NetnsHosts* hosts)
       : o_(o), stop_(stop), gossipd_(find_gossipd(o)), flags_(train_flags(o)), hosts_(hosts) {
-    test_ = trainer::load_fashion_mnist(data_dir(flags_), trainer::Split::kTest);
-    if (o.test_limit > 0) test_ = test_.head(o.test_limit);
     const size_t train_size = o.train_limit > 0 ? std::min<size_t>(o.train_limit, 60000) : 60000;
     steps_ = TrainingLoop::steps_per_epoch(train_size, static_cast<size_t>(o.workers), o.batch);
     summary_.set_model(o.model);
@@ -240,7 +238,7 @@ class Comparison {
     summary_.set_groups(static_cast<uint32_t>(o.groups));
     summary_.set_seed(o.seed);
     summary_.set_train_samples(train_size);
-    summary_.set_test_samples(test_.size());
+    summary_.set_test_samples(o.test_limit > 0 ? std::min<size_t>(o.test_limit, 10000) : 10000);
   }
 
   void run_all() {
@@ -257,6 +255,91 @@ class Comparison {
   }
 
   bool stopped() const { return stop_.stop_requested(); }
+
+  // gossipctl collect: polls running daemons' /status, records an epoch line
+  // per daemon whenever its epoch advances, until every daemon is done (or
+  // gone for 30 s, or stop), then summarizes per protocol like run_all().
+  void collect(const std::vector<std::pair<std::string, uint16_t>>& hosts, std::chrono::milliseconds poll) {
+    struct Seen {
+      std::string id, algo;
+      uint32_t epoch = 0;
+      uint32_t epochs_total = 0;
+      bool finished = false;
+      Clock::time_point last_answer = Clock::now();
+    };
+    std::vector<Seen> seen(hosts.size());
+    google::protobuf::util::JsonParseOptions opts;
+    opts.ignore_unknown_fields = true;
+    const auto start = Clock::now();
+    for (;;) {
+      size_t finished = 0;
+      uint64_t min_round = ~0ull;
+      for (size_t i = 0; i < hosts.size(); ++i) {
+        Seen& h = seen[i];
+        if (h.finished) {
+          ++finished;
+          continue;
+        }
+        const std::string body = http_get(hosts[i].first, hosts[i].second, "/status");
+        proto::Status st;
+        if (body.empty() || !google::protobuf::util::JsonStringToMessage(body, &st, opts).ok()) {
+          if (h.epochs_total > 0 && h.epoch >= h.epochs_total) {
+            h.finished = true;  // it trained every epoch and exited
+          } else if (Clock::now() - h.last_answer > std::chrono::seconds(30)) {
+            std::printf("collect: %s:%u silent for 30 s; no longer polled\n", hosts[i].first.c_str(), hosts[i].second);
+            h.finished = true;
+          }
+          continue;
+        }
+        h.last_answer = Clock::now();
+        h.id = st.id();
+        h.algo = st.algo();
+        h.epochs_total = st.epochs_total();
+        min_round = std::min<uint64_t>(min_round, st.round());
+        if (st.epoch() > h.epoch) {
+          h.epoch = st.epoch();
+          proto::EpochRecord r;
+          r.set_epoch(st.epoch());
+          r.set_loss(st.loss());
+          r.set_test_loss(st.test_loss());
+          r.set_test_accuracy(st.test_accuracy());
+          r.set_wall_seconds(st.uptime_seconds());
+          r.set_consensus_distance(st.consensus_distance());
+          r.set_round(st.round());
+          r.set_bytes_sent(st.bytes_sent());
+          r.set_segments_skipped(st.segments_skipped());
+          r.set_rounds_per_second(st.rounds_per_second());
+          fs::create_directories(o_.out + "/" + h.algo);
+          JsonLinesWriter(o_.out + "/" + h.algo + "/" + h.id + ".jsonl").write(r);
+        }
+        if (st.state() == "done" || st.state() == "stopped" || st.state() == "failed") h.finished = true;
+      }
+      if (finished == hosts.size() || stop_.stop_requested()) break;
+      std::printf("collect: %zu/%zu daemons finished, slowest at round %llu, %.0f s\n", finished, hosts.size(),
+                  static_cast<unsigned long long>(min_round == ~0ull ? 0 : min_round), seconds_since(start));
+      std::fflush(stdout);
+      std::this_thread::sleep_for(poll);
+    }
+    std::map<std::string, std::vector<Worker>> by_algo;
+    for (const auto& h : seen) {
+      if (h.id.empty()) continue;
+      Worker w;
+      w.id = h.id;
+      w.metrics = o_.out + "/" + h.algo + "/" + h.id + ".jsonl";
+      by_algo[h.algo].push_back(std::move(w));
+    }
+    for (auto& [algo, workers] : by_algo) {
+      proto::CompareResult res;
+      res.set_algo(algo);
+      res.set_workers(static_cast<uint32_t>(workers.size()));
+      res.set_target_accuracy(o_.target);
+      res.set_status("ok");
+      summarize(workers, o_.out + "/" + algo, res);
+      res.set_epochs(static_cast<uint32_t>(std::max(0.0, res.epochs_to_target())));
+      *summary_.add_results() = res;
+    }
+    summary_.set_workers(static_cast<uint32_t>(hosts.size()));
+  }
   proto::CompareSummary& summary() { return summary_; }
 
  private:
@@ -285,6 +368,7 @@ class Comparison {
     if (o_.train_limit > 0) a.insert(a.end(), {"--train-limit", std::to_string(o_.train_limit)});
     if (o_.test_limit > 0) a.insert(a.end(), {"--test-limit", std::to_string(o_.test_limit)});
     if (!o_.data.empty()) a.insert(a.end(), {"--data", o_.data});
+    if (o_.delay_ms > 0) a.insert(a.end(), {"--delay-ms", std::to_string(o_.delay_ms)});
     if (algo == "crossover" && o_.groups > 1) {
       a.insert(a.end(), {"--hierarchical", "--group", "g" + std::to_string(i % o_.groups)});
     }
@@ -389,28 +473,32 @@ class Comparison {
   void summarize(const std::vector<Worker>& workers, const std::string& dir, proto::CompareResult& res) {
     std::vector<std::vector<proto::EpochRecord>> recs;
     for (const auto& w : workers) recs.push_back(read_records(w.metrics));
-    size_t epochs = recs.front().size();
-    for (const auto& r : recs) epochs = std::min(epochs, r.size());
+    // Epochs every worker recorded, by number (collect may miss some).
+    std::map<uint32_t, std::vector<const proto::EpochRecord*>> by_epoch;
+    for (const auto& r : recs) {
+      for (const auto& rec : r) by_epoch[rec.epoch()].push_back(&rec);
+    }
+    std::erase_if(by_epoch, [&](const auto& kv) { return kv.second.size() != recs.size(); });
     std::ofstream curve(dir + "/curve.dat");
     curve << "# epoch wall_seconds mean_test_accuracy consensus_distance bytes_per_worker_per_round round_ms\n";
     double prev_wall = 0, prev_bytes = 0;
     uint64_t prev_round = 0;
     res.set_seconds_to_target(-1);
     res.set_epochs_to_target(-1);
-    for (size_t e = 0; e < epochs; ++e) {
+    for (const auto& [epoch, at] : by_epoch) {
       double acc = 0, wall = 0, consensus = 0, bytes = 0;
       uint64_t round = 0;
-      for (const auto& r : recs) {
-        acc += r[e].test_accuracy() / static_cast<double>(recs.size());
-        wall = std::max(wall, r[e].wall_seconds());
-        consensus += r[e].consensus_distance() / static_cast<double>(recs.size());
-        bytes += static_cast<double>(r[e].bytes_sent()) / static_cast<double>(recs.size());
-        round = std::max(round, r[e].round());
+      for (const proto::EpochRecord* r : at) {
+        acc += r->test_accuracy() / static_cast<double>(at.size());
+        wall = std::max(wall, r->wall_seconds());
+        consensus += r->consensus_distance() / static_cast<double>(at.size());
+        bytes += static_cast<double>(r->bytes_sent()) / static_cast<double>(at.size());
+        round = std::max(round, r->round());
       }
       const double d_rounds = static_cast<double>(round - prev_round);
       const double per_round = d_rounds > 0 ? (bytes - prev_bytes) / d_rounds : 0;
       const double round_ms = d_rounds > 0 ? 1000.0 * (wall - prev_wall) / d_rounds : 0;
-      curve << recs.front()[e].epoch() << ' ' << wall << ' ' << acc << ' ' << consensus << ' ' << per_round << ' '
+      curve << epoch << ' ' << wall << ' ' << acc << ' ' << consensus << ' ' << per_round << ' '
             << round_ms << '\n';
       prev_wall = wall;
       prev_bytes = bytes;
@@ -422,7 +510,7 @@ class Comparison {
       res.set_rounds(round);
       if (res.seconds_to_target() < 0 && acc >= o_.target) {
         res.set_seconds_to_target(wall);
-        res.set_epochs_to_target(recs.front()[e].epoch());
+        res.set_epochs_to_target(epoch);
       }
     }
     double rate = 0, bytes = 0;
@@ -441,6 +529,13 @@ class Comparison {
 
   // The mean of the final replicas, evaluated on the test set.
   double averaged_accuracy(const std::vector<Worker>& workers) {
+    for (const auto& w : workers) {
+      if (w.params.empty()) return -1;  // collect: the replicas live elsewhere
+    }
+    if (test_.size() == 0) {
+      test_ = trainer::load_fashion_mnist(data_dir(flags_), trainer::Split::kTest);
+      if (o_.test_limit > 0) test_ = test_.head(o_.test_limit);
+    }
     trainer::Trainer t(trainer::make_model(model_options(flags_), flags_.seed), test_, trainer_options(flags_));
     auto params = t.model().params();
     std::vector<double> sum(params.size(), 0.0);
@@ -531,7 +626,7 @@ class Comparison {
         continue;
       }
       t << "| " << r.algo() << " | ok | " << fmt("%.4f", r.final_mean_accuracy()) << " | "
-        << fmt("%.4f", r.best_mean_accuracy()) << " | " << fmt("%.4f", r.averaged_model_accuracy()) << " | "
+        << fmt("%.4f", r.best_mean_accuracy()) << " | " << (r.averaged_model_accuracy() < 0 ? "n/a" : fmt("%.4f", r.averaged_model_accuracy())) << " | "
         << (r.seconds_to_target() < 0 ? "not reached" : fmt("%.1f s", r.seconds_to_target())) << " | "
         << (r.epochs_to_target() < 0 ? "—" : fmt("%.0f", r.epochs_to_target())) << " | "
         << fmt("%.1f", r.rounds_per_second()) << " | "
@@ -545,10 +640,16 @@ class Comparison {
 
   std::string setup() const {
     std::ostringstream s;
+    if (collected_) {
+      s << summary_.workers() << " running daemons, read through their /status (gossipctl collect); each epoch "
+        << "line is the daemon's state when the collector saw its epoch advance.";
+      return s.str();
+    }
     s << o_.workers
       << (hosts_ ? " workers, each in its own network namespace on a bridge (tcp" +
                        (o_.bandwidth.empty() ? std::string(")") : ", " + o_.bandwidth + " per host)")
                  : std::string(" local workers (gossipd processes over ipc://)"))
+      << (o_.delay_ms > 0 ? ", " + std::to_string(o_.delay_ms) + " ms injected latency per message" : std::string())
       << ", model " << o_.model << ", " << o_.epochs
       << " epochs of " << summary_.train_samples() << " Fashion-MNIST training samples shared among them, batch "
       << o_.batch << " per worker, learning rate " << o_.lr << " (cosine), seed " << o_.seed << ", segments "
@@ -599,6 +700,11 @@ class Comparison {
   std::string gossipd_;
   TrainFlags flags_;
   const NetnsHosts* hosts_;  // null: local processes over ipc://
+
+ public:
+  bool collected_ = false;  // the report describes collected daemons
+
+ private:
   trainer::Dataset test_;
   size_t steps_ = 1;
   proto::CompareSummary summary_;
@@ -637,6 +743,9 @@ CLI::App* add_compare_command(CLI::App& app, CompareOptions& o) {
                   "large-batch: global batch x1, x4, x16 with the lr scaled; scaling: 4, 8, 16 workers at a fixed "
                   "global batch (--batch x 4)")
       ->check(CLI::IsMember({"large-batch", "scaling"}));
+  cmd->add_option("--delay-ms", o.delay_ms, "Latency added to every message, in the workers' transport")
+      ->check(CLI::Range(0, 60000))
+      ->capture_default_str();
   cmd->add_flag("--netns", o.netns, "One network namespace per worker on a private bridge (root)");
   cmd->add_option("--bandwidth", o.bandwidth, "With --netns: cap every host's link, e.g. 100mbit (tc tbf)")
       ->check([](const std::string& v) {
@@ -742,6 +851,56 @@ void write_preset_report(const CompareOptions& o, const std::vector<Config>& con
 }
 
 }  // namespace
+
+int run_collect(const CollectOptions& c) {
+  std::stop_source stop;
+  SignalWatcher signals(stop);
+  if (!on_path("gnuplot")) throw UsageError("gnuplot not found: apt-get install gnuplot-nox");
+  std::ifstream in(c.hosts);
+  if (!in) throw UsageError("cannot read --hosts " + c.hosts);
+  std::vector<std::pair<std::string, uint16_t>> hosts;
+  int n = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++n;
+    line = line.substr(0, line.find('#'));
+    line.erase(0, line.find_first_not_of(" \t"));
+    line.erase(line.find_last_not_of(" \t\r") + 1);
+    if (line.empty()) continue;
+    std::smatch m;
+    if (!std::regex_match(line, m, std::regex("([A-Za-z0-9_.-]+|\\[[0-9a-fA-F:]+\\]):([0-9]{1,5})")) ||
+        std::stoi(m[2]) > 65535) {
+      throw UsageError(c.hosts + ":" + std::to_string(n) + ": '" + line + "' is not HOST:PORT (a daemon's --http)");
+    }
+    std::string host = m[1];
+    if (host.front() == '[') host = host.substr(1, host.size() - 2);
+    hosts.emplace_back(host, static_cast<uint16_t>(std::stoi(m[2])));
+  }
+  if (hosts.empty()) throw UsageError("--hosts " + c.hosts + " lists no daemon (one HOST:PORT per line)");
+  check_out_dir(c.out);
+  CompareOptions o;
+  o.out = c.out;
+  o.target = c.target;
+  o.workers = static_cast<int>(hosts.size());
+  o.algos.clear();
+  Comparison cmp(o, stop.get_token(), nullptr);
+  cmp.collected_ = true;
+  cmp.collect(hosts, std::chrono::milliseconds(c.poll_ms));
+  cmp.write_outputs();
+  std::printf("gossipctl collect: report in %s/report.md and %s/report.html\n", c.out.c_str(), c.out.c_str());
+  return kExitOk;
+}
+
+CLI::App* add_collect_command(CLI::App& app, CollectOptions& c) {
+  CLI::App* cmd = app.add_subcommand("collect", "The compare report from daemons already running elsewhere");
+  cmd->add_option("--hosts", c.hosts, "File with one HOST:PORT (a daemon's --http) per line; # comments")
+      ->required();
+  cmd->add_option("--out", c.out, "Directory for the metrics, summary.json, plots and report")->required();
+  cmd->add_option("--target", c.target, "Accuracy whose time-to is reported")->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  cmd->add_option("--poll-ms", c.poll_ms, "How often each /status is read")->check(CLI::Range(50, 600000))
+      ->capture_default_str();
+  return cmd;
+}
 
 int run_compare(const CompareOptions& o) {
   std::stop_source stop;

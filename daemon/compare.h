@@ -29,6 +29,7 @@ struct CompareOptions {
   // every host's link in both directions.
   bool netns = false;
   std::string bandwidth;
+  int delay_ms = 0;  // injected in the workers' transport (the kernel has no netem)
   // The Crossover-SGD paper's two experiments at our scale:
   //  large-batch: --workers fixed, global batch x1, x4, x16 with the
   //               learning rate scaled alike (linear scaling rule);
@@ -36,7 +37,19 @@ struct CompareOptions {
   std::string preset;
 };
 
+struct CollectOptions {
+  std::string hosts;  // file: one HOST:PORT (a daemon's --http) per line
+  std::string out;
+  double target = 0.85;
+  int poll_ms = 1000;
+};
+
 CLI::App* add_compare_command(CLI::App& app, CompareOptions& options);
+CLI::App* add_collect_command(CLI::App& app, CollectOptions& options);
+// Reads running daemons' /status until they finish and writes the same
+// summary.json, plots and report as compare (no averaged model: the
+// replicas are not here).
+int run_collect(const CollectOptions& options);
 
 // Runs each protocol in turn as `workers` local gossipd processes with the
 // same data, model, seed, batch and schedule, shows progress, and writes

@@ -1,4 +1,4 @@
-// gossipctl: the operator tool (compare, benchmarks, keys; collect later).
+// gossipctl: the operator tool (compare, collect, benchmarks, keys).
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -79,9 +79,12 @@ int main(int argc, char** argv) {
 
   CompareOptions co;
   CLI::App* ccmd = add_compare_command(app, co);
+  CollectOptions collect;
+  CLI::App* collect_cmd = add_collect_command(app, collect);
 
   return run_cli(app, argc, argv, [&]() -> int {
     if (ccmd->parsed()) return run_compare(co);
+    if (collect_cmd->parsed()) return run_collect(collect);
     if (keygen->parsed()) return run_keygen(key_dir, force);
     if (tcmd->parsed()) return run_trainer_bench(tb);
     if (acmd->parsed()) return run_allreduce_bench(ab);

@@ -66,6 +66,7 @@ protocol::NodeOptions node_options(const RunCommandOptions& o) {
   n.listen = o.listen;
   n.validation.cluster_id = o.cluster_id;
   n.validation.max_message_bytes = o.max_message_bytes;
+  n.send_delay = std::chrono::milliseconds(o.delay_ms);
   if (!o.curve_secret_key.empty()) {
     n.curve = protocol::curve_options_from_files(o.curve_secret_key, o.curve_cluster_key);
   }
@@ -152,6 +153,10 @@ CLI::App* add_run_command(CLI::App& app, RunCommandOptions& o) {
   cmd->add_option("--curve-cluster-key", o.curve_cluster_key, "CURVE cluster public key file")
       ->check(CLI::ExistingFile);
   cmd->add_option("--metrics-out", o.metrics_out, "Append one JSON line per epoch to this file");
+  cmd->add_option("--delay-ms", o.delay_ms,
+                  "Hold every outbound message this long: injected network latency for experiments")
+      ->check(CLI::Range(0, 60000))
+      ->capture_default_str();
   cmd->add_option("--params-out", o.params_out,
                   "At the end, write the final parameters (raw little-endian float32) to this file");
   cmd->add_flag("--quiet", o.quiet, "No per-epoch progress lines");

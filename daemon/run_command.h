@@ -38,6 +38,7 @@ struct RunCommandOptions {
   std::string params_out;  // raw float32 parameters at the end
   bool quiet = false;
   bool check_config = false;  // validate everything, start nothing
+  int delay_ms = 0;           // injected latency on every outbound message
 };
 
 CLI::App* add_run_command(CLI::App& app, RunCommandOptions& options);

@@ -31,7 +31,10 @@ size_t TrainingLoop::steps_per_epoch(size_t dataset_size, size_t members, size_t
 void TrainingLoop::run(size_t steps, std::stop_token stop, const Step& step, const BeforeEval& before_eval) {
   start_ = std::chrono::steady_clock::now();
   start_round_ = trainer_.step_count();
-  state_.update([](proto::Status& s) { s.set_state("training"); });
+  state_.update([&](proto::Status& s) {
+    s.set_state("training");
+    s.set_epochs_total(static_cast<uint32_t>(epochs_));
+  });
   const size_t batch = trainer_.options().batch;
   const uint64_t total = static_cast<uint64_t>(epochs_) * steps;
   // The position is the trainer's count of completed steps, so a worker that

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "daemon/child_process.h"
+#include "tests/support/cluster.h"
 #include "tests/support/process.h"
 
 namespace gossipd::testing {
@@ -102,6 +103,43 @@ TEST_F(CompareTest, AFailingProtocolIsReportedAndTheOthersStillRun) {
   const std::string md = daemon::read_file(out + "/report.md");
   EXPECT_NE(md.find("| crossover | w0 exited with code 3: simulated failure"), std::string::npos) << md;
   EXPECT_NE(md.find("| allreduce | ok |"), std::string::npos) << md;
+}
+
+// collect: the report from daemons that run on their own (here a local
+// cluster), read through their /status.
+TEST_F(CompareTest, CollectBuildsTheReportFromRunningDaemons) {
+  Cluster c(3, {"--algo", "sgp", "--epochs", "4", "--quiet", "--threads", "1", "--train-limit", "9000",
+                "--test-limit", "300", "--batch", "32"});
+  const std::string hosts = dir_ + "/hosts";
+  {
+    std::ofstream h(hosts);
+    h << "# the cluster's HTTP endpoints\n";
+    for (int i = 0; i < 3; ++i) {
+      const uint16_t port = c.http_port(i);
+      ASSERT_GT(port, 0) << c.proc(i).err();
+      h << "127.0.0.1:" << port << "\n";
+    }
+  }
+  const std::string out = dir_ + "/collected";
+  const auto r = run({bin("gossipctl"), "collect", "--hosts", hosts, "--out", out, "--poll-ms", "50", "--target",
+                      "0.5"},
+                     300s);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::string summary = daemon::read_file(out + "/summary.json");
+  EXPECT_NE(summary.find("\"algo\":\"sgp\",\"status\":\"ok\",\"workers\":3"), std::string::npos) << summary;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(summary, m, std::regex("\"final_mean_accuracy\":([0-9.]+)"))) << summary;
+  EXPECT_GT(std::stod(m[1]), 0.5);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_GT(fs::file_size(out + "/sgp/w" + std::to_string(i) + ".jsonl"), 0u);
+  }
+  EXPECT_GT(fs::file_size(out + "/accuracy_vs_time.svg"), 1000u);
+  EXPECT_NE(daemon::read_file(out + "/report.md").find("| sgp | ok |"), std::string::npos);
+
+  std::ofstream(dir_ + "/bad") << "localhost:8080\nnot-a-host\n";
+  const auto bad = run({bin("gossipctl"), "collect", "--hosts", dir_ + "/bad", "--out", dir_ + "/x"}, 30s);
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("bad:2: 'not-a-host' is not HOST:PORT"), std::string::npos) << bad.err;
 }
 
 // One network namespace per worker, 100 mbit per host: each worker has its
