@@ -1,5 +1,6 @@
 #include "daemon/compare.h"
 
+#include <asio.hpp>
 #include <google/protobuf/util/json_util.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -59,23 +60,20 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
-// Removes a directory tree when it goes (the workers' ipc sockets).
-class ScratchDir {
- public:
-  ScratchDir() {
-    char tmpl[] = "/tmp/gossipd_compare_XXXXXX";
-    if (!mkdtemp(tmpl)) throw std::runtime_error("cannot create a directory in /tmp for the workers' sockets");
-    path_ = tmpl;
+// Loopback ports the kernel has free now, for the workers to bind: all are
+// held open together so that they differ, then released. Another process
+// could take one before the worker binds it; the worker then fails with
+// "Address already in use" and compare reports it.
+std::vector<uint16_t> free_ports(int n) {
+  asio::io_context io;
+  std::vector<asio::ip::tcp::acceptor> held;
+  std::vector<uint16_t> ports;
+  for (int i = 0; i < n; ++i) {
+    held.emplace_back(io, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+    ports.push_back(held.back().local_endpoint().port());
   }
-  ~ScratchDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+  return ports;
+}
 
 // One network namespace per worker, each with a veth into a private bridge
 // and its own address 10.213.S.(i+1)/24 (S from our pid, so two runs do not
@@ -343,23 +341,23 @@ class Comparison {
   proto::CompareSummary& summary() { return summary_; }
 
  private:
-  // Where worker k listens: its namespace's address, or an ipc:// socket.
-  std::string endpoint(const std::string& algo, int k, const std::string& sockets) const {
+  // Where worker k listens: its namespace's address, or a loopback port
+  // picked for this protocol's run.
+  std::string endpoint(int k) const {
     return hosts_ ? "tcp://" + hosts_->address(k) + ":7100"
-                  : "ipc://" + sockets + "/" + algo + "-w" + std::to_string(k);
+                  : "tcp://127.0.0.1:" + std::to_string(ports_.at(static_cast<size_t>(k)));
   }
   std::string http_host(int k) const { return hosts_ ? hosts_->address(k) : "127.0.0.1"; }
 
-  std::vector<std::string> worker_argv(const std::string& algo, int i, const std::string& sockets,
-                                       const std::string& dir) {
+  std::vector<std::string> worker_argv(const std::string& algo, int i, const std::string& dir) {
     std::string peers;
     for (int k = 0; k < o_.workers; ++k) {
-      peers += (k ? "," : "") + ("w" + std::to_string(k)) + "=" + endpoint(algo, k, sockets);
+      peers += (k ? "," : "") + ("w" + std::to_string(k)) + "=" + endpoint(k);
     }
     const std::string id = "w" + std::to_string(i);
     std::vector<std::string> a;
     if (hosts_) a = {"/usr/sbin/ip", "netns", "exec", hosts_->netns(i)};  // execs gossipd: same pid
-    a.insert(a.end(), {gossipd_, "run", "--id", id, "--listen", endpoint(algo, i, sockets), "--peers", peers,
+    a.insert(a.end(), {gossipd_, "run", "--id", id, "--listen", endpoint(i), "--peers", peers,
                        "--algo", algo, "--model", o_.model, "--epochs", std::to_string(o_.epochs), "--batch",
                        std::to_string(o_.batch), "--lr", fmt("%g", o_.lr), "--seed", std::to_string(o_.seed),
                        "--threads", std::to_string(o_.threads), "--segments", o_.segments, "--quiet", "--http",
@@ -384,7 +382,7 @@ class Comparison {
     const std::string dir = o_.out + "/" + algo;
     fs::create_directories(dir);
     for (const auto& e : fs::directory_iterator(dir)) fs::remove(e.path());  // a rerun of this protocol only
-    ScratchDir sockets;
+    if (!hosts_) ports_ = free_ports(o_.workers);
     std::vector<Worker> workers(static_cast<size_t>(o_.workers));
     for (int i = 0; i < o_.workers; ++i) {
       Worker& w = workers[static_cast<size_t>(i)];
@@ -394,7 +392,7 @@ class Comparison {
       w.err = dir + "/" + w.id + ".err";
       w.metrics = dir + "/" + w.id + ".jsonl";
       w.params = dir + "/" + w.id + ".params";
-      w.proc = std::make_unique<ChildProcess>(worker_argv(algo, i, sockets.path(), dir), w.out, w.err);
+      w.proc = std::make_unique<ChildProcess>(worker_argv(algo, i, dir), w.out, w.err);
     }
     const auto start = Clock::now();
     const uint64_t total = steps_ * static_cast<uint64_t>(o_.epochs);
@@ -648,7 +646,7 @@ class Comparison {
     s << o_.workers
       << (hosts_ ? " workers, each in its own network namespace on a bridge (tcp" +
                        (o_.bandwidth.empty() ? std::string(")") : ", " + o_.bandwidth + " per host)")
-                 : std::string(" local workers (gossipd processes over ipc://)"))
+                 : std::string(" local workers (gossipd processes over TCP loopback)"))
       << (o_.delay_ms > 0 ? ", " + std::to_string(o_.delay_ms) + " ms injected latency per message" : std::string())
       << ", model " << o_.model << ", " << o_.epochs
       << " epochs of " << summary_.train_samples() << " Fashion-MNIST training samples shared among them, batch "
@@ -699,7 +697,8 @@ class Comparison {
   std::stop_token stop_;
   std::string gossipd_;
   TrainFlags flags_;
-  const NetnsHosts* hosts_;  // null: local processes over ipc://
+  const NetnsHosts* hosts_;  // null: local processes on loopback
+  std::vector<uint16_t> ports_;
 
  public:
   bool collected_ = false;  // the report describes collected daemons

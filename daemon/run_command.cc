@@ -153,6 +153,10 @@ CLI::App* add_run_command(CLI::App& app, RunCommandOptions& o) {
   cmd->add_option("--curve-cluster-key", o.curve_cluster_key, "CURVE cluster public key file")
       ->check(CLI::ExistingFile);
   cmd->add_option("--metrics-out", o.metrics_out, "Append one JSON line per epoch to this file");
+  cmd->add_option("--linger-ms", o.linger_ms,
+                  "After training, keep serving /status this long (so gossipctl collect sees the final state)")
+      ->check(CLI::Range(0, 2147483647))
+      ->capture_default_str();
   cmd->add_option("--delay-ms", o.delay_ms,
                   "Hold every outbound message this long: injected network latency for experiments")
       ->check(CLI::Range(0, 60000))
@@ -211,6 +215,14 @@ std::string refusal(const proto::Hello& mine, const proto::Hello& theirs) {
 }  // namespace
 
 namespace {
+
+// Sleeps for `d`, or less when `stop` fires.
+void sleep_unless_stopped(std::chrono::steady_clock::duration d, std::stop_token stop) {
+  std::mutex mu;
+  std::condition_variable_any cv;
+  std::unique_lock lock(mu);
+  cv.wait_for(lock, stop, d, [] { return false; });
+}
 
 bool binds_everything(const std::string& endpoint) {
   return endpoint.find("//0.0.0.0:") != std::string::npos || endpoint.find("//*:") != std::string::npos;
@@ -408,12 +420,8 @@ int run_run_command(const RunCommandOptions& o) {
                 static_cast<unsigned long long>((joined.since_round - 1) / steps + 1));
     std::fflush(stdout);
     membership = std::make_unique<Membership>(node, self, joined.admitted, mopts, state, metrics);
-    std::mutex mu;
-    std::condition_variable_any cv;
-    std::unique_lock lock(mu);
-    auto token = stop.get_token();
-    cv.wait_until(lock, token, joined.start_at, [] { return false; });
-    if (token.stop_requested()) return stopped();
+    sleep_unless_stopped(joined.start_at - std::chrono::steady_clock::now(), stop.get_token());
+    if (stop.stop_requested()) return stopped();
   } else {
     membership = std::make_unique<Membership>(node, self, peers, mopts, state, metrics);
   }
@@ -472,6 +480,8 @@ int run_run_command(const RunCommandOptions& o) {
               static_cast<unsigned long long>(final_status.bytes_sent()));
   std::fflush(stdout);
   node.close();
+  // Keep answering /status ("done", the final accuracy) for collectors.
+  if (http && o.linger_ms > 0) sleep_unless_stopped(std::chrono::milliseconds(o.linger_ms), stop.get_token());
   return kExitOk;
 }
 

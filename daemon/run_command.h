@@ -39,6 +39,7 @@ struct RunCommandOptions {
   bool quiet = false;
   bool check_config = false;  // validate everything, start nothing
   int delay_ms = 0;           // injected latency on every outbound message
+  int linger_ms = 0;          // keep serving /status this long after training
 };
 
 CLI::App* add_run_command(CLI::App& app, RunCommandOptions& options);

@@ -109,7 +109,7 @@ TEST_F(CompareTest, AFailingProtocolIsReportedAndTheOthersStillRun) {
 // cluster), read through their /status.
 TEST_F(CompareTest, CollectBuildsTheReportFromRunningDaemons) {
   Cluster c(3, {"--algo", "sgp", "--epochs", "4", "--quiet", "--threads", "1", "--train-limit", "9000",
-                "--test-limit", "300", "--batch", "32"});
+                "--test-limit", "300", "--batch", "32", "--linger-ms", "2000"});
   const std::string hosts = dir_ + "/hosts";
   {
     std::ofstream h(hosts);
@@ -135,6 +135,12 @@ TEST_F(CompareTest, CollectBuildsTheReportFromRunningDaemons) {
   }
   EXPECT_GT(fs::file_size(out + "/accuracy_vs_time.svg"), 1000u);
   EXPECT_NE(daemon::read_file(out + "/report.md").find("| sgp | ok |"), std::string::npos);
+  // --linger-ms let it see every worker's last epoch (and "done").
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_NE(daemon::read_file(out + "/sgp/w" + std::to_string(i) + ".jsonl").find("\"epoch\":4,"),
+              std::string::npos)
+        << "worker " << i;
+  }
 
   std::ofstream(dir_ + "/bad") << "localhost:8080\nnot-a-host\n";
   const auto bad = run({bin("gossipctl"), "collect", "--hosts", dir_ + "/bad", "--out", dir_ + "/x"}, 30s);
