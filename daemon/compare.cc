@@ -361,7 +361,7 @@ class Comparison {
                        "--algo", algo, "--model", o_.model, "--epochs", std::to_string(o_.epochs), "--batch",
                        std::to_string(o_.batch), "--lr", fmt("%g", o_.lr), "--seed", std::to_string(o_.seed),
                        "--threads", std::to_string(o_.threads), "--segments", o_.segments, "--quiet", "--http",
-                       http_host(i) + ":0", "--cluster-id", "compare-" + algo, "--consensus-every", "10",
+                       http_host(i) + ":0", "--cluster-id", "compare-" + algo, "--consensus-every", std::to_string(steps_),
                        "--metrics-out", dir + "/" + id + ".jsonl", "--params-out", dir + "/" + id + ".params"});
     if (o_.train_limit > 0) a.insert(a.end(), {"--train-limit", std::to_string(o_.train_limit)});
     if (o_.test_limit > 0) a.insert(a.end(), {"--test-limit", std::to_string(o_.test_limit)});
