@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -200,6 +201,17 @@ uint64_t json_uint(const std::string& json, const std::string& field) {
   return std::stoull(m[1]);
 }
 
+// A string usable as one file name: [A-Za-z0-9_.-] kept, the rest '_', and
+// never "." or "..".
+std::string safe_name(const std::string& s) {
+  std::string out;
+  for (char ch : s.substr(0, 100)) {
+    out += std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' || ch == '.' ? ch : '_';
+  }
+  if (out.empty() || out == "." || out == "..") out = "_" + out;
+  return out;
+}
+
 std::string last_line(const std::string& text) {
   std::string t = text;
   while (!t.empty() && t.back() == '\n') t.pop_back();
@@ -290,8 +302,9 @@ class Comparison {
           continue;
         }
         h.last_answer = Clock::now();
-        h.id = st.id();
-        h.algo = st.algo();
+        // Names from the network become file names: nothing but a plain name.
+        h.id = safe_name(st.id().empty() ? hosts[i].first + "_" + std::to_string(hosts[i].second) : st.id());
+        h.algo = safe_name(st.algo().empty() ? "unknown" : st.algo());
         h.epochs_total = st.epochs_total();
         min_round = std::min<uint64_t>(min_round, st.round());
         if (st.epoch() > h.epoch) {
@@ -319,8 +332,10 @@ class Comparison {
       std::this_thread::sleep_for(poll);
     }
     std::map<std::string, std::vector<Worker>> by_algo;
+    std::map<std::string, uint32_t> epochs;
     for (const auto& h : seen) {
       if (h.id.empty()) continue;
+      epochs[h.algo] = std::max(epochs[h.algo], h.epoch);
       Worker w;
       w.id = h.id;
       w.metrics = o_.out + "/" + h.algo + "/" + h.id + ".jsonl";
@@ -333,7 +348,7 @@ class Comparison {
       res.set_target_accuracy(o_.target);
       res.set_status("ok");
       summarize(workers, o_.out + "/" + algo, res);
-      res.set_epochs(static_cast<uint32_t>(std::max(0.0, res.epochs_to_target())));
+      res.set_epochs(epochs[algo]);
       *summary_.add_results() = res;
     }
     summary_.set_workers(static_cast<uint32_t>(hosts.size()));
