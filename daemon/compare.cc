@@ -61,18 +61,27 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
-// Loopback ports the kernel has free now, for the workers to bind: all are
-// held open together so that they differ, then released. Another process
-// could take one before the worker binds it; the worker then fails with
-// "Address already in use" and compare reports it.
+// Loopback ports for the workers to bind, below Linux's ephemeral range
+// (32768 and up): the workers' own port-0 binds (their HTTP servers) and
+// outgoing connections take ephemeral ports, so they can never take these.
+// Each is checked free by binding it; all are held together, so they differ.
 std::vector<uint16_t> free_ports(int n) {
   asio::io_context io;
   std::vector<asio::ip::tcp::acceptor> held;
   std::vector<uint16_t> ports;
-  for (int i = 0; i < n; ++i) {
-    held.emplace_back(io, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
-    ports.push_back(held.back().local_endpoint().port());
+  const int span = 32000 - 20000;
+  const int start = static_cast<int>(Clock::now().time_since_epoch().count() % span);
+  for (int k = 0; k < span && static_cast<int>(ports.size()) < n; ++k) {
+    const auto port = static_cast<uint16_t>(20000 + (start + k) % span);
+    asio::ip::tcp::acceptor a(io);
+    asio::error_code ec;
+    a.open(asio::ip::tcp::v4(), ec);
+    if (!ec) a.bind(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), port), ec);
+    if (ec) continue;
+    held.push_back(std::move(a));
+    ports.push_back(port);
   }
+  if (static_cast<int>(ports.size()) < n) throw std::runtime_error("no free loopback ports in 20000-31999");
   return ports;
 }
 
@@ -417,8 +426,12 @@ class Comparison {
       bool all_done = true;
       uint64_t round = total;
       uint32_t epoch = static_cast<uint32_t>(o_.epochs);
+      bool failed = false;
       for (auto& w : workers) {
-        if (w.proc->wait(std::chrono::milliseconds(0))) continue;
+        if (w.proc->wait(std::chrono::milliseconds(0))) {
+          failed = failed || w.proc->exit_code() != 0;
+          continue;
+        }
         all_done = false;
         if (w.http_port == 0) {
           std::smatch m;
@@ -434,6 +447,11 @@ class Comparison {
       }
       best = std::max(best, mean_accuracy_so_far(workers));
       if (all_done) break;
+      if (failed) {  // the others would only wait for it until their timeouts
+        for (auto& w : workers) w.proc->signal(SIGKILL);
+        for (auto& w : workers) w.proc->wait(std::chrono::seconds(5));
+        break;
+      }
       progress_.show(algo, round, total, epoch, o_.epochs, best, seconds_since(start));
       if (stop_.stop_requested()) {
         for (auto& w : workers) w.proc->signal(SIGTERM);
@@ -448,6 +466,8 @@ class Comparison {
     }
     progress_.show(algo, total, total, static_cast<uint32_t>(o_.epochs), o_.epochs, best, seconds_since(start));
     progress_.end();
+    // Name the worker that failed by itself before those compare then killed.
+    std::stable_partition(workers.begin(), workers.end(), [](const Worker& w) { return w.proc->term_signal() == 0; });
     for (auto& w : workers) {
       if (w.proc->exit_code() != 0) {
         res.set_status(w.id + " exited with " +

@@ -80,28 +80,32 @@ TEST_F(CompareTest, ThreeProtocolsGiveASummaryPlotsAndAReport) {
 }
 
 TEST_F(CompareTest, AFailingProtocolIsReportedAndTheOthersStillRun) {
-  // A gossipd that fails for crossover only (what a crash or a bad cluster
-  // looks like from compare), the real one otherwise.
+  // A gossipd whose worker w1 fails for crossover only (what a crash looks
+  // like from compare), the real one otherwise. The other crossover workers
+  // would wait for w1 until --startup-timeout-ms (60 s): compare stops them.
   const std::string wrapper = dir_ + "/gossipd";
   {
     std::ofstream w(wrapper);
-    w << "#!/bin/sh\ncase \"$*\" in *\"--algo crossover\"*) echo 'simulated failure' >&2; exit 3;; esac\nexec "
+    w << "#!/bin/sh\ncase \"$*\" in *\"--id w1 \"*\"--algo crossover\"*) echo 'simulated failure' >&2; exit 3;; "
+         "esac\nexec "
       << bin("gossipd") << " \"$@\"\n";
   }
   fs::permissions(wrapper, fs::perms::owner_all);
   const std::string out = dir_ + "/report";
-  const auto r = run({bin("gossipctl"), "compare", "--workers", "2", "--algos", "crossover,allreduce", "--epochs",
+  const auto started = std::chrono::steady_clock::now();
+  const auto r = run({bin("gossipctl"), "compare", "--workers", "3", "--algos", "crossover,allreduce", "--epochs",
                       "1", "--batch", "32", "--train-limit", "2000", "--test-limit", "200", "--gossipd", wrapper,
                       "--out", out},
                      300s);
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 30s) << "the failed protocol's other workers were left waiting";
   const std::string summary = daemon::read_file(out + "/summary.json");
-  EXPECT_NE(summary.find("\"algo\":\"crossover\",\"status\":\"w0 exited with code 3: simulated failure"),
+  EXPECT_NE(summary.find("\"algo\":\"crossover\",\"status\":\"w1 exited with code 3: simulated failure"),
             std::string::npos)
       << summary;
   EXPECT_NE(summary.find("\"algo\":\"allreduce\",\"status\":\"ok\""), std::string::npos) << summary;
   const std::string md = daemon::read_file(out + "/report.md");
-  EXPECT_NE(md.find("| crossover | w0 exited with code 3: simulated failure"), std::string::npos) << md;
+  EXPECT_NE(md.find("| crossover | w1 exited with code 3: simulated failure"), std::string::npos) << md;
   EXPECT_NE(md.find("| allreduce | ok |"), std::string::npos) << md;
 }
 
