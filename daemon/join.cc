@@ -48,6 +48,7 @@ JoinResult join_cluster(protocol::Node& node, const std::vector<std::string>& en
     node.transport().connect(probes.back(), ep);
   }
   hello.set_ready(false);
+  std::string contact_endpoint;
   for (size_t attempt = 0; r.contact.empty(); ++attempt) {
     if (Clock::now() >= deadline) {
       throw NoMemberAnswered("no member answered at " + endpoints.front() +
@@ -64,10 +65,13 @@ JoinResult join_cluster(protocol::Node& node, const std::vector<std::string>& en
     r.contact = m->envelope.sender();
     r.topology_seed = list.topology_seed();
     for (const auto& mem : list.members()) {
-      if (mem.id() == r.contact) node.add_peer(mem.id(), mem.endpoint());
+      if (mem.id() == r.contact) contact_endpoint = mem.endpoint();
     }
   }
+  // The probes connect under this node's id too, and a member's socket
+  // takes one connection per id: they go before the real one is made.
   for (const auto& p : probes) node.transport().disconnect(p);
+  if (!contact_endpoint.empty()) node.add_peer(r.contact, contact_endpoint);
   if (!node.validator().is_member(r.contact)) {
     throw std::runtime_error("member '" + r.contact + "' answered but is not in its own member list");
   }

@@ -257,10 +257,22 @@ void Membership::handle_hello(const std::string& id, const proto::Hello& hello) 
                      joiners_.size());
         return;
       }
+      if (id == self_.id()) {
+        // Answering would connect our own id elsewhere: the joiner times out
+        // with a hint that its --id may be taken.
+        spdlog::warn("node '{}': HELLO under this member's own id from {} ignored", node_.id(), hello.endpoint());
+        return;
+      }
       std::string why = policy_->refuse(hello);
-      if (id == self_.id()) why = "the id '" + id + "' is the contact's own: give every worker a unique --id";
       if (hello.endpoint().empty()) why = "the HELLO names no endpoint to answer to";
       auto e = entries_.find(id);
+      if (e != entries_.end() && !why.empty()) {
+        // A live member's id with an unfit configuration: answering would
+        // redirect our connection to that member. Not answered.
+        spdlog::warn("node '{}': HELLO from {} under member '{}' refused unanswered: {}", node_.id(),
+                     hello.endpoint(), id, why);
+        return;
+      }
       if (e != entries_.end() && why.empty()) {
         // A member that says HELLO again restarted: its old incarnation is gone.
         departed_[id] = e->second.since_round;
@@ -290,7 +302,8 @@ void Membership::handle_hello(const std::string& id, const proto::Hello& hello) 
                  node_.id(), id);
     publish();
   }
-  node_.add_peer(id, hello.endpoint());  // idempotent; the reply goes to the address it gave
+  // The reply goes to the address a new joiner gave (a ready one is connected already).
+  if (!hello.ready()) node_.add_peer(id, hello.endpoint());
   for (const auto& to : announce_to) send_list(to, reply);
   if (hello.ready()) publish();
 }
