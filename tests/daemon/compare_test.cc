@@ -79,6 +79,19 @@ TEST_F(CompareTest, ThreeProtocolsGiveASummaryPlotsAndAReport) {
   EXPECT_NE(again.err.find("already holds a comparison"), std::string::npos) << again.err;
 }
 
+TEST_F(CompareTest, ReplicasThatAgreeExactlyStillGetAConsensusPlot) {
+  // Two Crossover replicas are equal after every round: a consensus
+  // distance of exactly 0 has no place on a log scale, and once made gnuplot
+  // (and so the whole report) fail.
+  const std::string out = dir_ + "/report";
+  const auto r = run({bin("gossipctl"), "compare", "--workers", "2", "--algos", "crossover", "--epochs", "1",
+                      "--batch", "32", "--train-limit", "2000", "--test-limit", "200", "--out", out},
+                     120s);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(daemon::read_file(out + "/consensus.svg").find("no data"), std::string::npos);
+  EXPECT_NE(daemon::read_file(out + "/report.md").find("| crossover | ok |"), std::string::npos);
+}
+
 TEST_F(CompareTest, AFailingProtocolIsReportedAndTheOthersStillRun) {
   // A gossipd whose worker w1 fails for crossover only (what a crash looks
   // like from compare), the real one otherwise. The other crossover workers

@@ -1,0 +1,87 @@
+#include "daemon/compare_hosts.h"
+
+#include <unistd.h>
+
+#include <asio.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <stdexcept>
+
+#include "daemon/cli.h"
+
+namespace gossipd::daemon {
+namespace {
+
+void sh(const std::string& cmd) {
+  if (std::system((cmd + " 2>/dev/null").c_str()) != 0) {
+    throw UsageError("--netns: '" + cmd + "' failed (run as root, with iproute2 and a kernel with netns and tbf)");
+  }
+}
+
+}  // namespace
+
+std::vector<uint16_t> free_ports(int n) {
+  asio::io_context io;
+  std::vector<asio::ip::tcp::acceptor> held;
+  std::vector<uint16_t> ports;
+  const int span = 32000 - 20000;
+  const int start = static_cast<int>(std::chrono::steady_clock::now().time_since_epoch().count() % span);
+  for (int k = 0; k < span && static_cast<int>(ports.size()) < n; ++k) {
+    const auto port = static_cast<uint16_t>(20000 + (start + k) % span);
+    asio::ip::tcp::acceptor a(io);
+    asio::error_code ec;
+    a.open(asio::ip::tcp::v4(), ec);
+    if (!ec) a.bind(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), port), ec);
+    if (ec) continue;
+    held.push_back(std::move(a));
+    ports.push_back(port);
+  }
+  if (static_cast<int>(ports.size()) < n) throw std::runtime_error("no free loopback ports in 20000-31999");
+  return ports;
+}
+
+NetnsHosts::NetnsHosts(int hosts, const std::string& rate)
+    : tag_(std::to_string(getpid() % 100000)) {
+  subnet_ = "10.213." + std::to_string(getpid() % 250) + ".";
+  try {
+    sh("ip link add " + bridge() + " type bridge");
+    sh("ip addr add " + subnet_ + "254/24 dev " + bridge());
+    sh("ip link set " + bridge() + " up");
+    for (int i = 0; i < hosts; ++i) {
+      const std::string ns = netns(i), veth = "gd" + tag_ + "v" + std::to_string(i);
+      sh("ip netns add " + ns);
+      namespaces_.push_back(ns);
+      sh("ip link add " + veth + " type veth peer name " + veth + "p");
+      sh("ip link set " + veth + "p netns " + ns);
+      sh("ip -n " + ns + " link set " + veth + "p name eth0");
+      sh("ip -n " + ns + " addr add " + address(i) + "/24 dev eth0");
+      sh("ip -n " + ns + " link set eth0 up");
+      sh("ip -n " + ns + " link set lo up");
+      sh("ip link set " + veth + " master " + bridge());
+      sh("ip link set " + veth + " up");
+      if (!rate.empty()) {
+        const std::string tbf = " root tbf rate " + rate + " burst 256kb latency 400ms";
+        sh("tc qdisc add dev " + veth + tbf);
+        sh("ip netns exec " + ns + " tc qdisc add dev eth0" + tbf);
+      }
+    }
+  } catch (...) {
+    cleanup();
+    throw;
+  }
+}
+
+NetnsHosts::~NetnsHosts() { cleanup(); }
+
+void NetnsHosts::cleanup() {
+  // Deleting a namespace deletes its end of the veth, and so the pair.
+  for (size_t i = 0; i < namespaces_.size(); ++i) {
+    // The kernel frees a deleted namespace's veth asynchronously: delete our end now.
+    std::system(("ip link del gd" + tag_ + "v" + std::to_string(i) + " 2>/dev/null").c_str());
+    std::system(("ip netns del " + namespaces_[i] + " 2>/dev/null").c_str());
+  }
+  namespaces_.clear();
+  std::system(("ip link del " + bridge() + " 2>/dev/null").c_str());
+}
+
+}  // namespace gossipd::daemon
