@@ -36,7 +36,8 @@ std::optional<protocol::Message> next_list(protocol::Node& node, const std::stri
 }  // namespace
 
 JoinResult join_cluster(protocol::Node& node, const std::vector<std::string>& endpoints, proto::Hello hello,
-                        size_t optimizer_floats, std::chrono::milliseconds timeout, std::stop_token stop) {
+                        size_t optimizer_floats, std::chrono::milliseconds timeout, std::stop_token stop,
+                        const std::function<void(const JoinState&)>& on_state) {
   // Until the contact is known, its answer comes from a stranger.
   node.validator().set_open_types({proto::MEMBER_LIST, proto::STATE_CHUNK});
   const auto deadline = Clock::now() + timeout;
@@ -79,6 +80,7 @@ JoinResult join_cluster(protocol::Node& node, const std::vector<std::string>& en
 
   // (2) The state, then (3) ready -> the announcement naming our round.
   r.state = receive_state(node, r.contact, hello.parameter_floats(), optimizer_floats, kRetry * 5, stop);
+  if (on_state) on_state(r.state);
   node.validator().set_open_types({proto::HELLO});
   hello.set_ready(true);
   for (;;) {

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <stop_token>
 #include <string>
 #include <vector>
@@ -38,10 +39,13 @@ struct JoinResult {
 // The joiner's side of Membership's join (see membership.h): says HELLO to
 // the endpoints in turn until one answers, downloads the state from it, says
 // it is ready and waits for the round it enters at. `hello` describes this
-// worker (endpoint, group, model sizes, protocol). Throws JoinRefused,
+// worker (endpoint, group, model sizes, protocol). `on_state`, when set, is
+// called with the downloaded state before the joiner says it is ready (the
+// daemon evaluates the model it starts from there). Throws JoinRefused,
 // std::runtime_error when no member answers within `timeout` or the download
 // fails, protocol::Aborted on stop.
 JoinResult join_cluster(protocol::Node& node, const std::vector<std::string>& endpoints, proto::Hello hello,
-                        size_t optimizer_floats, std::chrono::milliseconds timeout, std::stop_token stop);
+                        size_t optimizer_floats, std::chrono::milliseconds timeout, std::stop_token stop,
+                        const std::function<void(const JoinState&)>& on_state = {});
 
 }  // namespace gossipd::daemon

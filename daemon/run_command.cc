@@ -384,8 +384,23 @@ int run_run_command(const RunCommandOptions& o) {
   JoinResult joined;
   if (joining) {
     try {
+      // The model it starts from, evaluated while the cluster trains on: a
+      // joiner that starts near the others shows it in this line.
+      auto evaluate_download = [&](const JoinState& st) {
+        auto params = trainer.model().params();
+        std::copy(st.params.begin(), st.params.end(), params.begin());
+        // SGP sends numerators and weights: the model is their quotient.
+        for (size_t s = 0; s < static_cast<size_t>(st.header.push_sum_weights_size()) && s < segments.size(); ++s) {
+          const float w = static_cast<float>(st.header.push_sum_weights(static_cast<int>(s)));
+          for (size_t i = segments[s].offset; i < segments[s].offset + segments[s].length; ++i) params[i] /= w;
+        }
+        std::printf("gossipd run: %s downloaded the state at round %llu: test accuracy %.4f\n", o.id.c_str(),
+                    static_cast<unsigned long long>(st.header.step()), trainer.evaluate(test).accuracy);
+        std::fflush(stdout);
+        std::copy(st.params.begin(), st.params.end(), params.begin());
+      };
       joined = join_cluster(node, o.join, mine, trainer.optimizer().state().size(),
-                            std::chrono::milliseconds(o.startup_timeout_ms), stop.get_token());
+                            std::chrono::milliseconds(o.startup_timeout_ms), stop.get_token(), evaluate_download);
     } catch (const protocol::Aborted&) {
       return stopped();
     } catch (const NoMemberAnswered& e) {
@@ -407,7 +422,6 @@ int run_run_command(const RunCommandOptions& o) {
   }
   if (joining) {
     const proto::StateHeader& h = joined.state.header;
-    std::copy(joined.state.params.begin(), joined.state.params.end(), trainer.model().params().begin());
     std::copy(joined.state.optimizer.begin(), joined.state.optimizer.end(), trainer.optimizer().state().begin());
     trainer.set_step_count(joined.since_round - 1);  // its first round is the one it was admitted at
     steps = std::max<uint64_t>(1, h.steps_per_epoch());

@@ -34,17 +34,31 @@ size_t member_count(const std::string& status) {
   return static_cast<size_t>(std::count(list.begin(), list.end(), '"')) / 2;
 }
 
-// epoch -> test accuracy, from a --metrics-out file.
-std::map<int, double> accuracies(const std::string& path) {
-  std::map<int, double> out;
+struct EpochRecord {
+  uint64_t round = 0;  // rounds completed at the end of the epoch
+  double accuracy = 0;
+};
+
+// epoch -> its record, from a --metrics-out file.
+std::map<int, EpochRecord> records(const std::string& path) {
+  std::map<int, EpochRecord> out;
   std::ifstream in(path);
-  static const std::regex epoch_re("\"epoch\":([0-9]+)"), acc_re("\"test_accuracy\":([0-9.e+-]+)");
+  static const std::regex epoch_re("\"epoch\":([0-9]+)"), acc_re("\"test_accuracy\":([0-9.e+-]+)"),
+      round_re("\"round\":\"?([0-9]+)");
   for (std::string line; std::getline(in, line);) {
-    std::smatch e, a;
-    if (std::regex_search(line, e, epoch_re) && std::regex_search(line, a, acc_re)) {
-      out[std::stoi(e[1])] = std::stod(a[1]);
+    std::smatch e, a, r;
+    if (std::regex_search(line, e, epoch_re) && std::regex_search(line, a, acc_re) &&
+        std::regex_search(line, r, round_re)) {
+      out[std::stoi(e[1])] = {std::stoull(r[1]), std::stod(a[1])};
     }
   }
+  return out;
+}
+
+// epoch -> test accuracy.
+std::map<int, double> accuracies(const std::string& path) {
+  std::map<int, double> out;
+  for (const auto& [epoch, rec] : records(path)) out[epoch] = rec.accuracy;
   return out;
 }
 
@@ -128,25 +142,57 @@ TEST_P(Join, AFifthWorkerJoinsWithoutStallingTheOthers) {
   }
   ASSERT_TRUE(joiner_evaluated) << c.proc(j).err();
 
+  // The model the joiner downloaded, evaluated before it entered, against each old member's last evaluation
+  // at or before the round of the snapshot. A model taken between two SGD steps mid-epoch is noisier than one
+  // at an epoch's end (measured 0.7940 for AllReduce against 0.8300 at the epoch before), hence 10 points; a
+  // model with random weights is at ~0.10.
+  std::smatch dl;
+  const std::string joiner_out = c.proc(j).out();
+  ASSERT_TRUE(std::regex_search(joiner_out, dl, std::regex("downloaded the state at round ([0-9]+): test accuracy "
+                                                           "([0-9.]+)")))
+      << joiner_out;
+  const uint64_t snapshot_round = std::stoull(dl[1]);
+  const double downloaded = std::stod(dl[2]);
+  double lowest_before = 1;
+  for (int i = 0; i < 4; ++i) {
+    double last = 0;
+    for (const auto& [e, rec] : records(dir.file(Cluster::id(i)))) {
+      if (rec.round <= snapshot_round) last = rec.accuracy;
+    }
+    lowest_before = std::min(lowest_before, last);
+  }
+  EXPECT_GE(downloaded, lowest_before - 0.10) << "the downloaded model (round " << snapshot_round
+                                              << ") vs the old members' last evaluations before it";
+
   // The joiner's first evaluation against the others' at the same epoch.
   const auto joiner = accuracies(dir.file("w4"));
   const auto [epoch, acc] = *joiner.begin();
-  double sum = 0;
+  double sum = 0, lowest = 1;
+  std::string each;
   for (int i = 0; i < 4; ++i) {
-    const auto own = accuracies(dir.file(Cluster::id(i)));
     ASSERT_TRUE(wait_until([&] { return accuracies(dir.file(Cluster::id(i))).count(epoch) > 0; }, 30s));
-    sum += accuracies(dir.file(Cluster::id(i))).at(epoch);
+    const double a = accuracies(dir.file(Cluster::id(i))).at(epoch);
+    sum += a;
+    lowest = std::min(lowest, a);
+    each += (i ? " " : "") + std::to_string(a).substr(0, 6);
   }
   const double others = sum / 4;
-  EXPECT_NEAR(acc, others, 0.02) << "joiner's first evaluation (epoch " << epoch << ") vs the others' mean";
+  // Old members' own replicas differ by up to ~2 points at one epoch (measured: 0.8130-0.8360 in one run), so
+  // the joiner is held to the band of the members it joined, not to their mean: no worse than the weakest of
+  // them by more than 2 points. A joiner that started from random weights passes this one too (gossip mixes it in within an epoch: measured
+  // 0.8100 vs 0.8220-0.8390): the downloaded-model check above is the one that tells them apart.
+  EXPECT_GE(acc, lowest - 0.02) << "joiner's first evaluation (epoch " << epoch << ") vs the old members' ("
+                                << each << ")";
   EXPECT_GT(epoch, 2) << "the joiner continues the cluster's epochs, not from zero";
   Clock::duration worst = *std::max_element(worst_gap.begin(), worst_gap.end());
   std::printf("[ measured ] %s: all five listed %lld ms after launch; longest round gap of an old member %lld ms; "
-              "joiner's first evaluation (epoch %d) %.4f vs the others' %.4f\n",
+              "downloaded model %.4f (old members before it >= %.4f); "
+              "joiner's first evaluation (epoch %d) %.4f vs the others' %.4f (%s)\n",
               GetParam().c_str(),
               static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(*all_listed_after).count()),
-              static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(worst).count()), epoch,
-              acc, others);
+              static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(worst).count()), downloaded,
+              lowest_before, epoch,
+              acc, others, each.c_str());
   EXPECT_NE(c.proc(j).out().find("joined through w1"), std::string::npos) << c.proc(j).out();
   for (int i = 0; i <= j; ++i) c.proc(i).signal(SIGTERM);
   for (int i = 0; i <= j; ++i) {
