@@ -8,7 +8,6 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
-#include <regex>
 #include <cstdio>
 #include <stop_token>
 #include <thread>
@@ -73,104 +72,6 @@ protocol::NodeOptions node_options(const RunCommandOptions& o) {
   return n;
 }
 
-}  // namespace
-
-std::string default_group(const std::string& endpoint) {
-  if (endpoint.rfind("ipc://", 0) == 0 || endpoint.rfind("inproc://", 0) == 0) return "local";
-  const auto scheme = endpoint.find("://");
-  std::string rest = scheme == std::string::npos ? endpoint : endpoint.substr(scheme + 3);
-  if (!rest.empty() && rest.front() == '[') return rest.substr(1, rest.find(']') - 1);  // [v6]:port
-  return rest.substr(0, rest.rfind(':'));
-}
-
-std::map<std::string, std::string> parse_peers(const std::vector<std::string>& entries) {
-  std::map<std::string, std::string> peers;
-  for (const auto& e : entries) {
-    const auto eq = e.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == e.size()) {
-      throw UsageError("--peers entry '" + e + "' is not ID=ENDPOINT (e.g. w2=tcp://10.0.0.2:7000)");
-    }
-    const std::string id = e.substr(0, eq);
-    if (!peers.emplace(id, e.substr(eq + 1)).second) throw UsageError("--peers names '" + id + "' twice");
-  }
-  return peers;
-}
-
-CLI::App* add_run_command(CLI::App& app, RunCommandOptions& o) {
-  CLI::App* cmd = app.add_subcommand("run", "Run a worker that trains with its peers");
-  add_train_flags(*cmd, o.train);
-  cmd->add_option("--algo", o.algo, "Averaging protocol: crossover, sgp, osgp (overlapped SGP) or allreduce")
-      ->check(CLI::IsMember({"allreduce", "crossover", "sgp", "osgp"}))
-      ->capture_default_str();
-  cmd->add_option("--segments", o.segments, "Gossip unit: fine (one per layer block), coarse (whole model) or N pieces")
-      ->capture_default_str();
-  cmd->add_flag("--overlap", o.overlap,
-                "crossover: gossip on a communication thread while the next step computes (sgp: use --algo osgp)");
-  cmd->add_option("--heartbeat-ms", o.heartbeat_ms, "Heartbeat interval (gossip protocols)")
-      ->check(CLI::Range(10, 600000))
-      ->capture_default_str();
-  cmd->add_option("--failure-timeout-ms", o.failure_timeout_ms,
-                  "A member silent this long is evicted from the view (gossip protocols)")
-      ->check(CLI::Range(50, 3600000))
-      ->capture_default_str();
-  cmd->add_option("--consensus-every", o.consensus_every,
-                 "Measure the replicas' consensus distance every N rounds (0: never; gossip protocols)")
-      ->capture_default_str();
-  cmd->add_option("--segment-deadline-ms", o.segment_deadline_ms, "A gossip segment later than this is skipped")
-      ->check(CLI::Range(1, 3600000))
-      ->capture_default_str();
-  cmd->add_option("--id", o.id, "This worker's node id, unique in the cluster")->required();
-  cmd->add_option("--listen", o.listen, "ZeroMQ endpoint to bind (tcp://IP:PORT, port 0 = any; ipc://PATH)")
-      ->capture_default_str();
-  cmd->add_option("--peers", o.peers, "Static members: ID=ENDPOINT,... (the own id may appear)")->delimiter(',');
-  cmd->add_option("--join", o.join,
-                  "Join a running cluster through this member's endpoint (repeat or comma-separate for fallbacks)")
-      ->delimiter(',');
-  cmd->add_flag("--bootstrap", o.bootstrap,
-                "With --join: if no member answers within --startup-timeout-ms, start as the first member");
-  cmd->add_option("--advertise", o.advertise,
-                  "Endpoint other members reach this worker at (default: the bound one; needed with 0.0.0.0)");
-  cmd->add_option("--group", o.group, "Hierarchical group label (default: the host of the advertised endpoint)");
-  cmd->add_flag("--hierarchical", o.hierarchical,
-                "crossover: exact averages inside each --group, crossover gossip between groups");
-  cmd->add_option("--group-owner", o.group_owner,
-                  "Hierarchical: who exchanges a group's segments: spread (member k: segments s = k mod size) or root")
-      ->check(CLI::IsMember({"spread", "root"}))
-      ->capture_default_str();
-  cmd->add_option("--http", o.http, "Serve /status and /metrics on IP:PORT (port 0 = any)");
-  cmd->add_option("--cluster-id", o.cluster_id, "Messages from other clusters are rejected")->capture_default_str();
-  cmd->add_option("--timeout-ms", o.timeout_ms, "A peer silent this long fails the step")
-      ->check(CLI::Range(10, 3600000))
-      ->capture_default_str();
-  cmd->add_option("--startup-timeout-ms", o.startup_timeout_ms, "How long to wait for every member at start")
-      ->check(CLI::Range(10, 86400000))
-      ->capture_default_str();
-  cmd->add_option("--max-message-bytes", o.max_message_bytes, "Inbound messages larger than this are dropped")
-      ->check(CLI::Range(size_t{1024}, size_t{1} << 34))
-      ->capture_default_str();
-  cmd->add_option("--curve-secret-key", o.curve_secret_key, "CURVE secret key file (gossipctl keygen)")
-      ->check(CLI::ExistingFile);
-  cmd->add_option("--curve-cluster-key", o.curve_cluster_key, "CURVE cluster public key file")
-      ->check(CLI::ExistingFile);
-  cmd->add_option("--metrics-out", o.metrics_out, "Append one JSON line per epoch to this file");
-  cmd->add_option("--linger-ms", o.linger_ms,
-                  "After training, keep serving /status this long (so gossipctl collect sees the final state)")
-      ->check(CLI::Range(0, 2147483647))
-      ->capture_default_str();
-  cmd->add_option("--delay-ms", o.delay_ms,
-                  "Hold every outbound message this long: injected network latency for experiments")
-      ->check(CLI::Range(0, 60000))
-      ->capture_default_str();
-  cmd->add_option("--params-out", o.params_out,
-                  "At the end, write the final parameters (raw little-endian float32) to this file");
-  cmd->add_flag("--quiet", o.quiet, "No per-epoch progress lines");
-  cmd->add_flag("--check-config", o.check_config,
-                "Check the flags, data, model, segments and key files, then exit (0: OK) without starting");
-  return cmd;
-}
-
-namespace {
-
 // What a joiner says about itself; a contact compares it with its own.
 proto::Hello describe(const RunCommandOptions& o, const proto::Member& self, trainer::Trainer& trainer,
                       const protocol::SegmentTable& segments) {
@@ -212,10 +113,6 @@ std::string refusal(const proto::Hello& mine, const proto::Hello& theirs) {
   return "";
 }
 
-}  // namespace
-
-namespace {
-
 // Sleeps for `d`, or less when `stop` fires.
 void sleep_unless_stopped(std::chrono::steady_clock::duration d, std::stop_token stop) {
   std::mutex mu;
@@ -224,58 +121,9 @@ void sleep_unless_stopped(std::chrono::steady_clock::duration d, std::stop_token
   cv.wait_for(lock, stop, d, [] { return false; });
 }
 
-bool binds_everything(const std::string& endpoint) {
-  return endpoint.find("//0.0.0.0:") != std::string::npos || endpoint.find("//*:") != std::string::npos;
-}
-
-// tcp://HOST:PORT or ipc://PATH; `what` names the flag in the error.
-void check_endpoint(const std::string& e, const std::string& what) {
-  static const std::regex tcp(R"(tcp://(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9_.*-]+):([0-9]+|\*))");
-  if (std::regex_match(e, tcp) || (e.rfind("ipc://", 0) == 0 && e.size() > 6)) return;
-  throw UsageError(what + " '" + e + "' is not an endpoint: use tcp://HOST:PORT or ipc://PATH");
-}
-
-void check_writable_parent(const std::string& path, const std::string& what) {
-  if (path.empty()) return;
-  const auto dir = std::filesystem::absolute(path).parent_path();
-  if (!std::filesystem::is_directory(dir)) throw UsageError(what + " " + path + ": directory " + dir.string() + " does not exist");
-}
 
 }  // namespace
 
-void check_run_options(const RunCommandOptions& o) {
-  auto peers = parse_peers(o.peers);
-  peers.erase(o.id);
-  if (!o.join.empty() && !peers.empty()) {
-    throw UsageError("--join and --peers are alternatives: a joiner learns the members from the member it joins");
-  }
-  if (o.overlap && o.algo != "crossover") {
-    throw UsageError("--overlap is for --algo crossover (for SGP use --algo osgp; allreduce is synchronous)");
-  }
-  if (o.hierarchical && o.algo != "crossover") throw UsageError("--hierarchical is for --algo crossover");
-  if (o.hierarchical && o.overlap) throw UsageError("--hierarchical and --overlap do not combine yet; pick one");
-  if (o.failure_timeout_ms <= 2 * o.heartbeat_ms) {
-    throw UsageError("--failure-timeout-ms must be more than twice --heartbeat-ms, or live members get evicted");
-  }
-  check_endpoint(o.listen, "--listen");
-  for (const auto& [id, ep] : peers) check_endpoint(ep, "--peers " + id);
-  for (const auto& ep : o.join) check_endpoint(ep, "--join");
-  if (!o.advertise.empty()) {
-    check_endpoint(o.advertise, "--advertise");
-    if (binds_everything(o.advertise)) throw UsageError("--advertise " + o.advertise + " is not an address others can reach");
-  }
-  if (!o.join.empty() && o.advertise.empty() && binds_everything(o.listen)) {
-    throw UsageError("--listen " + o.listen + " binds every interface: say with --advertise where members reach this one");
-  }
-  if (!o.http.empty() && !std::regex_match(o.http, std::regex(R"([0-9A-Za-z_.:\[\]-]+:[0-9]+)"))) {
-    throw UsageError("--http '" + o.http + "' is not IP:PORT (e.g. 0.0.0.0:8080)");
-  }
-  if (o.curve_secret_key.empty() != o.curve_cluster_key.empty()) {
-    throw UsageError("--curve-secret-key and --curve-cluster-key go together (make them with gossipctl keygen)");
-  }
-  check_writable_parent(o.metrics_out, "--metrics-out");
-  check_writable_parent(o.params_out, "--params-out");
-}
 
 int run_run_command(const RunCommandOptions& o) {
   std::stop_source stop;

@@ -50,6 +50,9 @@ void check_run_options(const RunCommandOptions& options);
 // "a=tcp://h:1,b=ipc:///x" entries -> id -> endpoint; throws UsageError.
 std::map<std::string, std::string> parse_peers(const std::vector<std::string>& entries);
 
+// tcp://0.0.0.0:PORT or tcp://*:PORT: an endpoint others cannot reach.
+bool binds_everything(const std::string& endpoint);
+
 // The default --group label: the host of a tcp:// endpoint ("local" for ipc://).
 std::string default_group(const std::string& endpoint);
 
