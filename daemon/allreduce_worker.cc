@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "protocol/broadcast_ring.h"
@@ -33,16 +34,24 @@ void AllreduceWorker::run(std::stop_token stop) {
     group_ = std::make_unique<protocol::Group>(node_, protocol::tags::kAllreduce, members_, copts);
     protocol::Barrier(*group_).run();  // every member is up before the first step
     group_->options().timeout = options_.timeout;
+    if (options_.resumed) {
+      const uint64_t mine = trainer_.step_count();
+      sync_from(0);
+      spdlog::info("node '{}': resuming at step {} from '{}' (own checkpoint: step {})", node_.id(),
+                   trainer_.step_count(), group_->member(0), mine);
+    }
     view_epoch_ = membership_.view_at(trainer_.step_count() + 1).epoch();
   }
   membership_.arm();
   loop_.run(options_.steps_per_epoch, stop, [&](std::span<const uint32_t> idx) { return step(idx, stop); });
+  if (options_.checkpointer) options_.checkpointer->write_now(snapshot());
 }
 
 JoinState AllreduceWorker::snapshot() {
   JoinState st;
   st.header = options_.snapshot_header;
   st.header.set_step(trainer_.step_count());
+  st.header.set_epoch(static_cast<uint32_t>(trainer_.step_count() / std::max<size_t>(1, options_.steps_per_epoch)));
   auto p = trainer_.model().params();
   st.params.assign(p.begin(), p.end());
   auto opt = trainer_.optimizer().state();
@@ -53,6 +62,7 @@ JoinState AllreduceWorker::snapshot() {
 trainer::StepResult AllreduceWorker::step(std::span<const uint32_t> idx, std::stop_token stop) {
   for (;;) {
     membership_.at_step(trainer_.step_count(), [&] { return snapshot(); });
+    if (options_.checkpointer) options_.checkpointer->at_step(trainer_.step_count(), [&] { return snapshot(); });
     const uint64_t round = trainer_.step_count() + 1;
     try {
       const topology::View view = membership_.view_at(round);
@@ -82,6 +92,20 @@ void AllreduceWorker::await_view_change(std::exception_ptr failure, uint64_t rou
   }
 }
 
+void AllreduceWorker::sync_from(size_t root) {
+  protocol::BroadcastRing(*group_, trainer_.model().params(), root).run();
+  protocol::BroadcastRing(*group_, trainer_.optimizer().state(), root).run();
+  const uint64_t steps = trainer_.step_count();
+  std::vector<float> count{static_cast<float>(steps & 0xffffff), static_cast<float>(steps >> 24)};
+  protocol::BroadcastRing(*group_, count, root).run();
+  trainer_.set_step_count(static_cast<uint64_t>(count[0]) | (static_cast<uint64_t>(count[1]) << 24));
+  // The learning rate follows the epoch progress, which the training loop set
+  // from this member's own step count: a member that was a step ahead would
+  // apply the next step with another rate and the replicas would part.
+  trainer_.set_epoch_progress(static_cast<double>(trainer_.step_count()) /
+                              static_cast<double>(options_.steps_per_epoch));
+}
+
 void AllreduceWorker::reform(const topology::View& view, uint64_t round, std::stop_token stop) {
   protocol::CollectiveOptions copts;
   // Members reach the re-formation up to a timeout apart (one may still be
@@ -99,17 +123,7 @@ void AllreduceWorker::reform(const topology::View& view, uint64_t round, std::st
   // training (never a joiner's snapshot, which is older).
   size_t root = 0;
   while (root + 1 < view.size() && membership_.since_round(view.member(root)) >= round) ++root;
-  protocol::BroadcastRing(*group_, trainer_.model().params(), root).run();
-  protocol::BroadcastRing(*group_, trainer_.optimizer().state(), root).run();
-  const uint64_t steps = trainer_.step_count();
-  std::vector<float> count{static_cast<float>(steps & 0xffffff), static_cast<float>(steps >> 24)};
-  protocol::BroadcastRing(*group_, count, root).run();
-  trainer_.set_step_count(static_cast<uint64_t>(count[0]) | (static_cast<uint64_t>(count[1]) << 24));
-  // The learning rate follows the epoch progress, which the training loop set
-  // from this member's own step count: a member that was a step ahead would
-  // apply the next step with another rate and the replicas would part.
-  trainer_.set_epoch_progress(static_cast<double>(trainer_.step_count()) /
-                              static_cast<double>(options_.steps_per_epoch));
+  sync_from(root);
   // Losing a member is worth a warning; a joiner entering is routine.
   spdlog::log(view.size() < old_size ? spdlog::level::warn : spdlog::level::info,
               "node '{}': ring re-formed over {} members (view {:08x}) from '{}', at step {}", node_.id(),

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/checkpoint.h"
 #include "daemon/membership.h"
 #include "daemon/training_loop.h"
 #include "protocol/group.h"
@@ -20,6 +21,8 @@ struct AllreduceWorkerOptions {
   std::chrono::milliseconds failure_timeout{3000};   // how long membership takes to evict a dead member
   bool joined = false;                               // a joiner: no start-up barrier, enters by re-forming
   proto::StateHeader snapshot_header;                // filled into every snapshot served to a joiner
+  Checkpointer* checkpointer = nullptr;              // writes this worker's checkpoints (nullptr: none)
+  bool resumed = false;  // restarted from checkpoints: after the barrier all take the first member's state
 };
 
 // AllReduce-SGD: every step, each member computes gradients on its own shard,
@@ -44,6 +47,8 @@ class AllreduceWorker {
   trainer::StepResult step(std::span<const uint32_t> idx, std::stop_token stop);
   void await_view_change(std::exception_ptr failure, uint64_t round, std::stop_token stop);
   void reform(const topology::View& view, uint64_t round, std::stop_token stop);
+  // Every member takes the parameters, optimizer state and step of `root`.
+  void sync_from(size_t root);
   JoinState snapshot();
 
   protocol::Node& node_;

@@ -1,5 +1,8 @@
 #include "daemon/gossip_worker.h"
 
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
 #include <thread>
 
 #include "protocol/broadcast_ring.h"
@@ -9,10 +12,25 @@
 #include "protocol/group.h"
 #include "protocol/overlapped_round.h"
 #include "protocol/push_sum.h"
+#include "protocol/ring_collectives.h"
 #include "protocol/tags.h"
 #include "topology/view.h"
 
 namespace gossipd::daemon {
+
+uint64_t agree_on_oldest_round(protocol::Group& group, uint64_t mine) {
+  // Two floats per member, each exact below 2^24: the round's low and high bits.
+  std::vector<float> all(2 * group.size(), 0.0f);
+  all[2 * group.rank()] = static_cast<float>(mine & 0xffffff);
+  all[2 * group.rank() + 1] = static_cast<float>(mine >> 24);
+  protocol::AllgatherRing(group, all).run();
+  uint64_t oldest = mine;
+  for (size_t r = 0; r < group.size(); ++r) {
+    oldest = std::min(oldest, static_cast<uint64_t>(all[2 * r]) | (static_cast<uint64_t>(all[2 * r + 1]) << 24));
+  }
+  return oldest;
+}
+
 GossipWorker::GossipWorker(protocol::Node& node, std::vector<std::string> members, Membership& membership,
                            trainer::Trainer& trainer, TrainingLoop& loop, WorkerState& state,
                            MetricsRegistry& metrics, GossipWorkerOptions options)
@@ -66,10 +84,21 @@ void GossipWorker::account(const protocol::RoundStats& stats) {
   });
 }
 
-JoinState GossipWorker::snapshot(std::span<float> x, protocol::PushSumGossip* push_sum) {
+JoinState GossipWorker::capture(std::span<const float> x, const protocol::PushSumGossip* push_sum) const {
   JoinState st;
   st.header = options_.snapshot_header;
   st.header.set_step(trainer_.step_count());
+  st.header.set_epoch(static_cast<uint32_t>(trainer_.step_count() / std::max<size_t>(1, options_.steps_per_epoch)));
+  if (push_sum) {
+    for (double v : push_sum->weights()) st.header.add_push_sum_weights(v);
+  }
+  st.params.assign(x.begin(), x.end());
+  auto opt = trainer_.optimizer().state();
+  st.optimizer.assign(opt.begin(), opt.end());
+  return st;
+}
+
+JoinState GossipWorker::snapshot(std::span<float> x, protocol::PushSumGossip* push_sum) {
   if (push_sum) {
     // The joiner takes half of this member's mass: numerators and weights.
     std::vector<double> w = push_sum->weights();
@@ -79,12 +108,8 @@ JoinState GossipWorker::snapshot(std::span<float> x, protocol::PushSumGossip* pu
       w[s] *= 0.5;
     }
     push_sum->set_weights(w);
-    for (double v : w) st.header.add_push_sum_weights(v);
   }
-  st.params.assign(x.begin(), x.end());
-  auto opt = trainer_.optimizer().state();
-  st.optimizer.assign(opt.begin(), opt.end());
-  return st;
+  return capture(x, push_sum);
 }
 
 protocol::RoundStats GossipWorker::hierarchical_round(protocol::HierarchicalCrossover& h, uint64_t round,
@@ -121,6 +146,16 @@ void GossipWorker::run(std::stop_token stop) {
     copts.stop = stop;
     protocol::Group everyone(node_, protocol::tags::kStartup, members_, copts);
     protocol::Barrier(everyone).run();  // every member is up (and knows the segments) before round 0
+    if (options_.resumed) {
+      // Rounds name the topology draws and the segments' sequence: every
+      // member goes on from the same one, the oldest checkpoint's.
+      const uint64_t mine = trainer_.step_count();
+      trainer_.set_step_count(agree_on_oldest_round(everyone, mine));
+      if (trainer_.step_count() != mine) {
+        spdlog::info("node '{}': resuming at round {} with the others (own checkpoint: round {})", node_.id(),
+                     trainer_.step_count(), mine);
+      }
+    }
   }
   if (options_.hierarchical) {
     // Groups come from labels every member must know before round 1.
@@ -139,6 +174,10 @@ void GossipWorker::run(std::stop_token stop) {
   const size_t steps = options_.steps_per_epoch;
   auto serve = [&](std::span<float> x, protocol::PushSumGossip* ps) {
     membership_.at_step(trainer_.step_count(), [&] { return snapshot(x, ps); });
+    if (options_.checkpointer) options_.checkpointer->at_step(trainer_.step_count(), [&] { return capture(x, ps); });
+  };
+  auto last_checkpoint = [&](std::span<const float> x, const protocol::PushSumGossip* ps) {
+    if (options_.checkpointer) options_.checkpointer->write_now(capture(x, ps));
   };
 
   if (options_.algo == GossipAlgo::kCrossover && options_.overlap) {
@@ -155,6 +194,7 @@ void GossipWorker::run(std::stop_token stop) {
           return r;
         },
         [&] { account(overlapped.drain(params)); });
+    last_checkpoint(params, nullptr);
     return;
   }
   if (options_.algo == GossipAlgo::kCrossover) {
@@ -170,6 +210,7 @@ void GossipWorker::run(std::stop_token stop) {
       maybe_measure(membership_.view_at(round), round, params);
       return r;
     });
+    last_checkpoint(params, nullptr);
     return;
   }
   // SGP: the numerators x live here; the model holds z = x / w for the gradients.
@@ -192,6 +233,7 @@ void GossipWorker::run(std::stop_token stop) {
         return r;
       },
       [&] { push_sum.debias(x, params); });
+  last_checkpoint(x, &push_sum);
 }
 
 }  // namespace gossipd::daemon

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/checkpoint.h"
 #include "daemon/membership.h"
 #include "daemon/metrics.h"
 #include "daemon/training_loop.h"
@@ -39,6 +40,11 @@ struct GossipWorkerOptions {
   std::vector<double> push_sum_weights;
   // Filled into every snapshot this worker serves a joiner (schedule, algo).
   proto::StateHeader snapshot_header;
+  // Writes this worker's checkpoints (nullptr: none).
+  Checkpointer* checkpointer = nullptr;
+  // Restarted from checkpoints with the other initial members: after the
+  // start-up barrier all agree to go on from the oldest round among them.
+  bool resumed = false;
 };
 
 // Decentralized training: every step each member takes an SGD step on its
@@ -50,6 +56,9 @@ struct GossipWorkerOptions {
 // serves joiners a snapshot (Membership::at_step); for SGP a joiner takes
 // half of this member's numerators and weights, so the total push-sum mass
 // is unchanged by a join.
+// The oldest of the members' rounds (a collective over `group`).
+uint64_t agree_on_oldest_round(protocol::Group& group, uint64_t mine);
+
 class GossipWorker {
  public:
   // `members`: the initial list, all of whom must be up at start;
@@ -66,6 +75,9 @@ class GossipWorker {
   // Every member calls it after the same rounds (they run in step). A
   // measurement that fails (a member just died) is skipped, never fatal.
   void maybe_measure(const topology::View& view, uint64_t round, std::span<const float> replica);
+  // This worker's state (x: the parameters, for SGP the numerators).
+  JoinState capture(std::span<const float> x, const protocol::PushSumGossip* push_sum) const;
+  // For a joiner: for SGP it takes half of the mass.
   JoinState snapshot(std::span<float> x, protocol::PushSumGossip* push_sum);
   protocol::RoundStats hierarchical_round(protocol::HierarchicalCrossover& h, uint64_t round, std::span<float> params);
 

@@ -128,6 +128,11 @@ void Membership::set_join_policy(JoinPolicy policy) {
   policy_ = std::move(policy);
 }
 
+proto::MemberList Membership::members() const {
+  std::lock_guard lock(mu_);
+  return table();
+}
+
 proto::MemberList Membership::table() const {
   proto::MemberList list;
   list.set_epoch(changes_);

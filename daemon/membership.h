@@ -80,6 +80,8 @@ class Membership {
   bool labels_known(uint64_t round) const;
   // The round from which `id` is in the view.
   uint64_t since_round(const std::string& id) const;
+  // The member table (id, endpoint, group, since_round), this node first.
+  proto::MemberList members() const;
 
   // Starts failure detection, counting silence from now. Call it once every
   // member is known to be up (after the start-up barrier): before that a

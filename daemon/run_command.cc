@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "daemon/allreduce_worker.h"
+#include "daemon/checkpoint.h"
 #include "daemon/gossip_worker.h"
 #include "daemon/segments.h"
 #include "daemon/training_loop.h"
@@ -113,6 +114,35 @@ std::string refusal(const proto::Hello& mine, const proto::Hello& theirs) {
   return "";
 }
 
+// The newest usable checkpoint in --checkpoint-dir (created if missing),
+// checked against this worker; damaged ones are reported and skipped.
+std::optional<Checkpoint> find_resume_point(const RunCommandOptions& o, trainer::Trainer& trainer) {
+  if (o.checkpoint_dir.empty()) return std::nullopt;
+  std::error_code ec;
+  std::filesystem::create_directories(o.checkpoint_dir, ec);
+  if (ec) throw UsageError("--checkpoint-dir " + o.checkpoint_dir + ": " + ec.message());
+  auto c = load_newest_checkpoint(o.checkpoint_dir, [&](const std::string& why) {
+    spdlog::warn("node '{}': checkpoint {}; trying the previous one", o.id, why);
+  });
+  if (!c) return std::nullopt;
+  const std::string where = "the checkpoints in " + o.checkpoint_dir;
+  if (c->node_id != o.id) {
+    throw UsageError(where + " belong to worker '" + c->node_id + "', not '" + o.id +
+                     "': give every worker its own --checkpoint-dir");
+  }
+  const proto::StateHeader& h = c->state.header;
+  if (h.algo() != o.algo) throw UsageError(where + " are of --algo " + h.algo() + ": use it, or another --checkpoint-dir");
+  if (h.parameter_floats() != trainer.model().params().size() ||
+      h.optimizer_state_floats() != trainer.optimizer().state().size()) {
+    throw UsageError(where + " hold " + std::to_string(h.parameter_floats()) + " parameters and " +
+                     std::to_string(h.optimizer_state_floats()) + " optimizer floats, this worker " +
+                     std::to_string(trainer.model().params().size()) + " and " +
+                     std::to_string(trainer.optimizer().state().size()) +
+                     ": use the --model, --hidden and --optimizer they were written with, or another --checkpoint-dir");
+  }
+  return c;
+}
+
 // Sleeps for `d`, or less when `stop` fires.
 void sleep_unless_stopped(std::chrono::steady_clock::duration d, std::stop_token stop) {
   std::mutex mu;
@@ -156,10 +186,12 @@ int run_run_command(const RunCommandOptions& o) {
   trainer::Trainer trainer(trainer::make_model(model_options(f), f.seed), train, topts);
   const protocol::SegmentTable segments =
       make_segment_table(trainer.model().segments(), trainer.model().params().size(), o.segments);
+  const std::optional<Checkpoint> resume = find_resume_point(o, trainer);
   if (o.check_config) {
     if (!o.curve_secret_key.empty()) protocol::curve_options_from_files(o.curve_secret_key, o.curve_cluster_key);
-    std::printf("gossipd run: configuration OK (%s, %zu parameters in %zu segments, %zu training samples)\n",
-                o.algo.c_str(), trainer.model().params().size(), segments.size(), train.size());
+    std::printf("gossipd run: configuration OK (%s, %zu parameters in %zu segments, %zu training samples%s)\n",
+                o.algo.c_str(), trainer.model().params().size(), segments.size(), train.size(),
+                resume ? (", resumes at round " + std::to_string(resume->state.header.step())).c_str() : "");
     return kExitOk;
   }
 
@@ -284,9 +316,33 @@ int run_run_command(const RunCommandOptions& o) {
     membership = std::make_unique<Membership>(node, self, joined.admitted, mopts, state, metrics);
     sleep_unless_stopped(joined.start_at - std::chrono::steady_clock::now(), stop.get_token());
     if (stop.stop_requested()) return stopped();
+    if (resume) {
+      std::printf("gossipd run: %s left its checkpoint of round %llu for the cluster's newer state\n", o.id.c_str(),
+                  static_cast<unsigned long long>(resume->state.header.step()));
+      std::fflush(stdout);
+    }
   } else {
     membership = std::make_unique<Membership>(node, self, peers, mopts, state, metrics);
+    if (resume) {
+      const proto::StateHeader& h = resume->state.header;
+      std::copy(resume->state.params.begin(), resume->state.params.end(), trainer.model().params().begin());
+      std::copy(resume->state.optimizer.begin(), resume->state.optimizer.end(), trainer.optimizer().state().begin());
+      trainer.set_step_count(h.step());
+      push_sum_weights.assign(h.push_sum_weights().begin(), h.push_sum_weights().end());
+      std::printf("gossipd run: %s resumes from its checkpoint of round %llu (epoch %u, test accuracy %.4f)\n",
+                  o.id.c_str(), static_cast<unsigned long long>(h.step()), h.epoch(), resume->test_accuracy);
+      std::fflush(stdout);
+    }
   }
+  std::unique_ptr<Checkpointer> checkpointer;
+  if (!o.checkpoint_dir.empty()) {
+    CheckpointOptions copts{o.checkpoint_dir, o.checkpoint_every, o.checkpoint_keep};
+    checkpointer = std::make_unique<Checkpointer>(copts, o.id, [&](Checkpoint& c) {
+      c.view = membership->members();
+      c.test_accuracy = state.snapshot().test_accuracy();
+    });
+  }
+  const bool resumed = resume && !joining;
   proto::StateHeader snapshot_header;
   snapshot_header.set_steps_per_epoch(steps);
   snapshot_header.set_epochs(static_cast<uint32_t>(epochs));
@@ -304,6 +360,8 @@ int run_run_command(const RunCommandOptions& o) {
     w.failure_timeout = mopts.failure_timeout;
     w.joined = joining;
     w.snapshot_header = snapshot_header;
+    w.checkpointer = checkpointer.get();
+    w.resumed = resumed;
     allreduce = std::make_unique<AllreduceWorker>(node, members, *membership, trainer, loop, w);
     work = [&](std::stop_token st) { allreduce->run(st); };
   } else {
@@ -321,6 +379,8 @@ int run_run_command(const RunCommandOptions& o) {
     w.joined = joining;
     w.push_sum_weights = push_sum_weights;
     w.snapshot_header = snapshot_header;
+    w.checkpointer = checkpointer.get();
+    w.resumed = resumed;
     gossip = std::make_unique<GossipWorker>(node, members, *membership, trainer, loop, state, metrics, w);
     work = [&](std::stop_token st) { gossip->run(st); };
   }

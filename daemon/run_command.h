@@ -40,6 +40,9 @@ struct RunCommandOptions {
   bool check_config = false;  // validate everything, start nothing
   int delay_ms = 0;           // injected latency on every outbound message
   int linger_ms = 0;          // keep serving /status this long after training
+  std::string checkpoint_dir;     // empty = no checkpoints
+  uint64_t checkpoint_every = 200;  // rounds
+  int checkpoint_keep = 3;
 };
 
 CLI::App* add_run_command(CLI::App& app, RunCommandOptions& options);

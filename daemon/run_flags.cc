@@ -1,3 +1,4 @@
+#include <filesystem>
 #include <regex>
 
 #include "daemon/cli.h"
@@ -94,6 +95,14 @@ CLI::App* add_run_command(CLI::App& app, RunCommandOptions& o) {
       ->capture_default_str();
   cmd->add_option("--params-out", o.params_out,
                   "At the end, write the final parameters (raw little-endian float32) to this file");
+  cmd->add_option("--checkpoint-dir", o.checkpoint_dir,
+                  "Write checkpoints here (created if missing) and resume from the newest valid one at start");
+  cmd->add_option("--checkpoint-every", o.checkpoint_every,
+                  "Rounds between two checkpoints (0: only the one at the end of training)")
+      ->capture_default_str();
+  cmd->add_option("--checkpoint-keep", o.checkpoint_keep, "How many checkpoints to keep (the newest)")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
   cmd->add_flag("--quiet", o.quiet, "No per-epoch progress lines");
   cmd->add_flag("--check-config", o.check_config,
                 "Check the flags, data, model, segments and key files, then exit (0: OK) without starting");
@@ -154,6 +163,14 @@ void check_run_options(const RunCommandOptions& o) {
   }
   check_writable_parent(o.metrics_out, "--metrics-out");
   check_writable_parent(o.params_out, "--params-out");
+  if (!o.checkpoint_dir.empty()) {
+    std::error_code ec;
+    const auto st = std::filesystem::status(o.checkpoint_dir, ec);
+    if (std::filesystem::exists(st) && !std::filesystem::is_directory(st)) {
+      throw UsageError("--checkpoint-dir " + o.checkpoint_dir + " is a file, not a directory");
+    }
+    if (!std::filesystem::exists(st)) check_writable_parent(o.checkpoint_dir, "--checkpoint-dir");
+  }
 }
 
 }  // namespace gossipd::daemon

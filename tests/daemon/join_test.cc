@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "tests/support/cluster.h"
+#include "tests/support/temp_dir.h"
 #include "tests/support/http_client.h"
 
 namespace gossipd::testing {
@@ -62,26 +63,11 @@ std::map<int, double> accuracies(const std::string& path) {
   return out;
 }
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/gossipd_join_XXXXXX";
-    path_ = mkdtemp(tmpl);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
 
 class Join : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Join, AFifthWorkerJoinsWithoutStallingTheOthers) {
-  TempDir dir;
+  TempDir dir("gossipd_join");
   std::vector<std::string> args{"--epochs", "1000", "--quiet", "--threads", "1", "--train-limit", "8000",
                                 "--test-limit", "1000", "--batch", "32", "--heartbeat-ms", "100",
                                 "--failure-timeout-ms", "1500", "--segment-deadline-ms", "1000", "--algo"};
@@ -225,7 +211,7 @@ TEST(JoinRefused, AJoinerWithAnotherModelIsRefusedInOneLine) {
 }
 
 TEST(JoinRefused, NoMemberAtTheEndpointIsAClearError) {
-  TempDir dir;
+  TempDir dir("gossipd_join");
   const auto r = run({bin("gossipd"), "run", "--id", "lonely", "--algo", "crossover", "--listen",
                       "ipc://" + dir.file("me.sock"), "--join", "ipc://" + dir.file("nobody.sock"),
                       "--startup-timeout-ms", "1500", "--train-limit", "1000", "--test-limit", "100"},

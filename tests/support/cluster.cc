@@ -25,7 +25,15 @@ Cluster::Cluster(int n, const std::vector<std::string>& extra,
       argv.insert(argv.end(), own.begin(), own.end());
     }
     procs_.push_back(std::make_unique<Process>(argv));
+    argv_.push_back(argv);
   }
+}
+
+int Cluster::restart(int i) {
+  const auto argv = argv_.at(static_cast<size_t>(i));
+  procs_.push_back(std::make_unique<Process>(argv));
+  argv_.push_back(argv);
+  return size() - 1;
 }
 
 int Cluster::join(const std::string& new_id, int via, const std::vector<std::string>& extra) {
@@ -34,6 +42,7 @@ int Cluster::join(const std::string& new_id, int via, const std::vector<std::str
                                 "127.0.0.1:0",     "--cluster-id", "test"};
   argv.insert(argv.end(), extra.begin(), extra.end());
   procs_.push_back(std::make_unique<Process>(argv));
+  argv_.push_back(argv);
   return size() - 1;
 }
 

@@ -27,6 +27,9 @@ class Cluster {
   // Starts one more worker, `id`, that joins through worker `via` with
   // `extra` flags; returns its index (for proc() and http_port()).
   int join(const std::string& id, int via, const std::vector<std::string>& extra);
+  // Starts worker i again with the command line it was started with (the old
+  // process must have exited); returns the new index.
+  int restart(int i);
   Process& proc(int i) { return *procs_.at(static_cast<size_t>(i)); }
   int size() const { return static_cast<int>(procs_.size()); }
 
@@ -36,6 +39,7 @@ class Cluster {
  private:
   std::string dir_;
   std::vector<std::unique_ptr<Process>> procs_;
+  std::vector<std::vector<std::string>> argv_;  // per process
 };
 
 }  // namespace gossipd::testing
