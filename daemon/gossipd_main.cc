@@ -1,5 +1,6 @@
 // gossipd: the worker daemon.
 #include <CLI/CLI.hpp>
+#include <google/protobuf/stubs/logging.h>
 
 #include "daemon/cli.h"
 #include "daemon/run_command.h"
@@ -7,6 +8,9 @@
 
 int main(int argc, char** argv) {
   gossipd::daemon::tune_allocator();
+  // libprotobuf would print an unthrottled line per malformed string field a
+  // stranger sends; the validator already counts and rate-limits those.
+  google::protobuf::SetLogHandler(nullptr);
   using namespace gossipd::daemon;
   CLI::App app("gossipd: decentralized training worker (Crossover-SGD, SGP, AllReduce-SGD)", "gossipd");
   app.require_subcommand(1);

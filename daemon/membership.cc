@@ -121,6 +121,7 @@ void Membership::arm() {
   const auto now = Clock::now();
   for (auto& [id, e] : entries_) e.last_heard = now;
   armed_ = true;
+  node_.arm_faults();  // injected loss starts with training, not during start-up
 }
 
 void Membership::set_join_policy(JoinPolicy policy) {

@@ -83,9 +83,10 @@ class Membership {
   // The member table (id, endpoint, group, since_round), this node first.
   proto::MemberList members() const;
 
-  // Starts failure detection, counting silence from now. Call it once every
-  // member is known to be up (after the start-up barrier): before that a
-  // slow starter would be evicted for still loading its data.
+  // Starts failure detection, counting silence from now, and the injected
+  // faults other than delay (Node::arm_faults). Call it once every member is
+  // known to be up (after the start-up barrier): before that a slow starter
+  // would be evicted for still loading its data.
   void arm();
   // Tells every member this node is leaving (SIGTERM), then stops.
   void leave();

@@ -44,6 +44,12 @@ void register_transport_metrics(MetricsRegistry& metrics, protocol::Node& node) 
                     }
                     return out;
                   });
+  metrics.sampled("gossipd_faults_injected_total", "Outbound messages hit by --inject-* faults", "counter", [&node] {
+    const protocol::FaultCounts f = node.fault_counts();
+    return std::vector<std::pair<Labels, double>>{{{{"kind", "drop"}}, double(f.dropped)},
+                                                  {{{"kind", "duplicate"}}, double(f.duplicated)},
+                                                  {{{"kind", "reorder"}}, double(f.reordered)}};
+  });
   metrics.sampled("gossipd_curve_clients_refused_total", "Connections refused by the ZAP handler", "counter",
                   [&node] { return std::vector<std::pair<Labels, double>>{{{}, double(node.zap_refused())}}; });
 }
@@ -66,7 +72,11 @@ protocol::NodeOptions node_options(const RunCommandOptions& o) {
   n.listen = o.listen;
   n.validation.cluster_id = o.cluster_id;
   n.validation.max_message_bytes = o.max_message_bytes;
-  n.send_delay = std::chrono::milliseconds(o.delay_ms);
+  n.faults.delay = std::chrono::milliseconds(o.delay_ms);
+  n.faults.drop = o.inject_drop;
+  n.faults.duplicate = o.inject_duplicate;
+  n.faults.reorder = o.inject_reorder;
+  n.faults.seed = o.inject_seed != 0 ? o.inject_seed : o.train.seed * 0x9e3779b97f4a7c15ULL ^ std::hash<std::string>{}(o.id);
   if (!o.curve_secret_key.empty()) {
     n.curve = protocol::curve_options_from_files(o.curve_secret_key, o.curve_cluster_key);
   }
@@ -186,6 +196,14 @@ int run_run_command(const RunCommandOptions& o) {
   trainer::Trainer trainer(trainer::make_model(model_options(f), f.seed), train, topts);
   const protocol::SegmentTable segments =
       make_segment_table(trainer.model().segments(), trainer.model().params().size(), o.segments);
+  for (size_t s = 0; s < segments.size(); ++s) {
+    // Envelope and framing come on top of the floats.
+    if (segments[s].length * sizeof(float) + 4096 > o.max_message_bytes) {
+      throw UsageError("--max-message-bytes " + std::to_string(o.max_message_bytes) + " is too small for segment " +
+                       std::to_string(s) + " (" + std::to_string(segments[s].length * sizeof(float)) +
+                       " bytes): every peer's copy of it would be rejected; raise it or use more --segments");
+    }
+  }
   const std::optional<Checkpoint> resume = find_resume_point(o, trainer);
   if (o.check_config) {
     if (!o.curve_secret_key.empty()) protocol::curve_options_from_files(o.curve_secret_key, o.curve_cluster_key);
@@ -396,6 +414,11 @@ int run_run_command(const RunCommandOptions& o) {
   if (!o.params_out.empty()) write_params(o.params_out, trainer.model().params());
   state.update([](proto::Status& s) { s.set_state("done"); });
   const proto::Status final_status = state.snapshot();
+  if (const protocol::FaultCounts f = node.fault_counts(); f.sent > 0) {
+    std::printf("gossipd run: %s faults injected: %llu of %llu messages dropped, %llu duplicated, %llu reordered\n",
+                o.id.c_str(), static_cast<unsigned long long>(f.dropped), static_cast<unsigned long long>(f.sent),
+                static_cast<unsigned long long>(f.duplicated), static_cast<unsigned long long>(f.reordered));
+  }
   std::printf("gossipd run: %s done: round %llu test_accuracy %.4f param_hash %s gossip_bytes_sent %llu\n",
               o.id.c_str(), static_cast<unsigned long long>(trainer.step_count()), final_status.test_accuracy(),
               param_hash(trainer.model().params()).c_str(),

@@ -39,6 +39,10 @@ struct RunCommandOptions {
   bool quiet = false;
   bool check_config = false;  // validate everything, start nothing
   int delay_ms = 0;           // injected latency on every outbound message
+  double inject_drop = 0;     // injected loss, duplication, reordering (probabilities)
+  double inject_duplicate = 0;
+  double inject_reorder = 0;
+  uint64_t inject_seed = 0;   // 0: derived from --seed and --id
   int linger_ms = 0;          // keep serving /status this long after training
   std::string checkpoint_dir;     // empty = no checkpoints
   uint64_t checkpoint_every = 200;  // rounds

@@ -89,9 +89,22 @@ CLI::App* add_run_command(CLI::App& app, RunCommandOptions& o) {
                   "After training, keep serving /status this long (so gossipctl collect sees the final state)")
       ->check(CLI::Range(0, 2147483647))
       ->capture_default_str();
-  cmd->add_option("--delay-ms", o.delay_ms,
-                  "Hold every outbound message this long: injected network latency for experiments")
+  cmd->add_option("--inject-delay-ms,--delay-ms", o.delay_ms,
+                  "Fault injection: hold every outbound message this long (network latency)")
       ->check(CLI::Range(0, 60000))
+      ->capture_default_str();
+  cmd->add_option("--inject-drop", o.inject_drop, "Fault injection: lose each outbound message with this probability")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  cmd->add_option("--inject-duplicate", o.inject_duplicate,
+                  "Fault injection: deliver each outbound message twice with this probability")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  cmd->add_option("--inject-reorder", o.inject_reorder,
+                  "Fault injection: hold each outbound message back behind later ones with this probability")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  cmd->add_option("--inject-seed", o.inject_seed, "Fault injection: seed of the draws (0: from --seed and --id)")
       ->capture_default_str();
   cmd->add_option("--params-out", o.params_out,
                   "At the end, write the final parameters (raw little-endian float32) to this file");

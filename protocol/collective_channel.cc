@@ -57,14 +57,24 @@ Message CollectiveChannel::recv(size_t from_rank, uint32_t step, uint32_t chunk,
   const auto deadline = Clock::now() + timeout;
   const ChunkKey key{group_.tag(), seq_, peer};
   for (;;) {
-    auto msg = node.mailbox().pop_chunk(key, deadline, group_.options().stop);
+    std::optional<Message> msg;
+    if (auto it = early_.find({from_rank, step, chunk}); it != early_.end()) {
+      msg = std::move(it->second);
+      early_.erase(it);
+    } else {
+      msg = node.mailbox().pop_chunk(key, deadline, group_.options().stop);
+    }
     if (!msg) {
       if (group_.options().stop.stop_requested()) throw Aborted(node.id(), what_);
       throw PeerTimeout(node.id(), peer, timeout,
                         what_ + " (group " + std::to_string(group_.tag()) + ", step " + std::to_string(step) + ")");
     }
     const auto& env = msg->envelope;
-    if (env.step() != step || env.chunk() != chunk) {
+    if (std::make_pair(env.step(), env.chunk()) > std::make_pair(step, chunk)) {
+      early_.insert_or_assign({from_rank, env.step(), env.chunk()}, std::move(*msg));
+      continue;
+    }
+    if (env.step() != step || env.chunk() != chunk) {  // a duplicate of one already taken
       node.reject_log().reject(peer, RejectReason::kUnexpected,
                                "step " + std::to_string(env.step()) + " chunk " + std::to_string(env.chunk()) +
                                    ", expected " + std::to_string(step) + "/" + std::to_string(chunk));

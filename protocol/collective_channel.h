@@ -1,6 +1,8 @@
 #pragma once
 
+#include <map>
 #include <span>
+#include <tuple>
 #include <string>
 
 #include "protocol/group.h"
@@ -38,6 +40,10 @@ class CollectiveChannel {
   Group& group_;
   std::string what_;
   uint64_t seq_;
+  // Pieces that came before their turn (the network reordered them), by
+  // (sender rank, step, chunk). Transports keep order; this is for when one
+  // does not.
+  std::map<std::tuple<size_t, uint32_t, uint32_t>, Message> early_;
 };
 
 // dst[i] += src[i]; src is little-endian float32 of any alignment.

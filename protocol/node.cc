@@ -1,6 +1,5 @@
 #include "protocol/node.h"
 
-#include "protocol/delayed_transport.h"
 
 namespace gossipd::protocol {
 
@@ -21,8 +20,10 @@ Node::Node(NodeOptions options)
   t.max_frame_bytes = static_cast<int64_t>(options_.validation.max_message_bytes);
   t.curve = options_.curve;
   transport_ = std::make_unique<ZmqTransport>(*context_, std::move(t));
-  if (options_.send_delay.count() > 0) {
-    transport_ = std::make_unique<DelayedTransport>(std::move(transport_), options_.send_delay);
+  if (options_.faults.any()) {
+    auto faulty = std::make_unique<FaultInjectingTransport>(std::move(transport_), options_.faults);
+    faults_ = faulty.get();
+    transport_ = std::move(faulty);
   }
   start();
 }

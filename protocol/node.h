@@ -8,6 +8,7 @@
 
 #include "protocol/curve.h"
 #include "protocol/dispatcher.h"
+#include "protocol/fault_injection.h"
 #include "protocol/inproc_transport.h"
 #include "protocol/zap_handler.h"
 #include "protocol/zmq_transport.h"
@@ -26,9 +27,9 @@ struct NodeOptions {
   // Ids accepted from the first message on: a peer that is already up sends
   // the moment this node binds, before add_peer() could be called.
   std::vector<std::string> initial_members;
-  // Every outbound message is held this long first (DelayedTransport): an
-  // injected network latency. 0 = off.
-  std::chrono::milliseconds send_delay{0};
+  // Faults injected on every outbound message (FaultInjectingTransport):
+  // latency, loss, duplication, reordering. Off by default.
+  FaultOptions faults;
 };
 
 // Everything one daemon needs to talk: the ZeroMQ context (never global), the
@@ -61,6 +62,14 @@ class Node {
   RejectLog& reject_log() { return reject_log_; }
   // Clients the ZAP handler turned away (0 without CURVE).
   uint64_t zap_refused() const { return zap_ ? zap_->refused() : 0; }
+  // Injected loss, duplication and reordering start here (the delay applies
+  // from the start): a start-up barrier has no retransmission, training does
+  // not need one.
+  void arm_faults() {
+    if (faults_) faults_->arm();
+  }
+  // What the injected faults hit (all 0 without --inject-*).
+  FaultCounts fault_counts() const { return faults_ ? faults_->counts() : FaultCounts{}; }
 
   // Stops the receive thread and closes the sockets; idempotent.
   void close();
@@ -77,6 +86,7 @@ class Node {
   Mailbox mailbox_;
   std::unique_ptr<Transport> transport_;
   std::unique_ptr<Dispatcher> dispatcher_;
+  FaultInjectingTransport* faults_ = nullptr;  // inside transport_, when faults are on
   std::atomic<uint32_t> epoch_{0};
 };
 

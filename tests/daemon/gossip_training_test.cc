@@ -107,6 +107,7 @@ TEST(GossipFlags, BadGossipFlagsAreOneLine) {
       {{"--listen", "tcp://0.0.0.0:7000", "--join", "tcp://h:1"}, "say with --advertise"},
       {{"--listen", "localhost:7000"}, "--listen 'localhost:7000' is not an endpoint"},
       {{"--peers", "w1=nowhere"}, "--peers w1 'nowhere' is not an endpoint"},
+      {{"--algo", "crossover", "--max-message-bytes", "65536"}, "--max-message-bytes 65536 is too small for segment 0"},
       {{"--http", "8080"}, "--http '8080' is not IP:PORT"},
       {{"--params-out", "/nonexistent/dir/p.bin"}, "directory /nonexistent/dir does not exist"},
   };

@@ -6,10 +6,13 @@
 #include <zmq.hpp>
 
 #include <filesystem>
+#include <map>
+#include <random>
 #include <regex>
 
 #include "proto/gossip.pb.h"
 #include "protocol/message.h"
+#include "tests/support/cluster.h"
 #include "tests/support/http_client.h"
 #include "tests/support/process.h"
 
@@ -48,7 +51,7 @@ TEST(HostileInput, EveryBadMessageIsCountedAndStatusStillAnswers) {
   // w1 is listed but never started: w0 waits in its start-up barrier, alive.
   Process daemon({bin("gossipd"), "run", "--id", "w0", "--listen", ep, "--peers",
                   "w1=ipc://" + dir + "/w1.sock", "--http", "127.0.0.1:0", "--cluster-id", "test",
-                  "--max-message-bytes", "65536", "--train-limit", "500", "--test-limit", "100"});
+                  "--max-message-bytes", "65536", "--segments", "64", "--train-limit", "500", "--test-limit", "100"});
   std::smatch m;
   std::string out;
   ASSERT_TRUE(wait_until([&] {
@@ -112,6 +115,90 @@ TEST(HostileInput, EveryBadMessageIsCountedAndStatusStillAnswers) {
   EXPECT_NE(status.find("\"messages_rejected\":\""), std::string::npos) << status;
   EXPECT_FALSE(daemon.exited()) << daemon.err();
   std::filesystem::remove_all(dir);
+}
+
+uint64_t status_number(const std::string& status, const std::string& field) {
+  std::smatch m;
+  return std::regex_search(status, m, std::regex("\"" + field + "\":\"?([0-9]+)")) ? std::stoull(m[1]) : 0;
+}
+
+// 10,000 messages of garbage at a worker that trains: random frame counts and
+// bytes, well-formed envelopes with lying sizes, under a stranger's id and
+// under a member's, from another cluster. Every one is counted, training and
+// /status go on.
+TEST(HostileInput, AFloodOfGarbageWhileTrainingIsCountedAndTrainingGoesOn) {
+  Cluster c(2, {"--algo", "crossover", "--epochs", "1000", "--quiet", "--threads", "1", "--train-limit", "3000",
+                "--test-limit", "200"});
+  const uint16_t port = c.http_port(0);
+  ASSERT_GT(port, 0) << c.proc(0).err();
+  ASSERT_TRUE(wait_until([&] { return status_number(http_get(port, "/status"), "round") > 0; }, 60s));
+
+  zmq::context_t ctx;
+  zmq::socket_t s(ctx, zmq::socket_type::dealer);
+  s.set(zmq::sockopt::linger, 0);
+  s.set(zmq::sockopt::routing_id, "mallory");
+  s.connect(c.endpoint("w0"));
+  auto lying = [](const std::string& sender, uint64_t count) {
+    proto::Envelope e = envelope(sender, proto::SEGMENT);
+    e.set_cluster_id("test");
+    e.set_count(count);
+    e.set_dtype(proto::DTYPE_FLOAT32);
+    return e.SerializeAsString();
+  };
+  auto counted = [&] {
+    const std::string st = http_get(port, "/status");
+    // Real traffic can add stale or unexpected messages: they are not ours.
+    return status_number(st, "messages_rejected") - static_cast<uint64_t>(rejected(port, "stale")) -
+           static_cast<uint64_t>(rejected(port, "unexpected"));
+  };
+  const uint64_t before = counted();
+  const uint64_t round_before = status_number(http_get(port, "/status"), "round");
+  std::mt19937 rng(42);
+  constexpr int kFlood = 10000;
+  std::map<int, int> kinds;
+  for (int i = 0; i < kFlood; ++i) {
+    std::vector<std::string> frames;
+    const int kind = static_cast<int>(rng() % 5);
+    ++kinds[kind];
+    switch (kind) {
+      case 0: {  // random frame count and bytes
+        const int n = 1 + static_cast<int>(rng() % 5);
+        for (int f = 0; f < n; ++f) {
+          std::string b(rng() % 300, '\0');
+          for (auto& ch : b) ch = static_cast<char>(rng());
+          frames.push_back(b);
+        }
+        break;
+      }
+      case 1:  // a stranger's envelope with a payload of another size than it says
+        frames = {lying("mallory", 1000), std::string(12, 'x')};
+        break;
+      case 2:  // a member's id on a stranger's connection
+        frames = {lying("w1", 3), std::string(12, 'x')};
+        break;
+      case 3: {  // another cluster
+        proto::Envelope e = envelope("w1", proto::HEARTBEAT);
+        e.set_cluster_id("another");
+        frames = {e.SerializeAsString()};
+        break;
+      }
+      default:  // more frames than any message has, and empty ones
+        frames = {lying("mallory", 0), "", "", "", "", "", ""};
+    }
+    send(s, frames);
+  }
+  uint64_t got = 0;
+  EXPECT_TRUE(wait_until([&] { return (got = counted() - before) >= kFlood; }, 60s)) << "counted " << got;
+  EXPECT_EQ(got, static_cast<uint64_t>(kFlood));
+  // Training went on through it, on both workers.
+  EXPECT_TRUE(wait_until([&] { return status_number(http_get(port, "/status"), "round") >= round_before + 20; }, 30s))
+      << http_get(port, "/status");
+  const uint16_t other = c.http_port(1);
+  const uint64_t r1 = status_number(http_get(other, "/status"), "round");
+  EXPECT_TRUE(wait_until([&] { return status_number(http_get(other, "/status"), "round") >= r1 + 20; }, 30s));
+  EXPECT_FALSE(c.proc(0).exited()) << c.proc(0).err();
+  std::printf("[ measured ] %d garbage messages (kinds %d/%d/%d/%d/%d) all counted as rejected; training went on\n",
+              kFlood, kinds[0], kinds[1], kinds[2], kinds[3], kinds[4]);
 }
 
 }  // namespace

@@ -56,6 +56,35 @@ TEST_P(RingTest, AllreduceEqualsSerialSum) {
   for (size_t r = 0; r < n; ++r) ASSERT_EQ(out[r], expected) << "rank " << r;
 }
 
+// A network that reorders and duplicates (injected): every piece still lands
+// once, in its place. Loss is the other fault: that is a timeout (failure_test).
+TEST(RingUnderFaults, ReorderedAndDuplicatedPiecesStillSumExactly) {
+  NodeOptions base;
+  base.faults.reorder = 0.3;
+  base.faults.duplicate = 0.3;
+  constexpr size_t n = 4, count = 100000;
+  TestCluster cluster(n, base);
+  for (size_t r = 0; r < n; ++r) cluster.node(r).arm_faults();
+  const auto expected = serial_sum(n, count);
+  std::vector<std::vector<float>> out(n);
+  testing::expect_no_errors(cluster.run([&](size_t r) {
+    Group g(cluster.node(r), kTag, cluster.ids(), test_options());
+    for (int rep = 0; rep < 3; ++rep) {
+      out[r] = rank_input(r, count);
+      AllreduceRing(g, out[r]).run();
+    }
+  }));
+  for (size_t r = 0; r < n; ++r) ASSERT_EQ(out[r], expected) << "rank " << r;
+  FaultCounts hit;
+  for (size_t r = 0; r < n; ++r) {
+    const FaultCounts f = cluster.node(r).fault_counts();
+    hit.reordered += f.reordered;
+    hit.duplicated += f.duplicated;
+  }
+  EXPECT_GT(hit.reordered, 10u);
+  EXPECT_GT(hit.duplicated, 10u);
+}
+
 TEST_P(RingTest, ReduceScatterAndAllgather) {
   const auto [n, count] = GetParam();
   TestCluster cluster(n);

@@ -4,7 +4,7 @@
 
 #include <unistd.h>
 
-#include "protocol/delayed_transport.h"
+#include "protocol/fault_injection.h"
 #include "protocol/errors.h"
 #include "protocol/inproc_transport.h"
 #include "protocol/zmq_transport.h"
@@ -50,9 +50,11 @@ TEST(ZmqTransport, TcpPortZeroPublishesTheRealEndpoint) {
   exchange(a, b);
 }
 
-TEST(DelayedTransport, HoldsEveryMessageForTheDelayAndKeepsOrder) {
+TEST(FaultInjection, HoldsEveryMessageForTheDelayAndKeepsOrder) {
   zmq::context_t ctx;
-  DelayedTransport a(std::make_unique<ZmqTransport>(ctx, options("a")), std::chrono::milliseconds(80));
+  FaultOptions delay80;
+  delay80.delay = std::chrono::milliseconds(80);
+  FaultInjectingTransport a(std::make_unique<ZmqTransport>(ctx, options("a")), delay80);
   ZmqTransport b(ctx, options("b"));
   EXPECT_THROW(a.send("b", two_frames("x", "y"), std::chrono::seconds(1)), PeerGone);
   a.connect("b", b.endpoint());
