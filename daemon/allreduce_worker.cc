@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "daemon/round_floats.h"
 #include "protocol/broadcast_ring.h"
 #include "protocol/errors.h"
 #include "protocol/ring_collectives.h"
@@ -95,10 +96,9 @@ void AllreduceWorker::await_view_change(std::exception_ptr failure, uint64_t rou
 void AllreduceWorker::sync_from(size_t root) {
   protocol::BroadcastRing(*group_, trainer_.model().params(), root).run();
   protocol::BroadcastRing(*group_, trainer_.optimizer().state(), root).run();
-  const uint64_t steps = trainer_.step_count();
-  std::vector<float> count{static_cast<float>(steps & 0xffffff), static_cast<float>(steps >> 24)};
+  std::array<float, 2> count = round_to_floats(trainer_.step_count());
   protocol::BroadcastRing(*group_, count, root).run();
-  trainer_.set_step_count(static_cast<uint64_t>(count[0]) | (static_cast<uint64_t>(count[1]) << 24));
+  trainer_.set_step_count(round_from_floats(count.data()));
   // The learning rate follows the epoch progress, which the training loop set
   // from this member's own step count: a member that was a step ahead would
   // apply the next step with another rate and the replicas would part.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "daemon/round_floats.h"
 #include "protocol/broadcast_ring.h"
 #include "protocol/consensus.h"
 #include "protocol/crossover.h"
@@ -19,15 +20,13 @@
 namespace gossipd::daemon {
 
 uint64_t agree_on_oldest_round(protocol::Group& group, uint64_t mine) {
-  // Two floats per member, each exact below 2^24: the round's low and high bits.
+  // Two floats per member (round_to_floats); each contributes its own block.
   std::vector<float> all(2 * group.size(), 0.0f);
-  all[2 * group.rank()] = static_cast<float>(mine & 0xffffff);
-  all[2 * group.rank() + 1] = static_cast<float>(mine >> 24);
+  const auto own = round_to_floats(mine);
+  std::copy(own.begin(), own.end(), all.begin() + static_cast<std::ptrdiff_t>(2 * group.rank()));
   protocol::AllgatherRing(group, all).run();
   uint64_t oldest = mine;
-  for (size_t r = 0; r < group.size(); ++r) {
-    oldest = std::min(oldest, static_cast<uint64_t>(all[2 * r]) | (static_cast<uint64_t>(all[2 * r + 1]) << 24));
-  }
+  for (size_t r = 0; r < group.size(); ++r) oldest = std::min(oldest, round_from_floats(&all[2 * r]));
   return oldest;
 }
 

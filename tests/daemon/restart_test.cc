@@ -120,7 +120,7 @@ TEST_P(WholeClusterRestart, GoesOnFromTheCheckpointsNotFromZero) {
     epoch_after = r.epoch;
     EXPECT_GE(r.epoch, 3) << "worker " << i << " counted its epochs from zero again";
   }
-  // From scratch, one epoch reaches ~0.72 here; three ~0.81.
+  // The restart must not cost accuracy beyond noise: it goes on from the checkpoint's model.
   EXPECT_GE(after, before - 0.03) << "mean accuracy before the kill " << before << ", first after " << after;
   std::printf("[ measured ] %s: checkpoints at rounds %llu/%llu/%llu (w1's newest cut short), resumed at round >= "
               "%llu; mean test accuracy %.4f before the kill, %.4f at the first evaluation after (epoch %d)\n",
