@@ -54,7 +54,7 @@ Membership::Membership(protocol::Node& node, proto::Member self, const proto::Me
       continue;
     }
     entries_[m.id()] = Entry{m.endpoint(), m.group(), m.since_round(), now};
-    node_.add_peer(m.id(), m.endpoint());
+    connect(m.id(), m.endpoint());
   }
   last_round_ = self_.since_round() > 0 ? self_.since_round() - 1 : 0;
   start();
@@ -205,7 +205,7 @@ void Membership::merge(const proto::MemberList& list) {
         if (m.since_round() > e.since_round) {  // a newer incarnation (it restarted and rejoined)
           departed_[m.id()] = e.since_round;
           e = Entry{m.endpoint(), m.group(), m.since_round(), now};
-          node_.add_peer(m.id(), m.endpoint());
+          connect(m.id(), m.endpoint());
           ++changes_;
           changed = true;
         } else if (m.since_round() == e.since_round && e.group.empty() && !m.group().empty()) {
@@ -215,9 +215,14 @@ void Membership::merge(const proto::MemberList& list) {
       }
       auto gone = departed_.find(m.id());
       if (gone != departed_.end() && gone->second >= m.since_round()) continue;  // saw this one leave
+      if (entries_.size() + 1 >= options_.max_members) {
+        spdlog::warn("node '{}': member '{}' not taken into the view: it holds --max-members {} already", node_.id(),
+                     m.id(), options_.max_members);
+        continue;
+      }
+      if (!connect(m.id(), m.endpoint())) continue;
       entries_[m.id()] = Entry{m.endpoint(), m.group(), m.since_round(), now};
       joiners_.erase(m.id());
-      node_.add_peer(m.id(), m.endpoint());
       ++changes_;
       changed = true;
       spdlog::info("node '{}': member '{}' enters the view at round {}", node_.id(), m.id(), m.since_round());
@@ -270,7 +275,10 @@ void Membership::handle_hello(const std::string& id, const proto::Hello& hello) 
         return;
       }
       std::string why = policy_->refuse(hello);
-      if (hello.endpoint().empty()) why = "the HELLO names no endpoint to answer to";
+      if (why.empty() && !entries_.count(id) && entries_.size() + 1 >= options_.max_members) {
+        why = "the cluster is full: " + std::to_string(entries_.size() + 1) + " members, --max-members " +
+              std::to_string(options_.max_members);
+      }
       auto e = entries_.find(id);
       if (e != entries_.end() && !why.empty()) {
         // A live member's id with an unfit configuration: answering would
@@ -309,9 +317,19 @@ void Membership::handle_hello(const std::string& id, const proto::Hello& hello) 
     publish();
   }
   // The reply goes to the address a new joiner gave (a ready one is connected already).
-  if (!hello.ready()) node_.add_peer(id, hello.endpoint());
+  if (!hello.ready() && !connect(id, hello.endpoint())) return;
   for (const auto& to : announce_to) send_list(to, reply);
   if (hello.ready()) publish();
+}
+
+bool Membership::connect(const std::string& id, const std::string& endpoint) {
+  try {
+    node_.add_peer(id, endpoint);
+    return true;
+  } catch (const std::exception& e) {
+    spdlog::warn("node '{}': cannot connect to '{}' at {}: {}", node_.id(), id, endpoint, e.what());
+    return false;
+  }
 }
 
 void Membership::handle(const protocol::Message& m) {

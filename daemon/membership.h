@@ -32,6 +32,9 @@ struct MembershipOptions {
   // HELLOs from new ids beyond this many joins in progress are dropped (each
   // costs a connection); the joiner retries.
   size_t max_pending_joiners = 8;
+  // Most members in the table, this node included: joiners beyond it are
+  // refused ("the cluster is full"), entries beyond it in a list ignored.
+  size_t max_members = 1024;
 };
 
 // What a contact checks before it admits a joiner, and tells it.
@@ -121,6 +124,8 @@ class Membership {
   void merge(const proto::MemberList& list);
   void beat();
   void drop(const std::string& id, const char* why);
+  // node_.add_peer; false (logged) when the transport cannot connect there.
+  bool connect(const std::string& id, const std::string& endpoint);
   void publish();
   void send_list(const std::string& to, const proto::MemberList& list);
   proto::MemberList table() const;  // with mu_ held

@@ -72,6 +72,7 @@ protocol::NodeOptions node_options(const RunCommandOptions& o) {
   n.listen = o.listen;
   n.validation.cluster_id = o.cluster_id;
   n.validation.max_message_bytes = o.max_message_bytes;
+  n.validation.max_members = o.max_members;
   n.faults.delay = std::chrono::milliseconds(o.delay_ms);
   n.faults.drop = o.inject_drop;
   n.faults.duplicate = o.inject_duplicate;
@@ -254,6 +255,7 @@ int run_run_command(const RunCommandOptions& o) {
   mopts.failure_timeout = std::chrono::milliseconds(o.failure_timeout_ms);
   mopts.join_timeout = std::chrono::milliseconds(o.startup_timeout_ms);
   mopts.state_chunk_bytes = std::min<size_t>(mopts.state_chunk_bytes, o.max_message_bytes / 2);
+  mopts.max_members = o.max_members;
   size_t steps = TrainingLoop::steps_per_epoch(train.size(), members.size(), trainer.options().batch);
   int epochs = f.epochs;
   uint64_t topology_seed = f.seed;

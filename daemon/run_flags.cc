@@ -3,6 +3,7 @@
 
 #include "daemon/cli.h"
 #include "daemon/run_command.h"
+#include "protocol/endpoint.h"
 
 // The flags of `gossipd run` and the checks that need no data, model or socket.
 namespace gossipd::daemon {
@@ -80,6 +81,10 @@ CLI::App* add_run_command(CLI::App& app, RunCommandOptions& o) {
   cmd->add_option("--max-message-bytes", o.max_message_bytes, "Inbound messages larger than this are dropped")
       ->check(CLI::Range(size_t{1024}, size_t{1} << 34))
       ->capture_default_str();
+  cmd->add_option("--max-members", o.max_members,
+                  "Most members a view may hold: joiners beyond it are refused, longer member lists dropped")
+      ->check(CLI::Range(size_t{2}, size_t{65536}))
+      ->capture_default_str();
   cmd->add_option("--curve-secret-key", o.curve_secret_key, "CURVE secret key file (gossipctl keygen)")
       ->check(CLI::ExistingFile);
   cmd->add_option("--curve-cluster-key", o.curve_cluster_key, "CURVE cluster public key file")
@@ -125,10 +130,10 @@ CLI::App* add_run_command(CLI::App& app, RunCommandOptions& o) {
 namespace {
 
 // tcp://HOST:PORT or ipc://PATH; `what` names the flag in the error.
-void check_endpoint(const std::string& e, const std::string& what) {
-  static const std::regex tcp(R"(tcp://(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9_.*-]+):([0-9]+|\*))");
-  if (std::regex_match(e, tcp) || (e.rfind("ipc://", 0) == 0 && e.size() > 6)) return;
-  throw UsageError(what + " '" + e + "' is not an endpoint: use tcp://HOST:PORT or ipc://PATH");
+void check_endpoint(const std::string& e, const std::string& what,
+                    protocol::EndpointUse use = protocol::EndpointUse::kConnect) {
+  const std::string problem = protocol::endpoint_problem(e, use);
+  if (!problem.empty()) throw UsageError(what + " '" + e + "' is not an endpoint: " + problem);
 }
 
 void check_writable_parent(const std::string& path, const std::string& what) {
@@ -158,7 +163,7 @@ void check_run_options(const RunCommandOptions& o) {
   if (o.failure_timeout_ms <= 2 * o.heartbeat_ms) {
     throw UsageError("--failure-timeout-ms must be more than twice --heartbeat-ms, or live members get evicted");
   }
-  check_endpoint(o.listen, "--listen");
+  check_endpoint(o.listen, "--listen", protocol::EndpointUse::kBind);
   for (const auto& [id, ep] : peers) check_endpoint(ep, "--peers " + id);
   for (const auto& ep : o.join) check_endpoint(ep, "--join");
   if (!o.advertise.empty()) {

@@ -46,8 +46,8 @@ void Node::start() {
 }
 
 void Node::add_peer(const std::string& peer, const std::string& endpoint) {
+  transport_->connect(peer, endpoint);  // first: an endpoint it cannot take must not leave a member behind
   validator_.add_member(peer);
-  transport_->connect(peer, endpoint);
 }
 
 void Node::remove_peer(const std::string& peer) {

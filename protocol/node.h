@@ -47,7 +47,8 @@ class Node {
   std::string endpoint() const { return transport_->endpoint(); }
   const NodeOptions& options() const { return options_; }
 
-  // Makes `peer` a member (messages from it are accepted) and reachable.
+  // Makes `peer` a member (messages from it are accepted) and reachable;
+  // throws (and changes nothing) when the transport cannot take `endpoint`.
   void add_peer(const std::string& peer, const std::string& endpoint);
   void remove_peer(const std::string& peer);
 

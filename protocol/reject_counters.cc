@@ -20,6 +20,7 @@ std::string_view reject_reason_name(RejectReason reason) {
     case RejectReason::kSegment: return "segment";
     case RejectReason::kStale: return "stale";
     case RejectReason::kUnexpected: return "unexpected";
+    case RejectReason::kBadBody: return "bad_body";
     case RejectReason::kCount_: break;
   }
   return "unknown";

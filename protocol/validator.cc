@@ -2,6 +2,8 @@
 
 #include <mutex>
 
+#include "protocol/endpoint.h"
+
 namespace gossipd::protocol {
 
 void Validator::set_members(const std::vector<std::string>& members) {
@@ -103,6 +105,30 @@ std::optional<RejectReason> Validator::check_payload(const RawMessage& raw, cons
   return std::nullopt;
 }
 
+std::optional<RejectReason> Validator::check_body(const proto::Envelope& env, std::string* why) const {
+  auto bad_endpoint = [&](const std::string& endpoint, const std::string& whose) {
+    const std::string problem = endpoint_problem(endpoint, EndpointUse::kConnect);
+    if (!problem.empty()) *why = whose + " endpoint of " + std::to_string(endpoint.size()) + " bytes: " + problem;
+    return !problem.empty();
+  };
+  if (env.type() == proto::HELLO && bad_endpoint(env.hello().endpoint(), "HELLO")) return RejectReason::kBadBody;
+  if (!env.has_member_list()) return std::nullopt;
+  const auto& list = env.member_list();
+  if (static_cast<size_t>(list.members_size()) > options_.max_members) {
+    *why = std::to_string(list.members_size()) + " members, more than " + std::to_string(options_.max_members);
+    return RejectReason::kBadBody;
+  }
+  for (const auto& m : list.members()) {
+    // ZeroMQ routing ids: 1 to 255 bytes, not starting with a zero byte.
+    if (m.id().empty() || m.id().size() > 255 || m.id().front() == '\0') {
+      *why = "member id of " + std::to_string(m.id().size()) + " bytes";
+      return RejectReason::kBadBody;
+    }
+    if (bad_endpoint(m.endpoint(), "member")) return RejectReason::kBadBody;
+  }
+  return std::nullopt;
+}
+
 std::optional<Message> Validator::validate(RawMessage raw) {
   if (raw.frames.empty()) {
     log_.reject(raw.peer, RejectReason::kFrameCount, "no frames");
@@ -122,6 +148,7 @@ std::optional<Message> Validator::validate(RawMessage raw) {
   std::string why;
   auto reason = check_header(raw, msg.envelope, &why);
   if (!reason) reason = check_payload(raw, msg.envelope, &why);
+  if (!reason) reason = check_body(msg.envelope, &why);
   if (reason) {
     log_.reject(raw.peer, *reason, why);
     return std::nullopt;

@@ -15,11 +15,13 @@ struct ValidatorOptions {
   std::string cluster_id = "gossipd";
   uint32_t version = kProtocolVersion;
   size_t max_message_bytes = size_t{256} << 20;  // all frames together (--max-message-bytes)
+  size_t max_members = 1024;                     // longest member list accepted (--max-members)
 };
 
 // Checks every inbound message before anything is applied: frame count,
 // total size, envelope, version, cluster, sender membership and identity,
-// type, dtype, payload size against the envelope and the segment table.
+// type, dtype, payload size against the envelope and the segment table, and
+// the control bodies (endpoints, member ids, list length).
 // Thread-safe; the member set and segment table change with the view.
 class Validator {
  public:
@@ -46,6 +48,7 @@ class Validator {
  private:
   std::optional<RejectReason> check_header(const RawMessage& raw, const proto::Envelope& env, std::string* why) const;
   std::optional<RejectReason> check_payload(const RawMessage& raw, const proto::Envelope& env, std::string* why) const;
+  std::optional<RejectReason> check_body(const proto::Envelope& env, std::string* why) const;
 
   ValidatorOptions options_;
   RejectLog& log_;

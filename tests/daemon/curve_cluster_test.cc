@@ -16,11 +16,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-uint64_t round_of(const std::string& status) {
-  std::smatch m;
-  return std::regex_search(status, m, std::regex("\"round\":\"([0-9]+)\"")) ? std::stoull(m[1]) : 0;
-}
-
 double metric(uint16_t port, const std::string& name) {
   const std::string m = http_get(port, "/metrics");
   std::smatch match;

@@ -23,18 +23,6 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-uint64_t round_of(const std::string& status) {
-  std::smatch m;
-  return std::regex_search(status, m, std::regex("\"round\":\"([0-9]+)\"")) ? std::stoull(m[1]) : 0;
-}
-
-size_t member_count(const std::string& status) {
-  std::smatch m;
-  if (!std::regex_search(status, m, std::regex("\"members\":\\[([^\\]]*)\\]"))) return 0;
-  const std::string list = m[1];
-  return static_cast<size_t>(std::count(list.begin(), list.end(), '"')) / 2;
-}
-
 struct EpochRecord {
   uint64_t round = 0;  // rounds completed at the end of the epoch
   double accuracy = 0;
@@ -189,26 +177,44 @@ TEST_P(Join, AFifthWorkerJoinsWithoutStallingTheOthers) {
 
 INSTANTIATE_TEST_SUITE_P(Protocols, Join, ::testing::Values("crossover", "sgp", "allreduce"));
 
-TEST(JoinRefused, AJoinerWithAnotherModelIsRefusedInOneLine) {
-  const std::vector<std::string> args{"--algo",        "crossover", "--epochs",     "1000", "--quiet",
-                                      "--train-limit", "3000",      "--test-limit", "200"};
+// A joiner the cluster cannot take: refused in one line (exit 2), the
+// cluster keeps training without it.
+struct Refusal {
+  const char* name;
+  std::vector<std::string> cluster_flags;  // besides the common ones
+  std::vector<std::string> joiner_flags;
+  std::vector<std::string> says;           // in the joiner's error
+};
+
+class JoinRefusal : public ::testing::TestWithParam<Refusal> {};
+
+TEST_P(JoinRefusal, TheJoinerIsRefusedInOneLineAndTheClusterTrainsOn) {
+  std::vector<std::string> args{"--algo",        "crossover", "--epochs",     "1000", "--quiet",
+                                "--train-limit", "3000",      "--test-limit", "200"};
+  args.insert(args.end(), GetParam().cluster_flags.begin(), GetParam().cluster_flags.end());
   Cluster c(2, args);
   ASSERT_GT(c.http_port(0), 0);
   ASSERT_TRUE(wait_until([&] { return round_of(http_get(c.http_port(0), "/status")) > 0; }, 60s));
   std::vector<std::string> other = args;
-  other.insert(other.end(), {"--hidden", "32"});
+  other.insert(other.end(), GetParam().joiner_flags.begin(), GetParam().joiner_flags.end());
   const int j = c.join("w9", 0, other);
   ASSERT_TRUE(c.proc(j).wait(30s));
   EXPECT_EQ(c.proc(j).exit_code(), 2);
   const std::string err = c.proc(j).err();
   EXPECT_NE(err.find("refused"), std::string::npos) << err;
-  EXPECT_NE(err.find("--model and --hidden"), std::string::npos) << err;
+  for (const auto& says : GetParam().says) EXPECT_NE(err.find(says), std::string::npos) << err;
   // The cluster did not take it and kept training.
   const std::string status = http_get(c.http_port(0), "/status");
   EXPECT_EQ(member_count(status), 2u) << status;
   const uint64_t before = round_of(status);
   EXPECT_TRUE(wait_until([&] { return round_of(http_get(c.http_port(0), "/status")) > before; }, 30s));
 }
+
+INSTANTIATE_TEST_SUITE_P(
+    Reasons, JoinRefusal,
+    ::testing::Values(Refusal{"AnotherModel", {}, {"--hidden", "32"}, {"--model and --hidden"}},
+                      Refusal{"AFullCluster", {"--max-members", "2"}, {}, {"the cluster is full", "--max-members 2"}}),
+    [](const auto& info) { return std::string(info.param.name); });
 
 TEST(JoinRefused, NoMemberAtTheEndpointIsAClearError) {
   TempDir dir("gossipd_join");

@@ -19,11 +19,6 @@ const std::vector<std::string> kGossip{"--algo",         "crossover", "--epochs"
                                        "32",             "--segment-deadline-ms", "400", "--heartbeat-ms",
                                        "100",            "--failure-timeout-ms", "1500"};
 
-uint64_t round_of(const std::string& status) {
-  std::smatch m;
-  return std::regex_search(status, m, std::regex("\"round\":\"([0-9]+)\"")) ? std::stoull(m[1]) : 0;
-}
-
 bool lists(const std::string& status, const std::string& id) {
   const auto members = status.find("\"members\":[");
   const auto end = status.find(']', members);

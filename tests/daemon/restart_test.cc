@@ -23,11 +23,6 @@ namespace {
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
-uint64_t round_of(const std::string& status) {
-  std::smatch m;
-  return std::regex_search(status, m, std::regex("\"round\":\"([0-9]+)\"")) ? std::stoull(m[1]) : 0;
-}
-
 struct Record {
   int epoch = 0;
   double accuracy = 0;

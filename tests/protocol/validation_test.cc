@@ -6,6 +6,7 @@
 
 #include <set>
 
+#include "protocol/endpoint.h"
 #include "protocol/ring_collectives.h"
 #include "tests/protocol/test_cluster.h"
 
@@ -116,7 +117,9 @@ TEST_F(ValidationTest, UnknownSender) {
 TEST_F(ValidationTest, OpenTypesAreAcceptedFromStrangersAndNothingElseIs) {
   server_->validator().set_open_types({proto::HELLO});
   auto joiner = connect_client("joiner");
-  send(joiner, {envelope(proto::HELLO, "joiner").SerializeAsString()});
+  proto::Envelope hello = envelope(proto::HELLO, "joiner");
+  hello.mutable_hello()->set_endpoint("tcp://127.0.0.1:7100");
+  send(joiner, {hello.SerializeAsString()});
   auto m = server_->mailbox().pop(proto::HELLO, Clock::now() + std::chrono::seconds(5), {});
   ASSERT_TRUE(m);
   EXPECT_EQ(m->envelope.sender(), "joiner");
@@ -126,6 +129,8 @@ TEST_F(ValidationTest, OpenTypesAreAcceptedFromStrangersAndNothingElseIs) {
   hb.set_round(666);
   expect_rejected({hb.SerializeAsString()}, RejectReason::kUnknownSender, &joiner);
   expect_rejected({envelope(proto::HELLO, "good").SerializeAsString()}, RejectReason::kSenderMismatch, &joiner);
+  // A HELLO without an endpoint to answer to cannot be served.
+  expect_rejected({envelope(proto::HELLO, "joiner").SerializeAsString()}, RejectReason::kBadBody, &joiner);
   expect_still_serving();
 }
 
@@ -254,6 +259,29 @@ TEST(CollectiveValidation, MisSizedChunkIsDroppedNotApplied) {
   EXPECT_EQ(v[0], std::vector<float>(10, 3.0f));
   EXPECT_EQ(v[1], std::vector<float>(10, 3.0f));
   EXPECT_EQ(nodes[1]->counters().get(RejectReason::kSizeMismatch), 1u);
+}
+
+TEST(Endpoint, ConnectableAndBindableForms) {
+  using protocol::EndpointUse;
+  for (const char* ok : {"tcp://127.0.0.1:7100", "tcp://host-1.example.org:1", "tcp://[::1]:65535", "ipc:///tmp/w.sock",
+                         "inproc-hub://n0"}) {
+    EXPECT_EQ(protocol::endpoint_problem(ok, EndpointUse::kConnect), "") << ok;
+    EXPECT_EQ(protocol::endpoint_problem(ok, EndpointUse::kBind), "") << ok;
+  }
+  for (const char* bind_only : {"tcp://*:7100", "tcp://127.0.0.1:0", "tcp://0.0.0.0:*"}) {
+    EXPECT_EQ(protocol::endpoint_problem(bind_only, EndpointUse::kBind), "") << bind_only;
+    EXPECT_NE(protocol::endpoint_problem(bind_only, EndpointUse::kConnect), "") << bind_only;
+  }
+  const std::string nul("tcp://127.0.0.1:7\0", 18);
+  const std::string long_path = "ipc:///" + std::string(107, 'p');
+  for (const std::string& bad : {std::string(), std::string("garbage"), std::string("tcp://"), std::string("tcp://h"),
+                                std::string("tcp://h:"), std::string("tcp://:7"), std::string("tcp://h:65536"),
+                                std::string("tcp://h:7x"), std::string("tcp://h h:7"), std::string("tcp://[::1:7"),
+                                std::string("tcp://[zz]:7"), std::string("ipc://"), std::string("inproc://x"),
+                                std::string("pgm://eth0;239.192.1.1:5555"), nul, long_path}) {
+    EXPECT_NE(protocol::endpoint_problem(bad, EndpointUse::kConnect), "") << bad;
+    EXPECT_NE(protocol::endpoint_problem(bad, EndpointUse::kBind), "") << bad;
+  }
 }
 
 TEST(RejectCounters, EveryReasonHasADistinctName) {

@@ -1,5 +1,7 @@
 #include "tests/support/http_client.h"
 
+#include <algorithm>
+#include <regex>
 #include <thread>
 
 #include "daemon/http_client.h"
@@ -19,6 +21,20 @@ bool wait_until(const std::function<bool()>& condition, std::chrono::millisecond
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return true;
+}
+
+uint64_t status_number(const std::string& status, const std::string& field) {
+  std::smatch m;
+  return std::regex_search(status, m, std::regex("\"" + field + "\":\"?([0-9]+)")) ? std::stoull(m[1]) : 0;
+}
+
+uint64_t round_of(const std::string& status) { return status_number(status, "round"); }
+
+size_t member_count(const std::string& status) {
+  std::smatch m;
+  if (!std::regex_search(status, m, std::regex("\"members\":\\[([^\\]]*)\\]"))) return 0;
+  const std::string list = m[1];
+  return static_cast<size_t>(std::count(list.begin(), list.end(), '"')) / 2;
 }
 
 }  // namespace gossipd::testing
