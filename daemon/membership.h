@@ -102,6 +102,11 @@ class Membership {
   // thread, so the state is consistent), streamed by the transfer thread.
   void at_step(uint64_t round, const std::function<JoinState()>& snapshot);
 
+  // Applies one validated control message (HEARTBEAT, MEMBER_LIST, LEAVE,
+  // HELLO; others are ignored). The membership thread calls it for every one
+  // it takes from the mailbox; the fuzz target calls it directly.
+  void handle(const protocol::Message& m);
+
  private:
   struct Entry {
     std::string endpoint;
@@ -119,7 +124,6 @@ class Membership {
 
   void start();
   void loop(std::stop_token stop);
-  void handle(const protocol::Message& m);
   void handle_hello(const std::string& id, const proto::Hello& hello);
   void merge(const proto::MemberList& list);
   void beat();

@@ -12,11 +12,13 @@ packages=(
   dataset-fashion-mnist
   gnuplot-nox iproute2
 )
-# Extra groups, asked for by flag: --bench adds the OpenMPI reference.
+# Extra groups, asked for by flag: --bench adds the OpenMPI reference,
+# --fuzz clang and its libFuzzer runtime (tests/fuzz/run.sh).
 for arg in "$@"; do
   case "$arg" in
     --bench) packages+=(openmpi-bin libopenmpi-dev) ;;
-    *) echo "install-deps.sh: unknown option '$arg' (known: --bench)" >&2; exit 2 ;;
+    --fuzz) packages+=(clang libclang-rt-14-dev) ;;
+    *) echo "install-deps.sh: unknown option '$arg' (known: --bench, --fuzz)" >&2; exit 2 ;;
   esac
 done
 

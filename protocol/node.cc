@@ -42,7 +42,7 @@ Node::~Node() { close(); }
 void Node::start() {
   validator_.add_member(options_.id);
   for (const auto& m : options_.initial_members) validator_.add_member(m);
-  dispatcher_ = std::make_unique<Dispatcher>(*transport_, validator_, mailbox_);
+  if (options_.receive_thread) dispatcher_ = std::make_unique<Dispatcher>(*transport_, validator_, mailbox_);
 }
 
 void Node::add_peer(const std::string& peer, const std::string& endpoint) {

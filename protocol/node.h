@@ -30,6 +30,9 @@ struct NodeOptions {
   // Faults injected on every outbound message (FaultInjectingTransport):
   // latency, loss, duplication, reordering. Off by default.
   FaultOptions faults;
+  // false: no receive thread reads the transport (the fuzz targets validate
+  // and deliver messages themselves, thousands of Nodes a second).
+  bool receive_thread = true;
 };
 
 // Everything one daemon needs to talk: the ZeroMQ context (never global), the

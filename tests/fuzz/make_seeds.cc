@@ -1,0 +1,216 @@
+// Writes the seed corpus of every fuzz target into DIR/<target>/: real
+// traffic captured from the code that sends it (state downloads, segments,
+// collective pieces, membership messages) and a real checkpoint file, so
+// the fuzzer starts from inputs that reach deep into each handler.
+//
+//   build/bin/fuzz_make_seeds tests/fuzz/corpus
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "daemon/checkpoint.h"
+#include "daemon/state_transfer.h"
+#include "protocol/ring_collectives.h"
+#include "protocol/segment_inbox.h"
+#include "tests/fuzz/harness.h"
+#include "tests/support/temp_dir.h"
+
+using namespace gossipd;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path g_root;
+
+void put(const std::string& target, const std::string& name, const std::string& bytes) {
+  const fs::path dir = g_root / target;
+  fs::create_directories(dir);
+  std::ofstream(dir / name, std::ios::binary) << bytes;
+}
+
+uint8_t sender_index(const std::string& id) {
+  for (uint8_t i = 0; i < std::size(fuzz::kSenders); ++i) {
+    if (fuzz::kSenders[i] == id) return i;
+  }
+  return 2;
+}
+
+std::vector<std::string> frames_of(const protocol::RawMessage& raw) {
+  std::vector<std::string> out;
+  for (const auto& f : raw.frames) out.emplace_back(reinterpret_cast<const char*>(f.data()), f.size());
+  return out;
+}
+
+// Everything delivered to "self" while `send` runs on nodes of `hub`.
+std::string capture(protocol::InProcHub& hub, const std::function<void()>& send) {
+  auto inbox = hub.bind("inproc-hub://self");
+  send();
+  std::string out;
+  std::lock_guard lock(inbox->mutex);
+  for (const auto& raw : inbox->queue) fuzz::write_message(out, sender_index(raw.peer), frames_of(raw));
+  hub.unbind("inproc-hub://self");
+  return out;
+}
+
+protocol::NodeOptions options(const std::string& id) {
+  protocol::NodeOptions o;
+  o.id = id;
+  o.validation.cluster_id = "fuzz";
+  return o;
+}
+
+proto::Envelope envelope(const std::string& sender, proto::MessageType type) {
+  proto::Envelope e;
+  e.set_version(protocol::kProtocolVersion);
+  e.set_cluster_id("fuzz");
+  e.set_sender(sender);
+  e.set_type(type);
+  return e;
+}
+
+std::string one(const std::string& sender, const proto::Envelope& e, const std::vector<std::string>& payload = {}) {
+  std::vector<std::string> frames{e.SerializeAsString()};
+  frames.insert(frames.end(), payload.begin(), payload.end());
+  std::string out;
+  fuzz::write_message(out, sender_index(sender), frames);
+  return out;
+}
+
+std::string floats(size_t n, float v) {
+  std::vector<float> f(n, v);
+  return std::string(reinterpret_cast<const char*>(f.data()), n * sizeof(float));
+}
+
+std::string control_seeds(bool for_envelope) {
+  std::string all;
+  proto::Envelope hello = envelope("x", proto::HELLO);
+  hello.mutable_hello()->set_endpoint("inproc-hub://x");
+  hello.mutable_hello()->set_algo("crossover");
+  put(for_envelope ? "envelope" : "membership", "hello", one("x", hello));
+  all += one("x", hello);
+  hello.mutable_hello()->set_ready(true);
+  all += one("x", hello);
+  proto::Envelope list = envelope("m1", proto::MEMBER_LIST);
+  for (const char* id : {"m1", "m3", "self"}) {
+    auto* m = list.mutable_member_list()->add_members();
+    m->set_id(id);
+    m->set_endpoint(std::string("inproc-hub://") + id);
+    m->set_since_round(3);
+  }
+  all += one("m1", list);
+  proto::Envelope beat = envelope("m2", proto::HEARTBEAT);
+  *beat.mutable_member_list() = list.member_list();
+  all += one("m2", beat);
+  proto::Envelope leave = envelope("m2", proto::LEAVE);
+  leave.mutable_leave()->set_reason("SIGTERM");
+  all += one("m2", leave);
+  return all;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s CORPUS_DIR\n", argv[0]);
+    return 2;
+  }
+  g_root = argv[1];
+  spdlog::set_level(spdlog::level::off);
+
+  // membership: a join (HELLO, ready), a list, a heartbeat, a leave.
+  put("membership", "session", control_seeds(false));
+
+  // state_download: a real download of 40 + 8 floats from m1, in 64-byte chunks.
+  {
+    protocol::InProcHub hub;
+    protocol::Node m1(options("m1"), hub);
+    m1.add_peer("self", "inproc-hub://self");
+    auto st = std::make_shared<daemon::JoinState>();
+    st->params.assign(40, 0.25f);
+    st->optimizer.assign(8, -1.0f);
+    st->header.set_step(12);
+    st->header.set_algo("crossover");
+    daemon::seal(*st);
+    put("state_download", "download",
+        capture(hub, [&] { daemon::send_state(m1, "self", st, 64, std::chrono::seconds(1)); }));
+  }
+
+  // segment: round 1 of tag 3, segments 0..2 (16, 300, 5 floats) from m1 and m2.
+  {
+    protocol::InProcHub hub;
+    protocol::Node m1(options("m1"), hub);
+    protocol::Node m2(options("m2"), hub);
+    m1.add_peer("self", "inproc-hub://self");
+    m2.add_peer("self", "inproc-hub://self");
+    put("segment", "round", capture(hub, [&] {
+          protocol::SegmentInbox a(m1, 3, 1, false);
+          protocol::SegmentInbox b(m2, 3, 1, false);
+          const std::vector<size_t> lengths = {16, 300, 5};
+          for (uint32_t s = 0; s < 3; ++s) {
+            std::vector<float> v(lengths[s], 2.0f);
+            a.send("self", s, v, std::nullopt, std::chrono::seconds(1));
+            b.send("self", s, v, 0.5, std::chrono::seconds(1));
+          }
+        }));
+  }
+
+  // collective: the pieces m2 (self's left neighbour) sends in a 3-rank ring
+  // allreduce of 100 floats in 16-float pieces: every step and piece.
+  {
+    std::string all;
+    const size_t block[] = {34, 33, 33};
+    for (uint32_t step = 0; step < 4; ++step) {
+      for (uint32_t chunk = 0; chunk < 3; ++chunk) {
+        proto::Envelope e = envelope("m2", proto::COLLECTIVE_CHUNK);
+        e.set_collective_tag(5);
+        e.set_collective_seq(0);
+        e.set_step(step);
+        e.set_chunk(chunk);
+        e.set_dtype(proto::DTYPE_FLOAT32);
+        const size_t n = std::min<size_t>(16, block[(step + 2) % 3] - 16 * chunk);
+        e.set_count(n);
+        all += one("m2", e, {floats(n, 1.0f)});
+      }
+    }
+    put("collective", "ring", all);
+  }
+
+  // envelope: one of each message type, and the control ones.
+  {
+    proto::Envelope seg = envelope("m1", proto::SEGMENT);
+    seg.set_segment_id(1);
+    seg.set_count(10);
+    seg.set_dtype(proto::DTYPE_FLOAT32);
+    seg.set_push_sum_weight(0.5);
+    put("envelope", "segment", one("m1", seg, {floats(10, 3.0f)}));
+    proto::Envelope chunk = envelope("m2", proto::COLLECTIVE_CHUNK);
+    chunk.set_count(4);
+    chunk.set_dtype(proto::DTYPE_FLOAT64);
+    put("envelope", "chunk", one("m2", chunk, {std::string(32, '\1')}));
+    proto::Envelope state = envelope("m1", proto::STATE_CHUNK);
+    state.mutable_state_header()->set_step(4);
+    put("envelope", "state", one("m1", state, {std::string()}));
+    put("envelope", "control", control_seeds(true));
+  }
+
+  // checkpoint: a real file.
+  {
+    testing::TempDir dir("gossipd_seeds");
+    daemon::Checkpoint c;
+    c.state.params.assign(40, 0.5f);
+    c.state.optimizer.assign(8, 0.0f);
+    c.state.header.set_step(200);
+    c.state.header.set_algo("sgp");
+    c.state.header.add_push_sum_weights(0.5);
+    daemon::seal(c.state);
+    c.node_id = "w1";
+    auto* m = c.view.add_members();
+    m->set_id("w1");
+    m->set_endpoint("tcp://127.0.0.1:7101");
+    const auto path = daemon::write_checkpoint(dir.path(), c, 1);
+    std::ifstream in(path, std::ios::binary);
+    put("checkpoint", "ckpt", std::string(std::istreambuf_iterator<char>(in), {}));
+  }
+  return 0;
+}

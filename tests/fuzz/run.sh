@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets with clang (AddressSanitizer and
+# UndefinedBehaviorSanitizer on) into build-fuzz/ and runs each for SECONDS
+# (default 30) from the seed corpus in tests/fuzz/corpus/. New inputs the
+# fuzzer finds stay in build-fuzz/corpus/ (the committed seeds are not
+# changed). A crash fails the run; its input is copied to
+# tests/fuzz/regressions/<target>/, where the normal build's
+# Fuzz.Replay.<target> test replays it from then on.
+#
+#   ./tests/fuzz/run.sh [SECONDS] [TARGET...]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+secs="${1:-30}"
+[[ "$secs" =~ ^[0-9]+$ ]] || { echo "tests/fuzz/run.sh: SECONDS '$secs' is not a number" >&2; exit 2; }
+shift || true
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(envelope membership state_download segment collective checkpoint)
+
+./deploy/install-deps.sh --fuzz
+flags="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ -DGOSSIPD_FUZZ=ON \
+  -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null
+cmake --build build-fuzz -j2 --target fuzzers
+
+export ASAN_OPTIONS="detect_leaks=1:${ASAN_OPTIONS:-}"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
+status=0
+summary=()
+for t in "${targets[@]}"; do
+  bin="build-fuzz/bin/fuzz_$t"
+  [ -x "$bin" ] || { echo "tests/fuzz/run.sh: no target '$t'" >&2; exit 2; }
+  work="build-fuzz/corpus/$t"
+  crashes="build-fuzz/crashes/$t"
+  mkdir -p "$work" "$crashes"
+  cp -n tests/fuzz/corpus/"$t"/* "$work"/
+  log="build-fuzz/fuzz_$t.log"
+  echo "fuzzing $t for ${secs} s"
+  # One worker: the machine has 2 cores, and the target itself runs threads.
+  if "$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+      -artifact_prefix="$crashes/" "$work" >"$log" 2>&1; then
+    result="ok"
+  else
+    result="FAILED"
+    status=1
+    mkdir -p "tests/fuzz/regressions/$t"
+    for f in "$crashes"/*; do
+      [ -f "$f" ] || continue
+      cp "$f" "tests/fuzz/regressions/$t/"
+      echo "  crash input kept as tests/fuzz/regressions/$t/$(basename "$f")"
+    done
+    tail -n 40 "$log"
+  fi
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
+  cov=$(grep -o 'cov: [0-9]*' "$log" | tail -n 1 | cut -d' ' -f2)
+  summary+=("$(printf '%-15s %-6s %10s execs  coverage %s  corpus %s inputs' "$t" "$result" "${execs:-?}" \
+    "${cov:-?}" "$(ls "$work" | wc -l)")")
+done
+printf '%s\n' "${summary[@]}"
+exit $status
