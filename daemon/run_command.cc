@@ -73,6 +73,7 @@ protocol::NodeOptions node_options(const RunCommandOptions& o) {
   n.validation.cluster_id = o.cluster_id;
   n.validation.max_message_bytes = o.max_message_bytes;
   n.validation.max_members = o.max_members;
+  n.max_queued_bytes = o.max_queued_bytes;
   n.faults.delay = std::chrono::milliseconds(o.delay_ms);
   n.faults.drop = o.inject_drop;
   n.faults.duplicate = o.inject_duplicate;

@@ -33,6 +33,7 @@ struct RunCommandOptions {
   int startup_timeout_ms = 60000;
   size_t max_message_bytes = size_t{256} << 20;
   size_t max_members = 1024;       // members in a view, joiners included
+  size_t max_queued_bytes = size_t{1} << 30;  // inbound bytes waiting per sender
   std::string curve_secret_key;
   std::string curve_cluster_key;
   std::string metrics_out;

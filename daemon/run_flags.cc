@@ -85,6 +85,10 @@ CLI::App* add_run_command(CLI::App& app, RunCommandOptions& o) {
                   "Most members a view may hold: joiners beyond it are refused, longer member lists dropped")
       ->check(CLI::Range(size_t{2}, size_t{65536}))
       ->capture_default_str();
+  cmd->add_option("--max-queued-bytes", o.max_queued_bytes,
+                  "Inbound bytes one peer may have waiting here; beyond it its messages are dropped (queue_full)")
+      ->check(CLI::Range(size_t{1} << 20, size_t{1} << 40))
+      ->capture_default_str();
   cmd->add_option("--curve-secret-key", o.curve_secret_key, "CURVE secret key file (gossipctl keygen)")
       ->check(CLI::ExistingFile);
   cmd->add_option("--curve-cluster-key", o.curve_cluster_key, "CURVE cluster public key file")
@@ -162,6 +166,10 @@ void check_run_options(const RunCommandOptions& o) {
   if (o.hierarchical && o.overlap) throw UsageError("--hierarchical and --overlap do not combine yet; pick one");
   if (o.failure_timeout_ms <= 2 * o.heartbeat_ms) {
     throw UsageError("--failure-timeout-ms must be more than twice --heartbeat-ms, or live members get evicted");
+  }
+  if (o.max_queued_bytes < o.max_message_bytes) {
+    throw UsageError("--max-queued-bytes " + std::to_string(o.max_queued_bytes) + " is below --max-message-bytes " +
+                     std::to_string(o.max_message_bytes) + ": a message of the largest size could never be queued");
   }
   check_endpoint(o.listen, "--listen", protocol::EndpointUse::kBind);
   for (const auto& [id, ep] : peers) check_endpoint(ep, "--peers " + id);

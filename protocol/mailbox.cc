@@ -2,10 +2,48 @@
 
 namespace gossipd::protocol {
 
+namespace {
+
+size_t size_of(const Message& m) {
+  size_t n = m.envelope.ByteSizeLong();
+  for (const auto& f : m.payload) n += f.size();
+  return n;
+}
+
+}  // namespace
+
+Message Mailbox::take(std::deque<Message>& q) {
+  Message m = std::move(q.front());
+  q.pop_front();
+  forget(m);
+  return m;
+}
+
+void Mailbox::forget(const Message& m) {
+  auto it = queued_.find(m.envelope.sender());
+  if (it == queued_.end()) return;
+  it->second -= std::min(it->second, size_of(m));
+  if (it->second == 0) queued_.erase(it);
+}
+
+size_t Mailbox::queued_bytes(const std::string& sender) const {
+  std::lock_guard lock(mutex_);
+  auto it = queued_.find(sender);
+  return it == queued_.end() ? 0 : it->second;
+}
+
 void Mailbox::push(Message msg) {
   const auto& env = msg.envelope;
   {
     std::lock_guard lock(mutex_);
+    const size_t bytes = size_of(msg);
+    size_t& queued = queued_[env.sender()];
+    if (queued + bytes > max_queued_bytes_) {
+      log_.reject(env.sender(), RejectReason::kQueueFull,
+                  std::to_string(queued) + " bytes queued, limit " + std::to_string(max_queued_bytes_));
+      if (queued == 0) queued_.erase(env.sender());
+      return;
+    }
     // Gossip segments are keyed like collective chunks: tag = protocol,
     // seq = round, so a round never takes another round's segments.
     if (env.type() == proto::COLLECTIVE_CHUNK || env.type() == proto::SEGMENT) {
@@ -15,10 +53,12 @@ void Mailbox::push(Message msg) {
                     "tag " + std::to_string(env.collective_tag()) + " seq " + std::to_string(env.collective_seq()));
         return;
       }
+      queued += bytes;
       chunks_[ChunkKey{env.collective_tag(), env.collective_seq(), env.sender()}].push_back(std::move(msg));
     } else {
+      queued += bytes;
       auto& q = control_[env.type()];
-      if (q.size() >= max_control_) q.pop_front();  // nobody is reading: keep the newest
+      if (q.size() >= max_control_) take(q);  // nobody is reading: keep the newest
       q.push_back(std::move(msg));
     }
   }
@@ -33,8 +73,7 @@ std::optional<Message> Mailbox::pop_chunk(const ChunkKey& key, Clock::time_point
   };
   if (!cv_.wait_until(lock, stop, deadline, ready)) return std::nullopt;
   auto it = chunks_.find(key);
-  Message m = std::move(it->second.front());
-  it->second.pop_front();
+  Message m = take(it->second);
   if (it->second.empty()) chunks_.erase(it);
   return m;
 }
@@ -59,9 +98,7 @@ std::optional<Message> Mailbox::pop_any(std::span<const proto::MessageType> type
     return false;
   };
   if (!cv_.wait_until(lock, stop, deadline, ready)) return std::nullopt;
-  Message m = std::move(found->front());
-  found->pop_front();
-  return m;
+  return take(*found);
 }
 
 void Mailbox::finish(uint32_t tag, uint64_t seq) {
@@ -69,7 +106,12 @@ void Mailbox::finish(uint32_t tag, uint64_t seq) {
   auto& open = first_open_seq_[tag];
   open = std::max(open, seq + 1);
   for (auto it = chunks_.lower_bound(ChunkKey{tag, 0, ""}); it != chunks_.end() && it->first.tag == tag;) {
-    it = it->first.seq < open ? chunks_.erase(it) : std::next(it);
+    if (it->first.seq >= open) {
+      ++it;
+      continue;
+    }
+    for (const auto& m : it->second) forget(m);
+    it = chunks_.erase(it);
   }
 }
 

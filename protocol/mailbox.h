@@ -29,11 +29,18 @@ struct ChunkKey {
 // groups, successive calls) and the control plane never take each other's
 // messages: collective chunks and gossip segments by (tag, seq, sender) —
 // for a segment seq is the gossip round — the rest by type.
+//
+// Bounded per sender: the bytes one sender has queued (payload and envelope)
+// never exceed max_queued_bytes; what would go beyond is dropped and counted
+// as queue_full, so a peer that races ahead or floods cannot grow this
+// node's memory without bound. A control queue keeps its newest
+// max_control_queue messages.
 class Mailbox {
  public:
   using Clock = std::chrono::steady_clock;
 
-  explicit Mailbox(RejectLog& log, size_t max_control_queue = 10000) : log_(log), max_control_(max_control_queue) {}
+  explicit Mailbox(RejectLog& log, size_t max_control_queue = 10000, size_t max_queued_bytes = size_t{1} << 30)
+      : log_(log), max_control_(max_control_queue), max_queued_bytes_(max_queued_bytes) {}
 
   void push(Message msg);
 
@@ -49,10 +56,18 @@ class Mailbox {
   // count anything arriving later for it (or an earlier call) as stale.
   void finish(uint32_t tag, uint64_t seq);
 
+  // Bytes queued from `sender` now.
+  size_t queued_bytes(const std::string& sender) const;
+
  private:
+  Message take(std::deque<Message>& q);  // pops the front, with mutex_ held
+  void forget(const Message& m);         // un-counts a dropped message, with mutex_ held
+
   RejectLog& log_;
   size_t max_control_;
-  std::mutex mutex_;
+  size_t max_queued_bytes_;
+  std::map<std::string, size_t> queued_;  // sender -> bytes
+  mutable std::mutex mutex_;
   std::condition_variable_any cv_;
   std::map<ChunkKey, std::deque<Message>> chunks_;
   std::map<uint32_t, uint64_t> first_open_seq_;  // per tag

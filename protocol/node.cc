@@ -7,7 +7,7 @@ Node::Node(NodeOptions options)
     : options_(std::move(options)),
       reject_log_(options_.id, counters_, options_.reject_log_interval),
       validator_(options_.validation, reject_log_),
-      mailbox_(reject_log_) {
+      mailbox_(reject_log_, 10000, options_.max_queued_bytes) {
   context_.emplace(options_.io_threads);
   // The ZAP handler must be bound before the CURVE ROUTER, or libzmq lets
   // every client in.
@@ -32,7 +32,7 @@ Node::Node(NodeOptions options, InProcHub& hub)
     : options_(std::move(options)),
       reject_log_(options_.id, counters_, options_.reject_log_interval),
       validator_(options_.validation, reject_log_),
-      mailbox_(reject_log_) {
+      mailbox_(reject_log_, 10000, options_.max_queued_bytes) {
   transport_ = std::make_unique<InProcTransport>(hub, options_.id);
   start();
 }

@@ -21,6 +21,7 @@ std::string_view reject_reason_name(RejectReason reason) {
     case RejectReason::kStale: return "stale";
     case RejectReason::kUnexpected: return "unexpected";
     case RejectReason::kBadBody: return "bad_body";
+    case RejectReason::kQueueFull: return "queue_full";
     case RejectReason::kCount_: break;
   }
   return "unknown";

@@ -29,6 +29,7 @@ enum class RejectReason : size_t {
   kSegment,         // segment id / range not in the local segment table
   kStale,           // belongs to a collective that already finished
   kUnexpected,      // out of the collective's schedule (wrong step/chunk)
+  kQueueFull,       // the sender has max_queued_bytes queued here already (Mailbox)
   kBadBody,         // a control body that cannot be applied: an endpoint nobody can connect to, a
                     // member id ZeroMQ cannot route to, more members than max_members
   kCount_,

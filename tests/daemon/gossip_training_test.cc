@@ -108,6 +108,9 @@ TEST(GossipFlags, BadGossipFlagsAreOneLine) {
       {{"--listen", "localhost:7000"}, "--listen 'localhost:7000' is not an endpoint"},
       {{"--peers", "w1=nowhere"}, "--peers w1 'nowhere' is not an endpoint"},
       {{"--algo", "crossover", "--max-message-bytes", "65536"}, "--max-message-bytes 65536 is too small for segment 0"},
+      {{"--peers", "w1=tcp://h:0"}, "--peers w1 'tcp://h:0' is not an endpoint: port 0 can only be bound"},
+      {{"--max-queued-bytes", "2000000", "--max-message-bytes", "4000000"}, "--max-queued-bytes 2000000 is below"},
+      {{"--max-members", "1"}, "--max-members"},
       {{"--http", "8080"}, "--http '8080' is not IP:PORT"},
       {{"--params-out", "/nonexistent/dir/p.bin"}, "directory /nonexistent/dir does not exist"},
   };

@@ -261,6 +261,53 @@ TEST(CollectiveValidation, MisSizedChunkIsDroppedNotApplied) {
   EXPECT_EQ(nodes[1]->counters().get(RejectReason::kSizeMismatch), 1u);
 }
 
+// A sender that races ahead (or floods) fills its own share of the mailbox
+// and no more; other senders are not affected, and taking or finishing its
+// messages frees the room again.
+TEST(Mailbox, EverySenderIsBoundedInBytes) {
+  RejectCounters counters;
+  RejectLog log("self", counters);
+  Mailbox box(log, /*max_control_queue=*/4, /*max_queued_bytes=*/2000);
+  auto chunk = [](const std::string& sender, uint64_t seq) {
+    Message m;
+    m.envelope.set_sender(sender);
+    m.envelope.set_type(proto::COLLECTIVE_CHUNK);
+    m.envelope.set_collective_tag(7);
+    m.envelope.set_collective_seq(seq);
+    m.envelope.set_count(150);
+    m.payload.emplace_back(std::vector<std::byte>(600));
+    return m;
+  };
+  for (uint64_t seq = 10; seq < 20; ++seq) box.push(chunk("fast", seq));  // calls not begun yet
+  EXPECT_EQ(counters.get(RejectReason::kQueueFull), 7u);                  // 3 x ~610 bytes fit in 2000
+  EXPECT_LE(box.queued_bytes("fast"), 2000u);
+  EXPECT_GT(box.queued_bytes("fast"), 1800u);
+  box.push(chunk("slow", 10));
+  EXPECT_EQ(counters.get(RejectReason::kQueueFull), 7u) << "another sender has its own room";
+  ASSERT_TRUE(box.pop_chunk(ChunkKey{7, 10, "fast"}, Mailbox::Clock::now(), {}));
+  const size_t after_pop = box.queued_bytes("fast");
+  EXPECT_LT(after_pop, 1400u);
+  box.push(chunk("fast", 20));
+  EXPECT_EQ(counters.get(RejectReason::kQueueFull), 7u) << "taking a message frees its room";
+  box.finish(7, 100);
+  EXPECT_EQ(box.queued_bytes("fast"), 0u);
+  EXPECT_EQ(box.queued_bytes("slow"), 0u);
+  // Control messages count too; a full control queue drops its oldest.
+  for (int i = 0; i < 6; ++i) {
+    Message m;
+    m.envelope.set_sender("fast");
+    m.envelope.set_type(proto::HEARTBEAT);
+    m.envelope.set_round(static_cast<uint64_t>(i));
+    box.push(std::move(m));
+  }
+  const size_t four = box.queued_bytes("fast");
+  EXPECT_GT(four, 0u);
+  auto first = box.pop(proto::HEARTBEAT, Mailbox::Clock::now(), {});
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->envelope.round(), 2u) << "the two oldest were dropped";
+  EXPECT_LT(box.queued_bytes("fast"), four);
+}
+
 TEST(Endpoint, ConnectableAndBindableForms) {
   using protocol::EndpointUse;
   for (const char* ok : {"tcp://127.0.0.1:7100", "tcp://host-1.example.org:1", "tcp://[::1]:65535", "ipc:///tmp/w.sock",
