@@ -220,7 +220,10 @@ void GossipWorker::run(std::stop_token stop) {
         serve(x, &push_sum);
         push_sum.debias(x, params);
         trainer::StepResult r = trainer_.compute_gradients(idx);
-        trainer_.optimizer().step(x, trainer_.model().grads(), trainer_.current_lr());
+        // The step is taken on z and stored as x = w z: its size on the
+        // model is the learning rate whatever the weights (push_sum.h).
+        trainer_.optimizer().step(params, trainer_.model().grads(), trainer_.current_lr());
+        push_sum.rebias(params, x);
         const uint64_t round = trainer_.step_count() + 1;
         const topology::View view = membership_.view_at(round);
         account(push_sum.run_round(view, round, x));

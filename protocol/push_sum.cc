@@ -1,5 +1,7 @@
 #include "protocol/push_sum.h"
 
+#include <cmath>
+
 #include "protocol/collective_channel.h"
 #include "protocol/errors.h"
 #include "topology/exponential_graph.h"
@@ -31,6 +33,29 @@ void PushSumGossip::debias(std::span<const float> x, std::span<float> z) const {
     const auto& seg = segments_[s];
     const float inv = static_cast<float>(1.0 / weights_[s]);
     for (size_t i = seg.offset; i < seg.offset + seg.length; ++i) z[i] = x[i] * inv;
+  }
+}
+
+void PushSumGossip::rebias(std::span<const float> z, std::span<float> x) const {
+  for (size_t s = 0; s < segments_.size(); ++s) {
+    const auto& seg = segments_[s];
+    const float w = static_cast<float>(weights_[s]);
+    for (size_t i = seg.offset; i < seg.offset + seg.length; ++i) x[i] = z[i] * w;
+  }
+}
+
+void PushSumGossip::keep_weights_up(std::span<float> x) {
+  for (size_t s = 0; s < segments_.size(); ++s) {
+    double& w = weights_[s];
+    if (!(w > 0.0)) continue;
+    int doublings = 0;
+    while (w < kMinWeight) {
+      w *= 2.0;
+      ++doublings;
+    }
+    if (doublings == 0) continue;
+    const float factor = std::ldexp(1.0f, doublings);
+    for (float& v : x.subspan(segments_[s].offset, segments_[s].length)) v *= factor;
   }
 }
 
@@ -70,6 +95,7 @@ RoundStats PushSumGossip::run_round(const topology::View& view, uint64_t round, 
   } else if (round > 0) {
     fold_in(view, round - 1, x, stats);
   }
+  keep_weights_up(x);
   return stats;
 }
 
@@ -88,7 +114,8 @@ size_t PushSumGossip::fold_in(const topology::View& view, uint64_t round, std::s
         ++stats.segments_skipped;
         continue;
       }
-      if (!msg->envelope.has_push_sum_weight() || !(msg->envelope.push_sum_weight() > 0.0)) {
+      const double w = msg->envelope.push_sum_weight();
+      if (!msg->envelope.has_push_sum_weight() || !(w > 0.0) || !std::isfinite(w)) {
         node_.reject_log().reject(view.member(from), RejectReason::kSegment, "push-sum segment without a weight");
         ++stats.segments_skipped;
         continue;

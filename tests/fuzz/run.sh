@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang (AddressSanitizer and
-# UndefinedBehaviorSanitizer on) into build-fuzz/ and runs each for SECONDS
-# (default 30) from the seed corpus in tests/fuzz/corpus/. New inputs the
-# fuzzer finds stay in build-fuzz/corpus/ (the committed seeds are not
-# changed). A crash fails the run; its input is copied to
+# UndefinedBehaviorSanitizer on) in the sanitizer build tree
+# (tests/sanitized_build.sh) and runs each for SECONDS (default 30) from the
+# seed corpus in tests/fuzz/corpus/. New inputs the fuzzer finds stay in
+# <build>/fuzz-corpus/ (the committed seeds are not changed). A crash fails the run; its input is copied to
 # tests/fuzz/regressions/<target>/, where the normal build's
 # Fuzz.Replay.<target> test replays it from then on.
 #
@@ -17,24 +17,20 @@ shift || true
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(envelope membership state_download segment collective checkpoint)
 
-./deploy/install-deps.sh --fuzz
-flags="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
-cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ -DGOSSIPD_FUZZ=ON \
-  -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null
-cmake --build build-fuzz -j2 --target fuzzers
+build=$(tests/sanitized_build.sh address,undefined fuzzers | tail -n 1)
 
 export ASAN_OPTIONS="detect_leaks=1:${ASAN_OPTIONS:-}"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
 status=0
 summary=()
 for t in "${targets[@]}"; do
-  bin="build-fuzz/bin/fuzz_$t"
+  bin="$build/bin/fuzz_$t"
   [ -x "$bin" ] || { echo "tests/fuzz/run.sh: no target '$t'" >&2; exit 2; }
-  work="build-fuzz/corpus/$t"
-  crashes="build-fuzz/crashes/$t"
+  work="$build/fuzz-corpus/$t"
+  crashes="$build/fuzz-crashes/$t"
   mkdir -p "$work" "$crashes"
   cp -n tests/fuzz/corpus/"$t"/* "$work"/
-  log="build-fuzz/fuzz_$t.log"
+  log="$build/fuzz_$t.log"
   echo "fuzzing $t for ${secs} s"
   # One worker: the machine has 2 cores, and the target itself runs threads.
   if "$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \

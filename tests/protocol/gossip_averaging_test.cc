@@ -125,6 +125,57 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(2, 3, 4, 5, 6, 7, 8)),
     [](const auto& info) { return name(std::get<0>(info.param)) + "_n" + std::to_string(std::get<1>(info.param)); });
 
+// Push-sum under 10% message loss: every lost message takes its mass, so
+// unchecked weights shrink by ~5% a round (to ~1e-9 after 400 rounds) and a
+// step taken on the numerators grows as 1/w. The weights must stay at or
+// above kMinWeight and finite, and the de-biased replicas must still agree
+// (a weighted mean of the initial ones: no longer the exact mean).
+TEST(PushSumUnderLoss, WeightsStayUpAndTheReplicasStillAgree) {
+  constexpr size_t n = 4;
+  NodeOptions base;
+  base.faults.drop = 0.10;
+  base.faults.seed = 7;
+  TestCluster cluster(n, base);
+  register_everywhere(cluster);
+  for (size_t i = 0; i < n; ++i) cluster.node(i).arm_faults();
+  const topology::View view(1, cluster.ids());
+  GossipOptions opts;
+  opts.seed = 42;
+  opts.segment_deadline = std::chrono::milliseconds(50);
+  constexpr uint64_t kRounds = 400;
+  std::vector<std::vector<float>> z(n, std::vector<float>(kFloats));
+  std::vector<double> lowest(n, 1.0);
+  std::vector<RoundStats> stats(n);
+  testing::expect_no_errors(cluster.run([&](size_t rank) {
+    auto x = initial(rank);
+    PushSumGossip g(cluster.node(rank), kSegments, opts);
+    for (uint64_t r = 0; r < kRounds; ++r) {
+      stats[rank] += g.run_round(view, r, x);
+      for (double w : g.weights()) lowest[rank] = std::min(lowest[rank], w);
+    }
+    g.debias(x, z[rank]);
+  }));
+  size_t skipped = 0;
+  for (const auto& st : stats) skipped += st.segments_skipped;
+  EXPECT_GT(skipped, kRounds * n * kSegments.size() / 20) << "the loss must have hit (~10% of the segments)";
+  float lo = 1e30f, hi = -1e30f;  // the hull of the initial replicas
+  for (size_t r = 0; r < n; ++r) {
+    for (float v : initial(r)) lo = std::min(lo, v), hi = std::max(hi, v);
+  }
+  for (size_t r = 0; r < n; ++r) {
+    EXPECT_GE(lowest[r], PushSumGossip::kMinWeight) << "rank " << r;
+    double diff = 0, norm = 0;
+    for (size_t i = 0; i < kFloats; ++i) {
+      ASSERT_TRUE(std::isfinite(z[r][i]));
+      EXPECT_GE(z[r][i], lo);
+      EXPECT_LE(z[r][i], hi);
+      diff += (z[r][i] - z[0][i]) * (z[r][i] - z[0][i]);
+      norm += z[0][i] * z[0][i];
+    }
+    EXPECT_LE(std::sqrt(diff / norm), 1e-3) << "rank " << r << " vs rank 0";
+  }
+}
+
 TEST(Consensus, DistanceOfKnownReplicasAndItsDecayUnderGossip) {
   TestCluster cluster(4);
   register_everywhere(cluster);

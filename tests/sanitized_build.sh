@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Configures and builds build-sanitize-<LIST>/ with clang and
+# -fsanitize=LIST (RelWithDebInfo, assertions kept). With address or
+# undefined in LIST the tree also holds the libFuzzer targets (the code is
+# built with -fsanitize=fuzzer-no-link), so the sanitized tests and the
+# fuzzers share one build. Extra arguments are build targets.
+#
+#   tests/sanitized_build.sh address,undefined [TARGET...]
+# Prints the build directory on its last line.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+list="${1:?usage: tests/sanitized_build.sh LIST [TARGET...] (LIST: address,undefined or thread)}"
+shift
+if [[ ! "$list" =~ ^(address|undefined|thread|leak)(,(address|undefined|thread|leak))*$ ]]; then
+  echo "tests/sanitized_build.sh: '$list': use a comma list of address, undefined, thread, leak" >&2
+  exit 2
+fi
+./deploy/install-deps.sh --fuzz >&2
+dir="build-sanitize-${list//,/-}"
+flags="-fsanitize=$list -fno-omit-frame-pointer -fno-sanitize-recover=all"
+fuzz=OFF
+if [[ "$list" != *thread* ]]; then
+  flags="$flags -fsanitize=fuzzer-no-link"
+  fuzz=ON
+fi
+cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ -DGOSSIPD_FUZZ=$fuzz \
+  -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=$list" >&2
+if [ $# -gt 0 ]; then
+  for t in "$@"; do cmake --build "$dir" -j2 --target "$t" >&2; done
+else
+  cmake --build "$dir" -j2 >&2
+fi
+echo "$dir"
