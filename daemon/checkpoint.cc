@@ -149,10 +149,13 @@ Checkpoint read_checkpoint(const fs::path& path) {
   c.node_id = h.node_id();
   c.test_accuracy = h.test_accuracy();
   const char* floats = data.data() + sizeof kMagic + 4 + header_len;
+  // Copied bytewise, not memcpy'd: an empty vector's data() may be null
+  // (plain SGD keeps no optimizer state), and memcpy from or to null is
+  // undefined even for 0 bytes (UBSan caught it).
   c.state.params.resize(p);
   c.state.optimizer.resize(o);
-  std::memcpy(c.state.params.data(), floats, p * sizeof(float));
-  std::memcpy(c.state.optimizer.data(), floats + p * sizeof(float), o * sizeof(float));
+  std::copy_n(floats, p * sizeof(float), reinterpret_cast<char*>(c.state.params.data()));
+  std::copy_n(floats + p * sizeof(float), o * sizeof(float), reinterpret_cast<char*>(c.state.optimizer.data()));
   return c;
 }
 

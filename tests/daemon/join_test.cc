@@ -140,7 +140,8 @@ TEST_P(Join, AFifthWorkerJoinsWithoutStallingTheOthers) {
 
   // The joiner's first evaluation against the others' at the same epoch.
   const auto joiner = accuracies(dir.file("w4"));
-  const auto [epoch, acc] = *joiner.begin();
+  const auto epoch = joiner.begin()->first;  // not a structured binding: clang 14 cannot capture one
+  const auto acc = joiner.begin()->second;
   double sum = 0, lowest = 1;
   std::string each;
   for (int i = 0; i < 4; ++i) {
@@ -184,6 +185,7 @@ struct Refusal {
   std::vector<std::string> cluster_flags;  // besides the common ones
   std::vector<std::string> joiner_flags;
   std::vector<std::string> says;           // in the joiner's error
+  friend void PrintTo(const Refusal& r, std::ostream* os) { *os << r.name; }
 };
 
 class JoinRefusal : public ::testing::TestWithParam<Refusal> {};

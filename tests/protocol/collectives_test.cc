@@ -44,7 +44,9 @@ CollectiveOptions test_options() {
 class RingTest : public ::testing::TestWithParam<std::tuple<size_t, size_t>> {};
 
 TEST_P(RingTest, AllreduceEqualsSerialSum) {
-  const auto [n, count] = GetParam();
+  // Not a structured binding: clang 14 cannot capture one in a lambda.
+  const auto n = std::get<0>(GetParam());
+  const auto count = std::get<1>(GetParam());
   TestCluster cluster(n);
   const auto expected = serial_sum(n, count);
   std::vector<std::vector<float>> out(n);
@@ -86,7 +88,9 @@ TEST(RingUnderFaults, ReorderedAndDuplicatedPiecesStillSumExactly) {
 }
 
 TEST_P(RingTest, ReduceScatterAndAllgather) {
-  const auto [n, count] = GetParam();
+  // Not a structured binding: clang 14 cannot capture one in a lambda.
+  const auto n = std::get<0>(GetParam());
+  const auto count = std::get<1>(GetParam());
   TestCluster cluster(n);
   const auto expected = serial_sum(n, count);
   std::vector<std::vector<float>> scattered(n), gathered(n);
@@ -106,7 +110,9 @@ TEST_P(RingTest, ReduceScatterAndAllgather) {
 }
 
 TEST_P(RingTest, BroadcastFromLastRank) {
-  const auto [n, count] = GetParam();
+  // Not a structured binding: clang 14 cannot capture one in a lambda.
+  const auto n = std::get<0>(GetParam());
+  const auto count = std::get<1>(GetParam());
   TestCluster cluster(n);
   const size_t root = n - 1;
   std::vector<std::vector<float>> out(n);

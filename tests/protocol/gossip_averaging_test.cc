@@ -64,7 +64,9 @@ void register_everywhere(TestCluster& cluster) {
 class Averaging : public ::testing::TestWithParam<std::tuple<Kind, size_t>> {};
 
 TEST_P(Averaging, ReplicasReachTheExactInitialMean) {
-  const auto [kind, n] = GetParam();
+  // Not a structured binding: clang 14 cannot capture one in a lambda.
+  const auto kind = std::get<0>(GetParam());
+  const auto n = std::get<1>(GetParam());
   TestCluster cluster(n);
   register_everywhere(cluster);
   const topology::View view(1, cluster.ids());
