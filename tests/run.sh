@@ -12,8 +12,9 @@
 #   ./tests/run.sh -R Gradient          stage 1 only, with these ctest arguments
 #   ./tests/run.sh --quick              stage 1 only
 #   ./tests/run.sh --sanitize LIST [ctest args]
-#                                       build-sanitize-LIST/ only (LIST: address,undefined
-#                                       or thread), all its tests unless arguments say otherwise
+#                                       build-sanitize-LIST/ only (LIST: address,undefined:
+#                                       every test; thread: the transport and protocol
+#                                       tests, with tests/tsan.supp), or the given ones
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,7 +30,7 @@ ctest_sanitized() {  # DIR [ctest args]
   shift
   export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:${ASAN_OPTIONS:-}"
   export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
-  export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:${TSAN_OPTIONS:-}"
+  export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp:${TSAN_OPTIONS:-}"
   ctest --test-dir "$dir" --output-on-failure -j2 --timeout 1800 "$@"
 }
 
@@ -41,7 +42,15 @@ if [[ "${1:-}" == --sanitize || "${1:-}" == --sanitize=* ]]; then
     list="${1#--sanitize=}"
     shift
   fi
-  dir=$(tests/sanitized_build.sh "$list" | tail -n 1)
+  if [[ "$list" == *thread* ]]; then
+    # ThreadSanitizer covers the threads of the transport and the protocols
+    # (the daemon's processes run the same code).
+    dir=$(tests/sanitized_build.sh "$list" protocol_transport_test protocol_collectives_test protocol_failure_test \
+      protocol_gossip_test protocol_validation_test protocol_curve_test | tail -n 1)
+    [ $# -gt 0 ] || set -- -E 'NOT_BUILT|^Fuzz\.|^Deploy\.'
+  else
+    dir=$(tests/sanitized_build.sh "$list" | tail -n 1)
+  fi
   ctest_sanitized "$dir" "$@"
   exit 0
 fi
