@@ -19,6 +19,14 @@ gossipd_require(ZLIB_FOUND "zlib" "zlib1g-dev")
 
 pkg_check_modules(ZMQ IMPORTED_TARGET libzmq>=4.3)
 gossipd_require(ZMQ_FOUND "libzmq" "libzmq3-dev")
+# Debian's libzmq.pc carries its private requirements' flags (-isystem
+# /usr/include/mit-krb5, pgm, libxml2). FindPkgConfig files the -isystem one
+# under include directories on a tree's first configure and under compile
+# options on every later one, so the second configure rebuilt everything
+# that includes zmq.h (5 minutes of CI for the sanitizer tree). zmq.h needs
+# none of them: the target gets libzmq's own include directory only.
+set_target_properties(PkgConfig::ZMQ PROPERTIES
+  INTERFACE_INCLUDE_DIRECTORIES "${ZMQ_INCLUDEDIR}" INTERFACE_COMPILE_OPTIONS "")
 find_package(cppzmq QUIET)
 gossipd_require(cppzmq_FOUND "cppzmq" "cppzmq-dev")
 
