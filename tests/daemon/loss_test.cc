@@ -52,10 +52,9 @@ TEST_P(LossyNetwork, GossipStillReachesEightyFivePercent) {
               std::chrono::duration<double>(Clock::now() - start).count());
 }
 
-// Overlapped SGP is the SGP to run on a slow network. Push-sum loses the mass
-// of every lost message: before the step was taken on z and the weights kept
-// up (push_sum.h), osgp ended at 0.10 here.
-INSTANTIATE_TEST_SUITE_P(Protocols, LossyNetwork, ::testing::Values("crossover --overlap", "osgp"));
+// Push-sum loses the mass of every lost message: before the step was taken
+// on z and the weights kept up (push_sum.h), osgp ended at 0.10 here.
+INSTANTIATE_TEST_SUITE_P(Protocols, LossyNetwork, ::testing::Values("crossover --overlap", "osgp", "sgp"));
 
 TEST(LossyNetwork, AllreduceFailsWithAClearErrorInsteadOfHanging) {
   std::vector<std::string> args = kLossy;
