@@ -16,12 +16,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-double metric(uint16_t port, const std::string& name) {
-  const std::string m = http_get(port, "/metrics");
-  std::smatch match;
-  return std::regex_search(m, match, std::regex(name + " ([0-9.e+]+)")) ? std::stod(match[1]) : -1;
-}
-
 TEST(CurveCluster, EveryoneWithoutTheClusterKeyIsTurnedAwayAndTrainingGoesOn) {
   TempDir dir("gossipd_curve");
   const auto a = protocol::generate_keypair();
@@ -67,13 +61,13 @@ TEST(CurveCluster, EveryoneWithoutTheClusterKeyIsTurnedAwayAndTrainingGoesOn) {
   const std::string before_status = http_get(port, "/status");
   EXPECT_FALSE(std::regex_search(before_status, rejected, std::regex("\"messages_rejected\":\"?[1-9]")))
       << before_status;
-  EXPECT_GE(metric(port, "gossipd_curve_clients_refused_total"), 1) << http_get(port, "/metrics");
+  EXPECT_GE(metric_value(port, "gossipd_curve_clients_refused_total"), 1) << http_get(port, "/metrics");
   const std::string status = http_get(port, "/status");
   EXPECT_EQ(status.find("\"x"), std::string::npos) << status;
   const uint64_t before = round_of(status);
   EXPECT_TRUE(wait_until([&] { return round_of(http_get(port, "/status")) >= before + 20; }, 30s));
   std::printf("[ measured ] 3 intruders turned away; ZAP refusals %.0f; the cluster went on training\n",
-              metric(port, "gossipd_curve_clients_refused_total"));
+              metric_value(port, "gossipd_curve_clients_refused_total"));
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "proto/gossip.pb.h"
 #include "protocol/message.h"
 #include "tests/support/cluster.h"
+#include "tests/support/envelope.h"
 #include "tests/support/http_client.h"
 #include "tests/support/process.h"
 
@@ -23,19 +24,11 @@ using namespace std::chrono_literals;
 
 // Reads gossipd_messages_rejected_total{reason="..."} from /metrics (-1 if absent).
 double rejected(uint16_t port, const std::string& reason) {
-  const std::string m = http_get(port, "/metrics");
-  std::smatch match;
-  const std::regex re("gossipd_messages_rejected_total\\{reason=\"" + reason + "\"\\} ([0-9.e+]+)");
-  return std::regex_search(m, match, re) ? std::stod(match[1]) : -1;
+  return metric_value(port, "gossipd_messages_rejected_total{reason=\"" + reason + "\"}");
 }
 
 proto::Envelope envelope(const std::string& sender, proto::MessageType type) {
-  proto::Envelope e;
-  e.set_version(protocol::kProtocolVersion);
-  e.set_cluster_id("test");
-  e.set_sender(sender);
-  e.set_type(type);
-  return e;
+  return make_envelope("test", sender, type);
 }
 
 void send(zmq::socket_t& s, const std::vector<std::string>& frames) {

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cassert>
+#include <cstdio>
 #include <fstream>
 #include <string>
 
@@ -11,7 +12,12 @@
 using namespace gossipd;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const std::string path = "/dev/shm/gossipd-fuzz-ckpt-" + std::to_string(getpid()) + ".gsck";
+  // One file per process, removed when it exits (libFuzzer ends with exit()).
+  static const struct File {
+    std::string path = "/dev/shm/gossipd-fuzz-ckpt-" + std::to_string(getpid()) + ".gsck";
+    ~File() { std::remove(path.c_str()); }
+  } file;
+  const std::string& path = file.path;
   {
     std::ofstream f(path, std::ios::binary | std::ios::trunc);
     f.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));

@@ -9,8 +9,10 @@
 // size); lengths beyond the input's end are clipped. So every byte string
 // is a valid input, and mutations of a seed stay close to real traffic.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <string>
 #include <vector>

@@ -14,6 +14,7 @@
 #include "protocol/ring_collectives.h"
 #include "protocol/segment_inbox.h"
 #include "tests/fuzz/harness.h"
+#include "tests/support/envelope.h"
 #include "tests/support/temp_dir.h"
 
 using namespace gossipd;
@@ -61,12 +62,7 @@ protocol::NodeOptions options(const std::string& id) {
 }
 
 proto::Envelope envelope(const std::string& sender, proto::MessageType type) {
-  proto::Envelope e;
-  e.set_version(protocol::kProtocolVersion);
-  e.set_cluster_id("fuzz");
-  e.set_sender(sender);
-  e.set_type(type);
-  return e;
+  return testing::make_envelope("fuzz", sender, type);
 }
 
 std::string one(const std::string& sender, const proto::Envelope& e, const std::vector<std::string>& payload = {}) {

@@ -9,6 +9,7 @@
 #include "protocol/endpoint.h"
 #include "protocol/ring_collectives.h"
 #include "tests/protocol/test_cluster.h"
+#include "tests/support/envelope.h"
 
 namespace gossipd::protocol {
 namespace {
@@ -41,12 +42,7 @@ class ValidationTest : public ::testing::Test {
   }
 
   proto::Envelope envelope(proto::MessageType type, const std::string& sender = "good") {
-    proto::Envelope e;
-    e.set_version(kProtocolVersion);
-    e.set_cluster_id("c1");
-    e.set_sender(sender);
-    e.set_type(type);
-    return e;
+    return gossipd::testing::make_envelope("c1", sender, type);
   }
 
   proto::Envelope tensor(proto::MessageType type, size_t count) {

@@ -30,6 +30,17 @@ uint64_t status_number(const std::string& status, const std::string& field) {
 
 uint64_t round_of(const std::string& status) { return status_number(status, "round"); }
 
+double metric_value(uint16_t port, const std::string& series) {
+  const std::string m = http_get(port, "/metrics");
+  const std::string prefix = series + " ";
+  for (size_t at = 0; at < m.size();) {
+    const size_t end = std::min(m.find('\n', at), m.size());
+    if (m.compare(at, prefix.size(), prefix) == 0) return std::stod(m.substr(at + prefix.size(), end - at));
+    at = end + 1;
+  }
+  return -1;
+}
+
 size_t member_count(const std::string& status) {
   std::smatch m;
   if (!std::regex_search(status, m, std::regex("\"members\":\\[([^\\]]*)\\]"))) return 0;

@@ -19,6 +19,9 @@ std::string http_get(uint16_t port, const std::string& path);
 uint64_t status_number(const std::string& status, const std::string& field);
 // status_number(status, "round").
 uint64_t round_of(const std::string& status);
+// The value of one series of /metrics, named exactly as it is printed
+// (`name` or `name{label="value"}`); -1 when absent.
+double metric_value(uint16_t port, const std::string& series);
 // How many ids the "members" list of a /status answer holds.
 size_t member_count(const std::string& status);
 
