@@ -71,7 +71,10 @@ trainer::StepResult AllreduceWorker::step(std::span<const uint32_t> idx, std::st
       // Gradients at the current parameters: after a re-sync they are recomputed.
       trainer::StepResult r = trainer_.compute_gradients(idx);
       auto grads = trainer_.model().grads();
-      protocol::AllreduceRing(*group_, grads).run();
+      {
+        TrainingLoop::CommTimer comm(loop_);
+        protocol::AllreduceRing(*group_, grads).run();
+      }
       const float scale = 1.0f / static_cast<float>(group_->size());
       for (float& g : grads) g *= scale;
       trainer_.apply_gradients(trainer_.current_lr());

@@ -91,6 +91,7 @@ proto::CompareSummary collect(const std::vector<std::pair<std::string, uint16_t>
         r.set_bytes_sent(st.bytes_sent());
         r.set_segments_skipped(st.segments_skipped());
         r.set_rounds_per_second(st.rounds_per_second());
+        r.set_comm_ms_per_round(st.comm_ms_per_round());
         fs::create_directories(out + "/" + h.algo);
         JsonLinesWriter(out + "/" + h.algo + "/" + h.id + ".jsonl").write(r);
       }

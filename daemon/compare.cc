@@ -256,10 +256,10 @@ class Comparison {
     for (const auto& w : workers) files.push_back(w.metrics);
     summarize_protocol(files, o_.target, dir, res);
     res.set_averaged_model_accuracy(averaged_accuracy(workers));
-    std::printf("%-10s final mean acc %.4f  averaged model %.4f  to %.2f: %s  %.1f rounds/s\n", algo.c_str(),
-                res.final_mean_accuracy(), res.averaged_model_accuracy(), o_.target,
+    std::printf("%-10s final mean acc %.4f  averaged model %.4f  to %.2f: %s  %.1f rounds/s (%.1f ms comm)\n",
+                algo.c_str(), res.final_mean_accuracy(), res.averaged_model_accuracy(), o_.target,
                 res.seconds_to_target() < 0 ? "not reached" : format("%.1f s", res.seconds_to_target()).c_str(),
-                res.rounds_per_second());
+                res.rounds_per_second(), res.comm_ms_per_round());
     std::fflush(stdout);
     return res;
   }

@@ -103,18 +103,18 @@ void plot(const std::string& out, const proto::CompareSummary& summary) {
 std::string table(const proto::CompareSummary& summary, double target) {
   std::ostringstream t;
   t << "| protocol | status | final mean acc | best mean acc | averaged model acc | time to " << target
-    << " | epochs to " << target << " | rounds/s | bytes/worker/round | segments skipped | consensus distance | "
-       "wall s |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+    << " | epochs to " << target << " | rounds/s | comm ms/round | bytes/worker/round | segments skipped | "
+       "consensus distance | wall s |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : summary.results()) {
     if (r.status() != "ok") {
-      t << "| " << r.algo() << " | " << r.status() << " | | | | | | | | | | |\n";
+      t << "| " << r.algo() << " | " << r.status() << " | | | | | | | | | | | |\n";
       continue;
     }
     t << "| " << r.algo() << " | ok | " << format("%.4f", r.final_mean_accuracy()) << " | "
       << format("%.4f", r.best_mean_accuracy()) << " | " << (r.averaged_model_accuracy() < 0 ? "n/a" : format("%.4f", r.averaged_model_accuracy())) << " | "
       << (r.seconds_to_target() < 0 ? "not reached" : format("%.1f s", r.seconds_to_target())) << " | "
       << (r.epochs_to_target() < 0 ? "—" : format("%.0f", r.epochs_to_target())) << " | "
-      << format("%.1f", r.rounds_per_second()) << " | "
+      << format("%.1f", r.rounds_per_second()) << " | " << format("%.1f", r.comm_ms_per_round()) << " | "
       << (r.algo() == "allreduce" ? "—" : format("%.0f", r.bytes_per_worker_per_round())) << " | "
       << r.segments_skipped() << " | "
       << (r.algo() == "allreduce" ? "0 (exact)" : format("%.3g", r.final_consensus_distance())) << " | "
@@ -214,15 +214,17 @@ void summarize_protocol(const std::vector<std::string>& metrics_files, double ta
       res.set_epochs_to_target(epoch);
     }
   }
-  double rate = 0, bytes = 0;
+  double rate = 0, bytes = 0, comm = 0;
   uint64_t skipped = 0;
   for (const auto& r : recs) {
     if (r.empty()) continue;
     rate += r.back().rounds_per_second() / static_cast<double>(recs.size());
+    comm += r.back().comm_ms_per_round() / static_cast<double>(recs.size());
     bytes += static_cast<double>(r.back().bytes_sent()) / static_cast<double>(recs.size());
     skipped += r.back().segments_skipped();
   }
   res.set_rounds_per_second(rate);
+  res.set_comm_ms_per_round(comm);
   res.set_bytes_per_worker_per_round(res.rounds() > 0 ? bytes / static_cast<double>(res.rounds()) : 0);
   res.set_segments_skipped(skipped);
 }
@@ -276,8 +278,8 @@ void write_preset_report(const std::string& out, const proto::ComparePreset& p, 
   std::ostringstream md;
   md << "# gossipd compare --preset " << p.preset() << "\n\n"
      << description << " Each configuration has its own report in its directory.\n\n"
-     << "| configuration | workers | batch/worker | lr | protocol | status | round ms | time to " << target
-     << " | epochs to " << target << " | final mean acc |\n|---|---|---|---|---|---|---|---|---|---|\n";
+     << "| configuration | workers | batch/worker | lr | protocol | status | round ms | of which comm | time to "
+     << target << " | epochs to " << target << " | final mean acc |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
   std::map<std::string, std::ostringstream> per_algo;
   for (size_t i = 0; i < configs.size() && i < static_cast<size_t>(p.runs_size()); ++i) {
     const auto& c = configs[i];
@@ -285,7 +287,7 @@ void write_preset_report(const std::string& out, const proto::ComparePreset& p, 
       const double round_ms = r.rounds_per_second() > 0 ? 1000.0 / r.rounds_per_second() : 0;
       md << "| [" << c.name << "](" << c.name << "/report.md) | " << c.workers << " | " << c.batch
          << " | " << format("%g", c.lr) << " | " << r.algo() << " | " << r.status() << " | "
-         << format("%.1f", round_ms) << " | "
+         << format("%.1f", round_ms) << " | " << format("%.1f", r.comm_ms_per_round()) << " | "
          << (r.seconds_to_target() < 0 ? "not reached" : format("%.1f s", r.seconds_to_target())) << " | "
          << (r.epochs_to_target() < 0 ? "—" : format("%.0f", r.epochs_to_target())) << " | "
          << format("%.4f", r.final_mean_accuracy()) << " |\n";

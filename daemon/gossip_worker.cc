@@ -188,7 +188,10 @@ void GossipWorker::run(std::stop_token stop) {
         [&](std::span<const uint32_t> idx) {
           serve(params, nullptr);
           trainer::StepResult r = trainer_.train_step(idx);
-          account(overlapped.exchange(trainer_.step_count(), params));
+          {
+            TrainingLoop::CommTimer comm(loop_);  // waits for the previous round's exchange
+            account(overlapped.exchange(trainer_.step_count(), params));
+          }
           maybe_measure(membership_.view_at(trainer_.step_count()), trainer_.step_count(), params);
           return r;
         },
@@ -201,10 +204,13 @@ void GossipWorker::run(std::stop_token stop) {
       serve(params, nullptr);
       trainer::StepResult r = trainer_.train_step(idx);
       const uint64_t round = trainer_.step_count();
-      if (options_.hierarchical) {
-        account(hierarchical_round(hierarchical, round, params));
-      } else {
-        account(crossover.run_round(membership_.view_at(round), round, params));
+      {
+        TrainingLoop::CommTimer comm(loop_);
+        if (options_.hierarchical) {
+          account(hierarchical_round(hierarchical, round, params));
+        } else {
+          account(crossover.run_round(membership_.view_at(round), round, params));
+        }
       }
       maybe_measure(membership_.view_at(round), round, params);
       return r;
@@ -226,7 +232,10 @@ void GossipWorker::run(std::stop_token stop) {
         push_sum.rebias(params, x);
         const uint64_t round = trainer_.step_count() + 1;
         const topology::View view = membership_.view_at(round);
-        account(push_sum.run_round(view, round, x));
+        {
+          TrainingLoop::CommTimer comm(loop_);
+          account(push_sum.run_round(view, round, x));
+        }
         trainer_.count_step();
         if (options_.consensus_every > 0 && round % options_.consensus_every == 0) {
           push_sum.debias(x, params);  // the replicas SGP trains are z = x / w

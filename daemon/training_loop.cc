@@ -21,6 +21,8 @@ TrainingLoop::TrainingLoop(std::string id, trainer::Trainer& trainer, const trai
       epoch_gauge_(metrics.gauge("gossipd_epoch", "Epochs of local data completed")),
       loss_gauge_(metrics.gauge("gossipd_loss", "Mean training loss of the last epoch")),
       accuracy_gauge_(metrics.gauge("gossipd_test_accuracy", "Test accuracy after the last epoch")),
+      comm_total_(metrics.counter("gossipd_comm_seconds_total",
+                                  "Seconds the training thread waited on the protocol's exchange")),
       start_(std::chrono::steady_clock::now()) {}
 
 size_t TrainingLoop::steps_per_epoch(size_t dataset_size, size_t members, size_t batch) {
@@ -28,9 +30,20 @@ size_t TrainingLoop::steps_per_epoch(size_t dataset_size, size_t members, size_t
   return std::max<size_t>(1, per_member / std::max<size_t>(batch, 1));
 }
 
+TrainingLoop::CommTimer::~CommTimer() {
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  loop_.comm_seconds_ += s;
+  loop_.comm_total_.add(s);
+}
+
+double TrainingLoop::comm_ms_per_round(uint64_t round) const {
+  return round > start_round_ ? 1000.0 * comm_seconds_ / static_cast<double>(round - start_round_) : 0.0;
+}
+
 void TrainingLoop::run(size_t steps, std::stop_token stop, const Step& step, const BeforeEval& before_eval) {
   start_ = std::chrono::steady_clock::now();
   start_round_ = trainer_.step_count();
+  comm_seconds_ = 0;
   state_.update([&](proto::Status& s) {
     s.set_state("training");
     s.set_epochs_total(static_cast<uint32_t>(epochs_));
@@ -78,6 +91,7 @@ void TrainingLoop::step_done(uint64_t round, double running_loss) {
   state_.update([&](proto::Status& st) {
     st.set_round(round);
     st.set_rounds_per_second(elapsed > 0 ? static_cast<double>(round - start_round_) / elapsed : 0.0);
+    st.set_comm_ms_per_round(comm_ms_per_round(round));
     if (st.epoch() == 0) st.set_loss(running_loss);
   });
 }
@@ -113,6 +127,7 @@ void TrainingLoop::epoch_done(uint32_t epoch, double train_loss, double train_ac
   rec.set_bytes_sent(st.bytes_sent());
   rec.set_segments_skipped(st.segments_skipped());
   rec.set_rounds_per_second(st.rounds_per_second());
+  rec.set_comm_ms_per_round(st.comm_ms_per_round());
   log_.write(rec);
   if (!quiet_) {
     std::printf("[%s] epoch %u/%d  loss %.4f  train_acc %.4f  test_acc %.4f  round %llu  %.1f s\n", id_.c_str(),

@@ -36,8 +36,25 @@ class TrainingLoop {
   // every member makes the same number of rounds.
   static size_t steps_per_epoch(size_t dataset_size, size_t members, size_t batch);
 
+  // Counts the time from construction to destruction as communication: the
+  // training thread waiting on the protocol's exchange (a gossip round, an
+  // allreduce). Reported per round in /status, --metrics-out and compare's
+  // summary as comm_ms_per_round, and in gossipd_comm_seconds_total.
+  class CommTimer {
+   public:
+    explicit CommTimer(TrainingLoop& loop) : loop_(loop), start_(std::chrono::steady_clock::now()) {}
+    ~CommTimer();
+    CommTimer(const CommTimer&) = delete;
+    CommTimer& operator=(const CommTimer&) = delete;
+
+   private:
+    TrainingLoop& loop_;
+    std::chrono::steady_clock::time_point start_;
+  };
+
  private:
   void step_done(uint64_t round, double running_loss);
+  double comm_ms_per_round(uint64_t round) const;
   void epoch_done(uint32_t epoch, double train_loss, double train_accuracy, size_t samples, double seconds);
 
   std::string id_;
@@ -51,6 +68,8 @@ class TrainingLoop {
   Gauge& epoch_gauge_;
   Gauge& loss_gauge_;
   Gauge& accuracy_gauge_;
+  Counter& comm_total_;
+  double comm_seconds_ = 0;  // CommTimers on the training thread, since run() began
   std::chrono::steady_clock::time_point start_;
   uint64_t start_round_ = 0;  // a joiner starts at the round it was admitted at
 };

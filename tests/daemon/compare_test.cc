@@ -56,6 +56,16 @@ TEST_F(CompareTest, ThreeProtocolsGiveASummaryPlotsAndAReport) {
                                   "segments_skipped", "final_consensus_distance"}) {
     EXPECT_NE(summary.find("\"" + field + "\""), std::string::npos) << field;
   }
+  // Every protocol waits on its exchange for part of each round, never longer than the round.
+  for (const std::string algo : {"crossover", "sgp", "allreduce"}) {
+    std::smatch m;
+    const std::regex rate("\"algo\":\"" + algo + "\"[^}]*\"rounds_per_second\":([0-9.e+-]+)[^}]*"
+                          "\"comm_ms_per_round\":([0-9.e+-]+)");
+    ASSERT_TRUE(std::regex_search(summary, m, rate)) << algo << " in " << summary;
+    const double round_ms = 1000.0 / std::stod(m[1]);
+    EXPECT_GT(std::stod(m[2]), 0.0) << algo;
+    EXPECT_LT(std::stod(m[2]), round_ms) << algo;
+  }
   for (const std::string plot :
        {"accuracy_vs_time.svg", "accuracy_vs_epoch.svg", "consensus.svg", "bytes_per_round.svg", "round_time.svg"}) {
     ASSERT_TRUE(fs::exists(out + "/" + plot)) << plot;
