@@ -167,6 +167,7 @@ class Comparison {
     if (algo == "crossover" && o_.groups > 1) {
       a.insert(a.end(), {"--hierarchical", "--group", "g" + std::to_string(i % o_.groups)});
     }
+    if (algo == "crossover" && o_.pace) a.push_back("--pace");
     return a;
   }
 
@@ -313,6 +314,7 @@ class Comparison {
       << " epochs of " << summary_.train_samples() << " Fashion-MNIST training samples shared among them, batch "
       << o_.batch << " per worker, learning rate " << o_.lr << " (cosine), seed " << o_.seed << ", segments "
       << o_.segments << (o_.groups > 1 ? ", crossover hierarchical in " + std::to_string(o_.groups) + " groups" : "")
+      << (o_.pace ? ", crossover paced (--pace)" : "")
       << "; test set " << summary_.test_samples() << " samples.";
     return s.str();
   }
@@ -366,6 +368,7 @@ CLI::App* add_compare_command(CLI::App& app, CompareOptions& o) {
       ->check(CLI::Range(0, 60000))
       ->capture_default_str();
   cmd->add_flag("--netns", o.netns, "One network namespace per worker on a private bridge (root)");
+  cmd->add_flag("--pace", o.pace, "Crossover paces its sends (gossipd run --pace; for bandwidth-bound networks)");
   cmd->add_option("--bandwidth", o.bandwidth, "With --netns: cap every host's link, e.g. 100mbit (tc tbf)")
       ->check([](const std::string& v) {
         return std::regex_match(v, std::regex("[0-9]+(\\.[0-9]+)?([kmg]?(bit|bps))")) ? std::string()
@@ -414,6 +417,7 @@ int run_compare(const CompareOptions& o) {
   std::stop_source stop;
   SignalWatcher signals(stop);
   if (o.groups > o.workers) throw UsageError("--groups " + std::to_string(o.groups) + " is more than --workers");
+  if (o.groups > 1 && o.pace) throw UsageError("--pace is for flat crossover: drop --groups or --pace");
   require_gnuplot();
   const std::string gossipd = find_gossipd(o);
   if (access(gossipd.c_str(), X_OK) != 0) {

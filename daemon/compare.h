@@ -28,6 +28,7 @@ struct CompareOptions {
   // a "host" with its own address; `bandwidth` (tc rate, e.g. 100mbit) caps
   // every host's link in both directions.
   bool netns = false;
+  bool pace = false;  // crossover runs with --pace
   std::string bandwidth;
   int delay_ms = 0;  // injected in the workers' transport (the kernel has no netem)
   // The Crossover-SGD paper's two experiments at our scale:

@@ -134,6 +134,7 @@ void GossipWorker::run(std::stop_token stop) {
   gopts.seed = options_.seed;
   gopts.segment_deadline = options_.segment_deadline;
   gopts.stop = stop;
+  gopts.pace = options_.pace;
   auto params = trainer_.model().params();
   protocol::CrossoverGossip crossover(node_, options_.segments, gopts);
   protocol::HierarchicalCrossover hierarchical(node_, options_.segments, gopts, options_.spread);

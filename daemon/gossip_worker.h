@@ -28,6 +28,8 @@ struct GossipWorkerOptions {
   // Crossover: run each round on a communication thread while the next step
   // computes (protocol::OverlappedRound). SGP has its own overlap: osgp.
   bool overlap = false;
+  // Crossover: pace the sends (protocol::GossipOptions::pace).
+  bool pace = false;
   // Crossover: exact averages inside groups of members with the same
   // --group label, crossover between groups (protocol::HierarchicalCrossover).
   bool hierarchical = false;

@@ -393,6 +393,7 @@ int run_run_command(const RunCommandOptions& o) {
     w.segments = segments;
     w.segment_deadline = std::chrono::milliseconds(o.segment_deadline_ms);
     w.overlap = o.overlap;
+    w.pace = o.pace;
     w.hierarchical = o.hierarchical;
     w.spread = o.group_owner == "root" ? topology::GroupSpread::kRoot : topology::GroupSpread::kSpread;
     w.consensus_every = o.consensus_every;

@@ -15,6 +15,7 @@ struct RunCommandOptions {
   std::string segments = "fine";    // fine | coarse | N
   int segment_deadline_ms = 2000;
   bool overlap = false;
+  bool pace = false;
   uint64_t consensus_every = 100;
   int heartbeat_ms = 200;
   int failure_timeout_ms = 3000;

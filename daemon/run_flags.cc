@@ -39,6 +39,9 @@ CLI::App* add_run_command(CLI::App& app, RunCommandOptions& o) {
       ->capture_default_str();
   cmd->add_flag("--overlap", o.overlap,
                 "crossover: gossip on a communication thread while the next step computes (sgp: use --algo osgp)");
+  cmd->add_flag("--pace", o.pace,
+                "crossover: send a segment only once its receiver has finished the last round (for bandwidth-bound "
+                "networks: keeps rounds from competing on the links; costs a note per peer and round)");
   cmd->add_option("--heartbeat-ms", o.heartbeat_ms, "Heartbeat interval (gossip protocols)")
       ->check(CLI::Range(10, 600000))
       ->capture_default_str();
@@ -164,6 +167,9 @@ void check_run_options(const RunCommandOptions& o) {
   }
   if (o.hierarchical && o.algo != "crossover") throw UsageError("--hierarchical is for --algo crossover");
   if (o.hierarchical && o.overlap) throw UsageError("--hierarchical and --overlap do not combine yet; pick one");
+  if (o.pace && (o.algo != "crossover" || o.hierarchical)) {
+    throw UsageError("--pace is for flat --algo crossover (not sgp, allreduce or --hierarchical)");
+  }
   if (o.failure_timeout_ms <= 2 * o.heartbeat_ms) {
     throw UsageError("--failure-timeout-ms must be more than twice --heartbeat-ms, or live members get evicted");
   }

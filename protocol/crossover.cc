@@ -4,6 +4,9 @@
 #include "protocol/errors.h"
 #include "protocol/group.h"
 #include "protocol/ring_collectives.h"
+
+#include <algorithm>
+#include <set>
 #include "topology/derangement.h"
 
 namespace gossipd::protocol {
@@ -49,15 +52,53 @@ RoundStats CrossoverGossip::run_round(const topology::View& view, uint64_t round
   std::vector<topology::Exchange> plan(segments_.size());
   for (uint32_t s = 0; s < segments_.size(); ++s) {
     plan[s] = *topology::crossover_exchange(view, self, options_.seed, round, s);
+  }
+  std::chrono::milliseconds renudge{0};
+  std::set<std::string> senders, receivers;
+  for (const auto& p : plan) {
+    senders.insert(view.member(p.receive_from));
+    receivers.insert(view.member(p.send_to));
+  }
+  if (options_.pace) {
+    // "I finished the last round": to this round's senders (they may send
+    // now) and to the last round's (what they sent me has arrived).
+    const bool follows = has_last_ && last_round_ + 1 == round;
+    std::set<std::string> notify = senders;
+    if (follows) notify.insert(last_senders_.begin(), last_senders_.end());
+    for (const auto& peer : notify) inbox.announce_ready(peer);
+    renudge = std::max(std::chrono::milliseconds(1), options_.segment_deadline / 8);
+    // Our last round's segments should have reached their receivers before
+    // this round's go out behind them on the same link. Nobody repeats these
+    // notes, so a lost one is waited for at most `renudge`.
+    if (follows) {
+      const auto until = std::min(deadline, Clock::now() + renudge);
+      for (const auto& peer : last_receivers_) {
+        if (!view.index_of(peer)) continue;  // left since
+        if (!inbox.await_ready(peer, until, options_.stop, renudge) && options_.stop.stop_requested()) {
+          throw Aborted(node_.id(), "crossover round");
+        }
+      }
+    }
+  }
+  has_last_ = true;
+  last_round_ = round;
+  last_senders_ = senders;
+  last_receivers_ = receivers;
+  for (uint32_t s = 0; s < segments_.size(); ++s) {
     const auto& seg = segments_[s];
-    const size_t bytes = inbox.send(view.member(plan[s].send_to), s, params.subspan(seg.offset, seg.length),
-                                    std::nullopt, options_.segment_deadline);
+    const std::string& to = view.member(plan[s].send_to);
+    if (options_.pace && !inbox.await_ready(to, deadline, options_.stop, renudge)) {
+      if (options_.stop.stop_requested()) throw Aborted(node_.id(), "crossover round");
+      continue;  // gone, or a whole deadline behind: it skips this segment anyway
+    }
+    const size_t bytes = inbox.send(to, s, params.subspan(seg.offset, seg.length), std::nullopt,
+                                    options_.segment_deadline);
     stats.segments_sent += bytes > 0;
     stats.bytes_sent += bytes;
   }
   for (uint32_t s = 0; s < segments_.size(); ++s) {
     const auto& seg = segments_[s];
-    auto msg = inbox.receive(view.member(plan[s].receive_from), s, seg.length, deadline, options_.stop);
+    auto msg = inbox.receive(view.member(plan[s].receive_from), s, seg.length, deadline, options_.stop, renudge);
     if (!msg) {
       if (options_.stop.stop_requested()) throw Aborted(node_.id(), "crossover round");
       ++stats.segments_skipped;

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <memory>
 #include <span>
 #include <stop_token>
@@ -21,6 +22,14 @@ struct GossipOptions {
   // A segment that has not arrived this long after the round started is
   // skipped (own copy kept): gossip never blocks on one peer.
   std::chrono::milliseconds segment_deadline{2000};
+  // Pacing: a worker sends its segment to a peer only once that peer has
+  // said it is in this round (a small note each round to each of its
+  // senders). On a bandwidth-bound network a worker that ran ahead would
+  // otherwise push next-round segments onto links that still carry the ones
+  // the others wait for, and the rounds drift apart (measured in the README).
+  // A receiver whose segment is late repeats its note every deadline / 8,
+  // so a lost note costs time, not the segment.
+  bool pace = false;
   std::stop_token stop;
 };
 
@@ -51,6 +60,10 @@ class CrossoverGossip {
   Node& node_;
   SegmentTable segments_;
   GossipOptions options_;
+  // Pacing: who this node sent to and heard from in the last round it ran.
+  uint64_t last_round_ = 0;
+  bool has_last_ = false;
+  std::set<std::string> last_receivers_, last_senders_;
 };
 
 // Hierarchical Crossover-SGD: (1) exact average inside each group with the

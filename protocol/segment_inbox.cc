@@ -1,6 +1,7 @@
 #include "protocol/segment_inbox.h"
 
 #include "protocol/errors.h"
+#include "protocol/tags.h"
 
 namespace gossipd::protocol {
 
@@ -27,7 +28,47 @@ SegmentInbox::SegmentInbox(Node& node, uint32_t tag, uint64_t round, bool finish
     : node_(node), tag_(tag), round_(round), finish_(finish) {}
 
 SegmentInbox::~SegmentInbox() {
-  if (finish_) node_.mailbox().finish(tag_, round_);
+  if (!finish_) return;
+  node_.mailbox().finish(tag_, round_);
+  node_.mailbox().finish(tag_ | tags::kReady, round_);
+}
+
+void SegmentInbox::announce_ready(const std::string& peer) {
+  announced_.insert(peer);
+  proto::Envelope env = node_.envelope(proto::COLLECTIVE_CHUNK);
+  env.set_round(round_);
+  env.set_collective_tag(tag_ | tags::kReady);
+  env.set_collective_seq(round_);
+  env.set_count(0);
+  env.set_dtype(proto::DTYPE_FLOAT32);
+  std::vector<OutFrame> frames;
+  frames.push_back(envelope_frame(env));
+  frames.push_back(OutFrame::copy_of(nullptr, 0));
+  try {
+    node_.transport().send(peer, std::move(frames), std::chrono::milliseconds(0));
+  } catch (const TransportError&) {  // a full queue or a member that just left: it sends late or not at all
+  }
+}
+
+std::optional<Message> SegmentInbox::pop(const ChunkKey& key, std::chrono::steady_clock::time_point deadline,
+                                         std::stop_token stop, std::chrono::milliseconds renudge) {
+  for (;;) {
+    const auto until = renudge.count() > 0 ? std::min(deadline, std::chrono::steady_clock::now() + renudge) : deadline;
+    auto msg = node_.mailbox().pop_chunk(key, until, stop);
+    if (msg || until >= deadline || stop.stop_requested()) return msg;
+    // Still waiting: our notes may have been lost, and their peers may be
+    // waiting on them (while we wait on theirs).
+    const std::set<std::string> again = announced_;
+    for (const auto& p : again) announce_ready(p);
+  }
+}
+
+bool SegmentInbox::await_ready(const std::string& peer, std::chrono::steady_clock::time_point deadline,
+                               std::stop_token stop, std::chrono::milliseconds renudge) {
+  if (ready_.count(peer)) return true;
+  if (!pop(ChunkKey{tag_ | tags::kReady, round_, peer}, deadline, stop, renudge)) return false;
+  ready_.insert(peer);
+  return true;
 }
 
 size_t SegmentInbox::send(const std::string& peer, uint32_t segment, std::span<const float> data,
@@ -54,7 +95,8 @@ size_t SegmentInbox::send(const std::string& peer, uint32_t segment, std::span<c
 }
 
 std::optional<Message> SegmentInbox::receive(const std::string& peer, uint32_t segment, size_t count,
-                                             std::chrono::steady_clock::time_point deadline, std::stop_token stop) {
+                                             std::chrono::steady_clock::time_point deadline, std::stop_token stop,
+                                             std::chrono::milliseconds renudge) {
   if (auto it = early_.find({peer, segment}); it != early_.end()) {
     Message m = std::move(it->second);
     early_.erase(it);
@@ -63,7 +105,7 @@ std::optional<Message> SegmentInbox::receive(const std::string& peer, uint32_t s
   }
   const ChunkKey key{tag_, round_, peer};
   for (;;) {
-    auto msg = node_.mailbox().pop_chunk(key, deadline, stop);
+    auto msg = pop(key, deadline, stop, renudge);
     if (!msg) return std::nullopt;
     const uint32_t got = msg->envelope.segment_id();
     if (got != segment) {

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <map>
 #include <optional>
+#include <set>
 #include <span>
 #include <stop_token>
 #include <string>
@@ -50,16 +51,34 @@ class SegmentInbox {
               std::optional<double> weight, std::chrono::milliseconds timeout);
 
   // Segment `segment` from `peer`, or nullopt at `deadline` or on stop.
-  // A message of the wrong length is dropped and counted.
+  // A message of the wrong length is dropped and counted. With `renudge`
+  // above zero, repeats every announce_ready of this round each time that
+  // long passes without the segment (a note may have been lost, and the
+  // sender it was for may be waiting on it).
   std::optional<Message> receive(const std::string& peer, uint32_t segment, size_t count,
-                                 std::chrono::steady_clock::time_point deadline, std::stop_token stop);
+                                 std::chrono::steady_clock::time_point deadline, std::stop_token stop,
+                                 std::chrono::milliseconds renudge = std::chrono::milliseconds(0));
+
+  // Pacing (GossipOptions::pace): tells `peer` that this node is in this
+  // round, so it may send its segments now.
+  void announce_ready(const std::string& peer);
+  // Waits until `peer` has announced this round; false at `deadline` or on
+  // stop. Each peer is waited for once per round. `renudge` as for receive.
+  bool await_ready(const std::string& peer, std::chrono::steady_clock::time_point deadline, std::stop_token stop,
+                   std::chrono::milliseconds renudge = std::chrono::milliseconds(0));
 
  private:
+  // The next message of `key`, repeating our notes every `renudge` meanwhile.
+  std::optional<Message> pop(const ChunkKey& key, std::chrono::steady_clock::time_point deadline,
+                             std::stop_token stop, std::chrono::milliseconds renudge);
+
   Node& node_;
   uint32_t tag_;
   uint64_t round_;
   bool finish_;
   std::map<std::pair<std::string, uint32_t>, Message> early_;
+  std::set<std::string> ready_;      // peers that announced this round
+  std::set<std::string> announced_;  // peers this node announced this round to
 };
 
 }  // namespace gossipd::protocol

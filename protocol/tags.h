@@ -15,6 +15,7 @@ constexpr uint32_t kStartup = 2;                 // the gossip workers' start-up
 constexpr uint32_t kCrossover = 0x10000;         // CrossoverGossip segments (seq = round)
 constexpr uint32_t kHierarchical = 0x20000;      // HierarchicalCrossover's inter-group segments
 constexpr uint32_t kPushSum = 0x30000;           // PushSumGossip segments
+constexpr uint32_t kReady = 0x8000;              // | a gossip tag: pacing notes "I am in this round" (seq = round)
 constexpr uint32_t kGroupBase = 0x40000000;      // | view epoch << 8 | group: hierarchical groups
 constexpr uint32_t kConsensusBase = 0x50000000;  // + view epoch: consensus measurements
 constexpr uint32_t kReformedBase = 0x60000000;   // + view epoch: AllReduce's re-formed rings

@@ -35,7 +35,8 @@ TEST_P(GossipTraining, FourWorkersReachEightyFivePercentInThreeEpochs) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Protocols, GossipTraining,
-                         ::testing::Values("crossover", "crossover --overlap", "sgp", "osgp", "allreduce"));
+                         ::testing::Values("crossover", "crossover --overlap", "crossover --pace", "sgp", "osgp",
+                                           "allreduce"));
 
 // Hierarchical Crossover across processes: 6 workers in 2 groups (--group),
 // with the inter-group exchange spread over the members or through a root.
@@ -103,6 +104,8 @@ TEST(GossipFlags, BadGossipFlagsAreOneLine) {
       {{"--algo", "crossover", "--segments", "0"}, "--segments '0'"},
       {{"--algo", "sgp", "--overlap"}, "--algo osgp"},
       {{"--algo", "sgp", "--hierarchical"}, "--hierarchical is for --algo crossover"},
+      {{"--algo", "sgp", "--pace"}, "--pace is for flat --algo crossover"},
+      {{"--algo", "crossover", "--hierarchical", "--group", "g0", "--pace"}, "--pace is for flat --algo crossover"},
       {{"--join", "tcp://h:1", "--peers", "w1=tcp://h:2"}, "--join and --peers are alternatives"},
       {{"--listen", "tcp://0.0.0.0:7000", "--join", "tcp://h:1"}, "say with --advertise"},
       {{"--listen", "localhost:7000"}, "--listen 'localhost:7000' is not an endpoint"},
