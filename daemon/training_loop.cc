@@ -44,6 +44,7 @@ void TrainingLoop::run(size_t steps, std::stop_token stop, const Step& step, con
   start_ = std::chrono::steady_clock::now();
   start_round_ = trainer_.step_count();
   comm_seconds_ = 0;
+  eval_seconds_ = 0;
   state_.update([&](proto::Status& s) {
     s.set_state("training");
     s.set_epochs_total(static_cast<uint32_t>(epochs_));
@@ -87,7 +88,9 @@ void TrainingLoop::run(size_t steps, std::stop_token stop, const Step& step, con
 
 void TrainingLoop::step_done(uint64_t round, double running_loss) {
   rounds_.add();
-  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  // Training time only: the evaluations between epochs are not part of a round.
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count() - eval_seconds_;
   state_.update([&](proto::Status& st) {
     st.set_round(round);
     st.set_rounds_per_second(elapsed > 0 ? static_cast<double>(round - start_round_) / elapsed : 0.0);
@@ -98,8 +101,10 @@ void TrainingLoop::step_done(uint64_t round, double running_loss) {
 
 void TrainingLoop::epoch_done(uint32_t epoch, double train_loss, double train_accuracy, size_t samples,
                                double seconds) {
+  const auto eval_start = std::chrono::steady_clock::now();
   const trainer::EvalResult ev = trainer_.evaluate(test_);
   const std::string hash = param_hash(trainer_.model().params());
+  eval_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - eval_start).count();
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   state_.update([&](proto::Status& s) {
     s.set_epoch(epoch);

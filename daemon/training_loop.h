@@ -70,6 +70,7 @@ class TrainingLoop {
   Gauge& accuracy_gauge_;
   Counter& comm_total_;
   double comm_seconds_ = 0;  // CommTimers on the training thread, since run() began
+  double eval_seconds_ = 0;  // evaluations between epochs, since run() began (not in the round rate)
   std::chrono::steady_clock::time_point start_;
   uint64_t start_round_ = 0;  // a joiner starts at the round it was admitted at
 };

@@ -6,7 +6,7 @@
 #      UndefinedBehaviorSanitizer, tests/sanitized_build.sh): every test
 #      except the timing-bound ones listed in SANITIZE_SKIP below; any
 #      sanitizer report fails the test that produced it;
-#   3. every libFuzzer target for 30 s from its seed corpus
+#   3. every libFuzzer target for 20 s from its seed corpus
 #      (tests/fuzz/run.sh; the same build tree as stage 2).
 #
 #   ./tests/run.sh -R Gradient          stage 1 only, with these ctest arguments
@@ -72,5 +72,5 @@ echo "tests/run.sh: stage 2: the tests under AddressSanitizer + UndefinedBehavio
 dir=$(tests/sanitized_build.sh address,undefined | tail -n 1)
 ctest_sanitized "$dir" -E "$SANITIZE_SKIP"
 
-echo "tests/run.sh: stage 3: every fuzz target for 30 s"
-tests/fuzz/run.sh 30
+echo "tests/run.sh: stage 3: every fuzz target for 20 s"
+tests/fuzz/run.sh 20
