@@ -7,12 +7,15 @@
 #include <cstring>
 #include <map>
 #include <random>
+#include <thread>
 
 #include "protocol/consensus.h"
 #include "protocol/crossover.h"
 #include "protocol/overlapped_round.h"
 #include "protocol/push_sum.h"
 #include "protocol/ring_collectives.h"
+#include "protocol/segment_inbox.h"
+#include "protocol/tags.h"
 #include "tests/protocol/test_cluster.h"
 
 namespace gossipd::protocol {
@@ -285,41 +288,58 @@ TEST_P(SilentPeer, CostsSkippedSegmentsNotAHang) {
 INSTANTIATE_TEST_SUITE_P(Crossover, SilentPeer, ::testing::Bool(),
                          [](const auto& info) { return info.param ? "Paced" : "Unpaced"; });
 
-// Pacing under 20% message loss: a lost "I finished the last round" note is
-// repeated every deadline / 8 by whoever is still waiting, so the sender
-// still sends. Were lost notes final (or repeated only to the peer a
-// receiver happens to wait for), senders would skip 10-15% of their segments
-// (measured: 508-563 of 608 sent) and ~40-45% would be missed. The time lost
-// to repeated notes still makes some segments late: ~28-32% are missed,
-// against ~20% unpaced.
-TEST(CrossoverPaced, ALostNoteIsRepeatedAndTheSegmentStillSent) {
-  constexpr size_t n = 4;
-  TestCluster cluster(n, lossy(0.20, 11));
+// Pacing's repeat, step by step: the receiver's "ready" note to its sender
+// is lost (taken out of the sender's mailbox here). The receiver, waiting
+// for the segment, repeats the note after `renudge`; the sender then sends
+// and the segment arrives. Without the repeat the sender would wait out its
+// deadline and skip the segment.
+class LostNote : public ::testing::TestWithParam<int> {};
+
+TEST_P(LostNote, IsRepeatedByTheWaitingReceiver) {
+  const std::chrono::milliseconds renudge(GetParam());
+  TestCluster cluster(2);
   register_everywhere(cluster);
-  arm_faults(cluster);
-  const topology::View view(1, cluster.ids());
-  GossipOptions opts;
-  opts.seed = 42;
-  opts.segment_deadline = std::chrono::milliseconds(100);
-  opts.pace = true;
-  constexpr uint64_t kRounds = 40;
-  std::vector<RoundStats> stats(n);
-  testing::expect_no_errors(cluster.run([&](size_t rank) {
-    auto x = initial(rank);
-    CrossoverGossip g(cluster.node(rank), kSegments, opts);
-    for (uint64_t r = 0; r < kRounds; ++r) stats[rank] += g.run_round(view, r, x);
-  }));
-  size_t skipped = 0, expected = 0, sent = 0;
-  for (const auto& st : stats) {
-    skipped += st.segments_skipped;
-    sent += st.segments_sent;
-    expected += kRounds * kSegments.size();
+  Node& receiver = cluster.node(0);
+  Node& sender = cluster.node(1);
+  constexpr uint64_t kRound = 5;
+  const auto tag = CrossoverGossip::kTag;
+  const auto start = std::chrono::steady_clock::now();
+  std::optional<Message> got;
+  std::thread r([&] {
+    SegmentInbox inbox(receiver, tag, kRound);
+    inbox.announce_ready(sender.id());
+    got = inbox.receive(sender.id(), 0, kSegments[0].length, start + std::chrono::milliseconds(1500), {}, renudge);
+  });
+  bool ready = false;
+  std::chrono::steady_clock::duration waited{};
+  {
+    SegmentInbox inbox(sender, tag, kRound);
+    const ChunkKey note{tag | tags::kReady, kRound, receiver.id()};
+    ASSERT_TRUE(sender.mailbox().pop_chunk(note, start + std::chrono::seconds(5), {})) << "the first note never came";
+    const auto t0 = std::chrono::steady_clock::now();  // the note is lost: wait for another
+    ready = inbox.await_ready(receiver.id(), t0 + std::chrono::milliseconds(1000), {});
+    waited = std::chrono::steady_clock::now() - t0;
+    if (ready) {
+      const auto x = initial(1);
+      inbox.send(receiver.id(), 0, std::span<const float>(x).first(kSegments[0].length), std::nullopt,
+                 std::chrono::milliseconds(1000));
+    }
   }
-  const double missed = static_cast<double>(skipped) / static_cast<double>(expected);
-  EXPECT_GT(missed, 0.10) << "the loss must have hit";
-  EXPECT_LT(missed, 0.40) << skipped << " of " << expected << " segments missed";
-  EXPECT_GT(static_cast<double>(sent), 0.95 * static_cast<double>(expected)) << "senders skipped segments";
+  r.join();
+  if (renudge.count() == 0) {
+    EXPECT_FALSE(ready) << "nobody repeats the note without renudge";
+    EXPECT_FALSE(got);
+    return;
+  }
+  EXPECT_TRUE(ready);
+  EXPECT_GE(waited, renudge - std::chrono::milliseconds(5)) << "the ready came from the repeat, not the first note";
+  EXPECT_LT(waited, std::chrono::milliseconds(900));
+  ASSERT_TRUE(got) << "the segment never arrived";
+  EXPECT_EQ(got->envelope.count(), kSegments[0].length);
 }
+
+INSTANTIATE_TEST_SUITE_P(CrossoverPaced, LostNote, ::testing::Values(0, 50),
+                         [](const auto& info) { return info.param ? "Renudge50ms" : "NoRenudge"; });
 
 }  // namespace
 }  // namespace gossipd::protocol
