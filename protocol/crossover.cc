@@ -1,12 +1,12 @@
 #include "protocol/crossover.h"
 
+#include <algorithm>
+#include <set>
+
 #include "protocol/collective_channel.h"
 #include "protocol/errors.h"
 #include "protocol/group.h"
 #include "protocol/ring_collectives.h"
-
-#include <algorithm>
-#include <set>
 #include "topology/derangement.h"
 
 namespace gossipd::protocol {
@@ -54,12 +54,12 @@ RoundStats CrossoverGossip::run_round(const topology::View& view, uint64_t round
     plan[s] = *topology::crossover_exchange(view, self, options_.seed, round, s);
   }
   std::chrono::milliseconds renudge{0};
-  std::set<std::string> senders, receivers;
-  for (const auto& p : plan) {
-    senders.insert(view.member(p.receive_from));
-    receivers.insert(view.member(p.send_to));
-  }
   if (options_.pace) {
+    std::set<std::string> senders, receivers;
+    for (const auto& p : plan) {
+      senders.insert(view.member(p.receive_from));
+      receivers.insert(view.member(p.send_to));
+    }
     // "I finished the last round": to this round's senders (they may send
     // now) and to the last round's (what they sent me has arrived).
     const bool follows = has_last_ && last_round_ + 1 == round;
@@ -79,11 +79,11 @@ RoundStats CrossoverGossip::run_round(const topology::View& view, uint64_t round
         }
       }
     }
+    has_last_ = true;
+    last_round_ = round;
+    last_senders_ = std::move(senders);
+    last_receivers_ = std::move(receivers);
   }
-  has_last_ = true;
-  last_round_ = round;
-  last_senders_ = senders;
-  last_receivers_ = receivers;
   for (uint32_t s = 0; s < segments_.size(); ++s) {
     const auto& seg = segments_[s];
     const std::string& to = view.member(plan[s].send_to);

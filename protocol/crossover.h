@@ -3,8 +3,8 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
-#include <set>
 #include <memory>
+#include <set>
 #include <span>
 #include <stop_token>
 #include <string>
@@ -22,13 +22,14 @@ struct GossipOptions {
   // A segment that has not arrived this long after the round started is
   // skipped (own copy kept): gossip never blocks on one peer.
   std::chrono::milliseconds segment_deadline{2000};
-  // Pacing: a worker sends its segment to a peer only once that peer has
-  // said it is in this round (a small note each round to each of its
-  // senders). On a bandwidth-bound network a worker that ran ahead would
-  // otherwise push next-round segments onto links that still carry the ones
-  // the others wait for, and the rounds drift apart (measured in the README).
-  // A receiver whose segment is late repeats its note every deadline / 8,
-  // so a lost note costs time, not the segment.
+  // Pacing: each round a worker tells the senders of this round and of the
+  // last one that it has finished the last round (a small note each), and
+  // sends a segment only once its receiver has said so (for the last
+  // round's receivers, waiting at most deadline / 8). On a bandwidth-bound
+  // network a worker that ran ahead would otherwise push next-round segments
+  // onto links that still carry the ones the others wait for, and the rounds
+  // drift apart (measured in the README). Whoever is still waiting repeats
+  // its notes every deadline / 8, so a lost note costs time, not the segment.
   bool pace = false;
   std::stop_token stop;
 };

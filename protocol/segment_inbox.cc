@@ -35,6 +35,10 @@ SegmentInbox::~SegmentInbox() {
 
 void SegmentInbox::announce_ready(const std::string& peer) {
   announced_.insert(peer);
+  send_note(peer);
+}
+
+void SegmentInbox::send_note(const std::string& peer) {
   proto::Envelope env = node_.envelope(proto::COLLECTIVE_CHUNK);
   env.set_round(round_);
   env.set_collective_tag(tag_ | tags::kReady);
@@ -58,8 +62,7 @@ std::optional<Message> SegmentInbox::pop(const ChunkKey& key, std::chrono::stead
     if (msg || until >= deadline || stop.stop_requested()) return msg;
     // Still waiting: our notes may have been lost, and their peers may be
     // waiting on them (while we wait on theirs).
-    const std::set<std::string> again = announced_;
-    for (const auto& p : again) announce_ready(p);
+    for (const auto& p : announced_) send_note(p);
   }
 }
 

@@ -68,6 +68,7 @@ class SegmentInbox {
                    std::chrono::milliseconds renudge = std::chrono::milliseconds(0));
 
  private:
+  void send_note(const std::string& peer);  // one "ready" note, not recorded
   // The next message of `key`, repeating our notes every `renudge` meanwhile.
   std::optional<Message> pop(const ChunkKey& key, std::chrono::steady_clock::time_point deadline,
                              std::stop_token stop, std::chrono::milliseconds renudge);
