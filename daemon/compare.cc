@@ -159,7 +159,8 @@ class Comparison {
                        std::to_string(o_.batch), "--lr", format("%g", o_.lr), "--seed", std::to_string(o_.seed),
                        "--threads", std::to_string(o_.threads), "--segments", o_.segments, "--quiet", "--http",
                        http_host(i) + ":0", "--cluster-id", "compare-" + algo, "--consensus-every", std::to_string(steps_),
-                       "--metrics-out", dir + "/" + id + ".jsonl", "--params-out", dir + "/" + id + ".params"});
+                       "--metrics-out", dir + "/" + id + ".jsonl", "--params-out", dir + "/" + id + ".params",
+                       "--evals-per-epoch", std::to_string(o_.evals_per_epoch)});
     if (o_.train_limit > 0) a.insert(a.end(), {"--train-limit", std::to_string(o_.train_limit)});
     if (o_.test_limit > 0) a.insert(a.end(), {"--test-limit", std::to_string(o_.test_limit)});
     if (!o_.data.empty()) a.insert(a.end(), {"--data", o_.data});
@@ -259,18 +260,18 @@ class Comparison {
     res.set_averaged_model_accuracy(averaged_accuracy(workers));
     std::printf("%-10s final mean acc %.4f  averaged model %.4f  to %.2f: %s  %.1f rounds/s (%.1f ms comm)\n",
                 algo.c_str(), res.final_mean_accuracy(), res.averaged_model_accuracy(), o_.target,
-                res.seconds_to_target() < 0 ? "not reached" : format("%.1f s", res.seconds_to_target()).c_str(),
+                time_to_target(res).c_str(),
                 res.rounds_per_second(), res.comm_ms_per_round());
     std::fflush(stdout);
     return res;
   }
 
   double mean_accuracy_so_far(const std::vector<Worker>& workers) const {
-    std::map<uint32_t, std::pair<double, int>> by_epoch;
+    std::map<double, std::pair<double, int>> by_epoch;
     for (const auto& w : workers) {
       for (const auto& r : read_epoch_records(w.metrics)) {
-        by_epoch[r.epoch()].first += r.test_accuracy();
-        by_epoch[r.epoch()].second += 1;
+        by_epoch[r.progress()].first += r.test_accuracy();
+        by_epoch[r.progress()].second += 1;
       }
     }
     double best = 0;
@@ -315,6 +316,8 @@ class Comparison {
       << o_.batch << " per worker, learning rate " << o_.lr << " (cosine), seed " << o_.seed << ", segments "
       << o_.segments << (o_.groups > 1 ? ", crossover hierarchical in " + std::to_string(o_.groups) + " groups" : "")
       << (o_.pace ? ", crossover paced (--pace)" : "")
+      << (o_.evals_per_epoch > 1 ? ", test accuracy evaluated " + std::to_string(o_.evals_per_epoch) + " times per epoch"
+                                 : std::string())
       << "; test set " << summary_.test_samples() << " samples.";
     return s.str();
   }
@@ -355,6 +358,11 @@ CLI::App* add_compare_command(CLI::App& app, CompareOptions& o) {
   cmd->add_option("--test-limit", o.test_limit, "Use only the first N test samples (0: all)")->capture_default_str();
   cmd->add_option("--data", o.data, "Fashion-MNIST directory (default: the Debian package's)");
   cmd->add_option("--target", o.target, "Accuracy whose time-to is reported")->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  cmd->add_option("--evals-per-epoch", o.evals_per_epoch,
+                  "Test-set evaluations per epoch (gossipd run --evals-per-epoch): the resolution of the time to "
+                  "--target and of the accuracy curves")
+      ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   cmd->add_option("--threads", o.threads, "OpenBLAS threads per worker")->check(CLI::Range(1, 256))
       ->capture_default_str();

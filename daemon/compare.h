@@ -21,6 +21,7 @@ struct CompareOptions {
   size_t test_limit = 0;
   std::string data;
   double target = 0.85;
+  int evals_per_epoch = 1;  // the time to `target` has this resolution
   int threads = 1;  // OpenBLAS threads per worker
   std::string out;
   std::string gossipd;  // default: next to gossipctl

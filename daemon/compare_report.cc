@@ -103,7 +103,7 @@ void plot(const std::string& out, const proto::CompareSummary& summary) {
 std::string table(const proto::CompareSummary& summary, double target) {
   std::ostringstream t;
   t << "| protocol | status | final mean acc | best mean acc | averaged model acc | time to " << target
-    << " | epochs to " << target << " | rounds/s | comm ms/round | bytes/worker/round | segments skipped | "
+    << " (training only) | epochs to " << target << " | rounds/s | comm ms/round | bytes/worker/round | segments skipped | "
        "consensus distance | wall s |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : summary.results()) {
     if (r.status() != "ok") {
@@ -112,8 +112,8 @@ std::string table(const proto::CompareSummary& summary, double target) {
     }
     t << "| " << r.algo() << " | ok | " << format("%.4f", r.final_mean_accuracy()) << " | "
       << format("%.4f", r.best_mean_accuracy()) << " | " << (r.averaged_model_accuracy() < 0 ? "n/a" : format("%.4f", r.averaged_model_accuracy())) << " | "
-      << (r.seconds_to_target() < 0 ? "not reached" : format("%.1f s", r.seconds_to_target())) << " | "
-      << (r.epochs_to_target() < 0 ? "—" : format("%.0f", r.epochs_to_target())) << " | "
+      << time_to_target(r) << " | "
+      << (r.epochs_to_target() < 0 ? "—" : format("%.3g", r.epochs_to_target())) << " | "
       << format("%.1f", r.rounds_per_second()) << " | " << format("%.1f", r.comm_ms_per_round()) << " | "
       << (r.algo() == "allreduce" ? "—" : format("%.0f", r.bytes_per_worker_per_round())) << " | "
       << r.segments_skipped() << " | "
@@ -130,6 +130,12 @@ std::string format(const char* f, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, f, v);
   return buf;
+}
+
+// "35.0 s (26.1 s)": wall time, and training time with the evaluations left out.
+std::string time_to_target(const proto::CompareResult& r) {
+  if (r.seconds_to_target() < 0) return "not reached";
+  return format("%.1f s", r.seconds_to_target()) + " (" + format("%.1f s", r.train_seconds_to_target()) + ")";
 }
 
 std::string last_line(const std::string& text) {
@@ -165,7 +171,10 @@ std::vector<proto::EpochRecord> read_epoch_records(const std::string& path) {
   opts.ignore_unknown_fields = true;
   for (std::string line; std::getline(in, line);) {
     proto::EpochRecord r;
-    if (!line.empty() && google::protobuf::util::JsonStringToMessage(line, &r, opts).ok()) out.push_back(r);
+    if (line.empty() || !google::protobuf::util::JsonStringToMessage(line, &r, opts).ok()) continue;
+    if (r.progress() == 0) r.set_progress(r.epoch());  // written before evaluations inside epochs existed
+    if (r.train_seconds() == 0) r.set_train_seconds(r.wall_seconds());  // ... or training time (and collect)
+    out.push_back(r);
   }
   return out;
 }
@@ -174,10 +183,11 @@ void summarize_protocol(const std::vector<std::string>& metrics_files, double ta
                         proto::CompareResult& res) {
   std::vector<std::vector<proto::EpochRecord>> recs;
   for (const auto& f : metrics_files) recs.push_back(read_epoch_records(f));
-  // Epochs every worker recorded, by number (collect may miss some).
-  std::map<uint32_t, std::vector<const proto::EpochRecord*>> by_epoch;
+  // Evaluations every worker recorded, by epochs trained (collect may miss
+  // some); every worker computes the same progress for the same step.
+  std::map<double, std::vector<const proto::EpochRecord*>> by_epoch;
   for (const auto& r : recs) {
-    for (const auto& rec : r) by_epoch[rec.epoch()].push_back(&rec);
+    for (const auto& rec : r) by_epoch[rec.progress()].push_back(&rec);
   }
   std::erase_if(by_epoch, [&](const auto& kv) { return kv.second.size() != recs.size(); });
   std::ofstream curve(dir + "/curve.dat");
@@ -185,13 +195,15 @@ void summarize_protocol(const std::vector<std::string>& metrics_files, double ta
   double prev_wall = 0, prev_bytes = 0;
   uint64_t prev_round = 0;
   res.set_seconds_to_target(-1);
+  res.set_train_seconds_to_target(-1);
   res.set_epochs_to_target(-1);
   for (const auto& [epoch, at] : by_epoch) {
-    double acc = 0, wall = 0, consensus = 0, bytes = 0;
+    double acc = 0, wall = 0, train = 0, consensus = 0, bytes = 0;
     uint64_t round = 0;
     for (const proto::EpochRecord* r : at) {
       acc += r->test_accuracy() / static_cast<double>(at.size());
       wall = std::max(wall, r->wall_seconds());
+      train = std::max(train, r->train_seconds());
       consensus += r->consensus_distance() / static_cast<double>(at.size());
       bytes += static_cast<double>(r->bytes_sent()) / static_cast<double>(at.size());
       round = std::max(round, r->round());
@@ -211,6 +223,7 @@ void summarize_protocol(const std::vector<std::string>& metrics_files, double ta
     res.set_rounds(round);
     if (res.seconds_to_target() < 0 && acc >= target) {
       res.set_seconds_to_target(wall);
+      res.set_train_seconds_to_target(train);
       res.set_epochs_to_target(epoch);
     }
   }
@@ -279,7 +292,7 @@ void write_preset_report(const std::string& out, const proto::ComparePreset& p, 
   md << "# gossipd compare --preset " << p.preset() << "\n\n"
      << description << " Each configuration has its own report in its directory.\n\n"
      << "| configuration | workers | batch/worker | lr | protocol | status | round ms | of which comm | time to "
-     << target << " | epochs to " << target << " | final mean acc |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
+     << target << " (training only) | epochs to " << target << " | final mean acc |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
   std::map<std::string, std::ostringstream> per_algo;
   for (size_t i = 0; i < configs.size() && i < static_cast<size_t>(p.runs_size()); ++i) {
     const auto& c = configs[i];
@@ -288,8 +301,8 @@ void write_preset_report(const std::string& out, const proto::ComparePreset& p, 
       md << "| [" << c.name << "](" << c.name << "/report.md) | " << c.workers << " | " << c.batch
          << " | " << format("%g", c.lr) << " | " << r.algo() << " | " << r.status() << " | "
          << format("%.1f", round_ms) << " | " << format("%.1f", r.comm_ms_per_round()) << " | "
-         << (r.seconds_to_target() < 0 ? "not reached" : format("%.1f s", r.seconds_to_target())) << " | "
-         << (r.epochs_to_target() < 0 ? "—" : format("%.0f", r.epochs_to_target())) << " | "
+         << time_to_target(r) << " | "
+         << (r.epochs_to_target() < 0 ? "—" : format("%.3g", r.epochs_to_target())) << " | "
          << format("%.4f", r.final_mean_accuracy()) << " |\n";
       if (r.status() == "ok") per_algo[r.algo()] << c.x << " " << round_ms << "\n";
     }

@@ -13,6 +13,9 @@ namespace gossipd::daemon {
 
 // printf-style formatting of one number.
 std::string format(const char* f, double v);
+// "35.0 s (26.1 s)": the time to the target, and the training time to it
+// with the evaluations left out; "not reached".
+std::string time_to_target(const proto::CompareResult& r);
 // The last non-empty line of a text (for one-line error reports).
 std::string last_line(const std::string& text);
 
@@ -22,11 +25,12 @@ void require_gnuplot();
 // a comparison (summary.json), which is never overwritten.
 void prepare_out_dir(const std::string& out);
 
-// The epoch records of one --metrics-out file (lines that do not parse are skipped).
+// The epoch records of one --metrics-out file (lines that do not parse are
+// skipped); `progress` is filled from `epoch` where a record lacks it.
 std::vector<proto::EpochRecord> read_epoch_records(const std::string& path);
 
-// From the workers' epoch files: writes DIR/curve.dat (per-epoch means over
-// the epochs every worker recorded) and fills `res` with accuracies, time
+// From the workers' epoch files: writes DIR/curve.dat (per-evaluation means
+// over the evaluations every worker recorded) and fills `res` with accuracies, time
 // and epochs to `target`, rates, bytes, skips and consensus distance.
 void summarize_protocol(const std::vector<std::string>& metrics_files, double target, const std::string& dir,
                         proto::CompareResult& res);

@@ -369,7 +369,7 @@ int run_run_command(const RunCommandOptions& o) {
   snapshot_header.set_epochs(static_cast<uint32_t>(epochs));
   snapshot_header.set_algo(o.algo);
 
-  TrainingLoop loop(o.id, trainer, test, state, metrics, log, epochs, o.quiet);
+  TrainingLoop loop(o.id, trainer, test, state, metrics, log, epochs, o.quiet, o.evals_per_epoch);
   std::function<void(std::stop_token)> work;
   std::unique_ptr<AllreduceWorker> allreduce;
   std::unique_ptr<GossipWorker> gossip;

@@ -17,6 +17,7 @@ struct RunCommandOptions {
   bool overlap = false;
   bool pace = false;
   uint64_t consensus_every = 100;
+  int evals_per_epoch = 1;  // test-set evaluations per epoch (the last at its end)
   int heartbeat_ms = 200;
   int failure_timeout_ms = 3000;
   std::string id;

@@ -52,6 +52,11 @@ CLI::App* add_run_command(CLI::App& app, RunCommandOptions& o) {
   cmd->add_option("--consensus-every", o.consensus_every,
                  "Measure the replicas' consensus distance every N rounds (0: never; gossip protocols)")
       ->capture_default_str();
+  cmd->add_option("--evals-per-epoch", o.evals_per_epoch,
+                  "Evaluate on the test set this many times per epoch, evenly spaced, the last at its end (finer "
+                  "time to a target accuracy; each costs one pass over the test set)")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
   cmd->add_option("--segment-deadline-ms", o.segment_deadline_ms, "A gossip segment later than this is skipped")
       ->check(CLI::Range(1, 3600000))
       ->capture_default_str();

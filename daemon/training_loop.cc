@@ -9,7 +9,7 @@ namespace gossipd::daemon {
 
 TrainingLoop::TrainingLoop(std::string id, trainer::Trainer& trainer, const trainer::Dataset& test,
                              WorkerState& state, MetricsRegistry& metrics, JsonLinesWriter& log, int epochs,
-                             bool quiet)
+                             bool quiet, int evals_per_epoch)
     : id_(std::move(id)),
       trainer_(trainer),
       test_(test),
@@ -17,10 +17,11 @@ TrainingLoop::TrainingLoop(std::string id, trainer::Trainer& trainer, const trai
       log_(log),
       epochs_(epochs),
       quiet_(quiet),
+      evals_per_epoch_(std::max(1, evals_per_epoch)),
       rounds_(metrics.counter("gossipd_rounds_total", "Training rounds (steps) completed")),
       epoch_gauge_(metrics.gauge("gossipd_epoch", "Epochs of local data completed")),
       loss_gauge_(metrics.gauge("gossipd_loss", "Mean training loss of the last epoch")),
-      accuracy_gauge_(metrics.gauge("gossipd_test_accuracy", "Test accuracy after the last epoch")),
+      accuracy_gauge_(metrics.gauge("gossipd_test_accuracy", "Test accuracy at the last evaluation")),
       comm_total_(metrics.counter("gossipd_comm_seconds_total",
                                   "Seconds the training thread waited on the protocol's exchange")),
       start_(std::chrono::steady_clock::now()) {}
@@ -58,17 +59,29 @@ void TrainingLoop::run(size_t steps, std::stop_token stop, const Step& step, con
   auto epoch_start = std::chrono::steady_clock::now();
   double loss_sum = 0;
   size_t correct = 0, samples = 0;
-  auto finish_epoch = [&] {
-    trainer_.set_epoch_progress(epoch + 1.0);
+  // After `done` of the epoch's steps (all of them: the epoch's end).
+  auto evaluate = [&](size_t done) {
+    const bool end = done == steps;
+    if (end) trainer_.set_epoch_progress(epoch + 1.0);
     if (before_eval) before_eval();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start).count();
     const double n = static_cast<double>(std::max<size_t>(samples, 1));
-    epoch_done(static_cast<uint32_t>(epoch + 1), loss_sum / n, static_cast<double>(correct) / n, samples, seconds);
+    evaluated(static_cast<uint32_t>(end ? epoch + 1 : epoch),
+              epoch + static_cast<double>(done) / static_cast<double>(steps), loss_sum / n,
+              static_cast<double>(correct) / n, samples, seconds);
+  };
+  // Evaluations inside an epoch: after steps * j / evals_per_epoch of its
+  // steps, j = 1 .. evals_per_epoch - 1 (fewer when an epoch has fewer steps).
+  auto evaluates_inside = [&](size_t done) {
+    for (int j = 1; j < evals_per_epoch_; ++j) {
+      if (done == steps * static_cast<size_t>(j) / static_cast<size_t>(evals_per_epoch_)) return done > 0;
+    }
+    return false;
   };
   for (uint64_t g = trainer_.step_count(); g < total; g = trainer_.step_count()) {
     const int e = static_cast<int>(g / steps);
     if (e != epoch) {
-      if (epoch >= 0) finish_epoch();
+      if (epoch >= 0) evaluate(steps);
       epoch = e;
       epoch_start = std::chrono::steady_clock::now();
       loss_sum = 0;
@@ -82,8 +95,10 @@ void TrainingLoop::run(size_t steps, std::stop_token stop, const Step& step, con
     correct += static_cast<size_t>(r.correct);
     samples += static_cast<size_t>(r.samples);
     step_done(trainer_.step_count(), loss_sum / static_cast<double>(std::max<size_t>(samples, 1)));
+    const uint64_t now = trainer_.step_count();
+    if (now > g && now / steps == static_cast<uint64_t>(e) && evaluates_inside(now % steps)) evaluate(now % steps);
   }
-  if (epoch >= 0) finish_epoch();
+  if (epoch >= 0) evaluate(steps);
 }
 
 void TrainingLoop::step_done(uint64_t round, double running_loss) {
@@ -99,31 +114,35 @@ void TrainingLoop::step_done(uint64_t round, double running_loss) {
   });
 }
 
-void TrainingLoop::epoch_done(uint32_t epoch, double train_loss, double train_accuracy, size_t samples,
-                               double seconds) {
+void TrainingLoop::evaluated(uint32_t epoch, double progress, double train_loss, double train_accuracy,
+                              size_t samples, double seconds) {
   const auto eval_start = std::chrono::steady_clock::now();
+  const double train_seconds = std::chrono::duration<double>(eval_start - start_).count() - eval_seconds_;
   const trainer::EvalResult ev = trainer_.evaluate(test_);
   const std::string hash = param_hash(trainer_.model().params());
   eval_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - eval_start).count();
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  const bool epoch_end = progress == static_cast<double>(epoch);  // else an evaluation inside the epoch
   state_.update([&](proto::Status& s) {
     s.set_epoch(epoch);
-    s.set_loss(train_loss);
+    if (epoch_end) s.set_loss(train_loss);
     s.set_test_accuracy(ev.accuracy);
     s.set_test_loss(ev.loss);
     s.set_param_hash(hash);
   });
   epoch_gauge_.set(epoch);
-  loss_gauge_.set(train_loss);
+  if (epoch_end) loss_gauge_.set(train_loss);
   accuracy_gauge_.set(ev.accuracy);
   proto::EpochRecord rec;
   rec.set_epoch(epoch);
+  rec.set_progress(progress);
   rec.set_loss(train_loss);
   rec.set_train_accuracy(train_accuracy);
   rec.set_test_loss(ev.loss);
   rec.set_test_accuracy(ev.accuracy);
   rec.set_samples_per_second(seconds > 0 ? static_cast<double>(samples) / seconds : 0.0);
   rec.set_wall_seconds(wall);
+  rec.set_train_seconds(train_seconds);
   rec.set_learning_rate(trainer_.current_lr());
   rec.set_samples(static_cast<uint32_t>(samples));
   const proto::Status st = state_.snapshot();
@@ -135,8 +154,8 @@ void TrainingLoop::epoch_done(uint32_t epoch, double train_loss, double train_ac
   rec.set_comm_ms_per_round(st.comm_ms_per_round());
   log_.write(rec);
   if (!quiet_) {
-    std::printf("[%s] epoch %u/%d  loss %.4f  train_acc %.4f  test_acc %.4f  round %llu  %.1f s\n", id_.c_str(),
-                epoch, epochs_, train_loss, train_accuracy, ev.accuracy,
+    std::printf("[%s] epoch %g/%d  loss %.4f  train_acc %.4f  test_acc %.4f  round %llu  %.1f s\n", id_.c_str(),
+                progress, epochs_, train_loss, train_accuracy, ev.accuracy,
                 static_cast<unsigned long long>(trainer_.step_count()), wall);
     std::fflush(stdout);
   }

@@ -16,8 +16,9 @@ namespace gossipd::daemon {
 
 // The epoch/step loop every worker runs, whatever its protocol, and what it
 // reports: per step the round and rate in /status and gossipd_rounds_total;
-// per epoch an evaluation of the model as it stands, /status, the gauges,
-// one --metrics-out JSON line and one progress line.
+// per evaluation (at each epoch's end, and `evals_per_epoch - 1` more times
+// evenly inside each epoch) the model's test accuracy as it stands, /status,
+// the gauges, one --metrics-out JSON line and one progress line.
 class TrainingLoop {
  public:
   // One training step on the given samples (the protocol's work included).
@@ -26,7 +27,7 @@ class TrainingLoop {
   using BeforeEval = std::function<void()>;
 
   TrainingLoop(std::string id, trainer::Trainer& trainer, const trainer::Dataset& test, WorkerState& state,
-                MetricsRegistry& metrics, JsonLinesWriter& log, int epochs, bool quiet);
+                MetricsRegistry& metrics, JsonLinesWriter& log, int epochs, bool quiet, int evals_per_epoch = 1);
 
   // Runs `epochs` epochs of `steps` steps each (the same count on every
   // member); checks `stop` between steps and throws protocol::Aborted.
@@ -55,7 +56,10 @@ class TrainingLoop {
  private:
   void step_done(uint64_t round, double running_loss);
   double comm_ms_per_round(uint64_t round) const;
-  void epoch_done(uint32_t epoch, double train_loss, double train_accuracy, size_t samples, double seconds);
+  // An evaluation after `progress` epochs (fractional inside an epoch);
+  // `epoch` is the number of epochs completed.
+  void evaluated(uint32_t epoch, double progress, double train_loss, double train_accuracy, size_t samples,
+                 double seconds);
 
   std::string id_;
   trainer::Trainer& trainer_;
@@ -64,13 +68,14 @@ class TrainingLoop {
   JsonLinesWriter& log_;
   int epochs_;
   bool quiet_;
+  int evals_per_epoch_;
   Counter& rounds_;
   Gauge& epoch_gauge_;
   Gauge& loss_gauge_;
   Gauge& accuracy_gauge_;
   Counter& comm_total_;
   double comm_seconds_ = 0;  // CommTimers on the training thread, since run() began
-  double eval_seconds_ = 0;  // evaluations between epochs, since run() began (not in the round rate)
+  double eval_seconds_ = 0;  // evaluations, since run() began (not in the round rate)
   std::chrono::steady_clock::time_point start_;
   uint64_t start_round_ = 0;  // a joiner starts at the round it was admitted at
 };

@@ -3,12 +3,14 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <set>
 
 #include "daemon/child_process.h"
+#include "daemon/compare_report.h"
 #include "tests/support/cluster.h"
 #include "tests/support/process.h"
 
@@ -100,6 +102,50 @@ TEST_F(CompareTest, ReplicasThatAgreeExactlyStillGetAConsensusPlot) {
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(daemon::read_file(out + "/consensus.svg").find("no data"), std::string::npos);
   EXPECT_NE(daemon::read_file(out + "/report.md").find("| crossover | ok |"), std::string::npos);
+}
+
+TEST_F(CompareTest, EvaluationsInsideEpochsRefineTheTimeToTarget) {
+  const std::string out = dir_ + "/report";
+  const auto r = run({bin("gossipctl"), "compare", "--workers", "2", "--algos", "allreduce", "--epochs", "2",
+                      "--evals-per-epoch", "4", "--batch", "25", "--train-limit", "2000", "--test-limit", "200",
+                      "--target", "0.3", "--out", out},
+                     120s);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  // Every worker evaluates after a quarter, half, three quarters and all of
+  // each epoch (40 steps of 25 of its 1000 samples).
+  for (const std::string w : {"w0", "w1"}) {
+    std::vector<double> progress;
+    std::vector<uint32_t> epoch;
+    for (const auto& rec : daemon::read_epoch_records(out + "/allreduce/" + w + ".jsonl")) {
+      progress.push_back(rec.progress());
+      epoch.push_back(rec.epoch());
+    }
+    EXPECT_EQ(progress, (std::vector<double>{0.25, 0.5, 0.75, 1, 1.25, 1.5, 1.75, 2})) << w;
+    EXPECT_EQ(epoch, (std::vector<uint32_t>{0, 0, 0, 1, 1, 1, 1, 2})) << w;
+  }
+  std::ifstream curve(out + "/allreduce/curve.dat");
+  std::vector<double> rows;
+  for (std::string line; std::getline(curve, line);) {
+    if (!line.empty() && line[0] != '#') rows.push_back(std::stod(line));
+  }
+  EXPECT_EQ(rows, (std::vector<double>{0.25, 0.5, 0.75, 1, 1.25, 1.5, 1.75, 2}));
+  // The time to target is that of the first evaluation at or above it: a
+  // quarter-epoch step, not the epoch's end.
+  std::smatch m;
+  const std::string summary = daemon::read_file(out + "/summary.json");
+  ASSERT_TRUE(std::regex_search(summary, m, std::regex("\"epochs_to_target\":([0-9.e+-]+)"))) << summary;
+  const double to_target = std::stod(m[1]);
+  EXPECT_GT(to_target, 0) << summary;
+  EXPECT_EQ(to_target * 4, std::floor(to_target * 4)) << summary;
+  // Training time to it leaves the evaluations out (at least the one that found it).
+  ASSERT_TRUE(std::regex_search(summary, m, std::regex("\"seconds_to_target\":([0-9.e+-]+)"))) << summary;
+  const double wall = std::stod(m[1]);
+  ASSERT_TRUE(std::regex_search(summary, m, std::regex("\"train_seconds_to_target\":([0-9.e+-]+)"))) << summary;
+  EXPECT_GT(std::stod(m[1]), 0) << summary;
+  EXPECT_LT(std::stod(m[1]), wall) << summary;
+  const std::string md = daemon::read_file(out + "/report.md");
+  EXPECT_NE(md.find("evaluated 4 times per epoch"), std::string::npos) << md;
+  EXPECT_NE(md.find("(training only)"), std::string::npos) << md;
 }
 
 TEST_F(CompareTest, AFailingProtocolIsReportedAndTheOthersStillRun) {
