@@ -1,5 +1,6 @@
 #include "daemon/allreduce_bench.h"
 
+#include <CLI/CLI.hpp>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>

@@ -1,9 +1,9 @@
 #pragma once
 
-#include <CLI/CLI.hpp>
-
 #include <string>
 #include <vector>
+
+#include "daemon/cli.h"  // CLI::App, declared
 
 namespace gossipd::daemon {
 

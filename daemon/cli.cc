@@ -1,11 +1,14 @@
 #include "daemon/cli.h"
 
+#include <CLI/CLI.hpp>
+#include <asio.hpp>
 #include <cblas.h>
 #include <malloc.h>
 
 #include <csignal>
 
 #include <iostream>
+#include <thread>
 
 #include "trainer/errors.h"
 
@@ -51,16 +54,22 @@ void tune_allocator() {
 
 void set_blas_threads(int threads) { openblas_set_num_threads(threads < 1 ? 1 : threads); }
 
-SignalWatcher::SignalWatcher(std::stop_source& stop) : signals_(io_, SIGINT, SIGTERM) {
-  signals_.async_wait([&stop](const asio::error_code& ec, int) {
+struct SignalWatcher::Impl {
+  asio::io_context io;
+  asio::signal_set signals{io, SIGINT, SIGTERM};
+  std::thread thread;
+};
+
+SignalWatcher::SignalWatcher(std::stop_source& stop) : impl_(std::make_unique<Impl>()) {
+  impl_->signals.async_wait([&stop](const asio::error_code& ec, int) {
     if (!ec) stop.request_stop();
   });
-  thread_ = std::thread([this] { io_.run(); });
+  impl_->thread = std::thread([impl = impl_.get()] { impl->io.run(); });
 }
 
 SignalWatcher::~SignalWatcher() {
-  io_.stop();
-  thread_.join();
+  impl_->io.stop();
+  impl_->thread.join();
 }
 
 }  // namespace gossipd::daemon

@@ -1,14 +1,16 @@
 #pragma once
 
-#include <CLI/CLI.hpp>
-
-#include <asio.hpp>
-
 #include <functional>
+#include <memory>
 #include <stdexcept>
 #include <stop_token>
 #include <string>
-#include <thread>
+
+// Declared only: CLI11's header costs seconds per translation unit, so only
+// the files that define flags include <CLI/CLI.hpp>.
+namespace CLI {
+class App;
+}
 
 namespace gossipd::daemon {
 
@@ -46,9 +48,8 @@ class SignalWatcher {
   SignalWatcher& operator=(const SignalWatcher&) = delete;
 
  private:
-  asio::io_context io_;
-  asio::signal_set signals_;
-  std::thread thread_;
+  struct Impl;  // Asio's io_context and signal_set, and their thread
+  std::unique_ptr<Impl> impl_;
 };
 
 // Sets the number of OpenBLAS threads for this process (>= 1).

@@ -1,4 +1,5 @@
 // gossipctl collect: the compare report from daemons already running.
+#include <CLI/CLI.hpp>
 #include <google/protobuf/util/json_util.h>
 
 #include <algorithm>

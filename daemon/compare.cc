@@ -1,5 +1,7 @@
 #include "daemon/compare.h"
 
+#include <CLI/CLI.hpp>
+#include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 

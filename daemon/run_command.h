@@ -1,10 +1,9 @@
 #pragma once
 
-#include <CLI/CLI.hpp>
-
 #include <map>
 #include <string>
 
+#include "daemon/cli.h"  // CLI::App, declared
 #include "daemon/train_flags.h"
 
 namespace gossipd::daemon {

@@ -1,5 +1,6 @@
 #include "daemon/train_command.h"
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 

@@ -1,9 +1,8 @@
 #pragma once
 
-#include <CLI/CLI.hpp>
-
 #include <string>
 
+#include "daemon/cli.h"  // CLI::App, declared
 #include "daemon/train_flags.h"
 
 namespace gossipd::daemon {

@@ -1,5 +1,7 @@
 #include "daemon/train_flags.h"
 
+#include <CLI/CLI.hpp>
+
 #include "trainer/lr_schedule.h"
 
 #ifndef GOSSIPD_FASHION_MNIST_DIR
