@@ -1,5 +1,7 @@
 #include "protocol/mailbox.h"
 
+#include "protocol/tags.h"
+
 namespace gossipd::protocol {
 
 namespace {
@@ -49,8 +51,10 @@ void Mailbox::push(Message msg) {
     if (env.type() == proto::COLLECTIVE_CHUNK || env.type() == proto::SEGMENT) {
       auto open = first_open_seq_.find(env.collective_tag());
       if (open != first_open_seq_.end() && env.collective_seq() < open->second) {
-        log_.reject(env.sender(), RejectReason::kStale,
-                    "tag " + std::to_string(env.collective_tag()) + " seq " + std::to_string(env.collective_seq()));
+        if (!tags::is_pacing_note(env.collective_tag())) {  // a repeated note that came late: no fault
+          log_.reject(env.sender(), RejectReason::kStale,
+                      "tag " + std::to_string(env.collective_tag()) + " seq " + std::to_string(env.collective_seq()));
+        }
         return;
       }
       queued += bytes;

@@ -53,7 +53,8 @@ class Mailbox {
                                  std::stop_token stop);
 
   // A collective call ended (done or failed): drop what is queued for it, and
-  // count anything arriving later for it (or an earlier call) as stale.
+  // count anything arriving later for it (or an earlier call) as stale —
+  // except pacing notes (tags::is_pacing_note), which are repeated by design.
   void finish(uint32_t tag, uint64_t seq);
 
   // Bytes queued from `sender` now.

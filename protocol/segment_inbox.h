@@ -34,7 +34,7 @@ void register_segments(Node& node, const SegmentTable& table);
 // per (sender, segment); a sender's segments arrive in the order it sent
 // them, and one that overtook a lost one is kept until asked for. On
 // destruction the round is finished: whatever arrives for it later is
-// dropped and counted as stale.
+// dropped and counted as stale (a late pacing note only dropped).
 class SegmentInbox {
  public:
   // `finish` false: leave the round open on destruction (a sender whose

@@ -8,6 +8,7 @@
 
 #include "protocol/endpoint.h"
 #include "protocol/ring_collectives.h"
+#include "protocol/tags.h"
 #include "tests/protocol/test_cluster.h"
 #include "tests/support/envelope.h"
 
@@ -302,6 +303,36 @@ TEST(Mailbox, EverySenderIsBoundedInBytes) {
   ASSERT_TRUE(first);
   EXPECT_EQ(first->envelope.round(), 2u) << "the two oldest were dropped";
   EXPECT_LT(box.queued_bytes("fast"), four);
+}
+
+// After a round ends, a segment for it is stale (counted); a pacing note
+// for it is only dropped: the waiting side repeats notes on purpose.
+TEST(Mailbox, LateSegmentsAreStaleLatePacingNotesAreNot) {
+  RejectCounters counters;
+  RejectLog log("self", counters);
+  Mailbox box(log);
+  auto message = [](uint32_t tag, uint64_t round, size_t floats) {
+    Message m;
+    m.envelope.set_sender("peer");
+    m.envelope.set_type(proto::COLLECTIVE_CHUNK);
+    m.envelope.set_collective_tag(tag);
+    m.envelope.set_collective_seq(round);
+    m.envelope.set_count(floats);
+    if (floats > 0) m.payload.emplace_back(std::vector<std::byte>(floats * sizeof(float)));
+    return m;
+  };
+  for (uint32_t tag : {tags::kCrossover, tags::kCrossover | tags::kReady}) box.finish(tag, 5);
+  box.push(message(tags::kCrossover | tags::kReady, 4, 0));
+  EXPECT_EQ(counters.get(RejectReason::kStale), 0u);
+  EXPECT_EQ(box.queued_bytes("peer"), 0u) << "dropped, not queued";
+  box.push(message(tags::kCrossover, 4, 3));
+  EXPECT_EQ(counters.get(RejectReason::kStale), 1u);
+  // A collective whose tag has bit 0x8000 set (a group's view epoch) is no note.
+  const uint32_t group = tags::kGroupBase | (tags::epoch_offset(0x80) << 8);
+  ASSERT_NE(group & tags::kReady, 0u);
+  box.finish(group, 5);
+  box.push(message(group, 4, 0));
+  EXPECT_EQ(counters.get(RejectReason::kStale), 2u);
 }
 
 TEST(Endpoint, ConnectableAndBindableForms) {
