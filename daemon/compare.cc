@@ -269,15 +269,15 @@ class Comparison {
   }
 
   double mean_accuracy_so_far(const std::vector<Worker>& workers) const {
-    std::map<double, std::pair<double, int>> by_epoch;
+    std::map<double, std::pair<double, int>> by_progress;
     for (const auto& w : workers) {
       for (const auto& r : read_epoch_records(w.metrics)) {
-        by_epoch[r.progress()].first += r.test_accuracy();
-        by_epoch[r.progress()].second += 1;
+        by_progress[r.progress()].first += r.test_accuracy();
+        by_progress[r.progress()].second += 1;
       }
     }
     double best = 0;
-    for (const auto& [e, v] : by_epoch) {
+    for (const auto& [progress, v] : by_progress) {
       if (v.second == static_cast<int>(workers.size())) best = std::max(best, v.first / v.second);
     }
     return best;

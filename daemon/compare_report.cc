@@ -185,11 +185,11 @@ void summarize_protocol(const std::vector<std::string>& metrics_files, double ta
   for (const auto& f : metrics_files) recs.push_back(read_epoch_records(f));
   // Evaluations every worker recorded, by epochs trained (collect may miss
   // some); every worker computes the same progress for the same step.
-  std::map<double, std::vector<const proto::EpochRecord*>> by_epoch;
+  std::map<double, std::vector<const proto::EpochRecord*>> by_progress;
   for (const auto& r : recs) {
-    for (const auto& rec : r) by_epoch[rec.progress()].push_back(&rec);
+    for (const auto& rec : r) by_progress[rec.progress()].push_back(&rec);
   }
-  std::erase_if(by_epoch, [&](const auto& kv) { return kv.second.size() != recs.size(); });
+  std::erase_if(by_progress, [&](const auto& kv) { return kv.second.size() != recs.size(); });
   std::ofstream curve(dir + "/curve.dat");
   curve << "# epoch wall_seconds mean_test_accuracy consensus_distance bytes_per_worker_per_round round_ms\n";
   double prev_wall = 0, prev_bytes = 0;
@@ -197,7 +197,7 @@ void summarize_protocol(const std::vector<std::string>& metrics_files, double ta
   res.set_seconds_to_target(-1);
   res.set_train_seconds_to_target(-1);
   res.set_epochs_to_target(-1);
-  for (const auto& [epoch, at] : by_epoch) {
+  for (const auto& [progress, at] : by_progress) {
     double acc = 0, wall = 0, train = 0, consensus = 0, bytes = 0;
     uint64_t round = 0;
     for (const proto::EpochRecord* r : at) {
@@ -211,7 +211,7 @@ void summarize_protocol(const std::vector<std::string>& metrics_files, double ta
     const double d_rounds = static_cast<double>(round - prev_round);
     const double per_round = d_rounds > 0 ? (bytes - prev_bytes) / d_rounds : 0;
     const double round_ms = d_rounds > 0 ? 1000.0 * (wall - prev_wall) / d_rounds : 0;
-    curve << epoch << ' ' << wall << ' ' << acc << ' ' << consensus << ' ' << per_round << ' '
+    curve << progress << ' ' << wall << ' ' << acc << ' ' << consensus << ' ' << per_round << ' '
           << round_ms << '\n';
     prev_wall = wall;
     prev_bytes = bytes;
@@ -224,7 +224,7 @@ void summarize_protocol(const std::vector<std::string>& metrics_files, double ta
     if (res.seconds_to_target() < 0 && acc >= target) {
       res.set_seconds_to_target(wall);
       res.set_train_seconds_to_target(train);
-      res.set_epochs_to_target(epoch);
+      res.set_epochs_to_target(progress);
     }
   }
   double rate = 0, bytes = 0, comm = 0;
