@@ -1,7 +1,5 @@
 #include "protocol/mailbox.h"
 
-#include "protocol/tags.h"
-
 namespace gossipd::protocol {
 
 namespace {
@@ -49,9 +47,9 @@ void Mailbox::push(Message msg) {
     // Gossip segments are keyed like collective chunks: tag = protocol,
     // seq = round, so a round never takes another round's segments.
     if (env.type() == proto::COLLECTIVE_CHUNK || env.type() == proto::SEGMENT) {
-      auto open = first_open_seq_.find(env.collective_tag());
-      if (open != first_open_seq_.end() && env.collective_seq() < open->second) {
-        if (!tags::is_pacing_note(env.collective_tag())) {  // a repeated note that came late: no fault
+      auto open = open_.find(env.collective_tag());
+      if (open != open_.end() && env.collective_seq() < open->second.first_seq) {
+        if (open->second.late == Late::kStale) {
           log_.reject(env.sender(), RejectReason::kStale,
                       "tag " + std::to_string(env.collective_tag()) + " seq " + std::to_string(env.collective_seq()));
         }
@@ -105,10 +103,12 @@ std::optional<Message> Mailbox::pop_any(std::span<const proto::MessageType> type
   return take(*found);
 }
 
-void Mailbox::finish(uint32_t tag, uint64_t seq) {
+void Mailbox::finish(uint32_t tag, uint64_t seq, Late late) {
   std::lock_guard lock(mutex_);
-  auto& open = first_open_seq_[tag];
-  open = std::max(open, seq + 1);
+  Open& o = open_[tag];
+  o.first_seq = std::max(o.first_seq, seq + 1);
+  o.late = late;
+  const uint64_t open = o.first_seq;
   for (auto it = chunks_.lower_bound(ChunkKey{tag, 0, ""}); it != chunks_.end() && it->first.tag == tag;) {
     if (it->first.seq >= open) {
       ++it;

@@ -52,10 +52,14 @@ class Mailbox {
   std::optional<Message> pop_any(std::span<const proto::MessageType> types, Clock::time_point deadline,
                                  std::stop_token stop);
 
+  // How finish() treats what arrives late for a finished call: counted as a
+  // stale reject, or dropped quietly where late copies are expected (notes
+  // that their senders repeat on purpose).
+  enum class Late { kStale, kExpected };
   // A collective call ended (done or failed): drop what is queued for it, and
-  // count anything arriving later for it (or an earlier call) as stale —
-  // except pacing notes (tags::is_pacing_note), which are repeated by design.
-  void finish(uint32_t tag, uint64_t seq);
+  // drop anything arriving later for it (or an earlier call), counting it as
+  // `late` says.
+  void finish(uint32_t tag, uint64_t seq, Late late = Late::kStale);
 
   // Bytes queued from `sender` now.
   size_t queued_bytes(const std::string& sender) const;
@@ -71,7 +75,11 @@ class Mailbox {
   mutable std::mutex mutex_;
   std::condition_variable_any cv_;
   std::map<ChunkKey, std::deque<Message>> chunks_;
-  std::map<uint32_t, uint64_t> first_open_seq_;  // per tag
+  struct Open {
+    uint64_t first_seq = 0;  // calls before it are finished
+    Late late = Late::kStale;
+  };
+  std::map<uint32_t, Open> open_;  // per tag
   std::map<int, std::deque<Message>> control_;
 };
 

@@ -30,7 +30,7 @@ SegmentInbox::SegmentInbox(Node& node, uint32_t tag, uint64_t round, bool finish
 SegmentInbox::~SegmentInbox() {
   if (!finish_) return;
   node_.mailbox().finish(tag_, round_);
-  node_.mailbox().finish(tag_ | tags::kReady, round_);
+  node_.mailbox().finish(tag_ | tags::kReady, round_, Mailbox::Late::kExpected);  // notes are repeated
 }
 
 void SegmentInbox::announce_ready(const std::string& peer) {

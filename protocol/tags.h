@@ -20,14 +20,6 @@ constexpr uint32_t kGroupBase = 0x40000000;      // | view epoch << 8 | group: h
 constexpr uint32_t kConsensusBase = 0x50000000;  // + view epoch: consensus measurements
 constexpr uint32_t kReformedBase = 0x60000000;   // + view epoch: AllReduce's re-formed rings
 
-// A pacing note's tag (a gossip tag | kReady). Notes are repeated by design
-// (SegmentInbox::receive's renudge), so one arriving after its round is
-// expected, not a fault.
-constexpr bool is_pacing_note(uint32_t tag) {
-  const uint32_t gossip = tag & ~kReady;
-  return (tag & kReady) != 0 && (gossip == kCrossover || gossip == kHierarchical || gossip == kPushSum);
-}
-
 // For ranges indexed by the view epoch: epochs wrap within 2^22 views.
 constexpr uint32_t epoch_offset(uint32_t view_epoch) { return view_epoch & 0x3fffffu; }
 

@@ -321,13 +321,16 @@ TEST(Mailbox, LateSegmentsAreStaleLatePacingNotesAreNot) {
     if (floats > 0) m.payload.emplace_back(std::vector<std::byte>(floats * sizeof(float)));
     return m;
   };
-  for (uint32_t tag : {tags::kCrossover, tags::kCrossover | tags::kReady}) box.finish(tag, 5);
+  // As SegmentInbox finishes a round: its segments, and its notes as expected late.
+  box.finish(tags::kCrossover, 5);
+  box.finish(tags::kCrossover | tags::kReady, 5, Mailbox::Late::kExpected);
   box.push(message(tags::kCrossover | tags::kReady, 4, 0));
   EXPECT_EQ(counters.get(RejectReason::kStale), 0u);
   EXPECT_EQ(box.queued_bytes("peer"), 0u) << "dropped, not queued";
   box.push(message(tags::kCrossover, 4, 3));
   EXPECT_EQ(counters.get(RejectReason::kStale), 1u);
-  // A collective whose tag has bit 0x8000 set (a group's view epoch) is no note.
+  // A collective whose tag has bit 0x8000 set (a group's view epoch) is no note:
+  // finished as usual, what comes late is stale.
   const uint32_t group = tags::kGroupBase | (tags::epoch_offset(0x80) << 8);
   ASSERT_NE(group & tags::kReady, 0u);
   box.finish(group, 5);
