@@ -42,8 +42,9 @@ static void bench(size_t floats, int reps, int warmup, int rank, int procs) {
     qsort(times, (size_t)reps, sizeof(double), cmp_double);
     const double median = times[reps / 2];
     printf("{\"bench\":\"allreduce\",\"impl\":\"mpi\",\"procs\":%d,\"floats\":%zu,\"seconds\":%.6f,"
-           "\"algbw_gbps\":%.4f,\"exact\":%s}\n",
-           procs, floats, median, (double)floats * sizeof(float) / median * 1e-9, all_exact ? "true" : "false");
+           "\"algbw_gbps\":%.4f,\"min_seconds\":%.6f,\"exact\":%s}\n",
+           procs, floats, median, (double)floats * sizeof(float) / median * 1e-9, times[0],
+           all_exact ? "true" : "false");
     fflush(stdout);
   }
   free(data);
