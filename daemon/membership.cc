@@ -166,13 +166,32 @@ void Membership::publish() {
   });
 }
 
+void DepartedSet::record(const std::string& id, uint64_t since_round) {
+  if (capacity_ == 0) return;
+  auto it = by_id_.find(id);
+  if (it != by_id_.end()) {
+    by_stamp_.erase(it->second.second);
+  } else if (by_id_.size() >= capacity_) {
+    const auto oldest = by_stamp_.begin();
+    by_id_.erase(oldest->second);
+    by_stamp_.erase(oldest);
+  }
+  by_id_[id] = {since_round, next_stamp_};
+  by_stamp_[next_stamp_++] = id;
+}
+
+bool DepartedSet::left(const std::string& id, uint64_t since_round) const {
+  auto it = by_id_.find(id);
+  return it != by_id_.end() && it->second.first >= since_round;
+}
+
 void Membership::drop(const std::string& id, const char* why) {
   size_t left = 0;
   {
     std::lock_guard lock(mu_);
     auto it = entries_.find(id);
     if (it == entries_.end()) return;
-    departed_[id] = it->second.since_round;
+    departed_.record(id, it->second.since_round);
     entries_.erase(it);
     ++changes_;
     left = entries_.size() + 1;
@@ -203,7 +222,7 @@ void Membership::merge(const proto::MemberList& list) {
       if (it != entries_.end()) {
         Entry& e = it->second;
         if (m.since_round() > e.since_round) {  // a newer incarnation (it restarted and rejoined)
-          departed_[m.id()] = e.since_round;
+          departed_.record(m.id(), e.since_round);
           e = Entry{m.endpoint(), m.group(), m.since_round(), now};
           connect(m.id(), m.endpoint());
           ++changes_;
@@ -213,8 +232,7 @@ void Membership::merge(const proto::MemberList& list) {
         }
         continue;
       }
-      auto gone = departed_.find(m.id());
-      if (gone != departed_.end() && gone->second >= m.since_round()) continue;  // saw this one leave
+      if (departed_.left(m.id(), m.since_round())) continue;  // saw this one leave
       if (entries_.size() + 1 >= options_.max_members) {
         spdlog::warn("node '{}': member '{}' not taken into the view: it holds --max-members {} already", node_.id(),
                      m.id(), options_.max_members);
@@ -289,7 +307,7 @@ void Membership::handle_hello(const std::string& id, const proto::Hello& hello) 
       }
       if (e != entries_.end() && why.empty()) {
         // A member that says HELLO again restarted: its old incarnation is gone.
-        departed_[id] = e->second.since_round;
+        departed_.record(id, e->second.since_round);
         entries_.erase(e);
         ++changes_;
         restarted = true;

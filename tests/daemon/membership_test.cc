@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <regex>
 
+#include "daemon/membership.h"
 #include "tests/support/cluster.h"
 #include "tests/support/http_client.h"
 
@@ -23,6 +24,28 @@ bool lists(const std::string& status, const std::string& id) {
   const auto members = status.find("\"members\":[");
   const auto end = status.find(']', members);
   return members != std::string::npos && status.substr(members, end - members).find("\"" + id + "\"") != std::string::npos;
+}
+
+TEST(DepartedSet, RemembersWhichIncarnationLeftAndForgetsTheOldestPastItsCapacity) {
+  daemon::DepartedSet gone(3);
+  gone.record("a", 5);
+  EXPECT_TRUE(gone.left("a", 5));
+  EXPECT_TRUE(gone.left("a", 2));    // an older incarnation: gone too
+  EXPECT_FALSE(gone.left("a", 6));   // it rejoined later: welcome
+  EXPECT_FALSE(gone.left("b", 0));
+  gone.record("b", 1);
+  gone.record("c", 1);
+  gone.record("a", 9);  // "a" left again: now the newest record
+  gone.record("d", 1);  // past the capacity: "b", recorded longest ago, goes
+  EXPECT_EQ(gone.size(), 3u);
+  EXPECT_FALSE(gone.left("b", 1));
+  EXPECT_TRUE(gone.left("a", 9));
+  EXPECT_TRUE(gone.left("c", 1));
+  EXPECT_TRUE(gone.left("d", 1));
+  for (int i = 0; i < 1000; ++i) gone.record("churn-" + std::to_string(i), 1);  // fresh ids under churn
+  EXPECT_EQ(gone.size(), 3u);
+  EXPECT_TRUE(gone.left("churn-999", 1));
+  EXPECT_FALSE(gone.left("churn-996", 1));
 }
 
 class FiveWorkers : public ::testing::Test {
