@@ -369,7 +369,9 @@ int run_run_command(const RunCommandOptions& o) {
   snapshot_header.set_epochs(static_cast<uint32_t>(epochs));
   snapshot_header.set_algo(o.algo);
 
-  TrainingLoop loop(o.id, trainer, test, state, metrics, log, epochs, o.quiet, o.evals_per_epoch);
+  // Evaluations run in the background on a model of the same shape.
+  TrainingLoop loop(o.id, trainer, test, state, metrics, log, epochs, o.quiet, o.evals_per_epoch,
+                    trainer::make_model(model_options(f), f.seed));
   std::function<void(std::stop_token)> work;
   std::unique_ptr<AllreduceWorker> allreduce;
   std::unique_ptr<GossipWorker> gossip;

@@ -55,7 +55,7 @@ CLI::App* add_run_command(CLI::App& app, RunCommandOptions& o) {
       ->capture_default_str();
   cmd->add_option("--evals-per-epoch", o.evals_per_epoch,
                   "Evaluate on the test set this many times per epoch, evenly spaced, the last at its end (finer "
-                  "time to a target accuracy; each costs one pass over the test set)")
+                  "time to a target accuracy; each is one pass over the test set, in the background on idle CPU)")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   cmd->add_option("--segment-deadline-ms", o.segment_deadline_ms, "A gossip segment later than this is skipped")

@@ -9,7 +9,7 @@ namespace gossipd::daemon {
 
 TrainingLoop::TrainingLoop(std::string id, trainer::Trainer& trainer, const trainer::Dataset& test,
                              WorkerState& state, MetricsRegistry& metrics, JsonLinesWriter& log, int epochs,
-                             bool quiet, int evals_per_epoch)
+                             bool quiet, int evals_per_epoch, std::unique_ptr<trainer::Model> eval_model)
     : id_(std::move(id)),
       trainer_(trainer),
       test_(test),
@@ -24,7 +24,13 @@ TrainingLoop::TrainingLoop(std::string id, trainer::Trainer& trainer, const trai
       accuracy_gauge_(metrics.gauge("gossipd_test_accuracy", "Test accuracy at the last evaluation")),
       comm_total_(metrics.counter("gossipd_comm_seconds_total",
                                   "Seconds the training thread waited on the protocol's exchange")),
-      start_(std::chrono::steady_clock::now()) {}
+      start_(std::chrono::steady_clock::now()) {
+  if (eval_model) {
+    background_ = std::make_unique<BackgroundEvaluator>(std::move(eval_model), trainer.model(), test_,
+                                                        trainer.options().eval_batch,
+                                                        trainer.options().label_smoothing);
+  }
+}
 
 size_t TrainingLoop::steps_per_epoch(size_t dataset_size, size_t members, size_t batch) {
   const size_t per_member = dataset_size / std::max<size_t>(members, 1);
@@ -99,10 +105,12 @@ void TrainingLoop::run(size_t steps, std::stop_token stop, const Step& step, con
     if (now > g && now / steps == static_cast<uint64_t>(e) && evaluates_inside(now % steps)) evaluate(now % steps);
   }
   if (epoch >= 0) evaluate(steps);
+  if (background_) eval_seconds_ += background_->finish();
 }
 
 void TrainingLoop::step_done(uint64_t round, double running_loss) {
   rounds_.add();
+  if (background_) background_->poll();
   // Training time only: the evaluations between epochs are not part of a round.
   const double elapsed =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count() - eval_seconds_;
@@ -117,32 +125,16 @@ void TrainingLoop::step_done(uint64_t round, double running_loss) {
 void TrainingLoop::evaluated(uint32_t epoch, double progress, double train_loss, double train_accuracy,
                               size_t samples, double seconds) {
   const auto eval_start = std::chrono::steady_clock::now();
-  const double train_seconds = std::chrono::duration<double>(eval_start - start_).count() - eval_seconds_;
-  const trainer::EvalResult ev = trainer_.evaluate(test_);
-  const std::string hash = param_hash(trainer_.model().params());
-  eval_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - eval_start).count();
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  const bool epoch_end = progress == static_cast<double>(epoch);  // else an evaluation inside the epoch
-  state_.update([&](proto::Status& s) {
-    s.set_epoch(epoch);
-    if (epoch_end) s.set_loss(train_loss);
-    s.set_test_accuracy(ev.accuracy);
-    s.set_test_loss(ev.loss);
-    s.set_param_hash(hash);
-  });
-  epoch_gauge_.set(epoch);
-  if (epoch_end) loss_gauge_.set(train_loss);
-  accuracy_gauge_.set(ev.accuracy);
+  const double wall = std::chrono::duration<double>(eval_start - start_).count();
+  // Everything but the test figures, as it stands at this point.
   proto::EpochRecord rec;
   rec.set_epoch(epoch);
   rec.set_progress(progress);
   rec.set_loss(train_loss);
   rec.set_train_accuracy(train_accuracy);
-  rec.set_test_loss(ev.loss);
-  rec.set_test_accuracy(ev.accuracy);
   rec.set_samples_per_second(seconds > 0 ? static_cast<double>(samples) / seconds : 0.0);
   rec.set_wall_seconds(wall);
-  rec.set_train_seconds(train_seconds);
+  rec.set_train_seconds(wall - eval_seconds_);
   rec.set_learning_rate(trainer_.current_lr());
   rec.set_samples(static_cast<uint32_t>(samples));
   const proto::Status st = state_.snapshot();
@@ -152,11 +144,37 @@ void TrainingLoop::evaluated(uint32_t epoch, double progress, double train_loss,
   rec.set_segments_skipped(st.segments_skipped());
   rec.set_rounds_per_second(st.rounds_per_second());
   rec.set_comm_ms_per_round(st.comm_ms_per_round());
+  if (background_) {
+    eval_seconds_ += background_->submit(
+        trainer_.model().params(),
+        [this, rec](const trainer::EvalResult& ev, std::span<const float> params) { publish(rec, ev, param_hash(params)); });
+    return;
+  }
+  const trainer::EvalResult ev = trainer_.evaluate(test_);
+  publish(std::move(rec), ev, param_hash(trainer_.model().params()));
+  eval_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - eval_start).count();
+}
+
+void TrainingLoop::publish(proto::EpochRecord rec, const trainer::EvalResult& ev, const std::string& hash) {
+  const uint32_t epoch = rec.epoch();
+  const bool epoch_end = rec.progress() == static_cast<double>(epoch);  // else an evaluation inside the epoch
+  state_.update([&](proto::Status& s) {
+    s.set_epoch(epoch);
+    if (epoch_end) s.set_loss(rec.loss());
+    s.set_test_accuracy(ev.accuracy);
+    s.set_test_loss(ev.loss);
+    s.set_param_hash(hash);
+  });
+  epoch_gauge_.set(epoch);
+  if (epoch_end) loss_gauge_.set(rec.loss());
+  accuracy_gauge_.set(ev.accuracy);
+  rec.set_test_loss(ev.loss);
+  rec.set_test_accuracy(ev.accuracy);
   log_.write(rec);
   if (!quiet_) {
     std::printf("[%s] epoch %g/%d  loss %.4f  train_acc %.4f  test_acc %.4f  round %llu  %.1f s\n", id_.c_str(),
-                progress, epochs_, train_loss, train_accuracy, ev.accuracy,
-                static_cast<unsigned long long>(trainer_.step_count()), wall);
+                rec.progress(), epochs_, rec.loss(), rec.train_accuracy(), ev.accuracy,
+                static_cast<unsigned long long>(rec.round()), rec.wall_seconds());
     std::fflush(stdout);
   }
 }

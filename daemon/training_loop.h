@@ -3,10 +3,12 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <stop_token>
 #include <string>
 
+#include "daemon/background_eval.h"
 #include "daemon/metrics.h"
 #include "daemon/metrics_log.h"
 #include "daemon/worker_state.h"
@@ -19,6 +21,16 @@ namespace gossipd::daemon {
 // per evaluation (at each epoch's end, and `evals_per_epoch - 1` more times
 // evenly inside each epoch) the model's test accuracy as it stands, /status,
 // the gauges, one --metrics-out JSON line and one progress line.
+//
+// With an `eval_model` the evaluations run in the background
+// (BackgroundEvaluator) on a copy of the parameters taken at the evaluation
+// point, and training goes on meanwhile; the figures are those of that copy
+// (the same to the bit as evaluating inline), and a record's times
+// (wall_seconds, train_seconds) are those of the point where the copy was
+// taken. The results are published on the training thread at the first step
+// after they are complete, at the next evaluation point at the latest, and
+// run() returns once the last one is published. Without an `eval_model`,
+// evaluations run on the training thread.
 class TrainingLoop {
  public:
   // One training step on the given samples (the protocol's work included).
@@ -27,7 +39,8 @@ class TrainingLoop {
   using BeforeEval = std::function<void()>;
 
   TrainingLoop(std::string id, trainer::Trainer& trainer, const trainer::Dataset& test, WorkerState& state,
-                MetricsRegistry& metrics, JsonLinesWriter& log, int epochs, bool quiet, int evals_per_epoch = 1);
+                MetricsRegistry& metrics, JsonLinesWriter& log, int epochs, bool quiet, int evals_per_epoch = 1,
+                std::unique_ptr<trainer::Model> eval_model = nullptr);
 
   // Runs `epochs` epochs of `steps` steps each (the same count on every
   // member); checks `stop` between steps and throws protocol::Aborted.
@@ -60,6 +73,9 @@ class TrainingLoop {
   // `epoch` is the number of epochs completed.
   void evaluated(uint32_t epoch, double progress, double train_loss, double train_accuracy, size_t samples,
                  double seconds);
+  // The test figures of the evaluation `rec` was made for: /status, the
+  // gauges, the JSON line and the progress line.
+  void publish(proto::EpochRecord rec, const trainer::EvalResult& ev, const std::string& param_hash);
 
   std::string id_;
   trainer::Trainer& trainer_;
@@ -75,9 +91,12 @@ class TrainingLoop {
   Gauge& accuracy_gauge_;
   Counter& comm_total_;
   double comm_seconds_ = 0;  // CommTimers on the training thread, since run() began
-  double eval_seconds_ = 0;  // evaluations, since run() began (not in the round rate)
+  // The training thread evaluating or waiting for an evaluation, since run()
+  // began (not training time, not in the round rate).
+  double eval_seconds_ = 0;
   std::chrono::steady_clock::time_point start_;
   uint64_t start_round_ = 0;  // a joiner starts at the round it was admitted at
+  std::unique_ptr<BackgroundEvaluator> background_;  // last: stops before the members it publishes to
 };
 
 }  // namespace gossipd::daemon

@@ -1,5 +1,6 @@
 #include "trainer/trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <stdexcept>
@@ -13,9 +14,9 @@ Trainer::Trainer(std::unique_ptr<Model> model, const Dataset& train, TrainerOpti
       optimizer_(options.optimizer, model_->segments(), model_->params().size()),
       schedule_(options.schedule),
       loss_(model_->classes(), options.label_smoothing),
+      evaluator_(*model_, options.eval_batch, options.label_smoothing),
       sampler_(train.size(), options.sampler) {
   if (options.batch == 0) throw std::invalid_argument("batch size must be > 0");
-  if (options.eval_batch == 0) throw std::invalid_argument("evaluation batch size must be > 0");
   if (train.sample_size() != model_->input_shape().size()) {
     throw std::invalid_argument("dataset samples have " + std::to_string(train.sample_size()) +
                                 " values but the model expects " +
@@ -23,19 +24,59 @@ Trainer::Trainer(std::unique_ptr<Model> model, const Dataset& train, TrainerOpti
   }
 }
 
-void Trainer::gather(const Dataset& data, std::span<const uint32_t> indices) {
+void gather_samples(const Dataset& data, std::span<const uint32_t> indices, std::vector<float>& input,
+                    std::vector<uint8_t>& labels) {
   const size_t d = data.sample_size();
-  input_.resize(indices.size() * d);
-  labels_.resize(indices.size());
+  input.resize(indices.size() * d);
+  labels.resize(indices.size());
   for (size_t i = 0; i < indices.size(); ++i) {
-    std::memcpy(input_.data() + i * d, data.image(indices[i]), sizeof(float) * d);
-    labels_[i] = data.labels[indices[i]];
+    std::memcpy(input.data() + i * d, data.image(indices[i]), sizeof(float) * d);
+    labels[i] = data.labels[indices[i]];
   }
+}
+
+Evaluator::Evaluator(Model& model, size_t batch, float label_smoothing)
+    : model_(model), batch_(batch), loss_(model.classes(), label_smoothing) {
+  if (batch == 0) throw std::invalid_argument("evaluation batch size must be > 0");
+}
+
+EvalBatch Evaluator::run_batch(const Dataset& data, size_t b) {
+  const size_t first = b * batch_;
+  if (first >= data.size()) return {};
+  const size_t n = std::min(batch_, data.size() - first);
+  idx_.resize(n);
+  for (size_t i = 0; i < n; ++i) idx_[i] = static_cast<uint32_t>(first + i);
+  gather_samples(data, idx_, input_, labels_);
+  const float* logits = model_.forward(input_.data(), static_cast<int>(n));
+  const LossResult lr = loss_.compute(logits, labels_, {});
+  return EvalBatch{lr.loss * static_cast<double>(n), static_cast<size_t>(lr.correct), n};
+}
+
+EvalResult Evaluator::run(const Dataset& data) {
+  sums_.resize(batches(data));
+  for (size_t b = 0; b < sums_.size(); ++b) sums_[b] = run_batch(data, b);
+  return total(sums_);
+}
+
+EvalResult Evaluator::total(std::span<const EvalBatch> batches) {
+  double loss_sum = 0;
+  size_t correct = 0;
+  EvalResult r;
+  for (const EvalBatch& b : batches) {
+    loss_sum += b.loss_sum;
+    correct += b.correct;
+    r.samples += b.samples;
+  }
+  if (r.samples > 0) {
+    r.loss = loss_sum / static_cast<double>(r.samples);
+    r.accuracy = static_cast<double>(correct) / static_cast<double>(r.samples);
+  }
+  return r;
 }
 
 StepResult Trainer::compute_gradients(std::span<const uint32_t> indices) {
   const int batch = static_cast<int>(indices.size());
-  gather(train_, indices);
+  gather_samples(train_, indices, input_, labels_);
   dlogits_.resize(indices.size() * static_cast<size_t>(model_->classes()));
   const float* logits = model_->forward(input_.data(), batch);
   LossResult r = loss_.compute(logits, labels_, dlogits_);
@@ -80,27 +121,6 @@ EpochStats Trainer::train_epoch(uint32_t epoch) {
   return s;
 }
 
-EvalResult Trainer::evaluate(const Dataset& data) {
-  EvalResult r;
-  std::vector<uint32_t> idx;
-  double loss_sum = 0;
-  size_t correct = 0;
-  for (size_t first = 0; first < data.size(); first += options_.eval_batch) {
-    const size_t n = std::min(options_.eval_batch, data.size() - first);
-    idx.resize(n);
-    for (size_t i = 0; i < n; ++i) idx[i] = static_cast<uint32_t>(first + i);
-    gather(data, idx);
-    const float* logits = model_->forward(input_.data(), static_cast<int>(n));
-    LossResult lr = loss_.compute(logits, labels_, {});
-    loss_sum += lr.loss * static_cast<double>(n);
-    correct += static_cast<size_t>(lr.correct);
-  }
-  r.samples = data.size();
-  if (r.samples > 0) {
-    r.loss = loss_sum / static_cast<double>(r.samples);
-    r.accuracy = static_cast<double>(correct) / static_cast<double>(r.samples);
-  }
-  return r;
-}
+EvalResult Trainer::evaluate(const Dataset& data) { return evaluator_.run(data); }
 
 }  // namespace gossipd::trainer

@@ -44,6 +44,42 @@ struct EvalResult {
   size_t samples = 0;
 };
 
+// Copies the samples at `indices` into `input` (row-major, one sample per
+// row) and their labels into `labels`.
+void gather_samples(const Dataset& data, std::span<const uint32_t> indices, std::vector<float>& input,
+                    std::vector<uint8_t>& labels);
+
+// The sums over one evaluation batch.
+struct EvalBatch {
+  double loss_sum = 0;  // the batch's mean loss times its samples
+  size_t correct = 0;
+  size_t samples = 0;
+};
+
+// Test-set evaluation of a model: forward passes in batches of `batch`, the
+// loss as training computes it. Trainer::evaluate runs one on the training
+// replica; daemon::BackgroundEvaluator runs them batch by batch on a copy of
+// its parameters. Results are the batches' sums added in batch order, so
+// however the batches were shared out the figures are the same to the bit.
+class Evaluator {
+ public:
+  Evaluator(Model& model, size_t batch, float label_smoothing);
+  size_t batches(const Dataset& data) const { return (data.size() + batch_ - 1) / batch_; }
+  // Batch `b`: samples [b * batch, min((b + 1) * batch, data.size())).
+  EvalBatch run_batch(const Dataset& data, size_t b);
+  EvalResult run(const Dataset& data);
+  static EvalResult total(std::span<const EvalBatch> batches);
+
+ private:
+  Model& model_;
+  size_t batch_;
+  SoftmaxCrossEntropy loss_;
+  std::vector<uint32_t> idx_;
+  std::vector<float> input_;
+  std::vector<uint8_t> labels_;
+  std::vector<EvalBatch> sums_;
+};
+
 // Local training of one replica. The steps are split so that averaging
 // protocols can sit between them: compute_gradients() (then, say, an
 // allreduce of model().grads()), apply_gradients().
@@ -78,14 +114,13 @@ class Trainer {
   double epoch_progress() const { return epoch_progress_; }
 
  private:
-  void gather(const Dataset& data, std::span<const uint32_t> indices);
-
   std::unique_ptr<Model> model_;
   const Dataset& train_;
   TrainerOptions options_;
   Optimizer optimizer_;
   LrSchedule schedule_;
   SoftmaxCrossEntropy loss_;
+  Evaluator evaluator_;
   BatchSampler sampler_;
   std::vector<float> input_;
   std::vector<uint8_t> labels_;

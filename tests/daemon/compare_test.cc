@@ -137,12 +137,13 @@ TEST_F(CompareTest, EvaluationsInsideEpochsRefineTheTimeToTarget) {
   const double to_target = std::stod(m[1]);
   EXPECT_GT(to_target, 0) << summary;
   EXPECT_EQ(to_target * 4, std::floor(to_target * 4)) << summary;
-  // Training time to it leaves the evaluations out (at least the one that found it).
+  // Training time to it leaves out the time training waited for evaluations
+  // (run in the background, they may not have held it up at all).
   ASSERT_TRUE(std::regex_search(summary, m, std::regex("\"seconds_to_target\":([0-9.e+-]+)"))) << summary;
   const double wall = std::stod(m[1]);
   ASSERT_TRUE(std::regex_search(summary, m, std::regex("\"train_seconds_to_target\":([0-9.e+-]+)"))) << summary;
   EXPECT_GT(std::stod(m[1]), 0) << summary;
-  EXPECT_LT(std::stod(m[1]), wall) << summary;
+  EXPECT_LE(std::stod(m[1]), wall) << summary;
   const std::string md = daemon::read_file(out + "/report.md");
   EXPECT_NE(md.find("evaluated 4 times per epoch"), std::string::npos) << md;
   EXPECT_NE(md.find("(training only)"), std::string::npos) << md;

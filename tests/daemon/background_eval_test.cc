@@ -1,0 +1,221 @@
+#include "daemon/background_eval.h"
+
+#include <cblas.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "daemon/metrics.h"
+#include "daemon/metrics_log.h"
+#include "daemon/training_loop.h"
+#include "daemon/worker_state.h"
+#include "trainer/dataset.h"
+#include "trainer/models.h"
+#include "trainer/trainer.h"
+
+namespace gossipd::daemon {
+namespace {
+
+using trainer::Dataset;
+using trainer::EvalResult;
+
+class BackgroundEval : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    openblas_set_num_threads(1);
+    train_ = new Dataset(trainer::load_fashion_mnist(GOSSIPD_TEST_DATA_DIR, trainer::Split::kTrain).head(2048));
+    // Not a multiple of the evaluation batch: the last batch is short.
+    test_ = new Dataset(trainer::load_fashion_mnist(GOSSIPD_TEST_DATA_DIR, trainer::Split::kTest).head(1000));
+  }
+  static void TearDownTestSuite() {
+    delete train_;
+    delete test_;
+  }
+
+  static std::unique_ptr<trainer::Model> model() { return trainer::make_model(trainer::ModelOptions{}, 7); }
+
+  static std::unique_ptr<trainer::Trainer> make_trainer() {
+    trainer::TrainerOptions to;
+    to.batch = 32;
+    to.eval_batch = 128;
+    to.label_smoothing = 0.1f;
+    to.schedule.base_lr = 0.05f;
+    to.schedule.total_epochs = 1;
+    return std::make_unique<trainer::Trainer>(model(), *train_, to);
+  }
+
+  static void train(trainer::Trainer& t, int steps) {
+    for (int i = 0; i < steps; ++i) t.train_step(t.sampler().next_batch(t.options().batch));
+  }
+
+  static Dataset* train_;
+  static Dataset* test_;
+};
+
+Dataset* BackgroundEval::train_ = nullptr;
+Dataset* BackgroundEval::test_ = nullptr;
+
+struct Published {
+  std::optional<EvalResult> result;
+  std::vector<float> params;
+  int calls = 0;
+};
+
+BackgroundEvaluator::Done record(Published& p) {
+  return [&p](const EvalResult& r, std::span<const float> params) {
+    p.result = r;
+    p.params.assign(params.begin(), params.end());
+    ++p.calls;
+  };
+}
+
+void expect_same(const EvalResult& a, const EvalResult& b) {
+  EXPECT_EQ(a.samples, b.samples);
+  EXPECT_EQ(a.accuracy, b.accuracy);  // to the bit: the batch sums are added in the same order
+  EXPECT_EQ(a.loss, b.loss);
+}
+
+TEST_F(BackgroundEval, TheCallerFinishesAnEvaluationOnTheSnapshotAndPutsTheLiveParametersBack) {
+  auto t = make_trainer();
+  train(*t, 5);
+  const std::vector<float> snapshot(t->model().params().begin(), t->model().params().end());
+  const EvalResult inline_result = t->evaluate(*test_);
+  BackgroundEvaluator ev(model(), t->model(), *test_, 128, 0.1f, /*start_thread=*/false);
+  Published p;
+  EXPECT_EQ(ev.submit(snapshot, record(p)), 0.0);  // nothing to finish yet
+  ev.poll();
+  EXPECT_EQ(p.calls, 0) << "published before it was evaluated";
+  train(*t, 5);  // training goes on; the evaluation is of the snapshot
+  const std::vector<float> live(t->model().params().begin(), t->model().params().end());
+  ASSERT_NE(live, snapshot);
+  ev.finish();
+  ASSERT_EQ(p.calls, 1);
+  expect_same(*p.result, inline_result);
+  EXPECT_EQ(p.params, snapshot);
+  EXPECT_EQ(ev.batches_on_caller(), 8u);  // 1000 samples in batches of 128
+  EXPECT_EQ(std::vector<float>(t->model().params().begin(), t->model().params().end()), live);
+  ev.finish();
+  EXPECT_EQ(p.calls, 1) << "published twice";
+}
+
+TEST_F(BackgroundEval, TheBackgroundThreadEvaluatesWhileTheCallerGoesOn) {
+  auto t = make_trainer();
+  train(*t, 3);
+  const EvalResult inline_result = t->evaluate(*test_);
+  BackgroundEvaluator ev(model(), t->model(), *test_, 128, 0.1f);
+  Published p;
+  ev.submit(t->model().params(), record(p));
+  train(*t, 3);
+  // The thread runs at idle priority: wait (bounded) for it to complete.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (p.calls == 0 && std::chrono::steady_clock::now() < deadline) {
+    ev.poll();
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_EQ(p.calls, 1) << "the background thread did not complete the evaluation in 60 s";
+  EXPECT_EQ(ev.batches_on_caller(), 0u);
+  expect_same(*p.result, inline_result);
+}
+
+TEST_F(BackgroundEval, HowEverTheBatchesAreSharedTheFiguresAreTheSameAndPublishedInOrder) {
+  auto t = make_trainer();
+  BackgroundEvaluator ev(model(), t->model(), *test_, 128, 0.1f);
+  std::vector<EvalResult> expected, got;
+  std::vector<int> order;
+  for (int i = 0; i < 12; ++i) {
+    train(*t, 1);
+    expected.push_back(t->evaluate(*test_));
+    // Every other submission follows the previous one at once, so that the
+    // caller takes over evaluations in every state of progress.
+    ev.submit(t->model().params(), [&, i](const EvalResult& r, std::span<const float>) {
+      got.push_back(r);
+      order.push_back(i);
+    });
+    if (i % 2 == 1) train(*t, 2);
+  }
+  ev.finish();
+  ASSERT_EQ(got.size(), expected.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(order[i], static_cast<int>(i));
+    expect_same(got[i], expected[i]);
+  }
+}
+
+TEST_F(BackgroundEval, AnEvaluationInFlightIsAbandonedOnDestructionAndAWrongSizeIsRefused) {
+  auto t = make_trainer();
+  Published p;
+  {
+    BackgroundEvaluator ev(model(), t->model(), *test_, 128, 0.1f);
+    ev.submit(t->model().params(), record(p));
+    const std::vector<float> short_params(10, 0.0f);
+    EXPECT_THROW(ev.submit(short_params, record(p)), std::invalid_argument);
+  }
+  EXPECT_EQ(p.calls, 0);
+}
+
+TEST_F(BackgroundEval, AnExceptionFromDoneReachesTheCallerAndTheNextEvaluationStillRuns) {
+  auto t = make_trainer();
+  BackgroundEvaluator ev(model(), t->model(), *test_, 128, 0.1f);
+  ev.submit(t->model().params(), [](const EvalResult&, std::span<const float>) {
+    throw std::runtime_error("metrics file: disk full");
+  });
+  EXPECT_THROW(ev.finish(), std::runtime_error);
+  Published p;
+  ev.submit(t->model().params(), record(p));
+  ev.finish();
+  EXPECT_EQ(p.calls, 1);
+}
+
+// The loop's records with background evaluations are those of inline ones
+// (test figures, rounds, parameter hashes), and every one of them is written
+// by the time run() returns.
+TEST_F(BackgroundEval, TrainingLoopRecordsMatchInlineEvaluationsAndAreAllWrittenByTheEnd) {
+  const auto dir = std::filesystem::temp_directory_path() / ("gossipd_bgeval_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  auto run = [&](bool background) {
+    auto t = make_trainer();
+    WorkerState state;
+    MetricsRegistry metrics;
+    const std::string path = (dir / (background ? "bg.jsonl" : "inline.jsonl")).string();
+    {
+      JsonLinesWriter log(path);
+      TrainingLoop loop("w0", *t, *test_, state, metrics, log, 2, /*quiet=*/true, /*evals_per_epoch=*/4,
+                        background ? model() : nullptr);
+      const size_t steps = TrainingLoop::steps_per_epoch(train_->size(), 1, t->options().batch);
+      loop.run(steps, std::stop_token{}, [&](std::span<const uint32_t> idx) { return t->train_step(idx); });
+    }
+    std::ifstream in(path);
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return std::make_pair(lines, state.snapshot());
+  };
+  const auto [inline_lines, inline_status] = run(false);
+  const auto [bg_lines, bg_status] = run(true);
+  std::filesystem::remove_all(dir);
+  ASSERT_EQ(inline_lines.size(), 8u);  // 2 epochs x 4
+  ASSERT_EQ(bg_lines.size(), inline_lines.size());
+  auto field = [](const std::string& line, const std::string& key) {
+    const auto at = line.find("\"" + key + "\":");
+    EXPECT_NE(at, std::string::npos) << key << " missing in " << line;
+    const auto start = at + key.size() + 3;
+    return line.substr(start, line.find_first_of(",}", start) - start);
+  };
+  for (size_t i = 0; i < bg_lines.size(); ++i) {
+    for (const char* key : {"test_accuracy", "test_loss", "round", "progress", "loss"}) {
+      EXPECT_EQ(field(bg_lines[i], key), field(inline_lines[i], key)) << key << " of record " << i;
+    }
+  }
+  EXPECT_EQ(bg_status.param_hash(), inline_status.param_hash());
+  EXPECT_EQ(bg_status.test_accuracy(), inline_status.test_accuracy());
+  EXPECT_EQ(bg_status.epoch(), 2u);
+}
+
+}  // namespace
+}  // namespace gossipd::daemon
