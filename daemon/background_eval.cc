@@ -60,10 +60,16 @@ BackgroundEvaluator::BackgroundEvaluator(std::unique_ptr<trainer::Model> own, tr
 }
 
 BackgroundEvaluator::~BackgroundEvaluator() {
+  if (!thread_.joinable()) return;
   thread_.request_stop();
   posted_generation_.fetch_add(1, std::memory_order_seq_cst);
   posted_generation_.notify_all();
-  // ~jthread joins (declared last); the thread stops at its next batch.
+  // The thread stops at its next batch; at idle priority on a busy machine
+  // finishing the one it is in could take a while, so where we may (root,
+  // or RLIMIT_NICE) it gets normal priority back for that.
+  sched_param none{};
+  pthread_setschedparam(thread_.native_handle(), SCHED_OTHER, &none);
+  // ~jthread joins (declared last).
 }
 
 void BackgroundEvaluator::loop(std::stop_token stop) {
@@ -78,7 +84,7 @@ void BackgroundEvaluator::loop(std::stop_token stop) {
     Job* job = posted_.load(std::memory_order_seq_cst);
     if (job == nullptr || stop.stop_requested()) continue;
     // Hazard pointer: announce the job, then check it is still the posted
-    // one; the caller frees only jobs that are neither (reclaim()).
+    // one; the caller frees only jobs that are neither (retire()).
     using_.store(job, std::memory_order_seq_cst);
     if (posted_.load(std::memory_order_seq_cst) == job) work(*job, stop);
     using_.store(nullptr, std::memory_order_release);
@@ -101,8 +107,8 @@ void BackgroundEvaluator::work(Job& job, const std::stop_token& stop) {
 
 double BackgroundEvaluator::submit(std::span<const float> params, Done done) {
   if (params.size() != own_->params().size()) {
-    throw std::invalid_argument("evaluation of " + std::to_string(params.size()) + " parameters on a model of " +
-                                std::to_string(own_->params().size()));
+    throw std::invalid_argument("evaluation of " + std::to_string(params.size()) +
+                                " parameters on a model of " + std::to_string(own_->params().size()));
   }
   const double seconds = finish();
   current_ = std::make_unique<Job>(params, std::move(done), caller_.batches(test_));
@@ -130,7 +136,8 @@ double BackgroundEvaluator::finish() {
       // The background thread may be inside this batch; whoever claims it first counts.
       job.by_caller[b] = caller_.run_batch(test_, b);
       uint8_t none = Job::kNone;
-      if (job.owner[b].compare_exchange_strong(none, Job::kCaller, std::memory_order_acq_rel)) ++batches_on_caller_;
+      if (job.owner[b].compare_exchange_strong(none, Job::kCaller, std::memory_order_acq_rel))
+        ++batches_on_caller_;
     }
     std::copy(live_.begin(), live_.end(), p.begin());
   }
@@ -143,7 +150,7 @@ void BackgroundEvaluator::publish() {
   std::vector<trainer::EvalBatch> sums(job->batches());
   for (size_t b = 0; b < sums.size(); ++b) {
     sums[b] = job->owner[b].load(std::memory_order_acquire) == Job::kBackground ? job->by_background[b]
-                                                                               : job->by_caller[b];
+                                                                                : job->by_caller[b];
   }
   const trainer::EvalResult result = trainer::Evaluator::total(sums);
   Done done = std::move(job->done);
@@ -160,7 +167,8 @@ void BackgroundEvaluator::retire(std::unique_ptr<Job> job) {
   retired_.push_back(std::move(job));
   Job* posted = posted_.load(std::memory_order_seq_cst);
   Job* in_use = using_.load(std::memory_order_seq_cst);
-  std::erase_if(retired_, [&](const std::unique_ptr<Job>& j) { return j.get() != posted && j.get() != in_use; });
+  std::erase_if(retired_,
+                [&](const std::unique_ptr<Job>& j) { return j.get() != posted && j.get() != in_use; });
 }
 
 }  // namespace gossipd::daemon

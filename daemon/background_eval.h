@@ -35,8 +35,9 @@ class BackgroundEvaluator {
   // `replica`: the training replica, evaluated on by the caller when it
   // must finish an evaluation itself. `start_thread` false (for tests): no
   // background thread, the caller does every evaluation in finish().
-  BackgroundEvaluator(std::unique_ptr<trainer::Model> own, trainer::Model& replica, const trainer::Dataset& test,
-                      size_t batch, float label_smoothing, bool start_thread = true);
+  BackgroundEvaluator(std::unique_ptr<trainer::Model> own, trainer::Model& replica,
+                      const trainer::Dataset& test, size_t batch, float label_smoothing,
+                      bool start_thread = true);
   // Abandons an evaluation in flight (its `done` is not called).
   ~BackgroundEvaluator();
   BackgroundEvaluator(const BackgroundEvaluator&) = delete;

@@ -30,7 +30,8 @@ class BackgroundEval : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     openblas_set_num_threads(1);
-    train_ = new Dataset(trainer::load_fashion_mnist(GOSSIPD_TEST_DATA_DIR, trainer::Split::kTrain).head(2048));
+    train_ =
+        new Dataset(trainer::load_fashion_mnist(GOSSIPD_TEST_DATA_DIR, trainer::Split::kTrain).head(2048));
     // Not a multiple of the evaluation batch: the last batch is short.
     test_ = new Dataset(trainer::load_fashion_mnist(GOSSIPD_TEST_DATA_DIR, trainer::Split::kTest).head(1000));
   }
