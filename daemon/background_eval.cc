@@ -44,17 +44,16 @@ double since(std::chrono::steady_clock::time_point start) {
 
 }  // namespace
 
-BackgroundEvaluator::BackgroundEvaluator(std::unique_ptr<trainer::Model> own, trainer::Model& replica,
-                                         const trainer::Dataset& test, size_t batch, float label_smoothing,
-                                         bool start_thread)
+BackgroundEvaluator::BackgroundEvaluator(std::unique_ptr<trainer::Model> own, trainer::Trainer& replica,
+                                         const trainer::Dataset& test, bool start_thread)
     : own_(std::move(own)),
-      replica_(replica),
+      replica_(replica.model()),
       test_(test),
-      background_(*own_, batch, label_smoothing),
-      caller_(replica, batch, label_smoothing) {
-  if (own_->params().size() != replica.params().size()) {
+      caller_(replica.evaluator()),
+      background_(*own_, replica.options().eval_batch, replica.options().label_smoothing) {
+  if (own_->params().size() != replica_.params().size()) {
     throw std::invalid_argument("background evaluation model has " + std::to_string(own_->params().size()) +
-                                " parameters, the replica " + std::to_string(replica.params().size()));
+                                " parameters, the replica " + std::to_string(replica_.params().size()));
   }
   if (start_thread) thread_ = std::jthread([this](std::stop_token stop) { loop(stop); });
 }

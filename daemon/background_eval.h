@@ -32,12 +32,12 @@ class BackgroundEvaluator {
   using Done = std::function<void(const trainer::EvalResult&, std::span<const float> params)>;
 
   // `own`: a model of the replica's architecture for the background thread;
-  // `replica`: the training replica, evaluated on by the caller when it
-  // must finish an evaluation itself. `start_thread` false (for tests): no
-  // background thread, the caller does every evaluation in finish().
-  BackgroundEvaluator(std::unique_ptr<trainer::Model> own, trainer::Model& replica,
-                      const trainer::Dataset& test, size_t batch, float label_smoothing,
-                      bool start_thread = true);
+  // `replica`: the training replica, whose evaluation batch size and loss
+  // are used, and on whose model the caller evaluates when it must finish
+  // an evaluation itself. `start_thread` false (for tests): no background
+  // thread, the caller does every evaluation in finish().
+  BackgroundEvaluator(std::unique_ptr<trainer::Model> own, trainer::Trainer& replica,
+                      const trainer::Dataset& test, bool start_thread = true);
   // Abandons an evaluation in flight (its `done` is not called).
   ~BackgroundEvaluator();
   BackgroundEvaluator(const BackgroundEvaluator&) = delete;
@@ -70,8 +70,8 @@ class BackgroundEvaluator {
   std::unique_ptr<trainer::Model> own_;
   trainer::Model& replica_;
   const trainer::Dataset& test_;
+  trainer::Evaluator& caller_;     // the replica's own, caller only
   trainer::Evaluator background_;  // on own_, background thread only
-  trainer::Evaluator caller_;      // on replica_, caller only
   std::vector<float> live_;        // the replica's parameters while the caller evaluates on it
   std::unique_ptr<Job> current_;   // submitted and not yet published (caller)
   std::vector<std::unique_ptr<Job>> retired_;

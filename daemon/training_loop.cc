@@ -26,9 +26,7 @@ TrainingLoop::TrainingLoop(std::string id, trainer::Trainer& trainer, const trai
                                   "Seconds the training thread waited on the protocol's exchange")),
       start_(std::chrono::steady_clock::now()) {
   if (eval_model) {
-    background_ = std::make_unique<BackgroundEvaluator>(std::move(eval_model), trainer.model(), test_,
-                                                        trainer.options().eval_batch,
-                                                        trainer.options().label_smoothing);
+    background_ = std::make_unique<BackgroundEvaluator>(std::move(eval_model), trainer, test_);
   }
 }
 

@@ -108,6 +108,8 @@ class Trainer {
   void set_epoch_progress(double epoch) { epoch_progress_ = epoch; }
   Model& model() { return *model_; }
   Optimizer& optimizer() { return optimizer_; }
+  // Evaluates this replica's model (what evaluate() runs).
+  Evaluator& evaluator() { return evaluator_; }
   BatchSampler& sampler() { return sampler_; }
   const TrainerOptions& options() const { return options_; }
   uint64_t step_count() const { return steps_; }

@@ -88,7 +88,7 @@ TEST_F(BackgroundEval, TheCallerFinishesAnEvaluationOnTheSnapshotAndPutsTheLiveP
   train(*t, 5);
   const std::vector<float> snapshot(t->model().params().begin(), t->model().params().end());
   const EvalResult inline_result = t->evaluate(*test_);
-  BackgroundEvaluator ev(model(), t->model(), *test_, 128, 0.1f, /*start_thread=*/false);
+  BackgroundEvaluator ev(model(), *t, *test_, /*start_thread=*/false);
   Published p;
   EXPECT_EQ(ev.submit(snapshot, record(p)), 0.0);  // nothing to finish yet
   ev.poll();
@@ -110,7 +110,7 @@ TEST_F(BackgroundEval, TheBackgroundThreadEvaluatesWhileTheCallerGoesOn) {
   auto t = make_trainer();
   train(*t, 3);
   const EvalResult inline_result = t->evaluate(*test_);
-  BackgroundEvaluator ev(model(), t->model(), *test_, 128, 0.1f);
+  BackgroundEvaluator ev(model(), *t, *test_);
   Published p;
   ev.submit(t->model().params(), record(p));
   train(*t, 3);
@@ -127,7 +127,7 @@ TEST_F(BackgroundEval, TheBackgroundThreadEvaluatesWhileTheCallerGoesOn) {
 
 TEST_F(BackgroundEval, HowEverTheBatchesAreSharedTheFiguresAreTheSameAndPublishedInOrder) {
   auto t = make_trainer();
-  BackgroundEvaluator ev(model(), t->model(), *test_, 128, 0.1f);
+  BackgroundEvaluator ev(model(), *t, *test_);
   std::vector<EvalResult> expected, got;
   std::vector<int> order;
   for (int i = 0; i < 12; ++i) {
@@ -153,7 +153,7 @@ TEST_F(BackgroundEval, AnEvaluationInFlightIsAbandonedOnDestructionAndAWrongSize
   auto t = make_trainer();
   Published p;
   {
-    BackgroundEvaluator ev(model(), t->model(), *test_, 128, 0.1f);
+    BackgroundEvaluator ev(model(), *t, *test_);
     ev.submit(t->model().params(), record(p));
     const std::vector<float> short_params(10, 0.0f);
     EXPECT_THROW(ev.submit(short_params, record(p)), std::invalid_argument);
@@ -163,7 +163,7 @@ TEST_F(BackgroundEval, AnEvaluationInFlightIsAbandonedOnDestructionAndAWrongSize
 
 TEST_F(BackgroundEval, AnExceptionFromDoneReachesTheCallerAndTheNextEvaluationStillRuns) {
   auto t = make_trainer();
-  BackgroundEvaluator ev(model(), t->model(), *test_, 128, 0.1f);
+  BackgroundEvaluator ev(model(), *t, *test_);
   ev.submit(t->model().params(), [](const EvalResult&, std::span<const float>) {
     throw std::runtime_error("metrics file: disk full");
   });
