@@ -32,6 +32,9 @@ struct CompareOptions {
   bool pace = false;  // crossover runs with --pace
   std::string bandwidth;
   int delay_ms = 0;  // injected in the workers' transport (the kernel has no netem)
+  // gossipd run --send-buffer-kb for every worker of every protocol; 0: with
+  // `bandwidth`, link_send_buffer_kb of it, else the daemon's default.
+  int send_buffer_kb = 0;
   // The Crossover-SGD paper's two experiments at our scale:
   //  large-batch: --workers fixed, global batch x1, x4, x16 with the
   //               learning rate scaled alike (linear scaling rule);
@@ -45,6 +48,12 @@ struct CollectOptions {
   double target = 0.85;
   int poll_ms = 1000;
 };
+
+// A send buffer (KiB) holding ~5 ms of `rate` (a tc rate such as 100mbit or
+// 12500kbps), within gossipd run's limits: enough to keep such a link busy,
+// small enough that little waits in the host's queue ahead of a control
+// message. Throws UsageError if `rate` is not a tc rate.
+int link_send_buffer_kb(const std::string& rate);
 
 CLI::App* add_compare_command(CLI::App& app, CompareOptions& options);
 CLI::App* add_collect_command(CLI::App& app, CollectOptions& options);

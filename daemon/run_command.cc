@@ -74,6 +74,7 @@ protocol::NodeOptions node_options(const RunCommandOptions& o) {
   n.validation.max_message_bytes = o.max_message_bytes;
   n.validation.max_members = o.max_members;
   n.max_queued_bytes = o.max_queued_bytes;
+  n.send_buffer_bytes = o.send_buffer_kb * 1024;
   n.faults.delay = std::chrono::milliseconds(o.delay_ms);
   n.faults.drop = o.inject_drop;
   n.faults.duplicate = o.inject_duplicate;

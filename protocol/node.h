@@ -23,6 +23,7 @@ struct NodeOptions {
   int io_threads = 1;                      // libzmq I/O threads
   int send_hwm = 1000;
   int recv_hwm = 1000;
+  int send_buffer_bytes = ZmqTransportOptions::kDefaultSendBufferBytes;  // per connection, see there
   // Inbound bytes one sender may have waiting in the mailbox (Mailbox).
   size_t max_queued_bytes = size_t{1} << 30;
   std::chrono::milliseconds reject_log_interval{10000};

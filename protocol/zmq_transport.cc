@@ -12,9 +12,9 @@ using Clock = std::chrono::steady_clock;
 // Below this a copy is cheaper than the release-callback bookkeeping.
 constexpr size_t kZeroCopyMinBytes = 256;
 
-// Kernel socket buffers: large enough that one wake-up of the I/O thread
+// Kernel receive buffers: large enough that one wake-up of the I/O thread
 // moves a whole pipeline piece (hundreds of KiB to MiB) through the socket.
-constexpr int kSocketBufferBytes = 4 << 20;
+constexpr int kReceiveBufferBytes = 4 << 20;
 
 void release_owner(void* /*data*/, void* hint) { delete static_cast<std::shared_ptr<const void>*>(hint); }
 
@@ -32,8 +32,8 @@ ZmqTransport::ZmqTransport(zmq::context_t& context, ZmqTransportOptions options)
   if (options_.node_id.empty()) throw ProtocolConfigError("transport: node id must not be empty");
   router_.set(zmq::sockopt::linger, 0);
   router_.set(zmq::sockopt::rcvhwm, options_.recv_hwm);
-  router_.set(zmq::sockopt::rcvbuf, kSocketBufferBytes);
-  router_.set(zmq::sockopt::sndbuf, kSocketBufferBytes);
+  router_.set(zmq::sockopt::rcvbuf, kReceiveBufferBytes);
+  router_.set(zmq::sockopt::sndbuf, options_.send_buffer_bytes);
   // A restarted peer reconnects with the same id; let it take over its slot.
   router_.set(zmq::sockopt::router_handover, 1);
   if (options_.max_frame_bytes > 0) router_.set(zmq::sockopt::maxmsgsize, options_.max_frame_bytes);
@@ -57,8 +57,8 @@ zmq::socket_t ZmqTransport::make_dealer(const std::string& endpoint) {
   s.set(zmq::sockopt::linger, 0);  // disconnect() must drop (and release) queued frames
   s.set(zmq::sockopt::routing_id, options_.node_id);
   s.set(zmq::sockopt::sndhwm, options_.send_hwm);
-  s.set(zmq::sockopt::sndbuf, kSocketBufferBytes);
-  s.set(zmq::sockopt::rcvbuf, kSocketBufferBytes);
+  s.set(zmq::sockopt::sndbuf, options_.send_buffer_bytes);
+  s.set(zmq::sockopt::rcvbuf, kReceiveBufferBytes);
   if (options_.curve) {
     s.set(zmq::sockopt::curve_serverkey, options_.curve->server_public_key);
     s.set(zmq::sockopt::curve_publickey, options_.curve->own.public_key);

@@ -10,6 +10,8 @@
 #include <set>
 
 #include "daemon/child_process.h"
+#include "daemon/cli.h"
+#include "daemon/compare.h"
 #include "daemon/compare_report.h"
 #include "tests/support/cluster.h"
 #include "tests/support/process.h"
@@ -222,6 +224,16 @@ TEST_F(CompareTest, CollectBuildsTheReportFromRunningDaemons) {
   EXPECT_NE(bad.err.find("bad:2: 'not-a-host' is not HOST:PORT"), std::string::npos) << bad.err;
 }
 
+// ~5 ms of the link rate, within gossipd run's --send-buffer-kb limits.
+TEST(LinkSendBuffer, HoldsFiveMillisecondsOfTheRate) {
+  EXPECT_EQ(daemon::link_send_buffer_kb("100mbit"), 62);    // 62,500 bytes
+  EXPECT_EQ(daemon::link_send_buffer_kb("12500kbps"), 62);  // bytes per second: the same rate
+  EXPECT_EQ(daemon::link_send_buffer_kb("1gbit"), 611);
+  EXPECT_EQ(daemon::link_send_buffer_kb("2.5mbit"), 4);  // 1,563 bytes: raised to the floor
+  EXPECT_EQ(daemon::link_send_buffer_kb("40gbit"), 4096);
+  EXPECT_THROW(daemon::link_send_buffer_kb("fast"), daemon::UsageError);
+}
+
 // One network namespace per worker, 100 mbit per host: each worker has its
 // own address, the protocols train across the namespaces, and nothing is
 // left behind. Needs root (CI runs as root).
@@ -254,7 +266,9 @@ TEST_F(CompareTest, NetnsHostsHaveTheirOwnAddressesAndAreRemoved) {
   std::smatch m;
   ASSERT_TRUE(std::regex_search(summary, m, std::regex("\"bytes_per_worker_per_round\":([0-9.e+]+)"))) << summary;
   EXPECT_GT(std::stod(m[1]), 100000.0);
-  EXPECT_NE(daemon::read_file(out + "/report.md").find("100mbit per host"), std::string::npos);
+  const std::string report = daemon::read_file(out + "/report.md");
+  EXPECT_NE(report.find("100mbit per host"), std::string::npos) << report;
+  EXPECT_NE(report.find("62 KiB send buffers"), std::string::npos) << report;  // ~5 ms of 100 mbit
   EXPECT_EQ(run({"/usr/sbin/ip", "netns", "list"}, 10s).out, netns_before) << "a namespace was left behind";
   EXPECT_EQ(run({"/usr/sbin/ip", "-o", "link"}, 10s).out, links_before) << "a link was left behind";
 }

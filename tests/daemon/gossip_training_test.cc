@@ -114,6 +114,7 @@ TEST(GossipFlags, BadGossipFlagsAreOneLine) {
       {{"--peers", "w1=tcp://h:0"}, "--peers w1 'tcp://h:0' is not an endpoint: port 0 can only be bound"},
       {{"--max-queued-bytes", "2000000", "--max-message-bytes", "4000000"}, "--max-queued-bytes 2000000 is below"},
       {{"--max-members", "1"}, "--max-members"},
+      {{"--send-buffer-kb", "2"}, "--send-buffer-kb"},
       {{"--http", "8080"}, "--http '8080' is not IP:PORT"},
       {{"--params-out", "/nonexistent/dir/p.bin"}, "directory /nonexistent/dir does not exist"},
   };
@@ -131,7 +132,8 @@ TEST(GossipFlags, BadGossipFlagsAreOneLine) {
     EXPECT_NE(c.err.find(needle), std::string::npos) << c.err;
   }
   RunResult ok = run({bin("gossipd"), "run", "--id", "w0", "--algo", "crossover", "--listen", "tcp://0.0.0.0:7000",
-                      "--advertise", "tcp://10.0.0.1:7000", "--join", "tcp://10.0.0.2:7000", "--check-config"},
+                      "--advertise", "tcp://10.0.0.1:7000", "--join", "tcp://10.0.0.2:7000", "--send-buffer-kb", "62",
+                      "--check-config"},
                      30s);
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
   EXPECT_NE(ok.out.find("configuration OK"), std::string::npos) << ok.out;

@@ -4,6 +4,8 @@
 
 #include <unistd.h>
 
+#include <cstdio>
+
 #include "protocol/fault_injection.h"
 #include "protocol/errors.h"
 #include "protocol/inproc_transport.h"
@@ -48,6 +50,41 @@ TEST(ZmqTransport, TcpPortZeroPublishesTheRealEndpoint) {
   EXPECT_EQ(b.endpoint().rfind("tcp://127.0.0.1:", 0), 0u);
   EXPECT_EQ(b.endpoint().find(":0"), std::string::npos) << b.endpoint();
   exchange(a, b);
+}
+
+// The kernel's send buffer of `transport`'s connection to `to` (ss -tm):
+// what SO_SNDBUF was set to, doubled by Linux for its bookkeeping.
+long connection_send_buffer(const std::string& to) {
+  const std::string port = to.substr(to.rfind(':') + 1);
+  const std::string cmd = "ss -tmnH state established dst 127.0.0.1:" + port + " 2>&1";
+  std::string text;
+  if (FILE* p = popen(cmd.c_str(), "r")) {
+    char buf[4096];
+    while (size_t n = fread(buf, 1, sizeof(buf), p)) text.append(buf, n);
+    pclose(p);
+  }
+  const auto at = text.find(",tb");
+  if (at == std::string::npos) {
+    ADD_FAILURE() << cmd << ": " << text;
+    return -1;
+  }
+  return std::stol(text.substr(at + 3));
+}
+
+TEST(ZmqTransport, SendBufferIsTheConnectionsKernelBuffer) {
+  zmq::context_t ctx;
+  ZmqTransportOptions small = options("a");
+  small.send_buffer_bytes = 64 << 10;
+  ZmqTransport a(ctx, small);
+  ZmqTransport b(ctx, options("b"));
+  exchange(a, b);
+  EXPECT_EQ(connection_send_buffer(b.endpoint()), 2 * (64 << 10));
+  ZmqTransport c(ctx, options("c"));  // the default: larger
+  ZmqTransport d(ctx, options("d"));
+  c.connect("d", d.endpoint());
+  c.send("d", two_frames("x", "y"), std::chrono::seconds(5));
+  ASSERT_TRUE(d.receive(std::chrono::seconds(5)));
+  EXPECT_GT(connection_send_buffer(d.endpoint()), 2 * (64 << 10));
 }
 
 TEST(FaultInjection, HoldsEveryMessageForTheDelayAndKeepsOrder) {
