@@ -38,9 +38,6 @@ using Clock = std::chrono::steady_clock;
 
 const std::vector<std::string> kAlgos{"crossover", "sgp", "osgp", "allreduce"};
 
-// A tc rate: bits (bit) or bytes (bps) per second, with an SI prefix.
-const std::regex kRate("([0-9]+(\\.[0-9]+)?)([kmg]?)(bit|bps)");
-
 // What every worker is given as --send-buffer-kb, 0 for nothing.
 int send_buffer_kb(const CompareOptions& o) {
   if (o.send_buffer_kb > 0) return o.send_buffer_kb;
@@ -392,7 +389,7 @@ CLI::App* add_compare_command(CLI::App& app, CompareOptions& o) {
   cmd->add_flag("--pace", o.pace, "Crossover paces its sends (gossipd run --pace; for bandwidth-bound networks)");
   cmd->add_option("--bandwidth", o.bandwidth, "With --netns: cap every host's link, e.g. 100mbit (tc tbf)")
       ->check([](const std::string& v) {
-        return std::regex_match(v, kRate) ? std::string() : "use a tc rate like 100mbit";
+        return is_tc_rate(v) ? std::string() : "use a tc rate like 100mbit";
       });
   cmd->add_option("--send-buffer-kb", o.send_buffer_kb,
                   "gossipd run --send-buffer-kb for every worker; 0: ~5 ms of --bandwidth when given, else the "
@@ -437,15 +434,6 @@ std::vector<Config> preset_configs(const CompareOptions& o) {
 
 
 }  // namespace
-
-int link_send_buffer_kb(const std::string& rate) {
-  std::smatch m;
-  if (!std::regex_match(rate, m, kRate)) throw UsageError("'" + rate + "' is not a tc rate like 100mbit");
-  const std::map<std::string, double> prefix{{"", 1.0}, {"k", 1e3}, {"m", 1e6}, {"g", 1e9}};
-  const double bytes_per_second = std::stod(m[1].str()) * prefix.at(m[3].str()) / (m[4].str() == "bit" ? 8.0 : 1.0);
-  const double kib = std::ceil(bytes_per_second * 0.005 / 1024.0);
-  return static_cast<int>(std::clamp(kib, 4.0, 4096.0));
-}
 
 int run_compare(const CompareOptions& o) {
   std::stop_source stop;

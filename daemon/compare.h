@@ -49,12 +49,6 @@ struct CollectOptions {
   int poll_ms = 1000;
 };
 
-// A send buffer (KiB) holding ~5 ms of `rate` (a tc rate such as 100mbit or
-// 12500kbps), within gossipd run's limits: enough to keep such a link busy,
-// small enough that little waits in the host's queue ahead of a control
-// message. Throws UsageError if `rate` is not a tc rate.
-int link_send_buffer_kb(const std::string& rate);
-
 CLI::App* add_compare_command(CLI::App& app, CompareOptions& options);
 CLI::App* add_collect_command(CLI::App& app, CollectOptions& options);
 // Reads running daemons' /status until they finish and writes the same

@@ -2,9 +2,13 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <asio.hpp>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
+#include <map>
+#include <regex>
 #include <stdexcept>
 
 #include "daemon/cli.h"
@@ -18,7 +22,20 @@ void sh(const std::string& cmd) {
   }
 }
 
+const std::regex kRate("([0-9]+(\\.[0-9]+)?)([kmg]?)(bit|bps)");
+
 }  // namespace
+
+bool is_tc_rate(const std::string& rate) { return std::regex_match(rate, kRate); }
+
+int link_send_buffer_kb(const std::string& rate) {
+  std::smatch m;
+  if (!std::regex_match(rate, m, kRate)) throw UsageError("'" + rate + "' is not a tc rate like 100mbit");
+  const std::map<std::string, double> prefix{{"", 1.0}, {"k", 1e3}, {"m", 1e6}, {"g", 1e9}};
+  const double bytes_per_second = std::stod(m[1].str()) * prefix.at(m[3].str()) / (m[4].str() == "bit" ? 8.0 : 1.0);
+  const double kib = std::ceil(bytes_per_second * 0.005 / 1024.0);
+  return static_cast<int>(std::clamp(kib, 4.0, 4096.0));
+}
 
 std::vector<uint16_t> free_ports(int n) {
   asio::io_context io;

@@ -9,6 +9,15 @@ namespace gossipd::daemon {
 // Where gossipctl compare runs its workers: loopback ports, or one network
 // namespace per worker.
 
+// A tc rate: bits (bit) or bytes (bps) per second with an SI prefix, e.g. 100mbit.
+bool is_tc_rate(const std::string& rate);
+
+// A send buffer (KiB) holding ~5 ms of `rate` (a tc rate such as 100mbit or
+// 12500kbps), within gossipd run's limits: enough to keep such a link busy,
+// small enough that little waits in the host's queue ahead of a control
+// message. Throws UsageError if `rate` is not a tc rate.
+int link_send_buffer_kb(const std::string& rate);
+
 // Loopback ports for the workers to bind, below Linux's ephemeral range
 // (32768 and up): the workers' own port-0 binds (their HTTP servers) and
 // outgoing connections take ephemeral ports, so they can never take these.

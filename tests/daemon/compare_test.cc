@@ -11,7 +11,7 @@
 
 #include "daemon/child_process.h"
 #include "daemon/cli.h"
-#include "daemon/compare.h"
+#include "daemon/compare_hosts.h"
 #include "daemon/compare_report.h"
 #include "tests/support/cluster.h"
 #include "tests/support/process.h"
