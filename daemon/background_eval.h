@@ -1,6 +1,7 @@
 #pragma once
 
 #include <atomic>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <span>
@@ -18,15 +19,18 @@ namespace gossipd::daemon {
 // cycles training leaves idle — on a bandwidth-bound cluster most of them —
 // instead of stopping training while it runs.
 //
-// Everything but that thread's work happens on the caller's (the training)
-// thread, results included (`done`). The caller never waits for the
-// background thread: where the next submit() or finish() finds an evaluation
-// not yet complete (no idle cycles came), the caller evaluates the batches
-// still missing itself, on the replica's model with the copy swapped in and
-// the live parameters put back, which costs no more than evaluating inline.
+// Evaluations wait their turn in submission order, up to `max_pending` of
+// them; the training thread never waits for the background thread. Where a
+// submit() finds the queue full (no idle cycles came for a while), the
+// caller evaluates the batches of the oldest still missing itself, on the
+// replica's model with the copy swapped in and the live parameters put back,
+// which costs no more than evaluating inline; finish() does so for all of
+// them. Everything but the background thread's work happens on the caller's
+// (the training) thread, results included (`done`, in submission order).
 // Nothing is shared under a lock (a thread at idle priority that is
-// preempted holding one could stall training for seconds): batches are
-// claimed with atomics, each thread writes results of its own.
+// preempted holding one could stall training for seconds): jobs sit in a
+// ring of atomic slots, batches are claimed with atomics, each thread writes
+// results of its own.
 class BackgroundEvaluator {
  public:
   using Done = std::function<void(const trainer::EvalResult&, std::span<const float> params)>;
@@ -34,25 +38,33 @@ class BackgroundEvaluator {
   // `own`: a model of the replica's architecture for the background thread;
   // `replica`: the training replica, whose evaluation batch size and loss
   // are used, and on whose model the caller evaluates when it must finish
-  // an evaluation itself. `start_thread` false (for tests): no background
-  // thread, the caller does every evaluation in finish().
+  // an evaluation itself. `max_pending`: evaluations that may wait (0: as
+  // many parameter copies as fit in kPendingBytes, at least 1 and at most
+  // kMaxPending). `start_thread` false (for tests): no background thread,
+  // the caller does every evaluation, when the queue is full or in finish().
   BackgroundEvaluator(std::unique_ptr<trainer::Model> own, trainer::Trainer& replica,
-                      const trainer::Dataset& test, bool start_thread = true);
-  // Abandons an evaluation in flight (its `done` is not called).
+                      const trainer::Dataset& test, size_t max_pending = 0, bool start_thread = true);
+  // Abandons the evaluations not yet published (their `done` is not called).
   ~BackgroundEvaluator();
   BackgroundEvaluator(const BackgroundEvaluator&) = delete;
   BackgroundEvaluator& operator=(const BackgroundEvaluator&) = delete;
 
-  // Finishes and publishes the previous evaluation, then hands a copy of
-  // `params` to the background thread. Returns the seconds spent finishing.
+  static constexpr size_t kPendingBytes = size_t{64} << 20;
+  static constexpr size_t kMaxPending = 64;
+
+  // Hands a copy of `params` to the background thread, after finishing and
+  // publishing the oldest evaluation waiting if the queue is full. Returns
+  // the seconds spent finishing.
   double submit(std::span<const float> params, Done done);
-  // Publishes the evaluation in flight if the background thread completed
-  // it; cheap, for every step.
+  // Publishes the evaluations the background thread completed, oldest
+  // first, up to the first one not complete; cheap, for every step.
   void poll();
-  // Finishes and publishes the evaluation in flight, if any. Returns the
-  // seconds spent.
+  // Finishes and publishes every evaluation waiting. Returns the seconds spent.
   double finish();
 
+  size_t max_pending() const { return slots_.size(); }
+  // Submitted and not yet published.
+  size_t pending() const { return pending_.size(); }
   // Batches the caller evaluated itself, since construction (for tests and
   // diagnostics).
   size_t batches_on_caller() const { return batches_on_caller_; }
@@ -62,7 +74,10 @@ class BackgroundEvaluator {
   void loop(std::stop_token stop);
   // The background thread's pass over `job`; stops when the caller took it over.
   void work(Job& job, const std::stop_token& stop);
-  void publish();
+  // Evaluates the batches of the oldest job still missing on the caller's
+  // thread, then publishes it.
+  void finish_oldest();
+  void publish_oldest();
   // Keeps `job` until the background thread cannot be looking at it, and
   // frees the retired jobs it can no longer be looking at.
   void retire(std::unique_ptr<Job> job);
@@ -73,13 +88,18 @@ class BackgroundEvaluator {
   trainer::Evaluator& caller_;     // the replica's own, caller only
   trainer::Evaluator background_;  // on own_, background thread only
   std::vector<float> live_;        // the replica's parameters while the caller evaluates on it
-  std::unique_ptr<Job> current_;   // submitted and not yet published (caller)
+  std::deque<std::unique_ptr<Job>> pending_;  // submitted and not yet published, oldest first (caller)
   std::vector<std::unique_ptr<Job>> retired_;
-  // The job handed to the background thread, and the one it is working on
-  // (a hazard pointer: a job is freed only while it is not this one).
-  std::atomic<Job*> posted_{nullptr};
+  // Job number n (counted from 0 in submission order) sits in slots_[n %
+  // size] from submission to publication; the background thread works
+  // through the numbers in order, up to submitted_. using_ is the job it is
+  // working on (a hazard pointer: a job is freed only while it is in no slot
+  // and not this one).
+  std::vector<std::atomic<Job*>> slots_;
+  std::atomic<uint64_t> submitted_{0};
+  std::atomic<uint64_t> published_{0};
+  std::atomic<uint64_t> wake_{0};  // what the background thread waits on
   std::atomic<Job*> using_{nullptr};
-  std::atomic<uint64_t> posted_generation_{0};  // what the background thread waits on
   size_t batches_on_caller_ = 0;
   std::jthread thread_;  // last: stops before the members it reads
 };

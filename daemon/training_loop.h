@@ -27,10 +27,12 @@ namespace gossipd::daemon {
 // point, and training goes on meanwhile; the figures are those of that copy
 // (the same to the bit as evaluating inline), and a record's times
 // (wall_seconds, train_seconds) are those of the point where the copy was
-// taken. The results are published on the training thread at the first step
-// after they are complete, at the next evaluation point at the latest, and
-// run() returns once the last one is published. Without an `eval_model`,
-// evaluations run on the training thread.
+// taken. The results are published on the training thread, in order, at the
+// first step after they are complete; evaluations the idle cycles have not
+// yet reached wait their turn (up to BackgroundEvaluator::max_pending(), the
+// training thread finishing the oldest beyond that), and run() returns once
+// the last one is published, the training thread finishing those still
+// waiting. Without an `eval_model`, evaluations run on the training thread.
 class TrainingLoop {
  public:
   // One training step on the given samples (the protocol's work included).

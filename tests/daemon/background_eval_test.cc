@@ -88,7 +88,7 @@ TEST_F(BackgroundEval, TheCallerFinishesAnEvaluationOnTheSnapshotAndPutsTheLiveP
   train(*t, 5);
   const std::vector<float> snapshot(t->model().params().begin(), t->model().params().end());
   const EvalResult inline_result = t->evaluate(*test_);
-  BackgroundEvaluator ev(model(), *t, *test_, /*start_thread=*/false);
+  BackgroundEvaluator ev(model(), *t, *test_, /*max_pending=*/0, /*start_thread=*/false);
   Published p;
   EXPECT_EQ(ev.submit(snapshot, record(p)), 0.0);  // nothing to finish yet
   ev.poll();
@@ -125,16 +125,94 @@ TEST_F(BackgroundEval, TheBackgroundThreadEvaluatesWhileTheCallerGoesOn) {
   expect_same(*p.result, inline_result);
 }
 
-TEST_F(BackgroundEval, HowEverTheBatchesAreSharedTheFiguresAreTheSameAndPublishedInOrder) {
+TEST_F(BackgroundEval, EvaluationsWaitTheirTurnAndTheCallerFinishesTheOldestOnlyWhenTheQueueIsFull) {
+  auto t = make_trainer();
+  BackgroundEvaluator ev(model(), *t, *test_, /*max_pending=*/3, /*start_thread=*/false);
+  ASSERT_EQ(ev.max_pending(), 3u);
+  std::vector<EvalResult> expected, got;
+  std::vector<std::vector<float>> snapshots, got_params;
+  auto submit = [&] {
+    train(*t, 2);
+    snapshots.emplace_back(t->model().params().begin(), t->model().params().end());
+    expected.push_back(t->evaluate(*test_));
+    return ev.submit(t->model().params(), [&](const EvalResult& r, std::span<const float> params) {
+      got.push_back(r);
+      got_params.emplace_back(params.begin(), params.end());
+    });
+  };
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(submit(), 0.0) << "submission " << i << " waited with room in the queue";
+  ev.poll();
+  EXPECT_EQ(ev.pending(), 3u);
+  EXPECT_EQ(got.size(), 0u);
+  EXPECT_EQ(ev.batches_on_caller(), 0u);
+  submit();  // the queue is full: the oldest is finished by the caller, and only it
+  EXPECT_EQ(ev.batches_on_caller(), 8u);
+  EXPECT_EQ(ev.pending(), 3u);
+  ASSERT_EQ(got.size(), 1u);
+  train(*t, 1);
+  const std::vector<float> live(t->model().params().begin(), t->model().params().end());
+  ev.finish();
+  EXPECT_EQ(ev.pending(), 0u);
+  EXPECT_EQ(ev.batches_on_caller(), 32u);
+  ASSERT_EQ(got.size(), 4u);
+  for (size_t i = 0; i < got.size(); ++i) {
+    expect_same(got[i], expected[i]);
+    EXPECT_EQ(got_params[i], snapshots[i]) << "evaluation " << i << " published out of order";
+  }
+  EXPECT_EQ(std::vector<float>(t->model().params().begin(), t->model().params().end()), live);
+}
+
+TEST_F(BackgroundEval, TheBackgroundThreadWorksThroughAQueueInOrder) {
   auto t = make_trainer();
   BackgroundEvaluator ev(model(), *t, *test_);
+  std::vector<EvalResult> expected, got;
+  std::vector<int> order;
+  for (int i = 0; i < 5; ++i) {
+    train(*t, 1);
+    expected.push_back(t->evaluate(*test_));
+    EXPECT_EQ(ev.submit(t->model().params(),
+                        [&, i](const EvalResult& r, std::span<const float>) {
+                          got.push_back(r);
+                          order.push_back(i);
+                        }),
+              0.0);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (got.size() < expected.size() && std::chrono::steady_clock::now() < deadline) {
+    ev.poll();
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_EQ(got.size(), expected.size()) << "the background thread did not complete 5 evaluations in 60 s";
+  EXPECT_EQ(ev.batches_on_caller(), 0u);
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(order[i], static_cast<int>(i));
+    expect_same(got[i], expected[i]);
+  }
+}
+
+TEST_F(BackgroundEval, TheQueueHoldsAsManyCopiesAsFitIn64MiB) {
+  auto t = make_trainer();
+  EXPECT_EQ(BackgroundEvaluator(model(), *t, *test_).max_pending(), 64u);  // 0.9 MB a copy: the cap
+  trainer::ModelOptions wide;
+  wide.hidden = {4096, 2048};  // 11.6 M parameters, 46 MB a copy: one
+  trainer::TrainerOptions to = t->options();
+  trainer::Trainer big(trainer::make_model(wide, 1), *train_, to);
+  EXPECT_EQ(BackgroundEvaluator(trainer::make_model(wide, 1), big, *test_, 0, false).max_pending(), 1u);
+  wide.hidden = {1024, 1024};  // 1.86 M parameters, 7.5 MB a copy: 9
+  trainer::Trainer mid(trainer::make_model(wide, 1), *train_, to);
+  EXPECT_EQ(BackgroundEvaluator(trainer::make_model(wide, 1), mid, *test_, 0, false).max_pending(), 9u);
+}
+
+TEST_F(BackgroundEval, HowEverTheBatchesAreSharedTheFiguresAreTheSameAndPublishedInOrder) {
+  auto t = make_trainer();
+  BackgroundEvaluator ev(model(), *t, *test_, /*max_pending=*/2);
   std::vector<EvalResult> expected, got;
   std::vector<int> order;
   for (int i = 0; i < 12; ++i) {
     train(*t, 1);
     expected.push_back(t->evaluate(*test_));
-    // Every other submission follows the previous one at once, so that the
-    // caller takes over evaluations in every state of progress.
+    // Every other submission follows the previous one at once, so that with
+    // a queue of two the caller takes over evaluations in every state of progress.
     ev.submit(t->model().params(), [&, i](const EvalResult& r, std::span<const float>) {
       got.push_back(r);
       order.push_back(i);
