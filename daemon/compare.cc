@@ -24,6 +24,7 @@
 #include "daemon/compare_report.h"
 #include "daemon/http_client.h"
 #include "daemon/metrics_log.h"
+#include "daemon/run_command.h"
 #include "daemon/train_flags.h"
 #include "daemon/training_loop.h"
 #include "proto/gossip.pb.h"
@@ -394,7 +395,7 @@ CLI::App* add_compare_command(CLI::App& app, CompareOptions& o) {
   cmd->add_option("--send-buffer-kb", o.send_buffer_kb,
                   "gossipd run --send-buffer-kb for every worker; 0: ~5 ms of --bandwidth when given, else the "
                   "daemon's default")
-      ->check(CLI::Range(0, 4096))
+      ->check(CLI::Range(0, RunCommandOptions::kMaxSendBufferKb))
       ->capture_default_str();
   return cmd;
 }

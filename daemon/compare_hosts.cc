@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "daemon/cli.h"
+#include "daemon/run_command.h"
 
 namespace gossipd::daemon {
 namespace {
@@ -34,7 +35,8 @@ int link_send_buffer_kb(const std::string& rate) {
   const std::map<std::string, double> prefix{{"", 1.0}, {"k", 1e3}, {"m", 1e6}, {"g", 1e9}};
   const double bytes_per_second = std::stod(m[1].str()) * prefix.at(m[3].str()) / (m[4].str() == "bit" ? 8.0 : 1.0);
   const double kib = std::ceil(bytes_per_second * 0.005 / 1024.0);
-  return static_cast<int>(std::clamp(kib, 4.0, 4096.0));
+  return static_cast<int>(std::clamp(kib, double{RunCommandOptions::kMinSendBufferKb},
+                                     double{RunCommandOptions::kMaxSendBufferKb}));
 }
 
 std::vector<uint16_t> free_ports(int n) {

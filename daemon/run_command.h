@@ -35,7 +35,10 @@ struct RunCommandOptions {
   size_t max_message_bytes = size_t{256} << 20;
   size_t max_members = 1024;       // members in a view, joiners included
   size_t max_queued_bytes = size_t{1} << 30;  // inbound bytes waiting per sender
-  int send_buffer_kb = 4096;                  // kernel send buffer per peer connection
+  // Kernel send buffer per peer connection, KiB (--send-buffer-kb), and its limits.
+  static constexpr int kMinSendBufferKb = 4;
+  static constexpr int kMaxSendBufferKb = 4096;
+  int send_buffer_kb = kMaxSendBufferKb;
   std::string curve_secret_key;
   std::string curve_cluster_key;
   std::string metrics_out;

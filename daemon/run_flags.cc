@@ -98,7 +98,7 @@ CLI::App* add_run_command(CLI::App& app, RunCommandOptions& o) {
                   "Kernel send buffer per peer connection, KiB. Keep the default on fast links; on a link of "
                   "1 Gbit/s or less use ~5 ms of its rate (62 at 100 Mbit/s) so control messages do not queue "
                   "behind bulk data")
-      ->check(CLI::Range(4, 4096))
+      ->check(CLI::Range(RunCommandOptions::kMinSendBufferKb, RunCommandOptions::kMaxSendBufferKb))
       ->capture_default_str();
   cmd->add_option("--max-queued-bytes", o.max_queued_bytes,
                   "Inbound bytes one peer may have waiting here; beyond it its messages are dropped (queue_full)")
