@@ -20,15 +20,4 @@ class BroadcastRing {
   size_t pieces_ = 1;
 };
 
-// Returns once every member has entered the barrier (dissemination barrier:
-// ceil(log2 n) rounds of empty messages).
-class Barrier {
- public:
-  explicit Barrier(Group& group) : group_(group) {}
-  void run();
-
- private:
-  Group& group_;
-};
-
 }  // namespace gossipd::protocol

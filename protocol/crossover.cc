@@ -125,7 +125,7 @@ RoundStats HierarchicalCrossover::run_round(const topology::View& view,
   RoundStats stats;
   const topology::Groups groups(view, labels);
   const size_t g = *groups.group_of(node_.id());
-  Group& group = group_for(groups, g, view.epoch());
+  Group& group = group_for(groups, g, view.id());
   const float inv = 1.0f / static_cast<float>(group.size());
 
   AllreduceRing(group, params).run();  // (1) exact group average
@@ -135,7 +135,7 @@ RoundStats HierarchicalCrossover::run_round(const topology::View& view,
   SegmentInbox inbox(node_, kTag, round);
   std::vector<std::optional<topology::GroupExchange>> plan(segments_.size());
   for (uint32_t s = 0; s < segments_.size(); ++s) {  // (2) crossover between groups
-    plan[s] = topology::inter_group_exchange(groups, view.epoch(), node_.id(), options_.seed, round, s, spread_);
+    plan[s] = topology::inter_group_exchange(groups, view.id(), node_.id(), options_.seed, round, s, spread_);
     if (!plan[s]) continue;
     const auto& seg = segments_[s];
     const size_t bytes =
@@ -167,16 +167,16 @@ RoundStats HierarchicalCrossover::run_round(const topology::View& view,
   return stats;
 }
 
-Group& HierarchicalCrossover::group_for(const topology::Groups& groups, size_t g, uint32_t view_epoch) {
-  if (group_ && group_epoch_ == view_epoch && group_->members() == groups.members(g)) return *group_;
+Group& HierarchicalCrossover::group_for(const topology::Groups& groups, size_t g, uint32_t view_id) {
+  if (group_ && group_view_ == view_id && group_->members() == groups.members(g)) return *group_;
   CollectiveOptions copts;
   copts.timeout = options_.segment_deadline;
   copts.stop = options_.stop;
-  // A tag per (view epoch, group): groups never mix, and a new view starts
+  // A tag per (view, group): groups never mix, and a new view starts
   // fresh sequence numbers without meeting the old view's stale ones.
-  const uint32_t tag = tags::kGroupBase | (tags::epoch_offset(view_epoch) << 8) | static_cast<uint32_t>(g & 0xff);
+  const uint32_t tag = tags::range(tags::User::kHierarchicalGroup).at(uint64_t{view_id} << 8 | (g & 0xff));
   group_ = std::make_unique<Group>(node_, tag, groups.members(g), copts);
-  group_epoch_ = view_epoch;
+  group_view_ = view_id;
   return *group_;
 }
 

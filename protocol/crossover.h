@@ -55,7 +55,7 @@ class CrossoverGossip {
   // One round over `view` (which must contain this node) on `params`.
   RoundStats run_round(const topology::View& view, uint64_t round, std::span<float> params);
 
-  static constexpr uint32_t kTag = tags::kCrossover;
+  static constexpr uint32_t kTag = tags::first(tags::User::kCrossover);
 
  private:
   Node& node_;
@@ -87,10 +87,10 @@ class HierarchicalCrossover {
   // sequence may differ between members now, so the next round builds it anew.
   void reset() { group_.reset(); }
 
-  static constexpr uint32_t kTag = tags::kHierarchical;
+  static constexpr uint32_t kTag = tags::first(tags::User::kHierarchical);
 
  private:
-  Group& group_for(const topology::Groups& groups, size_t g, uint32_t view_epoch);
+  Group& group_for(const topology::Groups& groups, size_t g, uint32_t view_id);
 
   Node& node_;
   SegmentTable segments_;
@@ -99,7 +99,7 @@ class HierarchicalCrossover {
   std::vector<float> share_;
   // Kept across rounds: its collective sequence numbers must keep counting.
   std::unique_ptr<Group> group_;
-  uint32_t group_epoch_ = 0;
+  uint32_t group_view_ = 0;  // the id of the view group_ was built for
 };
 
 }  // namespace gossipd::protocol

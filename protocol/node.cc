@@ -61,7 +61,6 @@ proto::Envelope Node::envelope(proto::MessageType type) const {
   e.set_version(options_.validation.version);
   e.set_cluster_id(options_.validation.cluster_id);
   e.set_sender(options_.id);
-  e.set_epoch(epoch_.load());
   e.set_type(type);
   return e;
 }

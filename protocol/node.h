@@ -58,9 +58,8 @@ class Node {
   void add_peer(const std::string& peer, const std::string& endpoint);
   void remove_peer(const std::string& peer);
 
-  // An envelope with this node's version, cluster, sender and epoch filled in.
+  // An envelope with this node's version, cluster and sender filled in.
   proto::Envelope envelope(proto::MessageType type) const;
-  void set_epoch(uint32_t epoch) { epoch_ = epoch; }
 
   Transport& transport() { return *transport_; }
   Validator& validator() { return validator_; }
@@ -94,7 +93,6 @@ class Node {
   std::unique_ptr<Transport> transport_;
   std::unique_ptr<Dispatcher> dispatcher_;
   FaultInjectingTransport* faults_ = nullptr;  // inside transport_, when faults are on
-  std::atomic<uint32_t> epoch_{0};
 };
 
 }  // namespace gossipd::protocol

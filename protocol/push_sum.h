@@ -40,7 +40,7 @@ class PushSumGossip {
   // For a joiner taking a snapshot, or after a view change re-weights.
   void set_weights(std::vector<double> weights);
 
-  static constexpr uint32_t kTag = tags::kPushSum;
+  static constexpr uint32_t kTag = tags::first(tags::User::kPushSum);
   static constexpr double kMinWeight = 0.25;
 
  private:

@@ -5,32 +5,13 @@
 
 namespace gossipd::protocol {
 
-void check_segment_table(const SegmentTable& table, size_t total) {
-  size_t next = 0;
-  for (size_t i = 0; i < table.size(); ++i) {
-    if (table[i].offset != next || table[i].length == 0) {
-      throw ProtocolConfigError("segment " + std::to_string(i) + " does not follow the previous one");
-    }
-    next += table[i].length;
-  }
-  if (next != total) {
-    throw ProtocolConfigError("segments cover " + std::to_string(next) + " of " + std::to_string(total) + " floats");
-  }
-}
-
-void register_segments(Node& node, const SegmentTable& table) {
-  std::vector<uint64_t> lengths;
-  for (const auto& s : table) lengths.push_back(s.length);
-  node.validator().set_segment_lengths(std::move(lengths));
-}
-
 SegmentInbox::SegmentInbox(Node& node, uint32_t tag, uint64_t round, bool finish)
     : node_(node), tag_(tag), round_(round), finish_(finish) {}
 
 SegmentInbox::~SegmentInbox() {
   if (!finish_) return;
   node_.mailbox().finish(tag_, round_);
-  node_.mailbox().finish(tag_ | tags::kReady, round_, Mailbox::Late::kExpected);  // notes are repeated
+  node_.mailbox().finish(tags::ready_tag(tag_), round_, Mailbox::Late::kExpected);  // notes are repeated
 }
 
 void SegmentInbox::announce_ready(const std::string& peer) {
@@ -41,7 +22,7 @@ void SegmentInbox::announce_ready(const std::string& peer) {
 void SegmentInbox::send_note(const std::string& peer) {
   proto::Envelope env = node_.envelope(proto::COLLECTIVE_CHUNK);
   env.set_round(round_);
-  env.set_collective_tag(tag_ | tags::kReady);
+  env.set_collective_tag(tags::ready_tag(tag_));
   env.set_collective_seq(round_);
   env.set_count(0);
   env.set_dtype(proto::DTYPE_FLOAT32);
@@ -69,7 +50,7 @@ std::optional<Message> SegmentInbox::pop(const ChunkKey& key, std::chrono::stead
 bool SegmentInbox::await_ready(const std::string& peer, std::chrono::steady_clock::time_point deadline,
                                std::stop_token stop, std::chrono::milliseconds renudge) {
   if (ready_.count(peer)) return true;
-  if (!pop(ChunkKey{tag_ | tags::kReady, round_, peer}, deadline, stop, renudge)) return false;
+  if (!pop(ChunkKey{tags::ready_tag(tag_), round_, peer}, deadline, stop, renudge)) return false;
   ready_.insert(peer);
   return true;
 }

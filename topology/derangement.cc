@@ -7,9 +7,9 @@
 
 namespace gossipd::topology {
 
-std::vector<uint32_t> derangement(size_t n, uint64_t seed, uint32_t epoch, uint64_t round, uint32_t segment) {
+std::vector<uint32_t> derangement(size_t n, uint64_t seed, uint32_t view_id, uint64_t round, uint32_t segment) {
   if (n < 2) return {};
-  Draw draw{seed, epoch, round, segment};
+  Draw draw{seed, view_id, round, segment};
   std::vector<uint32_t> p(n);
   for (;;) {
     std::iota(p.begin(), p.end(), 0u);
@@ -23,7 +23,7 @@ std::vector<uint32_t> derangement(size_t n, uint64_t seed, uint32_t epoch, uint6
 std::optional<Exchange> crossover_exchange(const View& view, size_t self, uint64_t seed, uint64_t round,
                                            uint32_t segment) {
   if (view.size() < 2 || self >= view.size()) return std::nullopt;
-  const auto p = derangement(view.size(), seed, view.epoch(), round, segment);
+  const auto p = derangement(view.size(), seed, view.id(), round, segment);
   Exchange e;
   e.send_to = p[self];
   for (size_t i = 0; i < p.size(); ++i) {

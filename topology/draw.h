@@ -5,7 +5,7 @@
 
 namespace gossipd::topology {
 
-// A counter-based generator keyed by a tuple such as (seed, epoch, round,
+// A counter-based generator keyed by a tuple such as (seed, view id, round,
 // segment): the k-th draw depends only on the key and k, so every member
 // that knows the tuple computes the same numbers with no message and no
 // shared state. The mixing is SplitMix64's finaliser; the stream is fixed by

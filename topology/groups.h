@@ -39,14 +39,14 @@ class Groups {
 };
 
 // Crossover gossip between groups for one segment: a derangement over the
-// groups (Draw{seed, epoch, round, segment}); the owner of the segment in
+// groups (Draw{seed, view id, round, segment}); the owner of the segment in
 // group g sends it to the owner in group p[g]. nullopt when there are fewer
 // than two groups or `self` does not own the segment in its group.
 struct GroupExchange {
   std::string send_to;
   std::string receive_from;
 };
-std::optional<GroupExchange> inter_group_exchange(const Groups& groups, uint32_t view_epoch, const std::string& self,
+std::optional<GroupExchange> inter_group_exchange(const Groups& groups, uint32_t view_id, const std::string& self,
                                                   uint64_t seed, uint64_t round, uint32_t segment,
                                                   GroupSpread spread);
 

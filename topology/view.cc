@@ -5,7 +5,7 @@
 
 namespace gossipd::topology {
 
-View::View(uint32_t epoch, std::vector<std::string> members) : epoch_(epoch), members_(std::move(members)) {
+View::View(uint32_t id, std::vector<std::string> members) : id_(id), members_(std::move(members)) {
   for (const auto& m : members_) {
     if (m.empty()) throw std::invalid_argument("a member id is empty");
   }

@@ -7,16 +7,17 @@
 
 namespace gossipd::topology {
 
-// A membership view: sorted, unique member ids and the epoch (version) that
-// produced it. Every function in topology/ is a pure function of a view and
+// A membership view: sorted, unique member ids and the view's id (membership
+// derives it from the member table, so members that agree on the table
+// agree on the id, and a changed table gets another). Every function in topology/ is a pure function of a view and
 // a few integers, so members agree on who talks to whom without messages.
 class View {
  public:
   View() = default;
   // Sorts and de-duplicates `members`; throws std::invalid_argument for an empty id.
-  View(uint32_t epoch, std::vector<std::string> members);
+  View(uint32_t id, std::vector<std::string> members);
 
-  uint32_t epoch() const { return epoch_; }
+  uint32_t id() const { return id_; }
   size_t size() const { return members_.size(); }
   const std::vector<std::string>& members() const { return members_; }
   const std::string& member(size_t index) const { return members_.at(index); }
@@ -26,7 +27,7 @@ class View {
   bool operator==(const View&) const = default;
 
  private:
-  uint32_t epoch_ = 0;
+  uint32_t id_ = 0;
   std::vector<std::string> members_;
 };
 

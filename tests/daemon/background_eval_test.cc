@@ -1,4 +1,4 @@
-#include "daemon/background_eval.h"
+#include "daemon/worker/background_eval.h"
 
 #include <cblas.h>
 #include <gtest/gtest.h>
@@ -12,10 +12,11 @@
 #include <thread>
 #include <vector>
 
-#include "daemon/metrics.h"
-#include "daemon/metrics_log.h"
-#include "daemon/training_loop.h"
-#include "daemon/worker_state.h"
+#include "daemon/observe/metrics.h"
+#include "daemon/observe/metrics_log.h"
+#include "daemon/worker/modes.h"
+#include "daemon/worker/training_loop.h"
+#include "daemon/observe/worker_state.h"
 #include "trainer/dataset.h"
 #include "trainer/models.h"
 #include "trainer/trainer.h"
@@ -267,7 +268,7 @@ TEST_F(BackgroundEval, TrainingLoopRecordsMatchInlineEvaluationsAndAreAllWritten
       JsonLinesWriter log(path);
       TrainingLoop loop("w0", *t, *test_, state, metrics, log, 2, /*quiet=*/true, /*evals_per_epoch=*/4,
                         background ? model() : nullptr);
-      const size_t steps = TrainingLoop::steps_per_epoch(train_->size(), 1, t->options().batch);
+      const size_t steps = data_parallel_steps(train_->size(), 1, t->options().batch);
       loop.run(steps, std::stop_token{}, [&](std::span<const uint32_t> idx) { return t->train_step(idx); });
     }
     std::ifstream in(path);

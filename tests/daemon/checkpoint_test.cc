@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/checkpoint.h"
+#include "daemon/cluster/checkpoint.h"
 #include "tests/support/temp_dir.h"
 
 namespace gossipd::daemon {
@@ -19,8 +19,8 @@ namespace fs = std::filesystem;
 using testing::TempDir;
 
 
-JoinState state_at(uint64_t round, size_t params = 1000, size_t optimizer = 1000) {
-  JoinState st;
+ReplicaState state_at(uint64_t round, size_t params = 1000, size_t optimizer = 1000) {
+  ReplicaState st;
   st.header.set_step(round);
   st.header.set_algo("sgp");
   st.header.set_steps_per_epoch(50);

@@ -9,10 +9,10 @@
 #include <regex>
 #include <set>
 
-#include "daemon/child_process.h"
-#include "daemon/cli.h"
-#include "daemon/compare_hosts.h"
-#include "daemon/compare_report.h"
+#include "daemon/ctl/child_process.h"
+#include "daemon/config/cli.h"
+#include "daemon/ctl/compare_hosts.h"
+#include "daemon/ctl/compare_report.h"
 #include "tests/support/cluster.h"
 #include "tests/support/process.h"
 

@@ -1,10 +1,10 @@
-#include "daemon/http_server.h"
+#include "daemon/observe/http_server.h"
 
 #include <gtest/gtest.h>
 
 #include <asio.hpp>
 
-#include "daemon/metrics.h"
+#include "daemon/observe/metrics.h"
 #include "tests/support/http_client.h"
 
 namespace gossipd::daemon {

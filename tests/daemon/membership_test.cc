@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <regex>
 
-#include "daemon/membership.h"
+#include "daemon/cluster/membership.h"
 #include "tests/support/cluster.h"
 #include "tests/support/http_client.h"
 
@@ -87,7 +87,7 @@ TEST_F(FiveWorkers, ASigkilledMemberIsEvictedAndTheRestKeepTraining) {
   // Failure timeout 1.5 s, heartbeats every 0.1 s: evicted within 2.5 s.
   EXPECT_LE(took, 2500ms);
   const std::string status = http_get(ports_[0], "/status");
-  EXPECT_NE(status.find("\"view_epoch\":1"), std::string::npos) << status;
+  EXPECT_NE(status.find("\"view_changes\":1"), std::string::npos) << status;
   // Rounds advance after the eviction, on every survivor.
   for (int i = 0; i < 4; ++i) {
     const uint64_t before = round_of(http_get(ports_[i], "/status"));

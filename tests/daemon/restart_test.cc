@@ -12,7 +12,7 @@
 #include <regex>
 #include <sstream>
 
-#include "daemon/checkpoint.h"
+#include "daemon/cluster/checkpoint.h"
 #include "tests/support/cluster.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/http_client.h"

@@ -7,7 +7,7 @@
 #include <fstream>
 #include <string>
 
-#include "daemon/checkpoint.h"
+#include "daemon/cluster/checkpoint.h"
 
 using namespace gossipd;
 

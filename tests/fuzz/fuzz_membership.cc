@@ -4,7 +4,7 @@
 // this node in it, within --max-members.
 #include <cassert>
 
-#include "daemon/membership.h"
+#include "daemon/cluster/membership.h"
 #include "tests/fuzz/harness.h"
 
 using namespace gossipd;
@@ -31,7 +31,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   h.each_valid(data, size, [&](protocol::Message& m) {
     membership.handle(m);
     membership.at_step(++round, [] {
-      daemon::JoinState s;
+      daemon::ReplicaState s;
       s.params.assign(40, 1.0f);
       s.optimizer.assign(8, 0.5f);
       return s;

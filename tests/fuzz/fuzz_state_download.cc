@@ -3,7 +3,7 @@
 // and its checksum, or throw a one-line error.
 #include <cassert>
 
-#include "daemon/state_transfer.h"
+#include "daemon/cluster/state_transfer.h"
 #include "protocol/errors.h"
 #include "tests/fuzz/harness.h"
 

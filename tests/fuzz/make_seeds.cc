@@ -9,8 +9,8 @@
 #include <fstream>
 #include <map>
 
-#include "daemon/checkpoint.h"
-#include "daemon/state_transfer.h"
+#include "daemon/cluster/checkpoint.h"
+#include "daemon/cluster/state_transfer.h"
 #include "protocol/ring_collectives.h"
 #include "protocol/segment_inbox.h"
 #include "tests/fuzz/harness.h"
@@ -122,7 +122,7 @@ int main(int argc, char** argv) {
     protocol::InProcHub hub;
     protocol::Node m1(options("m1"), hub);
     m1.add_peer("self", "inproc-hub://self");
-    auto st = std::make_shared<daemon::JoinState>();
+    auto st = std::make_shared<daemon::ReplicaState>();
     st->params.assign(40, 0.25f);
     st->optimizer.assign(8, -1.0f);
     st->header.set_step(12);

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <tuple>
 
+#include "protocol/barrier.h"
 #include "protocol/broadcast_ring.h"
 #include "protocol/ring_collectives.h"
 #include "tests/protocol/test_cluster.h"

@@ -314,7 +314,7 @@ TEST_P(LostNote, IsRepeatedByTheWaitingReceiver) {
   std::chrono::steady_clock::duration waited{};
   {
     SegmentInbox inbox(sender, tag, kRound);
-    const ChunkKey note{tag | tags::kReady, kRound, receiver.id()};
+    const ChunkKey note{tags::ready_tag(tag), kRound, receiver.id()};
     ASSERT_TRUE(sender.mailbox().pop_chunk(note, start + std::chrono::seconds(5), {})) << "the first note never came";
     const auto t0 = std::chrono::steady_clock::now();  // the note is lost: wait for another
     ready = inbox.await_ready(receiver.id(), t0 + std::chrono::milliseconds(1000), {});

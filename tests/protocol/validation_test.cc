@@ -322,17 +322,18 @@ TEST(Mailbox, LateSegmentsAreStaleLatePacingNotesAreNot) {
     return m;
   };
   // As SegmentInbox finishes a round: its segments, and its notes as expected late.
-  box.finish(tags::kCrossover, 5);
-  box.finish(tags::kCrossover | tags::kReady, 5, Mailbox::Late::kExpected);
-  box.push(message(tags::kCrossover | tags::kReady, 4, 0));
+  const uint32_t crossover = tags::first(tags::User::kCrossover);
+  box.finish(crossover, 5);
+  box.finish(tags::ready_tag(crossover), 5, Mailbox::Late::kExpected);
+  box.push(message(tags::ready_tag(crossover), 4, 0));
   EXPECT_EQ(counters.get(RejectReason::kStale), 0u);
   EXPECT_EQ(box.queued_bytes("peer"), 0u) << "dropped, not queued";
-  box.push(message(tags::kCrossover, 4, 3));
+  box.push(message(crossover, 4, 3));
   EXPECT_EQ(counters.get(RejectReason::kStale), 1u);
-  // A collective whose tag has bit 0x8000 set (a group's view epoch) is no note:
-  // finished as usual, what comes late is stale.
-  const uint32_t group = tags::kGroupBase | (tags::epoch_offset(0x80) << 8);
-  ASSERT_NE(group & tags::kReady, 0u);
+  // A collective whose tag has the ready bit set (a group's view id) is no
+  // note: finished as usual, what comes late is stale.
+  const uint32_t group = tags::range(tags::User::kHierarchicalGroup).at(0x80 << 8);
+  ASSERT_NE(group & tags::kReadyBit, 0u);
   box.finish(group, 5);
   box.push(message(group, 4, 0));
   EXPECT_EQ(counters.get(RejectReason::kStale), 2u);

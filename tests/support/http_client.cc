@@ -4,7 +4,7 @@
 #include <regex>
 #include <thread>
 
-#include "daemon/http_client.h"
+#include "daemon/observe/http_client.h"
 
 namespace gossipd::testing {
 

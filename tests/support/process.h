@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/child_process.h"
+#include "daemon/ctl/child_process.h"
 
 namespace gossipd::testing {
 

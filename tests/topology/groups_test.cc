@@ -31,14 +31,14 @@ TEST(Groups, InterGroupExchangeIsABalancedMatchingOfOwners) {
     for (uint32_t seg = 0; seg < 8; ++seg) {
       std::map<std::string, int> sends, receives;
       for (const auto& id : v.members()) {
-        auto e = inter_group_exchange(g, v.epoch(), id, 5, 11, seg, spread);
+        auto e = inter_group_exchange(g, v.id(), id, 5, 11, seg, spread);
         if (!e) continue;
         EXPECT_NE(g.group_of(e->send_to), g.group_of(id));
         EXPECT_NE(g.group_of(e->receive_from), g.group_of(id));
         sends[e->send_to]++;
         receives[id]++;
         // The peer it sends to expects the segment from it.
-        EXPECT_EQ(inter_group_exchange(g, v.epoch(), e->send_to, 5, 11, seg, spread)->receive_from, id);
+        EXPECT_EQ(inter_group_exchange(g, v.id(), e->send_to, 5, 11, seg, spread)->receive_from, id);
       }
       EXPECT_EQ(receives.size(), 3u);  // one owner per group
       for (auto& [id, n] : sends) EXPECT_EQ(n, 1) << id;
@@ -48,7 +48,7 @@ TEST(Groups, InterGroupExchangeIsABalancedMatchingOfOwners) {
   std::map<std::string, int> active;
   for (uint32_t seg = 0; seg < 4; ++seg) {
     for (const auto& id : v.members()) {
-      if (inter_group_exchange(g, v.epoch(), id, 5, 11, seg, GroupSpread::kSpread)) active[id]++;
+      if (inter_group_exchange(g, v.id(), id, 5, 11, seg, GroupSpread::kSpread)) active[id]++;
     }
   }
   EXPECT_EQ(active.size(), 6u);

@@ -1,0 +1,51 @@
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "daemon/cluster/state_transfer.h"
+#include "proto/gossip.pb.h"
+#include "protocol/node.h"
+
+namespace gossipd::daemon {
+
+// The cluster refused this joiner (different model, protocol, segments...):
+// a configuration error, reported in one line.
+class JoinRefused : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Nobody answered at any --join endpoint within the timeout.
+class NoMemberAnswered : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct JoinResult {
+  std::string contact;          // the member that served the join
+  proto::MemberList admitted;   // the table, with this node's since_round
+  uint64_t since_round = 0;     // the first round this node takes part in
+  uint64_t topology_seed = 1;
+  // About when the cluster reaches since_round: starting earlier would only
+  // wait out the first round's deadline and miss its segments.
+  std::chrono::steady_clock::time_point start_at;
+  ReplicaState state;              // the contact's snapshot
+};
+
+// The joiner's side of Membership's join (see membership.h): says HELLO to
+// the endpoints in turn until one answers, downloads the state from it, says
+// it is ready and waits for the round it enters at. `hello` describes this
+// worker (endpoint, group, model sizes, protocol). `on_state`, when set, is
+// called with the downloaded state before the joiner says it is ready (the
+// daemon evaluates the model it starts from there). Throws JoinRefused,
+// std::runtime_error when no member answers within `timeout` or the download
+// fails, protocol::Aborted on stop.
+JoinResult join_cluster(protocol::Node& node, const std::vector<std::string>& endpoints, proto::Hello hello,
+                        size_t optimizer_floats, std::chrono::milliseconds timeout, std::stop_token stop,
+                        const std::function<void(const ReplicaState&)>& on_state = {});
+
+}  // namespace gossipd::daemon

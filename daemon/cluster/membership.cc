@@ -1,0 +1,491 @@
+#include "daemon/cluster/membership.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace gossipd::daemon {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// FNV-1a over the (id, since_round) pairs in id order.
+uint32_t view_hash(const std::vector<std::pair<std::string, uint64_t>>& members) {
+  uint32_t h = 2166136261u;
+  auto mix = [&h](const void* p, size_t n) {
+    const auto* b = static_cast<const unsigned char*>(p);
+    for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 16777619u;
+  };
+  for (const auto& [id, since] : members) {
+    mix(id.data(), id.size() + 1);
+    mix(&since, sizeof since);
+  }
+  return h;
+}
+
+}  // namespace
+
+Membership::Membership(protocol::Node& node, proto::Member self, const std::map<std::string, std::string>& peers,
+                       MembershipOptions options, WorkerState& state, MetricsRegistry& metrics)
+    : Membership(node, std::move(self), [&] {
+        proto::MemberList list;  // everyone from round 0, labels not known yet
+        for (const auto& [id, endpoint] : peers) {
+          proto::Member* m = list.add_members();
+          m->set_id(id);
+          m->set_endpoint(endpoint);
+        }
+        return list;
+      }(), options, state, metrics) {}
+
+Membership::Membership(protocol::Node& node, proto::Member self, const proto::MemberList& admitted,
+                       MembershipOptions options, WorkerState& state, MetricsRegistry& metrics)
+    : node_(node),
+      self_(std::move(self)),
+      options_(options),
+      state_(state),
+      members_gauge_(metrics.gauge("gossipd_members", "Members in the current view")),
+      evictions_(metrics.counter("gossipd_members_evicted_total", "Members evicted after the failure timeout")),
+      joins_(metrics.counter("gossipd_joins_admitted_total", "Joiners this member admitted as their contact")) {
+  const auto now = Clock::now();
+  for (const auto& m : admitted.members()) {
+    if (m.id() == self_.id()) {
+      self_.set_since_round(m.since_round());
+      continue;
+    }
+    entries_[m.id()] = Entry{m.endpoint(), m.group(), m.since_round(), now};
+    connect(m.id(), m.endpoint());
+  }
+  last_round_ = self_.since_round() > 0 ? self_.since_round() - 1 : 0;
+  start();
+}
+
+void Membership::start() {
+  publish();
+  transfer_thread_ = std::jthread([this](std::stop_token stop) { transfer_loop(stop); });
+  thread_ = std::jthread([this](std::stop_token stop) { loop(stop); });
+}
+
+Membership::~Membership() {
+  thread_.request_stop();
+  if (thread_.joinable()) thread_.join();
+  transfer_thread_.request_stop();
+  if (transfer_thread_.joinable()) transfer_thread_.join();
+}
+
+topology::View Membership::view_locked(uint64_t round) const {
+  std::vector<std::pair<std::string, uint64_t>> members{{self_.id(), self_.since_round()}};
+  for (const auto& [id, e] : entries_) {
+    if (e.since_round <= round) members.emplace_back(id, e.since_round);
+  }
+  std::sort(members.begin(), members.end());
+  std::vector<std::string> ids;
+  for (const auto& m : members) ids.push_back(m.first);
+  return topology::View(view_hash(members), std::move(ids));
+}
+
+topology::View Membership::view_at(uint64_t round) const {
+  std::lock_guard lock(mu_);
+  return view_locked(round);
+}
+
+topology::View Membership::view() const {
+  std::lock_guard lock(mu_);
+  return view_locked(last_round_ + 1);
+}
+
+std::map<std::string, std::string> Membership::labels() const {
+  std::lock_guard lock(mu_);
+  std::map<std::string, std::string> out{{self_.id(), self_.group()}};
+  for (const auto& [id, e] : entries_) {
+    if (!e.group.empty()) out[id] = e.group;
+  }
+  return out;
+}
+
+bool Membership::labels_known(uint64_t round) const {
+  std::lock_guard lock(mu_);
+  return std::all_of(entries_.begin(), entries_.end(),
+                     [&](const auto& kv) { return kv.second.since_round > round || !kv.second.group.empty(); });
+}
+
+uint64_t Membership::since_round(const std::string& id) const {
+  std::lock_guard lock(mu_);
+  if (id == self_.id()) return self_.since_round();
+  auto it = entries_.find(id);
+  return it == entries_.end() ? 0 : it->second.since_round;
+}
+
+void Membership::arm() {
+  std::lock_guard lock(mu_);
+  const auto now = Clock::now();
+  for (auto& [id, e] : entries_) e.last_heard = now;
+  armed_ = true;
+  node_.arm_faults();  // injected loss starts with training, not during start-up
+}
+
+void Membership::set_join_policy(JoinPolicy policy) {
+  std::lock_guard lock(mu_);
+  policy_ = std::move(policy);
+}
+
+proto::MemberList Membership::members() const {
+  std::lock_guard lock(mu_);
+  return table();
+}
+
+proto::MemberList Membership::table() const {
+  proto::MemberList list;
+  *list.add_members() = self_;
+  for (const auto& [id, e] : entries_) {
+    proto::Member* m = list.add_members();
+    m->set_id(id);
+    m->set_endpoint(e.endpoint);
+    m->set_group(e.group);
+    m->set_since_round(e.since_round);
+  }
+  return list;
+}
+
+void Membership::publish() {
+  topology::View v;
+  uint32_t changes = 0;
+  {
+    std::lock_guard lock(mu_);
+    v = view_locked(last_round_ + 1);
+    changes = changes_;
+    published_view_ = v.id();
+  }
+  members_gauge_.set(static_cast<double>(v.size()));
+  state_.update([&](proto::Status& s) {
+    s.clear_members();
+    for (const auto& m : v.members()) s.add_members(m);
+    s.set_view_changes(changes);
+    s.set_view_id(v.id());
+  });
+}
+
+void DepartedSet::record(const std::string& id, uint64_t since_round) {
+  if (capacity_ == 0) return;
+  auto it = by_id_.find(id);
+  if (it != by_id_.end()) {
+    by_stamp_.erase(it->second.second);
+  } else if (by_id_.size() >= capacity_) {
+    const auto oldest = by_stamp_.begin();
+    by_id_.erase(oldest->second);
+    by_stamp_.erase(oldest);
+  }
+  by_id_[id] = {since_round, next_stamp_};
+  by_stamp_[next_stamp_++] = id;
+}
+
+bool DepartedSet::left(const std::string& id, uint64_t since_round) const {
+  auto it = by_id_.find(id);
+  return it != by_id_.end() && it->second.first >= since_round;
+}
+
+void Membership::drop(const std::string& id, const char* why) {
+  size_t left = 0;
+  {
+    std::lock_guard lock(mu_);
+    auto it = entries_.find(id);
+    if (it == entries_.end()) return;
+    departed_.record(id, it->second.since_round);
+    entries_.erase(it);
+    ++changes_;
+    left = entries_.size() + 1;
+  }
+  node_.remove_peer(id);
+  spdlog::warn("node '{}': member '{}' {}; {} members remain", node_.id(), id, why, left);
+  publish();
+}
+
+void Membership::send_list(const std::string& to, const proto::MemberList& list) {
+  proto::Envelope env = node_.envelope(proto::MEMBER_LIST);
+  *env.mutable_member_list() = list;
+  try {
+    node_.transport().send(to, {protocol::envelope_frame(env)}, std::chrono::milliseconds(100));
+  } catch (const std::exception& e) {
+    spdlog::debug("node '{}': member list to '{}' not sent: {}", node_.id(), to, e.what());
+  }
+}
+
+void Membership::merge(const proto::MemberList& list) {
+  bool changed = false;
+  {
+    std::lock_guard lock(mu_);
+    const auto now = Clock::now();
+    for (const auto& m : list.members()) {
+      if (m.id() == self_.id() || m.id().empty()) continue;
+      auto it = entries_.find(m.id());
+      if (it != entries_.end()) {
+        Entry& e = it->second;
+        if (m.since_round() > e.since_round) {  // a newer incarnation (it restarted and rejoined)
+          departed_.record(m.id(), e.since_round);
+          e = Entry{m.endpoint(), m.group(), m.since_round(), now};
+          connect(m.id(), m.endpoint());
+          ++changes_;
+          changed = true;
+        } else if (m.since_round() == e.since_round && e.group.empty() && !m.group().empty()) {
+          e.group = m.group();
+        }
+        continue;
+      }
+      if (departed_.left(m.id(), m.since_round())) continue;  // saw this one leave
+      if (entries_.size() + 1 >= options_.max_members) {
+        spdlog::warn("node '{}': member '{}' not taken into the view: it holds --max-members {} already", node_.id(),
+                     m.id(), options_.max_members);
+        continue;
+      }
+      if (!connect(m.id(), m.endpoint())) continue;
+      entries_[m.id()] = Entry{m.endpoint(), m.group(), m.since_round(), now};
+      joiners_.erase(m.id());
+      ++changes_;
+      changed = true;
+      spdlog::info("node '{}': member '{}' enters the view at round {}", node_.id(), m.id(), m.since_round());
+    }
+  }
+  if (changed) publish();
+}
+
+void Membership::handle_hello(const std::string& id, const proto::Hello& hello) {
+  proto::MemberList reply;
+  std::vector<std::string> announce_to;
+  bool restarted = false;
+  {
+    std::lock_guard lock(mu_);
+    if (!policy_) return;  // still starting; the joiner asks again
+    const auto now = Clock::now();
+    if (hello.ready()) {
+      auto j = joiners_.find(id);
+      auto e = entries_.find(id);
+      if (j == joiners_.end() && e != entries_.end() && e->second.endpoint == hello.endpoint()) {
+        announce_to.push_back(id);  // already admitted: the announcement crossed its retry
+        reply = table();
+      } else if (j != joiners_.end() && !j->second.refused && j->second.state_sent) {
+        const double rate = std::max(state_.snapshot().rounds_per_second(), 0.0);
+        const auto ahead = static_cast<uint64_t>(
+            std::ceil(rate * std::chrono::duration<double>(options_.admit_ahead).count()));
+        const uint64_t since = last_round_ + std::max<uint64_t>(ahead, 3);
+        entries_[id] = Entry{j->second.endpoint, j->second.group, since, now};
+        joiners_.erase(j);
+        ++changes_;
+        joins_.add();
+        reply = table();
+        reply.set_starts_in_ms(static_cast<uint32_t>(
+            rate > 0 ? 1000.0 * static_cast<double>(since - last_round_) / rate : options_.admit_ahead.count()));
+        for (const auto& [peer, entry] : entries_) announce_to.push_back(peer);
+        spdlog::info("node '{}': admitted '{}' from round {} (now at round {})", node_.id(), id, since, last_round_);
+      } else {
+        return;  // not a joiner this member is serving
+      }
+    } else {
+      if (!joiners_.count(id) && joiners_.size() >= options_.max_pending_joiners) {
+        spdlog::warn("node '{}': HELLO from '{}' dropped: {} joins already in progress", node_.id(), id,
+                     joiners_.size());
+        return;
+      }
+      if (id == self_.id()) {
+        // Answering would connect our own id elsewhere: the joiner times out
+        // with a hint that its --id may be taken.
+        spdlog::warn("node '{}': HELLO under this member's own id from {} ignored", node_.id(), hello.endpoint());
+        return;
+      }
+      std::string why = policy_->refuse(hello);
+      if (why.empty() && !entries_.count(id) && entries_.size() + 1 >= options_.max_members) {
+        why = "the cluster is full: " + std::to_string(entries_.size() + 1) + " members, --max-members " +
+              std::to_string(options_.max_members);
+      }
+      auto e = entries_.find(id);
+      if (e != entries_.end() && !why.empty()) {
+        // A live member's id with an unfit configuration: answering would
+        // redirect our connection to that member. Not answered.
+        spdlog::warn("node '{}': HELLO from {} under member '{}' refused unanswered: {}", node_.id(),
+                     hello.endpoint(), id, why);
+        return;
+      }
+      if (e != entries_.end() && why.empty()) {
+        // A member that says HELLO again restarted: its old incarnation is gone.
+        departed_.record(id, e->second.since_round);
+        entries_.erase(e);
+        ++changes_;
+        restarted = true;
+      }
+      auto j = joiners_.find(id);
+      const bool repeat = j != joiners_.end() && j->second.endpoint == hello.endpoint() && !j->second.refused;
+      if (!repeat) {
+        joiners_[id] = Joiner{hello.endpoint(), hello.group(),
+                              now + (why.empty() ? options_.join_timeout : std::chrono::milliseconds(2000)),
+                              !why.empty(), false};
+      }
+      if (why.empty()) {
+        reply = table();
+        reply.set_topology_seed(policy_->topology_seed);
+      } else {
+        reply.set_refused(why);
+        spdlog::warn("node '{}': refused joiner '{}': {}", node_.id(), id, why);
+      }
+      announce_to.push_back(id);
+    }
+  }
+  if (restarted) {
+    spdlog::warn("node '{}': member '{}' asks to join again (it restarted): its old incarnation leaves the view",
+                 node_.id(), id);
+    publish();
+  }
+  // The reply goes to the address a new joiner gave (a ready one is connected already).
+  if (!hello.ready() && !connect(id, hello.endpoint())) return;
+  for (const auto& to : announce_to) send_list(to, reply);
+  if (hello.ready()) publish();
+}
+
+bool Membership::connect(const std::string& id, const std::string& endpoint) {
+  try {
+    node_.add_peer(id, endpoint);
+    return true;
+  } catch (const std::exception& e) {
+    spdlog::warn("node '{}': cannot connect to '{}' at {}: {}", node_.id(), id, endpoint, e.what());
+    return false;
+  }
+}
+
+void Membership::handle(const protocol::Message& m) {
+  const auto& env = m.envelope;
+  switch (env.type()) {
+    case proto::HEARTBEAT: {
+      {
+        std::lock_guard lock(mu_);
+        auto it = entries_.find(env.sender());
+        if (it != entries_.end()) it->second.last_heard = Clock::now();
+      }
+      if (env.has_member_list()) merge(env.member_list());
+      break;
+    }
+    case proto::MEMBER_LIST:
+      merge(env.member_list());
+      break;
+    case proto::LEAVE:
+      drop(env.sender(), "left");
+      break;
+    case proto::HELLO:
+      handle_hello(env.sender(), env.hello());
+      break;
+    default:
+      break;
+  }
+}
+
+void Membership::beat() {
+  proto::Envelope env = node_.envelope(proto::HEARTBEAT);
+  std::vector<std::string> peers, silent, expired;
+  {
+    std::lock_guard lock(mu_);
+    *env.mutable_member_list() = table();
+    const auto now = Clock::now();
+    for (const auto& [id, e] : entries_) {
+      peers.push_back(id);
+      if (armed_ && now - e.last_heard > options_.failure_timeout) silent.push_back(id);
+    }
+    for (auto it = joiners_.begin(); it != joiners_.end();) {
+      if (now < it->second.deadline) {
+        ++it;
+        continue;
+      }
+      if (!it->second.refused) spdlog::warn("node '{}': joiner '{}' never got ready; forgotten", node_.id(), it->first);
+      if (!entries_.count(it->first)) expired.push_back(it->first);
+      it = joiners_.erase(it);
+    }
+  }
+  const auto frame = protocol::envelope_frame(env);
+  for (const auto& p : peers) {
+    try {
+      node_.transport().send(p, {frame}, std::chrono::milliseconds(0));
+    } catch (const std::exception&) {
+      // A full queue to a silent peer: the failure timeout deals with it.
+    }
+  }
+  for (const auto& id : silent) {
+    evictions_.add();
+    drop(id, "evicted (silent past the failure timeout)");
+  }
+  for (const auto& id : expired) node_.remove_peer(id);
+}
+
+void Membership::loop(std::stop_token stop) {
+  static constexpr proto::MessageType kTypes[] = {proto::LEAVE, proto::HELLO, proto::MEMBER_LIST, proto::HEARTBEAT};
+  auto next_beat = Clock::now();
+  while (!stop.stop_requested()) {
+    if (Clock::now() >= next_beat) {
+      beat();
+      next_beat = Clock::now() + options_.heartbeat_interval;
+    }
+    if (auto m = node_.mailbox().pop_any(kTypes, next_beat, stop)) handle(*m);
+  }
+}
+
+void Membership::at_step(uint64_t round, const std::function<ReplicaState()>& snapshot) {
+  std::vector<std::string> want;
+  bool republish = false;
+  {
+    std::lock_guard lock(mu_);
+    last_round_ = round;
+    for (auto& [id, j] : joiners_) {
+      if (j.refused || j.state_sent) continue;
+      j.state_sent = true;
+      want.push_back(id);
+    }
+    republish = view_locked(round + 1).id() != published_view_;
+  }
+  for (const auto& id : want) {
+    auto st = std::make_shared<ReplicaState>(snapshot());
+    seal(*st);
+    {
+      std::lock_guard lock(transfer_mu_);
+      transfers_.emplace_back(id, std::move(st));
+    }
+    transfer_cv_.notify_one();
+  }
+  if (republish) publish();
+}
+
+void Membership::transfer_loop(std::stop_token stop) {
+  // One download at a time: a burst of joiners cannot take every link at once.
+  for (;;) {
+    std::pair<std::string, std::shared_ptr<const ReplicaState>> job;
+    {
+      std::unique_lock lock(transfer_mu_);
+      if (!transfer_cv_.wait(lock, stop, [&] { return !transfers_.empty(); })) return;
+      job = std::move(transfers_.front());
+      transfers_.pop_front();
+    }
+    const auto start = Clock::now();
+    try {
+      send_state(node_, job.first, job.second, options_.state_chunk_bytes, std::chrono::milliseconds(5000));
+      spdlog::info("node '{}': state for '{}' queued ({} floats, step {}) in {:.0f} ms", node_.id(), job.first,
+                   job.second->params.size() + job.second->optimizer.size(), job.second->header.step(),
+                   std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+    } catch (const std::exception& e) {
+      spdlog::warn("node '{}': state download to '{}' abandoned: {}", node_.id(), job.first, e.what());
+    }
+  }
+}
+
+void Membership::leave() {
+  thread_.request_stop();
+  if (thread_.joinable()) thread_.join();
+  proto::Envelope env = node_.envelope(proto::LEAVE);
+  env.mutable_leave()->set_reason("shutdown");
+  std::vector<std::string> peers;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [id, e] : entries_) peers.push_back(id);
+  }
+  for (const auto& id : peers) {
+    try {
+      node_.transport().send(id, {protocol::envelope_frame(env)}, std::chrono::milliseconds(100));
+    } catch (const std::exception&) {
+    }
+  }
+}
+
+}  // namespace gossipd::daemon

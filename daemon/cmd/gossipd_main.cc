@@ -1,0 +1,28 @@
+// gossipd: the worker daemon.
+#include <CLI/CLI.hpp>
+#include <google/protobuf/stubs/logging.h>
+
+#include "daemon/config/cli.h"
+#include "daemon/cmd/run_command.h"
+#include "daemon/cmd/run_flags.h"
+#include "daemon/cmd/train_command.h"
+
+int main(int argc, char** argv) {
+  gossipd::daemon::tune_allocator();
+  // libprotobuf would print an unthrottled line per malformed string field a
+  // stranger sends; the validator already counts and rate-limits those.
+  google::protobuf::SetLogHandler(nullptr);
+  using namespace gossipd::daemon;
+  CLI::App app("gossipd: decentralized training worker (Crossover-SGD, SGP, AllReduce-SGD)", "gossipd");
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "gossipd 0.1.0");
+  TrainCommandOptions train;
+  CLI::App* train_cmd = add_train_command(app, train);
+  RunOptions run;
+  CLI::App* run_cmd = add_run_command(app, run);
+  return run_cli(app, argc, argv, [&]() -> int {
+    if (train_cmd->parsed()) return run_train_command(train);
+    if (run_cmd->parsed()) return run_run_command(run);
+    return kExitUsage;
+  });
+}

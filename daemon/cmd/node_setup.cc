@@ -1,0 +1,63 @@
+#include "daemon/cmd/node_setup.h"
+
+#include <functional>
+
+#include "daemon/observe/metrics_log.h"
+#include "protocol/curve.h"
+
+namespace gossipd::daemon {
+
+protocol::NodeOptions node_options(const RunOptions& o) {
+  protocol::NodeOptions n;
+  n.id = o.id;
+  n.listen = o.listen;
+  n.validation.cluster_id = o.cluster_id;
+  n.validation.max_message_bytes = o.max_message_bytes;
+  n.validation.max_members = o.max_members;
+  n.max_queued_bytes = o.max_queued_bytes;
+  static_assert(RunOptions::kMaxSendBufferKb * 1024 == protocol::ZmqTransportOptions::kDefaultSendBufferBytes,
+                "gossipd run's default send buffer is the transport's");
+  n.send_buffer_bytes = o.send_buffer_kb * 1024;
+  n.faults.delay = std::chrono::milliseconds(o.delay_ms);
+  n.faults.drop = o.inject_drop;
+  n.faults.duplicate = o.inject_duplicate;
+  n.faults.reorder = o.inject_reorder;
+  n.faults.seed = o.inject_seed != 0 ? o.inject_seed : o.train.seed * 0x9e3779b97f4a7c15ULL ^ std::hash<std::string>{}(o.id);
+  if (!o.curve_secret_key.empty()) {
+    n.curve = protocol::curve_options_from_files(o.curve_secret_key, o.curve_cluster_key);
+  }
+  return n;
+}
+
+void register_transport_metrics(MetricsRegistry& metrics, protocol::Node& node) {
+  metrics.sampled("gossipd_messages_rejected_total", "Inbound messages dropped by validation", "counter",
+                  [&node] {
+                    std::vector<std::pair<Labels, double>> out;
+                    for (auto [reason, count] : node.counters().snapshot()) {
+                      out.push_back({{{"reason", std::string(reason)}}, static_cast<double>(count)});
+                    }
+                    return out;
+                  });
+  metrics.sampled("gossipd_faults_injected_total", "Outbound messages hit by --inject-* faults", "counter", [&node] {
+    const protocol::FaultCounts f = node.fault_counts();
+    return std::vector<std::pair<Labels, double>>{{{{"kind", "drop"}}, double(f.dropped)},
+                                                  {{{"kind", "duplicate"}}, double(f.duplicated)},
+                                                  {{{"kind", "reorder"}}, double(f.reordered)}};
+  });
+  metrics.sampled("gossipd_curve_clients_refused_total", "Connections refused by the ZAP handler", "counter",
+                  [&node] { return std::vector<std::pair<Labels, double>>{{{}, double(node.zap_refused())}}; });
+}
+
+HttpHandler status_routes(WorkerState& state, MetricsRegistry& metrics, protocol::Node& node) {
+  return [&](const std::string& path) -> HttpResponse {
+    if (path == "/status") {
+      proto::Status s = state.snapshot();
+      s.set_messages_rejected(node.counters().total());
+      return {200, "application/json", to_json(s) + "\n"};
+    }
+    if (path == "/metrics") return {200, "text/plain; version=0.0.4; charset=utf-8", metrics.render()};
+    return {404, "text/plain; charset=utf-8", "not found; try /status or /metrics\n"};
+  };
+}
+
+}  // namespace gossipd::daemon

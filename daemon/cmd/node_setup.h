@@ -1,0 +1,21 @@
+#pragma once
+
+#include "daemon/config/run_options.h"
+#include "daemon/observe/http_server.h"
+#include "daemon/observe/metrics.h"
+#include "daemon/observe/worker_state.h"
+#include "protocol/node.h"
+
+namespace gossipd::daemon {
+
+// The transport's options from gossipd run's (ids, limits, faults, CURVE).
+protocol::NodeOptions node_options(const RunOptions& options);
+
+// The transport's counts as metrics: rejects by reason, injected faults,
+// CURVE clients refused.
+void register_transport_metrics(MetricsRegistry& metrics, protocol::Node& node);
+
+// /status (the worker's state as JSON) and /metrics (Prometheus text).
+HttpHandler status_routes(WorkerState& state, MetricsRegistry& metrics, protocol::Node& node);
+
+}  // namespace gossipd::daemon

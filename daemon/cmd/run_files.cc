@@ -1,0 +1,50 @@
+#include "daemon/cmd/run_files.h"
+
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
+#include "daemon/config/cli.h"
+
+namespace gossipd::daemon {
+
+std::optional<Checkpoint> find_resume_point(const RunOptions& o, trainer::Trainer& trainer) {
+  if (o.checkpoint_dir.empty()) return std::nullopt;
+  std::error_code ec;
+  std::filesystem::create_directories(o.checkpoint_dir, ec);
+  if (ec) throw UsageError("--checkpoint-dir " + o.checkpoint_dir + ": " + ec.message());
+  auto c = load_newest_checkpoint(o.checkpoint_dir, [&](const std::string& why) {
+    spdlog::warn("node '{}': checkpoint {}; trying the previous one", o.id, why);
+  });
+  if (!c) return std::nullopt;
+  const std::string where = "the checkpoints in " + o.checkpoint_dir;
+  if (c->node_id != o.id) {
+    throw UsageError(where + " belong to worker '" + c->node_id + "', not '" + o.id +
+                     "': give every worker its own --checkpoint-dir");
+  }
+  const proto::StateHeader& h = c->state.header;
+  if (h.algo() != o.algo) throw UsageError(where + " are of --algo " + h.algo() + ": use it, or another --checkpoint-dir");
+  if (h.parameter_floats() != trainer.model().params().size() ||
+      h.optimizer_state_floats() != trainer.optimizer().state().size()) {
+    throw UsageError(where + " hold " + std::to_string(h.parameter_floats()) + " parameters and " +
+                     std::to_string(h.optimizer_state_floats()) + " optimizer floats, this worker " +
+                     std::to_string(trainer.model().params().size()) + " and " +
+                     std::to_string(trainer.optimizer().state().size()) +
+                     ": use the --model, --hidden and --optimizer they were written with, or another --checkpoint-dir");
+  }
+  return c;
+}
+
+void write_params(const std::string& path, std::span<const float> params) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(params.data()), static_cast<std::streamsize>(params.size_bytes()));
+    if (!out) throw std::runtime_error("cannot write --params-out " + tmp);
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+}  // namespace gossipd::daemon

@@ -1,0 +1,62 @@
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <stop_token>
+#include <string>
+
+// Declared only: CLI11's header costs seconds per translation unit, so only
+// the files that define flags include <CLI/CLI.hpp>.
+namespace CLI {
+class App;
+}
+
+namespace gossipd::daemon {
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailure = 1;  // a fault while running
+constexpr int kExitUsage = 2;    // bad flags, config or input data
+
+// Bad user input found after flag parsing (a file that cannot be written, a
+// combination of flags that does not fit). main prints it as one line.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Parses argv with `app`, then calls `run`. Every error becomes one line on
+// stderr prefixed with the program name, and an exit code: 2 for bad flags,
+// config or data, 1 for faults while running.
+int run_cli(CLI::App& app, int argc, char** argv, const std::function<int()>& run);
+
+// Keeps freed heap memory in the process instead of returning it to the
+// kernel at once: the transport receives every large tensor into a freshly
+// allocated buffer, and with glibc's defaults each one was mmap'ed or
+// trimmed anew and page-faulted in, page by page. Call first thing in main.
+void tune_allocator();
+
+// SIGTERM/SIGINT only request a stop: the command finishes or aborts what it
+// is doing, and sockets, files and threads close in order. Asio's signal_set
+// installs a process-wide handler, so the signal is caught whichever thread
+// the kernel picks (OpenBLAS starts threads before main).
+class SignalWatcher {
+ public:
+  explicit SignalWatcher(std::stop_source& stop);
+  ~SignalWatcher();
+  SignalWatcher(const SignalWatcher&) = delete;
+  SignalWatcher& operator=(const SignalWatcher&) = delete;
+
+ private:
+  struct Impl;  // Asio's io_context and signal_set, and their thread
+  std::unique_ptr<Impl> impl_;
+};
+
+// Sleeps for `d`, or less when `stop` fires.
+void sleep_unless_stopped(std::chrono::steady_clock::duration d, std::stop_token stop);
+
+// Sets the number of OpenBLAS threads for this process (>= 1).
+void set_blas_threads(int threads);
+
+}  // namespace gossipd::daemon

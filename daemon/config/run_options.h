@@ -1,0 +1,75 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "daemon/config/train_flags.h"
+
+namespace gossipd::daemon {
+
+// What `gossipd run` was asked to do. gossipctl compare builds the same
+// options for its workers, so both read the defaults and limits from here.
+struct RunOptions {
+  TrainFlags train;
+  std::string algo = "allreduce";   // allreduce | crossover | sgp | osgp
+  std::string segments = "fine";    // fine | coarse | N
+  int segment_deadline_ms = 2000;
+  bool overlap = false;
+  bool pace = false;
+  uint64_t consensus_every = 100;
+  int evals_per_epoch = 1;  // test-set evaluations per epoch (the last at its end)
+  int heartbeat_ms = 200;
+  int failure_timeout_ms = 3000;
+  std::string id;
+  std::string listen = "tcp://127.0.0.1:0";
+  std::vector<std::string> peers;  // ID=ENDPOINT; the own id may be listed (ignored)
+  std::vector<std::string> join;   // endpoints of live members to join through
+  bool bootstrap = false;          // with --join: start as the first member if nobody answers
+  std::string advertise;           // the endpoint others reach this worker at (default: the bound one)
+  std::string group;               // hierarchical group label (default: the host of the advertised endpoint)
+  bool hierarchical = false;
+  std::string group_owner = "spread";  // spread | root
+  std::string http;                // IP:PORT for /status and /metrics; empty = off
+  std::string cluster_id = "gossipd";
+  int timeout_ms = 10000;
+  int startup_timeout_ms = 60000;
+  size_t max_message_bytes = size_t{256} << 20;
+  size_t max_members = 1024;       // members in a view, joiners included
+  size_t max_queued_bytes = size_t{1} << 30;  // inbound bytes waiting per sender
+  // Kernel send buffer per peer connection, KiB (--send-buffer-kb), and its limits.
+  static constexpr int kMinSendBufferKb = 4;
+  static constexpr int kMaxSendBufferKb = 4096;
+  int send_buffer_kb = kMaxSendBufferKb;
+  std::string curve_secret_key;
+  std::string curve_cluster_key;
+  std::string metrics_out;
+  std::string params_out;  // raw float32 parameters at the end
+  bool quiet = false;
+  bool check_config = false;  // validate everything, start nothing
+  int delay_ms = 0;           // injected latency on every outbound message
+  double inject_drop = 0;     // injected loss, duplication, reordering (probabilities)
+  double inject_duplicate = 0;
+  double inject_reorder = 0;
+  uint64_t inject_seed = 0;   // 0: derived from --seed and --id
+  int linger_ms = 0;          // keep serving /status this long after training
+  std::string checkpoint_dir;     // empty = no checkpoints
+  uint64_t checkpoint_every = 200;  // rounds
+  int checkpoint_keep = 3;
+};
+
+// The checks that need no data, model or socket; throws UsageError.
+void check_run_options(const RunOptions& options);
+
+// "a=tcp://h:1,b=ipc:///x" entries -> id -> endpoint; throws UsageError.
+std::map<std::string, std::string> parse_peers(const std::vector<std::string>& entries);
+
+// tcp://0.0.0.0:PORT or tcp://*:PORT: an endpoint others cannot reach.
+bool binds_everything(const std::string& endpoint);
+
+// The default --group label: the host of a tcp:// endpoint ("local" for ipc://).
+std::string default_group(const std::string& endpoint);
+
+}  // namespace gossipd::daemon

@@ -1,0 +1,492 @@
+#include "daemon/ctl/compare.h"
+
+#include <CLI/CLI.hpp>
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <regex>
+#include <sstream>
+#include <stop_token>
+#include <thread>
+
+#include "daemon/ctl/child_process.h"
+#include "daemon/config/cli.h"
+#include "daemon/ctl/compare_hosts.h"
+#include "daemon/ctl/compare_report.h"
+#include "daemon/observe/http_client.h"
+#include "daemon/observe/metrics_log.h"
+#include "daemon/config/run_options.h"
+#include "daemon/config/train_flags.h"
+#include "daemon/worker/modes.h"
+#include "proto/gossip.pb.h"
+#include "trainer/dataset.h"
+#include "trainer/models.h"
+
+namespace gossipd::daemon {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+// What every worker is given as --send-buffer-kb, 0 for nothing.
+int send_buffer_kb(const CompareOptions& o) {
+  if (o.send_buffer_kb > 0) return o.send_buffer_kb;
+  return o.bandwidth.empty() ? 0 : link_send_buffer_kb(o.bandwidth);
+}
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::string find_gossipd(const CompareOptions& o) {
+  if (!o.gossipd.empty()) return o.gossipd;
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  return (self.parent_path() / "gossipd").string();
+}
+
+struct Worker {
+  std::string id;
+  std::string host;  // where its /status answers
+  std::unique_ptr<ChildProcess> proc;
+  std::string out, err, metrics, params;
+  uint16_t http_port = 0;
+};
+
+// One progress line: protocol, round, epoch, best mean accuracy so far, elapsed, ETA.
+class Progress {
+ public:
+  Progress() : tty_(isatty(STDOUT_FILENO) != 0) {}
+  void show(const std::string& algo, uint64_t round, uint64_t total, uint32_t epoch, int epochs, double best,
+            double elapsed) {
+    const double eta = round > 0 && round < total ? elapsed * static_cast<double>(total - round) / round : 0;
+    char line[256];
+    std::snprintf(line, sizeof line, "%-10s round %6llu/%-6llu epoch %u/%d  best mean acc %.4f  %6.1f s  ETA %5.0f s",
+                  algo.c_str(), static_cast<unsigned long long>(round), static_cast<unsigned long long>(total), epoch,
+                  epochs, best, elapsed, eta);
+    if (tty_) {
+      std::printf("\r\033[K%s", line);
+      std::fflush(stdout);
+    } else if (epoch != last_epoch_ || elapsed - last_print_ >= 10) {  // plain lines: per epoch, or every 10 s
+      std::printf("%s\n", line);
+      std::fflush(stdout);
+      last_epoch_ = epoch;
+      last_print_ = elapsed;
+    }
+  }
+  void end() {
+    if (tty_) std::printf("\n");
+    last_epoch_ = ~0u;
+    last_print_ = -1e9;
+  }
+
+ private:
+  bool tty_;
+  uint32_t last_epoch_ = ~0u;
+  double last_print_ = -1e9;
+};
+
+uint64_t json_uint(const std::string& json, const std::string& field) {
+  std::smatch m;
+  if (!std::regex_search(json, m, std::regex("\"" + field + "\":\"?([0-9]+)"))) return 0;
+  return std::stoull(m[1]);
+}
+
+TrainFlags train_flags(const CompareOptions& o) {
+  TrainFlags f;
+  f.model = o.model;
+  f.epochs = o.epochs;
+  f.batch = o.batch;
+  f.lr = o.lr;
+  f.seed = o.seed;
+  f.threads = o.threads;
+  f.train_limit = o.train_limit;
+  f.test_limit = o.test_limit;
+  f.data = o.data;
+  return f;
+}
+
+class Comparison {
+ public:
+  Comparison(const CompareOptions& o, std::stop_token stop, const NetnsHosts* hosts)
+      : o_(o), stop_(stop), gossipd_(find_gossipd(o)), flags_(train_flags(o)), hosts_(hosts) {
+    summary_.set_model(o.model);
+    summary_.set_workers(static_cast<uint32_t>(o.workers));
+    summary_.set_epochs(static_cast<uint32_t>(o.epochs));
+    summary_.set_batch(static_cast<uint32_t>(o.batch));
+    summary_.set_lr(o.lr);
+    summary_.set_segments(o.segments);
+    summary_.set_groups(static_cast<uint32_t>(o.groups));
+    summary_.set_seed(o.seed);
+    summary_.set_train_samples(train_samples());
+    summary_.set_test_samples(o.test_limit > 0 ? std::min<size_t>(o.test_limit, 10000) : 10000);
+  }
+
+  void run_all() {
+    for (const auto& algo : o_.algos) {
+      if (stop_.stop_requested()) break;
+      *summary_.add_results() = run_one(algo);
+    }
+  }
+
+  void write_outputs() { write_compare_report(o_.out, summary_, o_.target, setup()); }
+
+  bool stopped() const { return stop_.stop_requested(); }
+
+  proto::CompareSummary& summary() { return summary_; }
+
+ private:
+  // Where worker k listens: its namespace's address, or a loopback port
+  // picked for this protocol's run.
+  std::string endpoint(int k) const {
+    return hosts_ ? "tcp://" + hosts_->address(k) + ":7100"
+                  : "tcp://127.0.0.1:" + std::to_string(ports_.at(static_cast<size_t>(k)));
+  }
+  std::string http_host(int k) const { return hosts_ ? hosts_->address(k) : "127.0.0.1"; }
+  // Steps per epoch of `algo`'s workers (the mode decides).
+  size_t steps(const std::string& algo) const {
+    return find_mode(algo).steps_per_epoch(train_samples(), static_cast<size_t>(o_.workers), o_.batch);
+  }
+  size_t train_samples() const { return o_.train_limit > 0 ? std::min<size_t>(o_.train_limit, 60000) : 60000; }
+
+  std::vector<std::string> worker_argv(const std::string& algo, int i, const std::string& dir) {
+    std::string peers;
+    for (int k = 0; k < o_.workers; ++k) {
+      peers += (k ? "," : "") + ("w" + std::to_string(k)) + "=" + endpoint(k);
+    }
+    const std::string id = "w" + std::to_string(i);
+    std::vector<std::string> a;
+    if (hosts_) a = {"/usr/sbin/ip", "netns", "exec", hosts_->netns(i)};  // execs gossipd: same pid
+    a.insert(a.end(), {gossipd_, "run", "--id", id, "--listen", endpoint(i), "--peers", peers,
+                       "--algo", algo, "--model", o_.model, "--epochs", std::to_string(o_.epochs), "--batch",
+                       std::to_string(o_.batch), "--lr", format("%g", o_.lr), "--seed", std::to_string(o_.seed),
+                       "--threads", std::to_string(o_.threads), "--segments", o_.segments, "--quiet", "--http",
+                       http_host(i) + ":0", "--cluster-id", "compare-" + algo, "--consensus-every", std::to_string(steps(algo)),
+                       "--metrics-out", dir + "/" + id + ".jsonl", "--params-out", dir + "/" + id + ".params",
+                       "--evals-per-epoch", std::to_string(o_.evals_per_epoch)});
+    if (o_.train_limit > 0) a.insert(a.end(), {"--train-limit", std::to_string(o_.train_limit)});
+    if (o_.test_limit > 0) a.insert(a.end(), {"--test-limit", std::to_string(o_.test_limit)});
+    if (!o_.data.empty()) a.insert(a.end(), {"--data", o_.data});
+    if (o_.delay_ms > 0) a.insert(a.end(), {"--delay-ms", std::to_string(o_.delay_ms)});
+    if (algo == "crossover" && o_.groups > 1) {
+      a.insert(a.end(), {"--hierarchical", "--group", "g" + std::to_string(i % o_.groups)});
+    }
+    if (algo == "crossover" && o_.pace) a.push_back("--pace");
+    if (const int kb = send_buffer_kb(o_); kb > 0) a.insert(a.end(), {"--send-buffer-kb", std::to_string(kb)});
+    return a;
+  }
+
+  proto::CompareResult run_one(const std::string& algo) {
+    proto::CompareResult res;
+    res.set_algo(algo);
+    res.set_workers(static_cast<uint32_t>(o_.workers));
+    res.set_epochs(static_cast<uint32_t>(o_.epochs));
+    res.set_target_accuracy(o_.target);
+    const std::string dir = o_.out + "/" + algo;
+    fs::create_directories(dir);
+    for (const auto& e : fs::directory_iterator(dir)) fs::remove(e.path());  // a rerun of this protocol only
+    if (!hosts_) ports_ = free_ports(o_.workers);
+    std::vector<Worker> workers(static_cast<size_t>(o_.workers));
+    for (int i = 0; i < o_.workers; ++i) {
+      Worker& w = workers[static_cast<size_t>(i)];
+      w.id = "w" + std::to_string(i);
+      w.host = http_host(i);
+      w.out = dir + "/" + w.id + ".log";
+      w.err = dir + "/" + w.id + ".err";
+      w.metrics = dir + "/" + w.id + ".jsonl";
+      w.params = dir + "/" + w.id + ".params";
+      w.proc = std::make_unique<ChildProcess>(worker_argv(algo, i, dir), w.out, w.err);
+    }
+    const auto start = Clock::now();
+    const uint64_t total = steps(algo) * static_cast<uint64_t>(o_.epochs);
+    double best = 0;
+    static const std::regex port_re("http on port ([0-9]+)");
+    for (;;) {
+      bool all_done = true;
+      uint64_t round = total;
+      uint32_t epoch = static_cast<uint32_t>(o_.epochs);
+      bool failed = false;
+      for (auto& w : workers) {
+        if (w.proc->wait(std::chrono::milliseconds(0))) {
+          failed = failed || w.proc->exit_code() != 0;
+          continue;
+        }
+        all_done = false;
+        if (w.http_port == 0) {
+          std::smatch m;
+          const std::string log = read_file(w.out);
+          if (std::regex_search(log, m, port_re)) w.http_port = static_cast<uint16_t>(std::stoi(m[1]));
+          round = 0;
+          epoch = 0;
+          continue;
+        }
+        const std::string s = http_get(w.host, w.http_port, "/status");
+        round = std::min(round, json_uint(s, "round"));
+        epoch = std::min(epoch, static_cast<uint32_t>(json_uint(s, "epoch")));
+      }
+      best = std::max(best, mean_accuracy_so_far(workers));
+      if (all_done) break;
+      if (failed) {  // the others would only wait for it until their timeouts
+        for (auto& w : workers) w.proc->signal(SIGKILL);
+        for (auto& w : workers) w.proc->wait(std::chrono::seconds(5));
+        break;
+      }
+      progress_.show(algo, round, total, epoch, o_.epochs, best, seconds_since(start));
+      if (stop_.stop_requested()) {
+        for (auto& w : workers) w.proc->signal(SIGTERM);
+        for (auto& w : workers) {
+          if (!w.proc->wait(std::chrono::seconds(5))) w.proc->signal(SIGKILL);
+        }
+        progress_.end();
+        res.set_status("stopped by signal");
+        return res;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
+    progress_.show(algo, total, total, static_cast<uint32_t>(o_.epochs), o_.epochs, best, seconds_since(start));
+    progress_.end();
+    // Name the worker that failed by itself before those compare then killed.
+    std::stable_partition(workers.begin(), workers.end(), [](const Worker& w) { return w.proc->term_signal() == 0; });
+    for (auto& w : workers) {
+      if (w.proc->exit_code() != 0) {
+        res.set_status(w.id + " exited with " +
+                       (w.proc->term_signal() ? "signal " + std::to_string(w.proc->term_signal())
+                                              : "code " + std::to_string(w.proc->exit_code())) +
+                       ": " + last_line(read_file(w.err)) + " (see " + w.err + ")");
+        std::printf("%-10s FAILED: %s\n", algo.c_str(), res.status().c_str());
+        return res;
+      }
+    }
+    res.set_status("ok");
+    std::vector<std::string> files;
+    for (const auto& w : workers) files.push_back(w.metrics);
+    summarize_protocol(files, o_.target, dir, res);
+    res.set_averaged_model_accuracy(averaged_accuracy(workers));
+    std::printf("%-10s final mean acc %.4f  averaged model %.4f  to %.2f: %s  %.1f rounds/s (%.1f ms comm)\n",
+                algo.c_str(), res.final_mean_accuracy(), res.averaged_model_accuracy(), o_.target,
+                time_to_target(res).c_str(),
+                res.rounds_per_second(), res.comm_ms_per_round());
+    std::fflush(stdout);
+    return res;
+  }
+
+  double mean_accuracy_so_far(const std::vector<Worker>& workers) const {
+    std::map<double, std::pair<double, int>> by_progress;
+    for (const auto& w : workers) {
+      for (const auto& r : read_epoch_records(w.metrics)) {
+        by_progress[r.progress()].first += r.test_accuracy();
+        by_progress[r.progress()].second += 1;
+      }
+    }
+    double best = 0;
+    for (const auto& [progress, v] : by_progress) {
+      if (v.second == static_cast<int>(workers.size())) best = std::max(best, v.first / v.second);
+    }
+    return best;
+  }
+
+  // The mean of the final replicas, evaluated on the test set.
+  double averaged_accuracy(const std::vector<Worker>& workers) {
+    for (const auto& w : workers) {
+      if (w.params.empty()) return -1;  // collect: the replicas live elsewhere
+    }
+    if (test_.size() == 0) {
+      test_ = trainer::load_fashion_mnist(data_dir(flags_), trainer::Split::kTest);
+      if (o_.test_limit > 0) test_ = test_.head(o_.test_limit);
+    }
+    trainer::Trainer t(trainer::make_model(model_options(flags_), flags_.seed), test_, trainer_options(flags_));
+    auto params = t.model().params();
+    std::vector<double> sum(params.size(), 0.0);
+    for (const auto& w : workers) {
+      std::ifstream in(w.params, std::ios::binary);
+      std::vector<float> p(params.size());
+      in.read(reinterpret_cast<char*>(p.data()), static_cast<std::streamsize>(p.size() * sizeof(float)));
+      if (!in) return -1;
+      for (size_t i = 0; i < p.size(); ++i) sum[i] += p[i];
+    }
+    for (size_t i = 0; i < params.size(); ++i) params[i] = static_cast<float>(sum[i] / workers.size());
+    return t.evaluate(test_).accuracy;
+  }
+
+  std::string setup() const {
+    std::ostringstream s;
+    s << o_.workers
+      << (hosts_ ? " workers, each in its own network namespace on a bridge (tcp" +
+                       (o_.bandwidth.empty() ? std::string(")") : ", " + o_.bandwidth + " per host)")
+                 : std::string(" local workers (gossipd processes over TCP loopback)"))
+      << (o_.delay_ms > 0 ? ", " + std::to_string(o_.delay_ms) + " ms injected latency per message" : std::string())
+      << (send_buffer_kb(o_) > 0 ? ", " + std::to_string(send_buffer_kb(o_)) + " KiB send buffers" : std::string())
+      << ", model " << o_.model << ", " << o_.epochs
+      << " epochs of " << summary_.train_samples() << " Fashion-MNIST training samples shared among them, batch "
+      << o_.batch << " per worker, learning rate " << o_.lr << " (cosine), seed " << o_.seed << ", segments "
+      << o_.segments << (o_.groups > 1 ? ", crossover hierarchical in " + std::to_string(o_.groups) + " groups" : "")
+      << (o_.pace ? ", crossover paced (--pace)" : "")
+      << (o_.evals_per_epoch > 1 ? ", test accuracy evaluated " + std::to_string(o_.evals_per_epoch) + " times per epoch"
+                                 : std::string())
+      << "; test set " << summary_.test_samples() << " samples.";
+    return s.str();
+  }
+
+  const CompareOptions& o_;
+  std::stop_token stop_;
+  std::string gossipd_;
+  TrainFlags flags_;
+  const NetnsHosts* hosts_;  // null: local processes on loopback
+  std::vector<uint16_t> ports_;
+
+  trainer::Dataset test_;
+  proto::CompareSummary summary_;
+  Progress progress_;
+};
+
+}  // namespace
+
+CLI::App* add_compare_command(CLI::App& app, CompareOptions& o) {
+  CLI::App* cmd = app.add_subcommand("compare", "Train with each protocol in turn on local workers and report");
+  cmd->add_option("--workers", o.workers, "gossipd processes per protocol")->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  cmd->add_option("--algos", o.algos, "Protocols to run, in order")->delimiter(',')->check(CLI::IsMember(mode_names()))
+      ->capture_default_str();
+  cmd->add_option("--model", o.model, "Model")->check(CLI::IsMember(trainer::model_names()))->capture_default_str();
+  cmd->add_option("--epochs", o.epochs, "Epochs of data per worker")->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  cmd->add_option("--batch", o.batch, "Batch size per worker")->check(CLI::Range(1, 65536))->capture_default_str();
+  cmd->add_option("--lr", o.lr, "Learning rate (the same schedule for every protocol)")->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--segments", o.segments, "Gossip unit: fine, coarse or N")->capture_default_str();
+  cmd->add_option("--groups", o.groups, "Crossover: hierarchical over this many groups (1: flat)")
+      ->check(CLI::Range(1, 64))->capture_default_str();
+  cmd->add_option("--seed", o.seed, "Seed for model, data split and topology")->capture_default_str();
+  cmd->add_option("--train-limit", o.train_limit, "Use only the first N training samples (0: all)")
+      ->capture_default_str();
+  cmd->add_option("--test-limit", o.test_limit, "Use only the first N test samples (0: all)")->capture_default_str();
+  cmd->add_option("--data", o.data, "Fashion-MNIST directory (default: the Debian package's)");
+  cmd->add_option("--target", o.target, "Accuracy whose time-to is reported")->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  cmd->add_option("--evals-per-epoch", o.evals_per_epoch,
+                  "Test-set evaluations per epoch (gossipd run --evals-per-epoch): the resolution of the time to "
+                  "--target and of the accuracy curves")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  cmd->add_option("--threads", o.threads, "OpenBLAS threads per worker")->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  cmd->add_option("--out", o.out, "Directory for metrics, summary.json, plots and the report")->required();
+  cmd->add_option("--gossipd", o.gossipd, "The gossipd binary (default: next to gossipctl)");
+  cmd->add_option("--preset", o.preset,
+                  "large-batch: global batch x1, x4, x16 with the lr scaled; scaling: 4, 8, 16 workers at a fixed "
+                  "global batch (--batch x 4)")
+      ->check(CLI::IsMember({"large-batch", "scaling"}));
+  cmd->add_option("--delay-ms", o.delay_ms, "Latency added to every message, in the workers' transport")
+      ->check(CLI::Range(0, 60000))
+      ->capture_default_str();
+  cmd->add_flag("--netns", o.netns, "One network namespace per worker on a private bridge (root)");
+  cmd->add_flag("--pace", o.pace, "Crossover paces its sends (gossipd run --pace; for bandwidth-bound networks)");
+  cmd->add_option("--bandwidth", o.bandwidth, "With --netns: cap every host's link, e.g. 100mbit (tc tbf)")
+      ->check([](const std::string& v) {
+        return is_tc_rate(v) ? std::string() : "use a tc rate like 100mbit";
+      });
+  cmd->add_option("--send-buffer-kb", o.send_buffer_kb,
+                  "gossipd run --send-buffer-kb for every worker; 0: ~5 ms of --bandwidth when given, else the "
+                  "daemon's default")
+      ->check(CLI::Range(0, RunOptions::kMaxSendBufferKb))
+      ->capture_default_str();
+  return cmd;
+}
+
+namespace {
+
+struct Config {
+  std::string name;
+  CompareOptions options;
+  double x;  // the preset's axis: workers or global batch
+};
+
+std::vector<Config> preset_configs(const CompareOptions& o) {
+  std::vector<Config> out;
+  if (o.preset == "large-batch") {
+    for (int k : {1, 4, 16}) {
+      Config c{"batch-x" + std::to_string(k), o, 0};
+      c.options.batch = o.batch * static_cast<size_t>(k);
+      c.options.lr = o.lr * static_cast<float>(k);
+      c.x = static_cast<double>(c.options.batch * static_cast<size_t>(o.workers));
+      out.push_back(c);
+    }
+  } else if (o.preset == "scaling") {
+    const size_t global = o.batch * 4;  // --batch is the per-worker batch at 4 workers
+    for (int n : {4, 8, 16}) {
+      Config c{"n" + std::to_string(n), o, static_cast<double>(n)};
+      c.options.workers = n;
+      c.options.batch = std::max<size_t>(1, global / static_cast<size_t>(n));
+      c.options.groups = std::min(o.groups, n);
+      out.push_back(c);
+    }
+  } else {
+    out.push_back({"", o, static_cast<double>(o.workers)});
+  }
+  return out;
+}
+
+
+}  // namespace
+
+int run_compare(const CompareOptions& o) {
+  std::stop_source stop;
+  SignalWatcher signals(stop);
+  if (o.groups > o.workers) throw UsageError("--groups " + std::to_string(o.groups) + " is more than --workers");
+  if (o.groups > 1 && o.pace) throw UsageError("--pace is for flat crossover: drop --groups or --pace");
+  require_gnuplot();
+  const std::string gossipd = find_gossipd(o);
+  if (access(gossipd.c_str(), X_OK) != 0) {
+    throw UsageError("cannot run " + gossipd + ": build it, or name it with --gossipd");
+  }
+  if (o.netns && geteuid() != 0) throw UsageError("--netns creates network namespaces: run as root");
+  if (!o.netns && !o.bandwidth.empty()) {
+    throw UsageError("--bandwidth caps the links between namespaces: use it with --netns");
+  }
+  prepare_out_dir(o.out);
+  const std::vector<Config> configs = preset_configs(o);
+  proto::ComparePreset preset;
+  preset.set_preset(o.preset);
+  for (const auto& cfg : configs) {
+    if (stop.stop_requested()) break;
+    CompareOptions co = cfg.options;
+    if (!cfg.name.empty()) {
+      co.out = o.out + "/" + cfg.name;
+      prepare_out_dir(co.out);
+    }
+    std::unique_ptr<NetnsHosts> hosts;
+    if (co.netns) hosts = std::make_unique<NetnsHosts>(co.workers, co.bandwidth);
+    Comparison c(co, stop.get_token(), hosts.get());
+    std::printf("gossipctl compare%s%s: %zu protocols x %d workers, batch %zu, %d epochs; output in %s\n",
+                cfg.name.empty() ? "" : " ", cfg.name.c_str(), co.algos.size(), co.workers, co.batch, co.epochs,
+                co.out.c_str());
+    std::fflush(stdout);
+    c.run_all();
+    c.write_outputs();
+    c.summary().set_config(cfg.name);
+    *preset.add_runs() = c.summary();
+  }
+  if (!o.preset.empty()) {
+    std::vector<PresetConfig> rows;
+    for (const auto& c : configs) rows.push_back({c.name, c.options.workers, c.options.batch, c.options.lr, c.x});
+    const std::string description =
+        o.preset == "scaling"
+            ? "Workers 4, 8 and 16 at a fixed global batch of " + std::to_string(o.batch * 4) + "."
+            : "Global batch x1, x4 and x16 at " + std::to_string(o.workers) +
+                  " workers, learning rate scaled alike (from " + format("%g", o.lr) + ").";
+    write_preset_report(o.out, preset, description, o.preset == "scaling", o.target, rows);
+  }
+  std::printf("gossipctl compare: report in %s/report.md%s\n", o.out.c_str(),
+              o.preset.empty() ? (" and " + o.out + "/report.html (summary.json, plots *.svg)").c_str()
+                               : " (one report per configuration below it)");
+  return stop.stop_requested() ? kExitFailure : kExitOk;
+}
+
+}  // namespace gossipd::daemon

@@ -1,0 +1,106 @@
+#include "daemon/ctl/compare_hosts.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <asio.hpp>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <regex>
+#include <stdexcept>
+
+#include "daemon/config/cli.h"
+#include "daemon/config/run_options.h"
+
+namespace gossipd::daemon {
+namespace {
+
+void sh(const std::string& cmd) {
+  if (std::system((cmd + " 2>/dev/null").c_str()) != 0) {
+    throw UsageError("--netns: '" + cmd + "' failed (run as root, with iproute2 and a kernel with netns and tbf)");
+  }
+}
+
+const std::regex kRate("([0-9]+(\\.[0-9]+)?)([kmg]?)(bit|bps)");
+
+}  // namespace
+
+bool is_tc_rate(const std::string& rate) { return std::regex_match(rate, kRate); }
+
+int link_send_buffer_kb(const std::string& rate) {
+  std::smatch m;
+  if (!std::regex_match(rate, m, kRate)) throw UsageError("'" + rate + "' is not a tc rate like 100mbit");
+  const std::map<std::string, double> prefix{{"", 1.0}, {"k", 1e3}, {"m", 1e6}, {"g", 1e9}};
+  const double bytes_per_second = std::stod(m[1].str()) * prefix.at(m[3].str()) / (m[4].str() == "bit" ? 8.0 : 1.0);
+  const double kib = std::ceil(bytes_per_second * 0.005 / 1024.0);
+  return static_cast<int>(std::clamp(kib, double{RunOptions::kMinSendBufferKb},
+                                     double{RunOptions::kMaxSendBufferKb}));
+}
+
+std::vector<uint16_t> free_ports(int n) {
+  asio::io_context io;
+  std::vector<asio::ip::tcp::acceptor> held;
+  std::vector<uint16_t> ports;
+  const int span = 32000 - 20000;
+  const int start = static_cast<int>(std::chrono::steady_clock::now().time_since_epoch().count() % span);
+  for (int k = 0; k < span && static_cast<int>(ports.size()) < n; ++k) {
+    const auto port = static_cast<uint16_t>(20000 + (start + k) % span);
+    asio::ip::tcp::acceptor a(io);
+    asio::error_code ec;
+    a.open(asio::ip::tcp::v4(), ec);
+    if (!ec) a.bind(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), port), ec);
+    if (ec) continue;
+    held.push_back(std::move(a));
+    ports.push_back(port);
+  }
+  if (static_cast<int>(ports.size()) < n) throw std::runtime_error("no free loopback ports in 20000-31999");
+  return ports;
+}
+
+NetnsHosts::NetnsHosts(int hosts, const std::string& rate)
+    : tag_(std::to_string(getpid() % 100000)) {
+  subnet_ = "10.213." + std::to_string(getpid() % 250) + ".";
+  try {
+    sh("ip link add " + bridge() + " type bridge");
+    sh("ip addr add " + subnet_ + "254/24 dev " + bridge());
+    sh("ip link set " + bridge() + " up");
+    for (int i = 0; i < hosts; ++i) {
+      const std::string ns = netns(i), veth = "gd" + tag_ + "v" + std::to_string(i);
+      sh("ip netns add " + ns);
+      namespaces_.push_back(ns);
+      sh("ip link add " + veth + " type veth peer name " + veth + "p");
+      sh("ip link set " + veth + "p netns " + ns);
+      sh("ip -n " + ns + " link set " + veth + "p name eth0");
+      sh("ip -n " + ns + " addr add " + address(i) + "/24 dev eth0");
+      sh("ip -n " + ns + " link set eth0 up");
+      sh("ip -n " + ns + " link set lo up");
+      sh("ip link set " + veth + " master " + bridge());
+      sh("ip link set " + veth + " up");
+      if (!rate.empty()) {
+        const std::string tbf = " root tbf rate " + rate + " burst 256kb latency 400ms";
+        sh("tc qdisc add dev " + veth + tbf);
+        sh("ip netns exec " + ns + " tc qdisc add dev eth0" + tbf);
+      }
+    }
+  } catch (...) {
+    cleanup();
+    throw;
+  }
+}
+
+NetnsHosts::~NetnsHosts() { cleanup(); }
+
+void NetnsHosts::cleanup() {
+  // Deleting a namespace deletes its end of the veth, and so the pair.
+  for (size_t i = 0; i < namespaces_.size(); ++i) {
+    // The kernel frees a deleted namespace's veth asynchronously: delete our end now.
+    std::system(("ip link del gd" + tag_ + "v" + std::to_string(i) + " 2>/dev/null").c_str());
+    std::system(("ip netns del " + namespaces_[i] + " 2>/dev/null").c_str());
+  }
+  namespaces_.clear();
+  std::system(("ip link del " + bridge() + " 2>/dev/null").c_str());
+}
+
+}  // namespace gossipd::daemon

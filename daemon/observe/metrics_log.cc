@@ -1,0 +1,34 @@
+#include "daemon/observe/metrics_log.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <stdexcept>
+
+#include "daemon/config/cli.h"
+
+namespace gossipd::daemon {
+
+std::string to_json(const google::protobuf::Message& message) {
+  google::protobuf::util::JsonPrintOptions opts;
+  opts.preserve_proto_field_names = true;
+  opts.always_print_primitive_fields = true;
+  std::string out;
+  auto status = google::protobuf::util::MessageToJsonString(message, &out, opts);
+  if (!status.ok()) throw std::runtime_error("cannot render JSON: " + status.ToString());
+  return out;
+}
+
+JsonLinesWriter::JsonLinesWriter(const std::string& path) : path_(path) {
+  if (path.empty()) return;
+  out_.open(path, std::ios::out | std::ios::app);
+  if (!out_) throw UsageError("cannot open " + path + " for writing (check the directory exists and is writable)");
+}
+
+void JsonLinesWriter::write(const google::protobuf::Message& record) {
+  if (!out_.is_open()) return;
+  out_ << to_json(record) << '\n';
+  out_.flush();
+  if (!out_) throw std::runtime_error("writing " + path_ + " failed (disk full?)");
+}
+
+}  // namespace gossipd::daemon

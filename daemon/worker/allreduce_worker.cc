@@ -1,0 +1,150 @@
+#include "daemon/worker/allreduce_worker.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "daemon/worker/round_floats.h"
+#include "protocol/barrier.h"
+#include "protocol/broadcast_ring.h"
+#include "protocol/errors.h"
+#include "protocol/ring_collectives.h"
+#include "protocol/tags.h"
+
+namespace gossipd::daemon {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+}  // namespace
+
+AllreduceWorker::AllreduceWorker(protocol::Node& node, std::vector<std::string> members, Membership& membership,
+                                 trainer::Trainer& trainer, TrainingLoop& loop, AllreduceWorkerOptions options)
+    : node_(node),
+      members_(std::move(members)),
+      membership_(membership),
+      trainer_(trainer),
+      loop_(loop),
+      options_(options) {}
+
+void AllreduceWorker::run(std::stop_token stop) {
+  if (!options_.joined) {
+    protocol::CollectiveOptions copts;
+    copts.timeout = options_.startup_timeout;
+    copts.stop = stop;
+    group_ = std::make_unique<protocol::Group>(node_, protocol::tags::first(protocol::tags::User::kAllreduce), members_, copts);
+    protocol::Barrier(*group_).run();  // every member is up before the first step
+    group_->options().timeout = options_.timeout;
+    if (options_.resumed) {
+      const uint64_t mine = trainer_.step_count();
+      sync_from(0);
+      spdlog::info("node '{}': resuming at step {} from '{}' (own checkpoint: step {})", node_.id(),
+                   trainer_.step_count(), group_->member(0), mine);
+    }
+    view_id_ = membership_.view_at(trainer_.step_count() + 1).id();
+  }
+  membership_.arm();
+  loop_.run(options_.steps_per_epoch, stop, [&](std::span<const uint32_t> idx) { return step(idx, stop); });
+  if (options_.checkpointer) options_.checkpointer->write_now(capture());
+}
+
+ReplicaState AllreduceWorker::capture() const {
+  ReplicaState st;
+  st.header = options_.snapshot_header;
+  st.header.set_step(trainer_.step_count());
+  st.header.set_epoch(static_cast<uint32_t>(trainer_.step_count() / std::max<size_t>(1, options_.steps_per_epoch)));
+  auto p = trainer_.model().params();
+  st.params.assign(p.begin(), p.end());
+  auto opt = trainer_.optimizer().state();
+  st.optimizer.assign(opt.begin(), opt.end());
+  return st;
+}
+
+trainer::StepResult AllreduceWorker::step(std::span<const uint32_t> idx, std::stop_token stop) {
+  for (;;) {
+    membership_.at_step(trainer_.step_count(), [&] { return capture(); });
+    if (options_.checkpointer) options_.checkpointer->at_step(trainer_.step_count(), [&] { return capture(); });
+    const uint64_t round = trainer_.step_count() + 1;
+    try {
+      const topology::View view = membership_.view_at(round);
+      if (!group_ || view.id() != view_id_) reform(view, round, stop);
+      // Gradients at the current parameters: after a re-sync they are recomputed.
+      trainer::StepResult r = trainer_.compute_gradients(idx);
+      auto grads = trainer_.model().grads();
+      {
+        TrainingLoop::CommTimer comm(loop_);
+        protocol::AllreduceRing(*group_, grads).run();
+      }
+      const float scale = 1.0f / static_cast<float>(group_->size());
+      for (float& g : grads) g *= scale;
+      trainer_.apply_gradients(trainer_.current_lr());
+      return r;
+    } catch (const protocol::Aborted&) {
+      throw;
+    } catch (const protocol::TransportError&) {  // PeerTimeout, or a peer evicted under our feet
+      await_view_change(std::current_exception(), round, stop);
+    }
+  }
+}
+
+void AllreduceWorker::await_view_change(std::exception_ptr failure, uint64_t round, std::stop_token stop) {
+  const auto deadline = Clock::now() + options_.failure_timeout + options_.timeout;
+  while (membership_.view_at(round).id() == view_id_) {
+    if (stop.stop_requested()) throw protocol::Aborted(node_.id(), "re-forming the ring");
+    if (Clock::now() >= deadline) std::rethrow_exception(failure);  // nobody left: a real fault
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+void AllreduceWorker::sync_from(size_t root) {
+  protocol::BroadcastRing(*group_, trainer_.model().params(), root).run();
+  protocol::BroadcastRing(*group_, trainer_.optimizer().state(), root).run();
+  std::array<float, 2> count = round_to_floats(trainer_.step_count());
+  protocol::BroadcastRing(*group_, count, root).run();
+  trainer_.set_step_count(round_from_floats(count.data()));
+  // The learning rate follows the epoch progress, which the training loop set
+  // from this member's own step count: a member that was a step ahead would
+  // apply the next step with another rate and the replicas would part.
+  trainer_.set_epoch_progress(static_cast<double>(trainer_.step_count()) /
+                              static_cast<double>(options_.steps_per_epoch));
+}
+
+void AllreduceWorker::reform(const topology::View& view, uint64_t round, std::stop_token stop) {
+  protocol::CollectiveOptions copts;
+  // Members reach the re-formation up to a timeout apart (one may still be
+  // waiting on the dead peer), so the barrier waits that much longer.
+  copts.timeout = options_.timeout + options_.failure_timeout;
+  copts.stop = stop;
+  const size_t old_size = group_ ? group_->size() : 0;
+  // A tag per view: the old ring's messages can never be taken for the new one's.
+  group_ = std::make_unique<protocol::Group>(
+      node_, protocol::tags::range(protocol::tags::User::kReformedRing).at(view.id()), view.members(), copts);
+  view_id_ = view.id();
+  protocol::Barrier(*group_).run();
+  group_->options().timeout = options_.timeout;
+  // Every replica takes the state of the first member that was already
+  // training (never a joiner's snapshot, which is older).
+  size_t root = 0;
+  while (root + 1 < view.size() && membership_.since_round(view.member(root)) >= round) ++root;
+  sync_from(root);
+  // Losing a member is worth a warning; a joiner entering is routine.
+  spdlog::log(view.size() < old_size ? spdlog::level::warn : spdlog::level::info,
+              "node '{}': ring re-formed over {} members (view {:08x}) from '{}', at step {}", node_.id(),
+              group_->size(), view.id(), view.member(root), trainer_.step_count());
+}
+
+std::unique_ptr<Worker> make_allreduce_worker(WorkerContext& c) {
+  AllreduceWorkerOptions w;
+  w.steps_per_epoch = c.steps_per_epoch;
+  w.timeout = std::chrono::milliseconds(c.options.timeout_ms);
+  w.startup_timeout = std::chrono::milliseconds(c.options.startup_timeout_ms);
+  w.failure_timeout = std::chrono::milliseconds(c.options.failure_timeout_ms);
+  w.joined = c.joined;
+  w.snapshot_header = c.snapshot_header;
+  w.checkpointer = c.checkpointer;
+  w.resumed = c.resumed;
+  return std::make_unique<AllreduceWorker>(c.node, c.members, c.membership, c.trainer, c.loop, w);
+}
+
+}  // namespace gossipd::daemon

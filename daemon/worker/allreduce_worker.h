@@ -1,0 +1,69 @@
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "daemon/cluster/checkpoint.h"
+#include "daemon/cluster/membership.h"
+#include "daemon/worker/training_loop.h"
+#include "daemon/worker/worker.h"
+#include "protocol/group.h"
+#include "protocol/node.h"
+
+namespace gossipd::daemon {
+
+struct AllreduceWorkerOptions {
+  size_t steps_per_epoch = 1;                        // the same on every member
+  std::chrono::milliseconds timeout{10000};          // a silent peer fails the step
+  std::chrono::milliseconds startup_timeout{60000};  // waiting for every member at start
+  std::chrono::milliseconds failure_timeout{3000};   // how long membership takes to evict a dead member
+  bool joined = false;                               // a joiner: no start-up barrier, enters by re-forming
+  proto::StateHeader snapshot_header;                // filled into every snapshot served to a joiner
+  Checkpointer* checkpointer = nullptr;              // writes this worker's checkpoints (nullptr: none)
+  bool resumed = false;  // restarted from checkpoints: after the barrier all take the first member's state
+};
+
+// AllReduce-SGD: every step, each member computes gradients on its own shard,
+// the ring allreduce sums them, and every member applies the same average, so
+// replicas stay bit-identical. The ring follows the view: when the view for
+// the next step differs from the ring's (a joiner enters at its announced
+// step, a member was evicted), every member re-forms the ring over the new
+// view and re-synchronises from its first member that was already in the
+// view (parameters, optimizer state, step). When a member dies the step
+// fails; the worker waits for membership to evict it, re-forms and retries
+// the step. A failure with no view change (no one evicted within the failure
+// timeout) is reported as the error it was.
+class AllreduceWorker : public Worker {
+ public:
+  AllreduceWorker(protocol::Node& node, std::vector<std::string> members, Membership& membership,
+                  trainer::Trainer& trainer, TrainingLoop& loop, AllreduceWorkerOptions options);
+
+  // Trains; throws PeerTimeout (no view change), or Aborted when `stop` fires.
+  void run(std::stop_token stop) override;
+
+ private:
+  trainer::StepResult step(std::span<const uint32_t> idx, std::stop_token stop);
+  void await_view_change(std::exception_ptr failure, uint64_t round, std::stop_token stop);
+  void reform(const topology::View& view, uint64_t round, std::stop_token stop);
+  // Every member takes the parameters, optimizer state and step of `root`.
+  void sync_from(size_t root);
+  // This worker's state, for a joiner or a checkpoint (replicas are identical).
+  ReplicaState capture() const;
+
+  protocol::Node& node_;
+  std::vector<std::string> members_;
+  Membership& membership_;
+  trainer::Trainer& trainer_;
+  TrainingLoop& loop_;
+  AllreduceWorkerOptions options_;
+  std::unique_ptr<protocol::Group> group_;
+  uint32_t view_id_ = 0;  // the id of the view group_ was formed over
+};
+
+// gossipd run's factory for --algo allreduce.
+std::unique_ptr<Worker> make_allreduce_worker(WorkerContext& context);
+
+}  // namespace gossipd::daemon

@@ -1,0 +1,328 @@
+#include "daemon/worker/gossip_worker.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "daemon/worker/round_floats.h"
+#include "protocol/barrier.h"
+#include "protocol/broadcast_ring.h"
+#include "protocol/consensus.h"
+#include "protocol/crossover.h"
+#include "protocol/errors.h"
+#include "protocol/group.h"
+#include "protocol/overlapped_round.h"
+#include "protocol/push_sum.h"
+#include "protocol/ring_collectives.h"
+#include "protocol/tags.h"
+#include "topology/view.h"
+
+namespace gossipd::daemon {
+
+uint64_t agree_on_oldest_round(protocol::Group& group, uint64_t mine) {
+  // Two floats per member (round_to_floats); each contributes its own block.
+  std::vector<float> all(2 * group.size(), 0.0f);
+  const auto own = round_to_floats(mine);
+  std::copy(own.begin(), own.end(), all.begin() + static_cast<std::ptrdiff_t>(2 * group.rank()));
+  protocol::AllgatherRing(group, all).run();
+  uint64_t oldest = mine;
+  for (size_t r = 0; r < group.size(); ++r) oldest = std::min(oldest, round_from_floats(&all[2 * r]));
+  return oldest;
+}
+
+GossipWorker::GossipWorker(protocol::Node& node, std::vector<std::string> members, Membership& membership,
+                           trainer::Trainer& trainer, TrainingLoop& loop, WorkerState& state,
+                           MetricsRegistry& metrics, GossipWorkerOptions options)
+    : node_(node),
+      members_(std::move(members)),
+      membership_(membership),
+      trainer_(trainer),
+      loop_(loop),
+      state_(state),
+      options_(std::move(options)),
+      skipped_(metrics.counter("gossipd_segments_skipped_total", "Segments that missed their deadline")),
+      bytes_sent_(metrics.counter("gossipd_gossip_bytes_sent_total", "Gossip bytes sent")),
+      bytes_received_(metrics.counter("gossipd_gossip_bytes_received_total", "Gossip bytes received")),
+      consensus_(metrics.gauge("gossipd_consensus_distance", "Mean squared distance of the replicas from their mean")),
+      measure_failures_(metrics.counter("gossipd_consensus_failures_total",
+                                        "Consensus measurements abandoned (a member failed meanwhile)")) {}
+
+// What differs between the protocols inside one step; the step around it is
+// GossipWorker::run's. After train() the trainer has counted the step, so
+// its count is the round being exchanged.
+class GossipWorker::Protocol {
+ public:
+  virtual ~Protocol() = default;
+  // The state a joiner downloads and a checkpoint holds: the parameters (for
+  // SGP the push-sum numerators).
+  virtual std::span<float> state() = 0;
+  virtual protocol::PushSumGossip* push_sum() { return nullptr; }
+  virtual trainer::StepResult train(std::span<const uint32_t> idx) = 0;
+  virtual protocol::RoundStats exchange(uint64_t round) = 0;
+  // The model's parameters as the replica stands (SGP: de-biased), for a
+  // consensus measurement.
+  virtual std::span<const float> replica() = 0;
+  // Before an evaluation and at the end: the model holds the replica.
+  virtual protocol::RoundStats settle() { return {}; }
+};
+
+namespace {
+
+// Crossover-SGD: flat, hierarchical (groups) or overlapped (the round runs on
+// a communication thread while the next step computes).
+class CrossoverProtocol : public GossipWorker::Protocol {
+ public:
+  CrossoverProtocol(protocol::Node& node, Membership& membership, trainer::Trainer& trainer,
+                    const GossipWorkerOptions& o, const protocol::GossipOptions& g)
+      : membership_(membership),
+        trainer_(trainer),
+        options_(o),
+        params_(trainer.model().params()),
+        flat_(node, o.segments, g),
+        hierarchical_(node, o.segments, g, o.spread) {
+    if (o.overlap) {
+      overlapped_ = std::make_unique<protocol::OverlappedRound>([this](uint64_t round, std::span<float> p) {
+        return flat_.run_round(membership_.view_at(round), round, p);
+      });
+    }
+  }
+  std::span<float> state() override { return params_; }
+  trainer::StepResult train(std::span<const uint32_t> idx) override { return trainer_.train_step(idx); }
+  protocol::RoundStats exchange(uint64_t round) override {
+    if (overlapped_) return overlapped_->exchange(round, params_);  // waits for the previous round's
+    if (options_.hierarchical) return hierarchical(round);
+    return flat_.run_round(membership_.view_at(round), round, params_);
+  }
+  std::span<const float> replica() override { return params_; }
+  protocol::RoundStats settle() override { return overlapped_ ? overlapped_->drain(params_) : protocol::RoundStats{}; }
+
+ private:
+  protocol::RoundStats hierarchical(uint64_t round) {
+    std::vector<float> before(params_.begin(), params_.end());
+    try {
+      return hierarchical_.run_round(membership_.view_at(round), membership_.labels(), round, params_);
+    } catch (const protocol::PeerTimeout&) {
+      // A group member failed mid-round: keep our own replica whole (the
+      // group collectives work in place) and go on; membership evicts the
+      // dead one.
+      std::copy(before.begin(), before.end(), params_.begin());
+      hierarchical_.reset();
+      protocol::RoundStats skipped;
+      skipped.segments_skipped = options_.segments.size();
+      return skipped;
+    }
+  }
+
+  Membership& membership_;
+  trainer::Trainer& trainer_;
+  const GossipWorkerOptions& options_;
+  std::span<float> params_;
+  protocol::CrossoverGossip flat_;
+  protocol::HierarchicalCrossover hierarchical_;
+  std::unique_ptr<protocol::OverlappedRound> overlapped_;
+};
+
+// SGP: the numerators x live here; the model holds z = x / w for the gradients.
+class PushSumProtocol : public GossipWorker::Protocol {
+ public:
+  PushSumProtocol(protocol::Node& node, Membership& membership, trainer::Trainer& trainer,
+                  const GossipWorkerOptions& o, const protocol::GossipOptions& g)
+      : membership_(membership),
+        trainer_(trainer),
+        params_(trainer.model().params()),
+        x_(params_.begin(), params_.end()),
+        push_sum_(node, o.segments, g, 1, o.algo == GossipAlgo::kOsgp) {
+    if (!o.push_sum_weights.empty()) push_sum_.set_weights(o.push_sum_weights);
+  }
+  std::span<float> state() override { return x_; }
+  protocol::PushSumGossip* push_sum() override { return &push_sum_; }
+  trainer::StepResult train(std::span<const uint32_t> idx) override {
+    push_sum_.debias(x_, params_);
+    trainer::StepResult r = trainer_.compute_gradients(idx);
+    // The step is taken on z and stored as x = w z: its size on the model is
+    // the learning rate whatever the weights (push_sum.h).
+    trainer_.optimizer().step(params_, trainer_.model().grads(), trainer_.current_lr());
+    push_sum_.rebias(params_, x_);
+    trainer_.count_step();
+    return r;
+  }
+  protocol::RoundStats exchange(uint64_t round) override {
+    return push_sum_.run_round(membership_.view_at(round), round, x_);
+  }
+  std::span<const float> replica() override {
+    push_sum_.debias(x_, params_);
+    return params_;
+  }
+  protocol::RoundStats settle() override {
+    push_sum_.debias(x_, params_);
+    return {};
+  }
+
+ private:
+  Membership& membership_;
+  trainer::Trainer& trainer_;
+  std::span<float> params_;
+  std::vector<float> x_;
+  protocol::PushSumGossip push_sum_;
+};
+
+}  // namespace
+
+void GossipWorker::maybe_measure(uint64_t round, Protocol& protocol) {
+  if (options_.consensus_every == 0 || round % options_.consensus_every != 0) return;
+  const topology::View view = membership_.view_at(round);
+  if (view.size() < 2) return;
+  if (!consensus_group_ || consensus_view_ != view.id()) {
+    protocol::CollectiveOptions copts;
+    copts.timeout = options_.segment_deadline;
+    copts.stop = stop_;
+    // A fresh tag per view: sequence numbers restart without meeting stale ones.
+    consensus_group_ = std::make_unique<protocol::Group>(node_, protocol::tags::range(protocol::tags::User::kConsensus).at(view.id()), view.members(), copts);
+    consensus_view_ = view.id();
+  }
+  double d = 0;
+  try {
+    d = protocol::ConsensusDistance(*consensus_group_).run(protocol.replica());
+  } catch (const protocol::PeerTimeout&) {
+    measure_failures_.add();
+    consensus_group_.reset();  // its sequence may now differ between members
+    return;
+  }
+  consensus_.set(d);
+  state_.update([&](proto::Status& s) {
+    s.set_consensus_distance(d);
+    s.set_consensus_round(round);
+  });
+}
+
+void GossipWorker::account(const protocol::RoundStats& stats) {
+  skipped_.add(static_cast<double>(stats.segments_skipped));
+  bytes_sent_.add(static_cast<double>(stats.bytes_sent));
+  bytes_received_.add(static_cast<double>(stats.bytes_received));
+  state_.update([&](proto::Status& s) {
+    s.set_segments_skipped(s.segments_skipped() + stats.segments_skipped);
+    s.set_bytes_sent(s.bytes_sent() + stats.bytes_sent);
+    s.set_bytes_received(s.bytes_received() + stats.bytes_received);
+  });
+}
+
+ReplicaState GossipWorker::capture(std::span<const float> x, const protocol::PushSumGossip* push_sum) const {
+  ReplicaState st;
+  st.header = options_.snapshot_header;
+  st.header.set_step(trainer_.step_count());
+  st.header.set_epoch(static_cast<uint32_t>(trainer_.step_count() / std::max<size_t>(1, options_.steps_per_epoch)));
+  if (push_sum) {
+    for (double v : push_sum->weights()) st.header.add_push_sum_weights(v);
+  }
+  st.params.assign(x.begin(), x.end());
+  auto opt = trainer_.optimizer().state();
+  st.optimizer.assign(opt.begin(), opt.end());
+  return st;
+}
+
+ReplicaState GossipWorker::split_off_for_joiner(std::span<float> x, protocol::PushSumGossip* push_sum) {
+  if (push_sum) {
+    std::vector<double> w = push_sum->weights();
+    for (size_t s = 0; s < options_.segments.size(); ++s) {
+      const auto& seg = options_.segments[s];
+      for (size_t i = seg.offset; i < seg.offset + seg.length; ++i) x[i] *= 0.5f;
+      w[s] *= 0.5;
+    }
+    push_sum->set_weights(w);
+  }
+  return capture(x, push_sum);
+}
+
+std::unique_ptr<GossipWorker::Protocol> GossipWorker::make_protocol() {
+  protocol::GossipOptions g;
+  g.seed = options_.seed;
+  g.segment_deadline = options_.segment_deadline;
+  g.stop = stop_;
+  g.pace = options_.pace;
+  if (options_.algo == GossipAlgo::kCrossover) {
+    return std::make_unique<CrossoverProtocol>(node_, membership_, trainer_, options_, g);
+  }
+  return std::make_unique<PushSumProtocol>(node_, membership_, trainer_, options_, g);
+}
+
+void GossipWorker::start(std::stop_token stop) {
+  if (!options_.joined) {
+    protocol::CollectiveOptions copts;
+    copts.timeout = options_.startup_timeout;
+    copts.stop = stop;
+    protocol::Group everyone(node_, protocol::tags::first(protocol::tags::User::kStartup), members_, copts);
+    protocol::Barrier(everyone).run();  // every member is up (and knows the segments) before round 0
+    if (options_.resumed) {
+      // Rounds name the topology draws and the segments' sequence: every
+      // member goes on from the same one, the oldest checkpoint's.
+      const uint64_t mine = trainer_.step_count();
+      trainer_.set_step_count(agree_on_oldest_round(everyone, mine));
+      if (trainer_.step_count() != mine) {
+        spdlog::info("node '{}': resuming at round {} with the others (own checkpoint: round {})", node_.id(),
+                     trainer_.step_count(), mine);
+      }
+    }
+  }
+  if (!options_.hierarchical) return;
+  // Groups come from labels every member must know before round 1.
+  const auto deadline = std::chrono::steady_clock::now() + options_.startup_timeout;
+  while (!membership_.labels_known(trainer_.step_count() + 1)) {
+    if (stop.stop_requested()) throw protocol::Aborted(node_.id(), "waiting for group labels");
+    if (std::chrono::steady_clock::now() >= deadline) {
+      throw protocol::TransportError(node_.id(), "",
+                                     "node '" + node_.id() + "': the members' --group labels never all arrived "
+                                     "within --startup-timeout-ms (are all members running with --hierarchical?)");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+void GossipWorker::run(std::stop_token stop) {
+  stop_ = stop;
+  const std::unique_ptr<Protocol> p = make_protocol();
+  start(stop);
+  membership_.arm();
+  loop_.run(
+      options_.steps_per_epoch, stop,
+      [&](std::span<const uint32_t> idx) {
+        // Between two steps: a joiner or a checkpoint may take the state.
+        const uint64_t done = trainer_.step_count();
+        membership_.at_step(done, [&] { return split_off_for_joiner(p->state(), p->push_sum()); });
+        if (options_.checkpointer) options_.checkpointer->at_step(done, [&] { return capture(p->state(), p->push_sum()); });
+        const trainer::StepResult r = p->train(idx);
+        const uint64_t round = trainer_.step_count();
+        {
+          TrainingLoop::CommTimer comm(loop_);
+          account(p->exchange(round));
+        }
+        maybe_measure(round, *p);
+        return r;
+      },
+      [&] { account(p->settle()); });
+  if (options_.checkpointer) options_.checkpointer->write_now(capture(p->state(), p->push_sum()));
+}
+
+std::unique_ptr<Worker> make_gossip_worker(WorkerContext& c, GossipAlgo algo) {
+  const RunOptions& o = c.options;
+  GossipWorkerOptions w;
+  w.algo = algo;
+  w.steps_per_epoch = c.steps_per_epoch;
+  w.seed = c.topology_seed;
+  w.segments = c.segments;
+  w.segment_deadline = std::chrono::milliseconds(o.segment_deadline_ms);
+  w.overlap = o.overlap;
+  w.pace = o.pace;
+  w.hierarchical = o.hierarchical;
+  w.spread = o.group_owner == "root" ? topology::GroupSpread::kRoot : topology::GroupSpread::kSpread;
+  w.consensus_every = o.consensus_every;
+  w.startup_timeout = std::chrono::milliseconds(o.startup_timeout_ms);
+  w.joined = c.joined;
+  w.push_sum_weights = c.push_sum_weights;
+  w.snapshot_header = c.snapshot_header;
+  w.checkpointer = c.checkpointer;
+  w.resumed = c.resumed;
+  return std::make_unique<GossipWorker>(c.node, c.members, c.membership, c.trainer, c.loop, c.state, c.metrics, w);
+}
+
+}  // namespace gossipd::daemon

@@ -1,0 +1,114 @@
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "daemon/cluster/checkpoint.h"
+#include "daemon/cluster/membership.h"
+#include "daemon/observe/metrics.h"
+#include "daemon/worker/training_loop.h"
+#include "daemon/worker/worker.h"
+#include "protocol/crossover.h"
+#include "protocol/node.h"
+#include "protocol/push_sum.h"
+
+namespace gossipd::daemon {
+
+enum class GossipAlgo { kCrossover, kSgp, kOsgp };
+
+struct GossipWorkerOptions {
+  GossipAlgo algo = GossipAlgo::kCrossover;
+  size_t steps_per_epoch = 1;  // the same on every member
+  uint64_t seed = 1;           // topology seed, the same on every member
+  protocol::SegmentTable segments;
+  std::chrono::milliseconds segment_deadline{2000};
+  std::chrono::milliseconds startup_timeout{60000};
+  // Crossover: run each round on a communication thread while the next step
+  // computes (protocol::OverlappedRound). SGP has its own overlap: osgp.
+  bool overlap = false;
+  // Crossover: pace the sends (protocol::GossipOptions::pace).
+  bool pace = false;
+  // Crossover: exact averages inside groups of members with the same
+  // --group label, crossover between groups (protocol::HierarchicalCrossover).
+  bool hierarchical = false;
+  topology::GroupSpread spread = topology::GroupSpread::kSpread;
+  // Measure the consensus distance every this many rounds (0: never).
+  uint64_t consensus_every = 100;
+  // A joiner: no start-up barrier, training starts at the trainer's step
+  // count (set from the admitted round); SGP starts from these weights.
+  bool joined = false;
+  std::vector<double> push_sum_weights;
+  // Filled into every snapshot this worker serves a joiner (schedule, algo).
+  proto::StateHeader snapshot_header;
+  // Writes this worker's checkpoints (nullptr: none).
+  Checkpointer* checkpointer = nullptr;
+  // Restarted from checkpoints with the other initial members: after the
+  // start-up barrier all agree to go on from the oldest round among them.
+  bool resumed = false;
+};
+
+// Decentralized training: every step each member takes an SGD step on its
+// own shard, then one gossip round (Crossover-SGD or SGP) mixes its
+// parameters with peers'. No member waits on one peer: a segment that misses
+// its deadline is skipped and counted (gossipd_segments_skipped_total). For
+// SGP the optimizer updates the push-sum numerators and gradients are taken
+// at the de-biased parameters z = x / w. At every step boundary the worker
+// serves joiners a snapshot (Membership::at_step); for SGP a joiner takes
+// half of this member's numerators and weights, so the total push-sum mass
+// is unchanged by a join.
+class GossipWorker : public Worker {
+ public:
+  // `members`: the initial list, all of whom must be up at start;
+  // `membership` then gives the live view round by round.
+  GossipWorker(protocol::Node& node, std::vector<std::string> members, Membership& membership,
+               trainer::Trainer& trainer, TrainingLoop& loop, WorkerState& state, MetricsRegistry& metrics,
+               GossipWorkerOptions options);
+
+  // Trains; throws Aborted when `stop` fires.
+  void run(std::stop_token stop) override;
+
+  // What differs between the protocols inside one step (gossip_worker.cc).
+  class Protocol;
+
+ private:
+  // Every member is up, resumed members agree on the round, labels are known.
+  void start(std::stop_token stop);
+  void account(const protocol::RoundStats& stats);
+  // Every member calls it after the same rounds (they run in step). A
+  // measurement that fails (a member just died) is skipped, never fatal.
+  void maybe_measure(uint64_t round, Protocol& protocol);
+  // This worker's state (x: the parameters, for SGP the numerators), as a
+  // checkpoint holds it; changes nothing.
+  ReplicaState capture(std::span<const float> x, const protocol::PushSumGossip* push_sum) const;
+  // The state a joiner starts from. For SGP the joiner takes half of this
+  // member's push-sum mass (numerators and weights), so the total is unchanged.
+  ReplicaState split_off_for_joiner(std::span<float> x, protocol::PushSumGossip* push_sum);
+  std::unique_ptr<Protocol> make_protocol();
+
+  protocol::Node& node_;
+  std::vector<std::string> members_;
+  Membership& membership_;
+  trainer::Trainer& trainer_;
+  TrainingLoop& loop_;
+  WorkerState& state_;
+  GossipWorkerOptions options_;
+  Counter& skipped_;
+  Counter& bytes_sent_;
+  Counter& bytes_received_;
+  Gauge& consensus_;
+  Counter& measure_failures_;
+  std::stop_token stop_;
+  std::unique_ptr<protocol::Group> consensus_group_;  // over the view it was built for
+  uint32_t consensus_view_ = 0;  // the id of the view consensus_group_ was built for
+};
+
+// gossipd run's factory for --algo crossover, sgp and osgp.
+std::unique_ptr<Worker> make_gossip_worker(WorkerContext& context, GossipAlgo algo);
+
+// The oldest of the members' rounds (a collective over `group`).
+uint64_t agree_on_oldest_round(protocol::Group& group, uint64_t mine);
+
+}  // namespace gossipd::daemon

@@ -1,0 +1,71 @@
+#include "daemon/worker/modes.h"
+
+#include <algorithm>
+
+#include "daemon/config/cli.h"
+#include "daemon/worker/allreduce_worker.h"
+#include "daemon/worker/gossip_worker.h"
+#include "trainer/models.h"
+
+namespace gossipd::daemon {
+
+std::unique_ptr<trainer::Model> whole_model(const RunOptions& o) {
+  return trainer::make_model(model_options(o.train), o.train.seed);
+}
+
+trainer::SamplerOptions shard_per_member(const RunOptions& o, const Placement& where) {
+  trainer::SamplerOptions s = trainer_options(o.train).sampler;
+  if (where.joining) {
+    s.mode = trainer::SamplingMode::kRandom;
+    s.seed = o.train.seed ^ std::hash<std::string>{}(o.id);
+  } else {
+    s.worker_index = static_cast<int>(where.rank);
+    s.worker_count = static_cast<int>(where.members);
+  }
+  return s;
+}
+
+size_t data_parallel_steps(size_t samples, size_t members, size_t batch) {
+  const size_t per_member = samples / std::max<size_t>(members, 1);
+  return std::max<size_t>(1, per_member / std::max<size_t>(batch, 1));
+}
+
+namespace {
+
+// A data-parallel mode: the whole model on every member, a shard of the data each.
+Mode data_parallel(std::string name, std::string summary, std::function<std::unique_ptr<Worker>(WorkerContext&)> make) {
+  return Mode{std::move(name), std::move(summary), whole_model, shard_per_member, data_parallel_steps, true, true,
+              std::move(make)};
+}
+
+}  // namespace
+
+const std::vector<Mode>& modes() {
+  static const std::vector<Mode> all{
+      data_parallel("allreduce", "AllReduce-SGD: ring allreduce of the gradients every step", make_allreduce_worker),
+      data_parallel("crossover", "Crossover-SGD: segments averaged with peers drawn by random derangements",
+                    [](WorkerContext& c) { return make_gossip_worker(c, GossipAlgo::kCrossover); }),
+      data_parallel("sgp", "Stochastic Gradient Push: push-sum over a time-varying exponential graph",
+                    [](WorkerContext& c) { return make_gossip_worker(c, GossipAlgo::kSgp); }),
+      data_parallel("osgp", "Overlapped SGP: messages folded in one round late",
+                    [](WorkerContext& c) { return make_gossip_worker(c, GossipAlgo::kOsgp); }),
+  };
+  return all;
+}
+
+const Mode& find_mode(std::string_view name) {
+  for (const Mode& m : modes()) {
+    if (m.name == name) return m;
+  }
+  std::string names;
+  for (const Mode& m : modes()) names += (names.empty() ? "" : ", ") + m.name;
+  throw UsageError("--algo " + std::string(name) + " is not a mode; the modes are " + names);
+}
+
+std::vector<std::string> mode_names() {
+  std::vector<std::string> names;
+  for (const Mode& m : modes()) names.push_back(m.name);
+  return names;
+}
+
+}  // namespace gossipd::daemon

@@ -1,0 +1,61 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "daemon/config/run_options.h"
+#include "daemon/worker/worker.h"
+#include "trainer/model.h"
+#include "trainer/sampler.h"
+
+namespace gossipd::daemon {
+
+// Where this process stands when gossipd run sets it up.
+struct Placement {
+  size_t rank = 0;      // among the initial members (sorted ids)
+  size_t members = 1;   // initial members
+  bool joining = false; // entering a running cluster
+};
+
+// One value of --algo: how gossipd run sets up a process of this mode. A new
+// mode is a Worker of its own plus one entry in modes(); gossipd run,
+// --check-config and gossipctl compare all read the list. The defaults are
+// data parallelism: every process holds the whole model and trains on its
+// own shard.
+struct Mode {
+  std::string name;
+  std::string summary;  // one line, for --help and compare's report
+  // The model this process trains: the whole replica, or its shard of it.
+  std::function<std::unique_ptr<trainer::Model>(const RunOptions&)> model;
+  // The samples this process trains on.
+  std::function<trainer::SamplerOptions(const RunOptions&, const Placement&)> sampler;
+  // Steps per epoch, the same on every process of the cluster.
+  std::function<size_t(size_t samples, size_t members, size_t batch)> steps_per_epoch;
+  // Whether a worker may enter a running cluster (--join).
+  bool accepts_joins = true;
+  // Whether --checkpoint-dir works: a checkpoint holds the state the worker
+  // serves a joiner (ReplicaState: parameters, optimizer, step, its mode's extras).
+  bool checkpoints = true;
+  std::function<std::unique_ptr<Worker>(WorkerContext&)> make_worker;
+};
+
+// Every mode, in the order --help lists them.
+const std::vector<Mode>& modes();
+// The mode called `name`; throws UsageError naming the modes there are.
+const Mode& find_mode(std::string_view name);
+std::vector<std::string> mode_names();
+
+// The data-parallel defaults, for modes to reuse.
+std::unique_ptr<trainer::Model> whole_model(const RunOptions& options);
+// The initial members split the data into shards; a joiner samples the whole
+// set, with a stream of its own.
+trainer::SamplerOptions shard_per_member(const RunOptions& options, const Placement& where);
+// Every member makes the same number of steps: the data over the members, in batches.
+size_t data_parallel_steps(size_t samples, size_t members, size_t batch);
+
+}  // namespace gossipd::daemon

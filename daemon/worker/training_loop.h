@@ -1,0 +1,100 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <stop_token>
+#include <string>
+
+#include "daemon/worker/background_eval.h"
+#include "daemon/observe/metrics.h"
+#include "daemon/observe/metrics_log.h"
+#include "daemon/observe/worker_state.h"
+#include "trainer/trainer.h"
+
+namespace gossipd::daemon {
+
+// The epoch/step loop every worker runs, whatever its protocol, and what it
+// reports: per step the round and rate in /status and gossipd_rounds_total;
+// per evaluation (at each epoch's end, and `evals_per_epoch - 1` more times
+// evenly inside each epoch) the model's test accuracy as it stands, /status,
+// the gauges, one --metrics-out JSON line and one progress line.
+//
+// With an `eval_model` the evaluations run in the background
+// (BackgroundEvaluator) on a copy of the parameters taken at the evaluation
+// point, and training goes on meanwhile; the figures are those of that copy
+// (the same to the bit as evaluating inline), and a record's times
+// (wall_seconds, train_seconds) are those of the point where the copy was
+// taken. The results are published on the training thread, in order, at the
+// first step after they are complete; evaluations the idle cycles have not
+// yet reached wait their turn (up to BackgroundEvaluator::max_pending(), the
+// training thread finishing the oldest beyond that), and run() returns once
+// the last one is published, the training thread finishing those still
+// waiting. Without an `eval_model`, evaluations run on the training thread.
+class TrainingLoop {
+ public:
+  // One training step on the given samples (the protocol's work included).
+  using Step = std::function<trainer::StepResult(std::span<const uint32_t>)>;
+  // Called before each evaluation (SGP puts the de-biased parameters in place).
+  using BeforeEval = std::function<void()>;
+
+  TrainingLoop(std::string id, trainer::Trainer& trainer, const trainer::Dataset& test, WorkerState& state,
+                MetricsRegistry& metrics, JsonLinesWriter& log, int epochs, bool quiet, int evals_per_epoch = 1,
+                std::unique_ptr<trainer::Model> eval_model = nullptr);
+
+  // Runs `epochs` epochs of `steps` steps each (the same count on every
+  // member); checks `stop` between steps and throws protocol::Aborted.
+  void run(size_t steps, std::stop_token stop, const Step& step, const BeforeEval& before_eval = nullptr);
+
+  // Counts the time from construction to destruction as communication: the
+  // training thread waiting on the protocol's exchange (a gossip round, an
+  // allreduce). Reported per round in /status, --metrics-out and compare's
+  // summary as comm_ms_per_round, and in gossipd_comm_seconds_total.
+  class CommTimer {
+   public:
+    explicit CommTimer(TrainingLoop& loop) : loop_(loop), start_(std::chrono::steady_clock::now()) {}
+    ~CommTimer();
+    CommTimer(const CommTimer&) = delete;
+    CommTimer& operator=(const CommTimer&) = delete;
+
+   private:
+    TrainingLoop& loop_;
+    std::chrono::steady_clock::time_point start_;
+  };
+
+ private:
+  void step_done(uint64_t round, double running_loss);
+  double comm_ms_per_round(uint64_t round) const;
+  // An evaluation after `progress` epochs (fractional inside an epoch);
+  // `epoch` is the number of epochs completed.
+  void evaluated(uint32_t epoch, double progress, double train_loss, double train_accuracy, size_t samples,
+                 double seconds);
+  // The test figures of the evaluation `rec` was made for: /status, the
+  // gauges, the JSON line and the progress line.
+  void publish(proto::EpochRecord rec, const trainer::EvalResult& ev, const std::string& param_hash);
+
+  std::string id_;
+  trainer::Trainer& trainer_;
+  const trainer::Dataset& test_;
+  WorkerState& state_;
+  JsonLinesWriter& log_;
+  int epochs_;
+  bool quiet_;
+  int evals_per_epoch_;
+  Counter& rounds_;
+  Gauge& epoch_gauge_;
+  Gauge& loss_gauge_;
+  Gauge& accuracy_gauge_;
+  Counter& comm_total_;
+  double comm_seconds_ = 0;  // CommTimers on the training thread, since run() began
+  // The training thread evaluating or waiting for an evaluation, since run()
+  // began (not training time, not in the round rate).
+  double eval_seconds_ = 0;
+  std::chrono::steady_clock::time_point start_;
+  uint64_t start_round_ = 0;  // a joiner starts at the round it was admitted at
+  std::unique_ptr<BackgroundEvaluator> background_;  // last: stops before the members it publishes to
+};
+
+}  // namespace gossipd::daemon
