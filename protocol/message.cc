@@ -32,14 +32,11 @@ OutFrame OutFrame::borrowed(const void* data, size_t size, std::shared_ptr<const
   return OutFrame{data, size, std::move(owner)};
 }
 
-const std::byte* Frame::data() const {
-  if (const auto* m = std::get_if<zmq::message_t>(&storage_)) return static_cast<const std::byte*>(m->data());
-  return std::get<std::vector<std::byte>>(storage_).data();
-}
-
-size_t Frame::size() const {
-  if (const auto* m = std::get_if<zmq::message_t>(&storage_)) return m->size();
-  return std::get<std::vector<std::byte>>(storage_).size();
+Frame::Frame(std::vector<std::byte> bytes) {
+  auto buf = std::make_shared<const std::vector<std::byte>>(std::move(bytes));
+  data_ = buf->data();
+  size_ = buf->size();
+  owner_ = std::move(buf);
 }
 
 OutFrame envelope_frame(const proto::Envelope& envelope) {

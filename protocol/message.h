@@ -1,13 +1,10 @@
 #pragma once
 
-#include <zmq.hpp>
-
 #include <bit>
 #include <cstddef>
 #include <memory>
 #include <span>
 #include <string>
-#include <variant>
 #include <vector>
 
 #include "proto/gossip.pb.h"
@@ -38,19 +35,24 @@ struct OutFrame {
   static OutFrame borrowed(const void* data, size_t size, std::shared_ptr<const void> owner);
 };
 
-// One received frame; owns its bytes (a zmq message or a heap buffer) so a
-// collective can reduce straight from it without a copy.
+// One received frame; keeps its bytes alive (a transport's receive buffer or
+// a heap buffer) so a collective can reduce straight from it without a copy.
+// Which transport's buffer it is stays behind the transport.
 class Frame {
  public:
   Frame() = default;
-  explicit Frame(zmq::message_t msg) : storage_(std::move(msg)) {}
-  explicit Frame(std::vector<std::byte> bytes) : storage_(std::move(bytes)) {}
+  explicit Frame(std::vector<std::byte> bytes);
+  // `size` bytes at `data`, valid while `owner` lives.
+  Frame(const std::byte* data, size_t size, std::shared_ptr<const void> owner)
+      : owner_(std::move(owner)), data_(data), size_(size) {}
 
-  const std::byte* data() const;
-  size_t size() const;
+  const std::byte* data() const { return data_; }
+  size_t size() const { return size_; }
 
  private:
-  std::variant<std::vector<std::byte>, zmq::message_t> storage_;
+  std::shared_ptr<const void> owner_;
+  const std::byte* data_ = nullptr;
+  size_t size_ = 0;
 };
 
 // Frames as the transport delivered them, before validation. `peer` is the

@@ -1,5 +1,10 @@
 #include "protocol/node.h"
 
+#include <zmq.hpp>
+
+#include "protocol/zap_handler.h"
+#include "protocol/zmq_transport.h"
+
 
 namespace gossipd::protocol {
 
@@ -8,7 +13,7 @@ Node::Node(NodeOptions options)
       reject_log_(options_.id, counters_, options_.reject_log_interval),
       validator_(options_.validation, reject_log_),
       mailbox_(reject_log_, 10000, options_.max_queued_bytes) {
-  context_.emplace(options_.io_threads);
+  context_ = std::make_unique<zmq::context_t>(options_.io_threads);
   // The ZAP handler must be bound before the CURVE ROUTER, or libzmq lets
   // every client in.
   if (options_.curve) zap_ = std::make_unique<ZapHandler>(*context_, options_.curve->allowed_client_keys);
@@ -72,5 +77,7 @@ void Node::close() {
   // The context is destroyed last (member order); closing it waits for
   // sockets, which are all closed (linger 0) by now.
 }
+
+uint64_t Node::zap_refused() const { return zap_ ? zap_->refused() : 0; }
 
 }  // namespace gossipd::protocol

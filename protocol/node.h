@@ -1,7 +1,5 @@
 #pragma once
 
-#include <zmq.hpp>
-
 #include <atomic>
 #include <memory>
 #include <optional>
@@ -10,10 +8,15 @@
 #include "protocol/dispatcher.h"
 #include "protocol/fault_injection.h"
 #include "protocol/inproc_transport.h"
-#include "protocol/zap_handler.h"
-#include "protocol/zmq_transport.h"
+
+// ZeroMQ stays behind the transport: only node.cc and the ZeroMQ files see it.
+namespace zmq {
+class context_t;
+}
 
 namespace gossipd::protocol {
+
+class ZapHandler;
 
 struct NodeOptions {
   std::string id;                          // node id, unique in the cluster
@@ -23,7 +26,7 @@ struct NodeOptions {
   int io_threads = 1;                      // libzmq I/O threads
   int send_hwm = 1000;
   int recv_hwm = 1000;
-  int send_buffer_bytes = ZmqTransportOptions::kDefaultSendBufferBytes;  // per connection, see there
+  int send_buffer_bytes = kDefaultSendBufferBytes;  // per connection (transport.h)
   // Inbound bytes one sender may have waiting in the mailbox (Mailbox).
   size_t max_queued_bytes = size_t{1} << 30;
   std::chrono::milliseconds reject_log_interval{10000};
@@ -67,7 +70,7 @@ class Node {
   RejectCounters& counters() { return counters_; }
   RejectLog& reject_log() { return reject_log_; }
   // Clients the ZAP handler turned away (0 without CURVE).
-  uint64_t zap_refused() const { return zap_ ? zap_->refused() : 0; }
+  uint64_t zap_refused() const;
   // Injected loss, duplication and reordering start here (the delay applies
   // from the start): a start-up barrier has no retransmission, training does
   // not need one.
@@ -84,7 +87,7 @@ class Node {
   void start();
 
   NodeOptions options_;
-  std::optional<zmq::context_t> context_;
+  std::unique_ptr<zmq::context_t> context_;
   std::unique_ptr<ZapHandler> zap_;
   RejectCounters counters_;
   RejectLog reject_log_;

@@ -9,6 +9,13 @@
 
 namespace gossipd::protocol {
 
+// SO_SNDBUF of every connection: what TCP may hold unsent or unacknowledged
+// towards one peer. The default lets one wake-up of the I/O thread move a
+// whole pipeline piece on fast links (loopback, 10 Gbit/s). On a slow link
+// all of it can sit in the host's queue ahead of a small control message:
+// there ~5 ms of the link rate is enough (tests/bench/README.md).
+constexpr int kDefaultSendBufferBytes = 4 << 20;
+
 // How daemons move frames. Narrow on purpose: protocols and collectives are
 // written against this, and tests swap in the in-process implementation.
 // send() may be called from several threads; receive() from one thread only.

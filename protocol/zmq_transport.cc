@@ -164,7 +164,8 @@ std::optional<RawMessage> ZmqTransport::receive(std::chrono::milliseconds timeou
     zmq::message_t part;
     if (!router_.recv(part, zmq::recv_flags::dontwait)) break;
     more = part.more();
-    raw.frames.emplace_back(std::move(part));
+    auto owned = std::make_shared<zmq::message_t>(std::move(part));
+    raw.frames.emplace_back(static_cast<const std::byte*>(owned->data()), owned->size(), owned);
   }
   return raw;
 }

@@ -23,13 +23,7 @@ struct ZmqTransportOptions {
   // connection before it is buffered). 0 = off; the validator checks totals.
   int64_t max_frame_bytes = 0;
   std::optional<CurveOptions> curve;             // off when empty
-  // SO_SNDBUF of every connection: what TCP may hold unsent or unacknowledged
-  // towards one peer. The default lets one wake-up of the I/O thread move a
-  // whole pipeline piece on fast links (loopback, 10 Gbit/s). On a slow link
-  // all of it can sit in the host's queue ahead of a small control message:
-  // there ~5 ms of the link rate is enough (README, "Send buffers").
-  static constexpr int kDefaultSendBufferBytes = 4 << 20;
-  int send_buffer_bytes = kDefaultSendBufferBytes;
+  int send_buffer_bytes = kDefaultSendBufferBytes;  // SO_SNDBUF (transport.h)
 };
 
 // ZeroMQ transport: one ROUTER bound for inbound, one DEALER per peer.

@@ -15,7 +15,7 @@ protocol::NodeOptions node_options(const RunOptions& o) {
   n.validation.max_message_bytes = o.max_message_bytes;
   n.validation.max_members = o.max_members;
   n.max_queued_bytes = o.max_queued_bytes;
-  static_assert(RunOptions::kMaxSendBufferKb * 1024 == protocol::ZmqTransportOptions::kDefaultSendBufferBytes,
+  static_assert(RunOptions::kMaxSendBufferKb * 1024 == protocol::kDefaultSendBufferBytes,
                 "gossipd run's default send buffer is the transport's");
   n.send_buffer_bytes = o.send_buffer_kb * 1024;
   n.faults.delay = std::chrono::milliseconds(o.delay_ms);
