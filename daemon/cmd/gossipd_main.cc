@@ -15,7 +15,7 @@ int main(int argc, char** argv) {
   using namespace gossipd::daemon;
   CLI::App app("gossipd: decentralized training worker (Crossover-SGD, SGP, AllReduce-SGD)", "gossipd");
   app.require_subcommand(1);
-  app.set_version_flag("--version", "gossipd 0.1.0");
+  app.set_version_flag("--version", version_line("gossipd"));
   TrainCommandOptions train;
   CLI::App* train_cmd = add_train_command(app, train);
   RunOptions run;

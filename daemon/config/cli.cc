@@ -61,6 +61,10 @@ void sleep_unless_stopped(std::chrono::steady_clock::duration d, std::stop_token
   cv.wait_for(lock, stop, d, [] { return false; });
 }
 
+const char* version() { return GOSSIPD_VERSION; }
+
+std::string version_line(const std::string& program) { return program + " " + version(); }
+
 void set_blas_threads(int threads) { openblas_set_num_threads(threads < 1 ? 1 : threads); }
 
 struct SignalWatcher::Impl {

@@ -56,6 +56,12 @@ class SignalWatcher {
 // Sleeps for `d`, or less when `stop` fires.
 void sleep_unless_stopped(std::chrono::steady_clock::duration d, std::stop_token stop);
 
+// The version, as project(VERSION) in the top CMakeLists.txt defines it.
+const char* version();
+
+// "PROG VERSION" for --version.
+std::string version_line(const std::string& program);
+
 // Sets the number of OpenBLAS threads for this process (>= 1).
 void set_blas_threads(int threads);
 

@@ -54,6 +54,7 @@ int main(int argc, char** argv) {
   gossipd::daemon::tune_allocator();
   CLI::App app("gossipctl: operator tool for gossipd clusters", "gossipctl");
   app.require_subcommand(1);
+  app.set_version_flag("--version", version_line("gossipctl"));
   CLI::App* bench = app.add_subcommand("bench", "Benchmarks that print JSON lines");
   bench->require_subcommand(1);
 

@@ -216,7 +216,7 @@ INSTANTIATE_TEST_SUITE_P(
     Reasons, JoinRefusal,
     ::testing::Values(Refusal{"AnotherModel", {}, {"--hidden", "32"}, {"--model and --hidden"}},
                       Refusal{"AFullCluster", {"--max-members", "2"}, {}, {"the cluster is full", "--max-members 2"}}),
-    [](const auto& info) { return std::string(info.param.name); });
+    [](const auto& p) { return std::string(p.param.name); });
 
 TEST(JoinRefused, NoMemberAtTheEndpointIsAClearError) {
   TempDir dir("gossipd_join");

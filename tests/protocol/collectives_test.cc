@@ -128,9 +128,9 @@ TEST_P(RingTest, BroadcastFromLastRank) {
 INSTANTIATE_TEST_SUITE_P(SizesAndCounts, RingTest,
                          ::testing::Combine(::testing::Range<size_t>(1, 9),
                                             ::testing::Values<size_t>(0, 1, 7, 1000, 1 << 20)),
-                         [](const auto& info) {
-                           return "n" + std::to_string(std::get<0>(info.param)) + "_count" +
-                                  std::to_string(std::get<1>(info.param));
+                         [](const auto& p) {
+                           return "n" + std::to_string(std::get<0>(p.param)) + "_count" +
+                                  std::to_string(std::get<1>(p.param));
                          });
 
 class BarrierTest : public ::testing::TestWithParam<size_t> {};

@@ -142,7 +142,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::Values(Kind::kCrossover, Kind::kCrossoverOverlap, Kind::kCrossoverPaced,
                                          Kind::kHierarchical, Kind::kSgp, Kind::kOsgp, Kind::kAllreduce),
                        ::testing::Values(2, 3, 4, 5, 6, 7, 8)),
-    [](const auto& info) { return name(std::get<0>(info.param)) + "_n" + std::to_string(std::get<1>(info.param)); });
+    [](const auto& p) { return name(std::get<0>(p.param)) + "_n" + std::to_string(std::get<1>(p.param)); });
 
 // Push-sum under 10% message loss: every lost message takes its mass, so
 // unchecked weights shrink by ~5% a round (to ~1e-9 after 400 rounds) and a
@@ -286,7 +286,7 @@ TEST_P(SilentPeer, CostsSkippedSegmentsNotAHang) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Crossover, SilentPeer, ::testing::Bool(),
-                         [](const auto& info) { return info.param ? "Paced" : "Unpaced"; });
+                         [](const auto& p) { return p.param ? "Paced" : "Unpaced"; });
 
 // Pacing's repeat, step by step: the receiver's "ready" note to its sender
 // is lost (taken out of the sender's mailbox here). The receiver, waiting
@@ -339,7 +339,7 @@ TEST_P(LostNote, IsRepeatedByTheWaitingReceiver) {
 }
 
 INSTANTIATE_TEST_SUITE_P(CrossoverPaced, LostNote, ::testing::Values(0, 50),
-                         [](const auto& info) { return info.param ? "Renudge50ms" : "NoRenudge"; });
+                         [](const auto& p) { return p.param ? "Renudge50ms" : "NoRenudge"; });
 
 }  // namespace
 }  // namespace gossipd::protocol
