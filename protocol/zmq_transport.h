@@ -27,7 +27,7 @@ struct ZmqTransportOptions {
   // towards one peer. The default lets one wake-up of the I/O thread move a
   // whole pipeline piece on fast links (loopback, 10 Gbit/s). On a slow link
   // all of it can sit in the host's queue ahead of a small control message:
-  // there ~5 ms of the link rate is enough (README, "Send buffers").
+  // there ~5 ms of the link rate is enough (tests/bench/README.md, "Send buffers").
   static constexpr int kDefaultSendBufferBytes = 4 << 20;
   int send_buffer_bytes = kDefaultSendBufferBytes;
 };
