@@ -28,8 +28,9 @@ struct GossipOptions {
   // round's receivers, waiting at most deadline / 8). On a bandwidth-bound
   // network a worker that ran ahead would otherwise push next-round segments
   // onto links that still carry the ones the others wait for, and the rounds
-  // drift apart (measured in the README). Whoever is still waiting repeats
-  // its notes every deadline / 8, so a lost note costs time, not the segment.
+  // drift apart (measured in tests/bench/README.md, "Pace"). Whoever is still
+  // waiting repeats its notes every deadline / 8, so a lost note costs time,
+  // not the segment.
   bool pace = false;
   std::stop_token stop;
 };
