@@ -1,18 +1,13 @@
 #include "protocol/push_sum.h"
 
 #include <cmath>
+#include <optional>
 
 #include "protocol/collective_channel.h"
 #include "protocol/errors.h"
 #include "topology/exponential_graph.h"
 
 namespace gossipd::protocol {
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-}  // namespace
-
 PushSumGossip::PushSumGossip(Node& node, SegmentTable segments, GossipOptions options, size_t peers, bool overlap)
     : node_(node),
       segments_(std::move(segments)),
@@ -65,50 +60,70 @@ RoundStats PushSumGossip::run_round(const topology::View& view, uint64_t round, 
   auto self = view.index_of(node_.id());
   if (!self) throw ProtocolConfigError("node '" + node_.id() + "' is not in the view it gossips over");
   if (view.size() < 2) return stats;
-  const auto out = topology::exponential_out_peers(view.size(), *self, round, peers_);
-  const float share = 1.0f / static_cast<float>(out.size() + 1);
-  {
-    // The receiving side finishes the round (fold_in), not the sender.
-    SegmentInbox sender(node_, kTag, round, /*finish=*/false);
-    for (uint32_t s = 0; s < segments_.size(); ++s) {
-      const auto& seg = segments_[s];
-      auto xs = x.subspan(seg.offset, seg.length);
-      for (float& v : xs) v *= share;  // keep our share; push the same share
-      weights_[s] *= share;
-      size_t failed = 0;
-      for (size_t to : out) {
-        const size_t bytes = sender.send(view.member(to), s, xs, weights_[s], options_.segment_deadline);
-        stats.segments_sent += bytes > 0;
-        stats.bytes_sent += bytes;
-        failed += bytes == 0;
-      }
-      if (failed > 0) {  // a push that could not leave stays with us: no mass is lost
-        const float keep = static_cast<float>(1 + failed);
-        for (float& v : xs) v *= keep;
-        weights_[s] *= keep;
+  // Plain SGP receives this round (opened first, so that with pacing its
+  // in-peers hear at once that they may push); OSGP folds the previous one.
+  std::optional<SegmentInbox> receiving;
+  if (!overlap_) {
+    receiving.emplace(node_, kTag, round);
+    if (pacing()) {
+      for (size_t from : topology::exponential_in_peers(view.size(), *self, round, peers_)) {
+        receiving->announce_ready(view.member(from));
       }
     }
   }
-  // Plain SGP folds this round in now; OSGP folds the previous one.
-  if (!overlap_) {
-    fold_in(view, round, x, stats);
+  push(view, round, x, Clock::now() + options_.segment_deadline, stats);
+  // What is folded in gets a deadline of its own from here.
+  if (receiving) {
+    fold_in(view, *receiving, x, Clock::now() + options_.segment_deadline, stats);
   } else if (round > 0) {
-    fold_in(view, round - 1, x, stats);
+    SegmentInbox previous(node_, kTag, round - 1);
+    fold_in(view, previous, x, Clock::now() + options_.segment_deadline, stats);
   }
   keep_weights_up(x);
   return stats;
 }
 
-size_t PushSumGossip::fold_in(const topology::View& view, uint64_t round, std::span<float> x, RoundStats& stats) {
+void PushSumGossip::push(const topology::View& view, uint64_t round, std::span<float> x,
+                         Clock::time_point deadline, RoundStats& stats) {
   const size_t self = *view.index_of(node_.id());
-  const auto in = topology::exponential_in_peers(view.size(), self, round, peers_);
-  const auto deadline = Clock::now() + options_.segment_deadline;
-  SegmentInbox inbox(node_, kTag, round);
-  size_t folded = 0;
+  const auto out = topology::exponential_out_peers(view.size(), self, round, peers_);
+  const float share = 1.0f / static_cast<float>(out.size() + 1);
+  // The receiving side finishes the round (fold_in), not the sender.
+  SegmentInbox sender(node_, kTag, round, /*finish=*/false);
+  std::vector<bool> ready(out.size(), !pacing());
+  for (uint32_t s = 0; s < segments_.size(); ++s) {
+    const auto& seg = segments_[s];
+    auto xs = x.subspan(seg.offset, seg.length);
+    for (float& v : xs) v *= share;  // keep our share; push the same share
+    weights_[s] *= share;
+    size_t failed = 0;
+    for (size_t k = 0; k < out.size(); ++k) {
+      const std::string& to = view.member(out[k]);
+      // Pacing: push only once the receiver is in this round (or a whole
+      // deadline has passed: it skips the segment anyway, and we keep it).
+      if (!ready[k]) ready[k] = sender.await_ready(to, deadline, options_.stop, renudge());
+      if (!ready[k] && options_.stop.stop_requested()) throw Aborted(node_.id(), "push-sum round");
+      const size_t bytes = ready[k] ? sender.send(to, s, xs, weights_[s], options_.segment_deadline) : 0;
+      stats.segments_sent += bytes > 0;
+      stats.bytes_sent += bytes;
+      failed += bytes == 0;
+    }
+    if (failed > 0) {  // a push that could not leave stays with us: no mass is lost
+      const float keep = static_cast<float>(1 + failed);
+      for (float& v : xs) v *= keep;
+      weights_[s] *= keep;
+    }
+  }
+}
+
+void PushSumGossip::fold_in(const topology::View& view, SegmentInbox& inbox, std::span<float> x,
+                            Clock::time_point deadline, RoundStats& stats) {
+  const size_t self = *view.index_of(node_.id());
+  const auto in = topology::exponential_in_peers(view.size(), self, inbox.round(), peers_);
   for (uint32_t s = 0; s < segments_.size(); ++s) {
     const auto& seg = segments_[s];
     for (size_t from : in) {
-      auto msg = inbox.receive(view.member(from), s, seg.length, deadline, options_.stop);
+      auto msg = inbox.receive(view.member(from), s, seg.length, deadline, options_.stop, renudge());
       if (!msg) {
         if (options_.stop.stop_requested()) throw Aborted(node_.id(), "push-sum round");
         ++stats.segments_skipped;
@@ -124,10 +139,8 @@ size_t PushSumGossip::fold_in(const topology::View& view, uint64_t round, std::s
       weights_[s] += msg->envelope.push_sum_weight();
       ++stats.segments_received;
       stats.bytes_received += seg.length * sizeof(float);
-      ++folded;
     }
   }
-  return folded;
 }
 
 }  // namespace gossipd::protocol

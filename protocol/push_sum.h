@@ -1,5 +1,7 @@
 #pragma once
 
+#include <algorithm>
+#include <chrono>
 #include <span>
 #include <vector>
 
@@ -17,6 +19,12 @@ namespace gossipd::protocol {
 // segment so that a skipped segment (the sender's and receiver's sums stay
 // in step) never biases another. With `overlap` (OSGP) a round sends
 // without waiting and folds in the previous round's messages instead.
+//
+// Pacing (GossipOptions::pace, plain SGP only): a member tells this round's
+// in-peers that it is in the round, and pushes to an out-peer only once that
+// one has said so; on a bandwidth-bound network a member that ran ahead
+// would otherwise push onto links that still carry the round the others
+// wait for. Whoever still waits repeats its notes every deadline / 8.
 //
 // Lost messages take their mass with them: under loss the weights shrink
 // round after round (by 5% a round at 10% loss). Two things keep training
@@ -44,7 +52,17 @@ class PushSumGossip {
   static constexpr double kMinWeight = 0.25;
 
  private:
-  size_t fold_in(const topology::View& view, uint64_t round, std::span<float> x, RoundStats& stats);
+  using Clock = std::chrono::steady_clock;
+  bool pacing() const { return options_.pace && !overlap_; }
+  std::chrono::milliseconds renudge() const {
+    return pacing() ? std::max(std::chrono::milliseconds(1), options_.segment_deadline / 8) : std::chrono::milliseconds(0);
+  }
+  // This round's pushes: a share of every segment to each out-peer.
+  void push(const topology::View& view, uint64_t round, std::span<float> x, Clock::time_point deadline,
+            RoundStats& stats);
+  // Adds what the in-peers of `inbox`'s round pushed.
+  void fold_in(const topology::View& view, SegmentInbox& inbox, std::span<float> x, Clock::time_point deadline,
+               RoundStats& stats);
   void keep_weights_up(std::span<float> x);
 
   Node& node_;

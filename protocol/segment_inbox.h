@@ -45,6 +45,8 @@ class SegmentInbox {
                                  std::chrono::steady_clock::time_point deadline, std::stop_token stop,
                                  std::chrono::milliseconds renudge = std::chrono::milliseconds(0));
 
+  uint64_t round() const { return round_; }
+
   // Pacing (GossipOptions::pace): tells `peer` that this node is in this
   // round, so it may send its segments now.
   void announce_ready(const std::string& peer);

@@ -63,8 +63,8 @@ void check_run_options(const RunOptions& o) {
   }
   if (o.hierarchical && o.algo != "crossover") throw UsageError("--hierarchical is for --algo crossover");
   if (o.hierarchical && o.overlap) throw UsageError("--hierarchical and --overlap do not combine yet; pick one");
-  if (o.pace && (o.algo != "crossover" || o.hierarchical)) {
-    throw UsageError("--pace is for flat --algo crossover (not sgp, allreduce or --hierarchical)");
+  if (o.pace && ((o.algo != "crossover" && o.algo != "sgp") || o.hierarchical)) {
+    throw UsageError("--pace is for flat --algo crossover and sgp (not osgp, allreduce or --hierarchical)");
   }
   if (o.failure_timeout_ms <= 2 * o.heartbeat_ms) {
     throw UsageError("--failure-timeout-ms must be more than twice --heartbeat-ms, or live members get evicted");

@@ -26,7 +26,7 @@ using testing::TestCluster;
 const SegmentTable kSegments{{0, 300}, {300, 500}, {800, 1}, {801, 199}};
 constexpr size_t kFloats = 1000;
 
-enum class Kind { kCrossover, kCrossoverOverlap, kCrossoverPaced, kHierarchical, kSgp, kOsgp, kAllreduce };
+enum class Kind { kCrossover, kCrossoverOverlap, kCrossoverPaced, kHierarchical, kSgp, kSgpPaced, kOsgp, kAllreduce };
 
 std::string name(Kind k) {
   switch (k) {
@@ -35,6 +35,7 @@ std::string name(Kind k) {
     case Kind::kCrossoverPaced: return "CrossoverPaced";
     case Kind::kHierarchical: return "Hierarchical";
     case Kind::kSgp: return "Sgp";
+    case Kind::kSgpPaced: return "SgpPaced";
     case Kind::kOsgp: return "Osgp";
     case Kind::kAllreduce: return "Allreduce";
   }
@@ -98,7 +99,7 @@ TEST_P(Averaging, ReplicasReachTheExactInitialMean) {
   GossipOptions opts;
   opts.seed = 42;
   opts.segment_deadline = std::chrono::milliseconds(10000);
-  opts.pace = kind == Kind::kCrossoverPaced;
+  opts.pace = kind == Kind::kCrossoverPaced || kind == Kind::kSgpPaced;
   testing::expect_no_errors(cluster.run([&](size_t rank) {
     Node& node = cluster.node(rank);
     auto x = initial(rank);
@@ -140,7 +141,8 @@ TEST_P(Averaging, ReplicasReachTheExactInitialMean) {
 INSTANTIATE_TEST_SUITE_P(
     Protocols, Averaging,
     ::testing::Combine(::testing::Values(Kind::kCrossover, Kind::kCrossoverOverlap, Kind::kCrossoverPaced,
-                                         Kind::kHierarchical, Kind::kSgp, Kind::kOsgp, Kind::kAllreduce),
+                                         Kind::kHierarchical, Kind::kSgp, Kind::kSgpPaced, Kind::kOsgp,
+                                         Kind::kAllreduce),
                        ::testing::Values(2, 3, 4, 5, 6, 7, 8)),
     [](const auto& p) { return name(std::get<0>(p.param)) + "_n" + std::to_string(std::get<1>(p.param)); });
 
