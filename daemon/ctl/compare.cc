@@ -37,6 +37,14 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
+// Whether the workers pace their sends (--pace auto: where links are capped).
+bool pacing(const CompareOptions& o) { return o.pace == "on" || (o.pace == "auto" && !o.bandwidth.empty()); }
+
+// Protocols that pace: flat crossover and plain SGP.
+bool pace_capable(const std::string& algo, int groups) {
+  return (algo == "crossover" && groups <= 1) || algo == "sgp";
+}
+
 // What every worker is given as --send-buffer-kb, 0 for nothing.
 int send_buffer_kb(const CompareOptions& o) {
   if (o.send_buffer_kb > 0) return o.send_buffer_kb;
@@ -150,6 +158,7 @@ class Comparison {
                   : "tcp://127.0.0.1:" + std::to_string(ports_.at(static_cast<size_t>(k)));
   }
   std::string http_host(int k) const { return hosts_ ? hosts_->address(k) : "127.0.0.1"; }
+  bool paces(const std::string& algo) const { return pacing(o_) && pace_capable(algo, o_.groups); }
   // Steps per epoch of `algo`'s workers (the mode decides).
   size_t steps(const std::string& algo) const {
     return find_mode(algo).steps_per_epoch(train_samples(), static_cast<size_t>(o_.workers), o_.batch);
@@ -178,7 +187,7 @@ class Comparison {
     if (algo == "crossover" && o_.groups > 1) {
       a.insert(a.end(), {"--hierarchical", "--group", "g" + std::to_string(i % o_.groups)});
     }
-    if (algo == "crossover" && o_.pace) a.push_back("--pace");
+    if (paces(algo)) a.push_back("--pace");
     if (const int kb = send_buffer_kb(o_); kb > 0) a.insert(a.end(), {"--send-buffer-kb", std::to_string(kb)});
     return a;
   }
@@ -327,7 +336,7 @@ class Comparison {
       << " epochs of " << summary_.train_samples() << " Fashion-MNIST training samples shared among them, batch "
       << o_.batch << " per worker, learning rate " << o_.lr << " (cosine), seed " << o_.seed << ", segments "
       << o_.segments << (o_.groups > 1 ? ", crossover hierarchical in " + std::to_string(o_.groups) + " groups" : "")
-      << (o_.pace ? ", crossover paced (--pace)" : "")
+      << (pacing(o_) ? ", crossover and sgp paced (--pace)" : "")
       << (o_.evals_per_epoch > 1 ? ", test accuracy evaluated " + std::to_string(o_.evals_per_epoch) + " times per epoch"
                                  : std::string())
       << "; test set " << summary_.test_samples() << " samples.";
@@ -387,7 +396,11 @@ CLI::App* add_compare_command(CLI::App& app, CompareOptions& o) {
       ->check(CLI::Range(0, 60000))
       ->capture_default_str();
   cmd->add_flag("--netns", o.netns, "One network namespace per worker on a private bridge (root)");
-  cmd->add_flag("--pace", o.pace, "Crossover paces its sends (gossipd run --pace; for bandwidth-bound networks)");
+  cmd->add_option("--pace", o.pace,
+                  "Crossover and SGP pace their sends (gossipd run --pace): on, off, or auto = on where --bandwidth "
+                  "caps the links")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->capture_default_str();
   cmd->add_option("--bandwidth", o.bandwidth, "With --netns: cap every host's link, e.g. 100mbit (tc tbf)")
       ->check([](const std::string& v) {
         return is_tc_rate(v) ? std::string() : "use a tc rate like 100mbit";
@@ -440,7 +453,9 @@ int run_compare(const CompareOptions& o) {
   std::stop_source stop;
   SignalWatcher signals(stop);
   if (o.groups > o.workers) throw UsageError("--groups " + std::to_string(o.groups) + " is more than --workers");
-  if (o.groups > 1 && o.pace) throw UsageError("--pace is for flat crossover: drop --groups or --pace");
+  if (o.groups > 1 && o.pace == "on" && o.algos == std::vector<std::string>{"crossover"}) {
+    throw UsageError("--pace on is for flat crossover and sgp: drop --groups or --pace");
+  }
   require_gnuplot();
   const std::string gossipd = find_gossipd(o);
   if (access(gossipd.c_str(), X_OK) != 0) {

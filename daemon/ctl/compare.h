@@ -29,7 +29,9 @@ struct CompareOptions {
   // a "host" with its own address; `bandwidth` (tc rate, e.g. 100mbit) caps
   // every host's link in both directions.
   bool netns = false;
-  bool pace = false;  // crossover runs with --pace
+  // Crossover and SGP pace their sends (gossipd run --pace): "on", "off", or
+  // "auto": on where the links are capped (`bandwidth`), off on loopback.
+  std::string pace = "auto";
   std::string bandwidth;
   int delay_ms = 0;  // injected in the workers' transport (the kernel has no netem)
   // gossipd run --send-buffer-kb for every worker of every protocol; 0: with

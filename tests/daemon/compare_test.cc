@@ -83,6 +83,7 @@ TEST_F(CompareTest, ThreeProtocolsGiveASummaryPlotsAndAReport) {
     EXPECT_NE(html.find("<td> " + algo + " </td>"), std::string::npos) << algo;
   }
   EXPECT_NE(html.find("<svg"), std::string::npos) << "plots are embedded";
+  EXPECT_EQ(md.find("paced"), std::string::npos) << "loopback does not pace by default: " << md;
   // Piped stdout: plain progress lines, no terminal control codes.
   EXPECT_EQ(r.out.find("\033["), std::string::npos);
   EXPECT_NE(r.out.find("report in " + out), std::string::npos) << r.out;
@@ -269,6 +270,7 @@ TEST_F(CompareTest, NetnsHostsHaveTheirOwnAddressesAndAreRemoved) {
   const std::string report = daemon::read_file(out + "/report.md");
   EXPECT_NE(report.find("100mbit per host"), std::string::npos) << report;
   EXPECT_NE(report.find("62 KiB send buffers"), std::string::npos) << report;  // ~5 ms of 100 mbit
+  EXPECT_NE(report.find("paced (--pace)"), std::string::npos) << "capped links pace by default: " << report;
   EXPECT_EQ(run({"/usr/sbin/ip", "netns", "list"}, 10s).out, netns_before) << "a namespace was left behind";
   EXPECT_EQ(run({"/usr/sbin/ip", "-o", "link"}, 10s).out, links_before) << "a link was left behind";
 }

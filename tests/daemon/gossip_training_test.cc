@@ -104,7 +104,7 @@ TEST(GossipFlags, BadGossipFlagsAreOneLine) {
       {{"--algo", "crossover", "--segments", "0"}, "--segments '0'"},
       {{"--algo", "sgp", "--overlap"}, "--algo osgp"},
       {{"--algo", "sgp", "--hierarchical"}, "--hierarchical is for --algo crossover"},
-      {{"--algo", "sgp", "--pace"}, "--pace is for flat --algo crossover"},
+      {{"--algo", "osgp", "--pace"}, "--pace is for flat --algo crossover and sgp"},
       {{"--algo", "crossover", "--hierarchical", "--group", "g0", "--pace"}, "--pace is for flat --algo crossover"},
       {{"--join", "tcp://h:1", "--peers", "w1=tcp://h:2"}, "--join and --peers are alternatives"},
       {{"--listen", "tcp://0.0.0.0:7000", "--join", "tcp://h:1"}, "say with --advertise"},
