@@ -21,6 +21,7 @@
 #include "daemon/ctl/child_process.h"
 #include "daemon/config/cli.h"
 #include "daemon/ctl/compare_hosts.h"
+#include "daemon/ctl/compare_presets.h"
 #include "daemon/ctl/compare_report.h"
 #include "daemon/observe/http_client.h"
 #include "daemon/observe/metrics_log.h"
@@ -113,6 +114,9 @@ TrainFlags train_flags(const CompareOptions& o) {
   f.epochs = o.epochs;
   f.batch = o.batch;
   f.lr = o.lr;
+  f.optimizer = o.optimizer;
+  f.lars_eta = o.lars_eta;
+  f.warmup_epochs = o.warmup_epochs;
   f.seed = o.seed;
   f.threads = o.threads;
   f.train_limit = o.train_limit;
@@ -180,6 +184,8 @@ class Comparison {
                        http_host(i) + ":0", "--cluster-id", "compare-" + algo, "--consensus-every", std::to_string(steps(algo)),
                        "--metrics-out", dir + "/" + id + ".jsonl", "--params-out", dir + "/" + id + ".params",
                        "--evals-per-epoch", std::to_string(o_.evals_per_epoch)});
+    if (o_.optimizer != "sgd") a.insert(a.end(), {"--optimizer", o_.optimizer, "--lars-eta", format("%g", o_.lars_eta)});
+    if (o_.warmup_epochs > 0) a.insert(a.end(), {"--warmup-epochs", format("%g", o_.warmup_epochs)});
     if (o_.train_limit > 0) a.insert(a.end(), {"--train-limit", std::to_string(o_.train_limit)});
     if (o_.test_limit > 0) a.insert(a.end(), {"--test-limit", std::to_string(o_.test_limit)});
     if (!o_.data.empty()) a.insert(a.end(), {"--data", o_.data});
@@ -334,7 +340,10 @@ class Comparison {
       << (send_buffer_kb(o_) > 0 ? ", " + std::to_string(send_buffer_kb(o_)) + " KiB send buffers" : std::string())
       << ", model " << o_.model << ", " << o_.epochs
       << " epochs of " << summary_.train_samples() << " Fashion-MNIST training samples shared among them, batch "
-      << o_.batch << " per worker, learning rate " << o_.lr << " (cosine), seed " << o_.seed << ", segments "
+      << o_.batch << " per worker, learning rate " << o_.lr << " (cosine"
+      << (o_.warmup_epochs > 0 ? ", " + format("%g", o_.warmup_epochs) + " epochs of warm-up" : std::string()) << ")"
+      << (o_.optimizer == "lars" ? ", LARS (eta " + format("%g", o_.lars_eta) + ")" : std::string()) << ", seed "
+      << o_.seed << ", segments "
       << o_.segments << (o_.groups > 1 ? ", crossover hierarchical in " + std::to_string(o_.groups) + " groups" : "")
       << (pacing(o_) ? ", crossover and sgp paced (--pace)" : "")
       << (o_.evals_per_epoch > 1 ? ", test accuracy evaluated " + std::to_string(o_.evals_per_epoch) + " times per epoch"
@@ -357,98 +366,6 @@ class Comparison {
 
 }  // namespace
 
-CLI::App* add_compare_command(CLI::App& app, CompareOptions& o) {
-  CLI::App* cmd = app.add_subcommand("compare", "Train with each protocol in turn on local workers and report");
-  cmd->add_option("--workers", o.workers, "gossipd processes per protocol")->check(CLI::Range(1, 64))
-      ->capture_default_str();
-  cmd->add_option("--algos", o.algos, "Protocols to run, in order")->delimiter(',')->check(CLI::IsMember(mode_names()))
-      ->capture_default_str();
-  cmd->add_option("--model", o.model, "Model")->check(CLI::IsMember(trainer::model_names()))->capture_default_str();
-  cmd->add_option("--epochs", o.epochs, "Epochs of data per worker")->check(CLI::Range(1, 100000))
-      ->capture_default_str();
-  cmd->add_option("--batch", o.batch, "Batch size per worker")->check(CLI::Range(1, 65536))->capture_default_str();
-  cmd->add_option("--lr", o.lr, "Learning rate (the same schedule for every protocol)")->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  cmd->add_option("--segments", o.segments, "Gossip unit: fine, coarse or N")->capture_default_str();
-  cmd->add_option("--groups", o.groups, "Crossover: hierarchical over this many groups (1: flat)")
-      ->check(CLI::Range(1, 64))->capture_default_str();
-  cmd->add_option("--seed", o.seed, "Seed for model, data split and topology")->capture_default_str();
-  cmd->add_option("--train-limit", o.train_limit, "Use only the first N training samples (0: all)")
-      ->capture_default_str();
-  cmd->add_option("--test-limit", o.test_limit, "Use only the first N test samples (0: all)")->capture_default_str();
-  cmd->add_option("--data", o.data, "Fashion-MNIST directory (default: the Debian package's)");
-  cmd->add_option("--target", o.target, "Accuracy whose time-to is reported")->check(CLI::Range(0.0, 1.0))
-      ->capture_default_str();
-  cmd->add_option("--evals-per-epoch", o.evals_per_epoch,
-                  "Test-set evaluations per epoch (gossipd run --evals-per-epoch): the resolution of the time to "
-                  "--target and of the accuracy curves")
-      ->check(CLI::Range(1, 1000))
-      ->capture_default_str();
-  cmd->add_option("--threads", o.threads, "OpenBLAS threads per worker")->check(CLI::Range(1, 256))
-      ->capture_default_str();
-  cmd->add_option("--out", o.out, "Directory for metrics, summary.json, plots and the report")->required();
-  cmd->add_option("--gossipd", o.gossipd, "The gossipd binary (default: next to gossipctl)");
-  cmd->add_option("--preset", o.preset,
-                  "large-batch: global batch x1, x4, x16 with the lr scaled; scaling: 4, 8, 16 workers at a fixed "
-                  "global batch (--batch x 4)")
-      ->check(CLI::IsMember({"large-batch", "scaling"}));
-  cmd->add_option("--delay-ms", o.delay_ms, "Latency added to every message, in the workers' transport")
-      ->check(CLI::Range(0, 60000))
-      ->capture_default_str();
-  cmd->add_flag("--netns", o.netns, "One network namespace per worker on a private bridge (root)");
-  cmd->add_option("--pace", o.pace,
-                  "Crossover and SGP pace their sends (gossipd run --pace): on, off, or auto = on where --bandwidth "
-                  "caps the links")
-      ->check(CLI::IsMember({"auto", "on", "off"}))
-      ->capture_default_str();
-  cmd->add_option("--bandwidth", o.bandwidth, "With --netns: cap every host's link, e.g. 100mbit (tc tbf)")
-      ->check([](const std::string& v) {
-        return is_tc_rate(v) ? std::string() : "use a tc rate like 100mbit";
-      });
-  cmd->add_option("--send-buffer-kb", o.send_buffer_kb,
-                  "gossipd run --send-buffer-kb for every worker; 0: ~5 ms of --bandwidth when given, else the "
-                  "daemon's default")
-      ->check(CLI::Range(0, RunOptions::kMaxSendBufferKb))
-      ->capture_default_str();
-  return cmd;
-}
-
-namespace {
-
-struct Config {
-  std::string name;
-  CompareOptions options;
-  double x;  // the preset's axis: workers or global batch
-};
-
-std::vector<Config> preset_configs(const CompareOptions& o) {
-  std::vector<Config> out;
-  if (o.preset == "large-batch") {
-    for (int k : {1, 4, 16}) {
-      Config c{"batch-x" + std::to_string(k), o, 0};
-      c.options.batch = o.batch * static_cast<size_t>(k);
-      c.options.lr = o.lr * static_cast<float>(k);
-      c.x = static_cast<double>(c.options.batch * static_cast<size_t>(o.workers));
-      out.push_back(c);
-    }
-  } else if (o.preset == "scaling") {
-    const size_t global = o.batch * 4;  // --batch is the per-worker batch at 4 workers
-    for (int n : {4, 8, 16}) {
-      Config c{"n" + std::to_string(n), o, static_cast<double>(n)};
-      c.options.workers = n;
-      c.options.batch = std::max<size_t>(1, global / static_cast<size_t>(n));
-      c.options.groups = std::min(o.groups, n);
-      out.push_back(c);
-    }
-  } else {
-    out.push_back({"", o, static_cast<double>(o.workers)});
-  }
-  return out;
-}
-
-
-}  // namespace
-
 int run_compare(const CompareOptions& o) {
   std::stop_source stop;
   SignalWatcher signals(stop);
@@ -466,7 +383,7 @@ int run_compare(const CompareOptions& o) {
     throw UsageError("--bandwidth caps the links between namespaces: use it with --netns");
   }
   prepare_out_dir(o.out);
-  const std::vector<Config> configs = preset_configs(o);
+  const std::vector<PresetRun> configs = preset_runs(o);
   proto::ComparePreset preset;
   preset.set_preset(o.preset);
   for (const auto& cfg : configs) {
@@ -491,12 +408,7 @@ int run_compare(const CompareOptions& o) {
   if (!o.preset.empty()) {
     std::vector<PresetConfig> rows;
     for (const auto& c : configs) rows.push_back({c.name, c.options.workers, c.options.batch, c.options.lr, c.x});
-    const std::string description =
-        o.preset == "scaling"
-            ? "Workers 4, 8 and 16 at a fixed global batch of " + std::to_string(o.batch * 4) + "."
-            : "Global batch x1, x4 and x16 at " + std::to_string(o.workers) +
-                  " workers, learning rate scaled alike (from " + format("%g", o.lr) + ").";
-    write_preset_report(o.out, preset, description, o.preset == "scaling", o.target, rows);
+    write_preset_report(o.out, preset, preset_description(o), o.preset == "scaling", o.target, rows);
   }
   std::printf("gossipctl compare: report in %s/report.md%s\n", o.out.c_str(),
               o.preset.empty() ? (" and " + o.out + "/report.html (summary.json, plots *.svg)").c_str()

@@ -1,12 +1,13 @@
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
-#include "daemon/config/cli.h"  // CLI::App, declared
-
 namespace gossipd::daemon {
 
+// What `gossipctl compare` was asked to do (flags: compare_flags.cc).
 struct CompareOptions {
   int workers = 4;
   std::vector<std::string> algos{"crossover", "sgp", "allreduce"};
@@ -14,6 +15,9 @@ struct CompareOptions {
   int epochs = 3;
   size_t batch = 64;
   float lr = 0.05f;
+  std::string optimizer = "sgd";  // sgd | lars (gossipd run --optimizer)
+  float lars_eta = 0.001f;
+  float warmup_epochs = 0.0f;
   std::string segments = "fine";
   int groups = 1;  // > 1: crossover runs hierarchical over this many --group labels
   uint64_t seed = 1;
@@ -37,15 +41,8 @@ struct CompareOptions {
   // gossipd run --send-buffer-kb for every worker of every protocol; 0: with
   // `bandwidth`, link_send_buffer_kb of it, else the daemon's default.
   int send_buffer_kb = 0;
-  // The Crossover-SGD paper's two experiments at our scale:
-  //  large-batch: --workers fixed, global batch x1, x4, x16 with the
-  //               learning rate scaled alike (linear scaling rule);
-  //  scaling:     4, 8 and 16 workers at a fixed global batch (--batch x 4).
-  std::string preset;
+  std::string preset;  // large-batch | scaling (compare_presets.h)
 };
-
-
-CLI::App* add_compare_command(CLI::App& app, CompareOptions& options);
 
 // Runs each protocol in turn as `workers` local gossipd processes with the
 // same data, model, seed, batch and schedule, shows progress, and writes

@@ -8,6 +8,7 @@
 #include "daemon/config/cli.h"
 #include "daemon/ctl/collect.h"
 #include "daemon/ctl/compare.h"
+#include "daemon/ctl/compare_flags.h"
 #include "protocol/curve.h"
 #include "daemon/bench/trainer_bench.h"
 #include "trainer/models.h"

@@ -1,0 +1,35 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "daemon/ctl/compare.h"
+
+namespace gossipd::daemon {
+
+// One configuration of a --preset: its name (a subdirectory of --out), the
+// options its comparison runs with, and its place on the preset's axis
+// (workers, or the global batch).
+struct PresetRun {
+  std::string name;
+  CompareOptions options;
+  double x = 0;
+};
+
+// The Crossover-SGD paper's two experiments at our scale:
+//  large-batch: --workers fixed, global batch x1, x4, x16, trained with the
+//               paper's large-batch recipe: the learning rate scaled
+//               linearly with the batch, LARS and a linear warm-up;
+//  scaling:     4, 8 and 16 workers at a fixed global batch (--batch x 4).
+// Without a preset, one unnamed run of `options` itself.
+std::vector<PresetRun> preset_runs(const CompareOptions& options);
+
+// The sentence that describes the preset on top of its report.
+std::string preset_description(const CompareOptions& options);
+
+// The large-batch recipe (preset large-batch): LARS with this trust
+// coefficient and this many epochs of warm-up, at every batch size.
+constexpr float kLargeBatchLarsEta = 0.02f;
+constexpr float kLargeBatchWarmupEpochs = 2.0f;
+
+}  // namespace gossipd::daemon
