@@ -7,6 +7,7 @@
 
 #include "tests/support/cluster.h"
 #include "tests/support/http_client.h"
+#include "tests/support/wait.h"
 
 namespace gossipd::testing {
 namespace {

@@ -2,12 +2,13 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdio>
-#include <regex>
 
 #include "daemon/cluster/membership.h"
 #include "tests/support/cluster.h"
 #include "tests/support/http_client.h"
+#include "tests/support/wait.h"
 
 namespace gossipd::testing {
 namespace {
@@ -20,10 +21,8 @@ const std::vector<std::string> kGossip{"--algo",         "crossover", "--epochs"
                                        "32",             "--segment-deadline-ms", "400", "--heartbeat-ms",
                                        "100",            "--failure-timeout-ms", "1500"};
 
-bool lists(const std::string& status, const std::string& id) {
-  const auto members = status.find("\"members\":[");
-  const auto end = status.find(']', members);
-  return members != std::string::npos && status.substr(members, end - members).find("\"" + id + "\"") != std::string::npos;
+bool lists(const proto::Status& status, const std::string& id) {
+  return std::find(status.members().begin(), status.members().end(), id) != status.members().end();
 }
 
 TEST(DepartedSet, RemembersWhichIncarnationLeftAndForgetsTheOldestPastItsCapacity) {
@@ -57,7 +56,7 @@ class FiveWorkers : public ::testing::Test {
       ASSERT_GT(ports_.back(), 0) << cluster_->proc(i).err();
     }
     for (int i = 0; i < 5; ++i) {
-      ASSERT_TRUE(wait_until([&] { return round_of(http_get(ports_[i], "/status")) > 0; }, 60s))
+      ASSERT_TRUE(wait_until([&] { return fetch_status(ports_[i]).round() > 0; }, 60s))
           << "worker " << i << " never trained";
     }
   }
@@ -68,7 +67,7 @@ class FiveWorkers : public ::testing::Test {
     EXPECT_TRUE(wait_until(
         [&] {
           for (int i : live) {
-            if (lists(http_get(ports_[i], "/status"), gone)) return false;
+            if (lists(fetch_status(ports_[i]), gone)) return false;
           }
           return true;
         },
@@ -86,15 +85,16 @@ TEST_F(FiveWorkers, ASigkilledMemberIsEvictedAndTheRestKeepTraining) {
   const auto took = until_dropped({0, 1, 2, 3}, "w4", 10s);
   // Failure timeout 1.5 s, heartbeats every 0.1 s: evicted within 2.5 s.
   EXPECT_LE(took, 2500ms);
-  const std::string status = http_get(ports_[0], "/status");
-  EXPECT_NE(status.find("\"view_changes\":1"), std::string::npos) << status;
+  EXPECT_EQ(fetch_status(ports_[0]).view_changes(), 1u);
   // Rounds advance after the eviction, on every survivor.
   for (int i = 0; i < 4; ++i) {
-    const uint64_t before = round_of(http_get(ports_[i], "/status"));
-    EXPECT_TRUE(wait_until([&] { return round_of(http_get(ports_[i], "/status")) >= before + 20; }, 30s))
+    const uint64_t before = fetch_status(ports_[i]).round();
+    EXPECT_TRUE(wait_until([&] { return fetch_status(ports_[i]).round() >= before + 20; }, 30s))
         << "worker " << i << " stalled at round " << before;
   }
-  EXPECT_NE(http_get(ports_[0], "/metrics").find("gossipd_members 4"), std::string::npos);
+  const MetricsText metrics = fetch_metrics(ports_[0]);
+  EXPECT_EQ(metrics.value("gossipd_members"), 4) << metrics;
+  EXPECT_EQ(metrics.value("gossipd_members_evicted_total"), 1) << metrics;
 }
 
 TEST_F(FiveWorkers, ASigtermedMemberIsDroppedInUnderASecond) {
@@ -103,7 +103,7 @@ TEST_F(FiveWorkers, ASigtermedMemberIsDroppedInUnderASecond) {
   EXPECT_LT(took, 1s);
   ASSERT_TRUE(cluster_->proc(3).wait(5s));
   EXPECT_EQ(cluster_->proc(3).exit_code(), 0) << cluster_->proc(3).err();
-  EXPECT_NE(http_get(ports_[0], "/metrics").find("gossipd_members_evicted_total 0"), std::string::npos)
+  EXPECT_EQ(fetch_metrics(ports_[0]).value("gossipd_members_evicted_total"), 0)
       << "a graceful leave is not an eviction";
 }
 
@@ -118,17 +118,17 @@ TEST_F(FiveWorkers, ARestartedMemberRejoinsUnderItsOwnId) {
   ASSERT_GT(port, 0) << cluster_->proc(j).err();
   ASSERT_TRUE(wait_until(
       [&] {
-        const std::string s = http_get(port, "/status");
-        return s.find("\"state\":\"training\"") != std::string::npos && round_of(s) > 0;
+        const proto::Status s = fetch_status(port);
+        return s.state() == "training" && s.round() > 0;
       },
       30s))
       << cluster_->proc(j).err();
   for (int i = 0; i < 4; ++i) {
-    EXPECT_TRUE(wait_until([&] { return lists(http_get(ports_[i], "/status"), "w4"); }, 10s)) << "worker " << i;
+    EXPECT_TRUE(wait_until([&] { return lists(fetch_status(ports_[i]), "w4"); }, 10s)) << "worker " << i;
   }
   // The new incarnation trains with the others: its round keeps advancing.
-  const uint64_t before = round_of(http_get(port, "/status"));
-  EXPECT_TRUE(wait_until([&] { return round_of(http_get(port, "/status")) >= before + 20; }, 30s));
+  const uint64_t before = fetch_status(port).round();
+  EXPECT_TRUE(wait_until([&] { return fetch_status(port).round() >= before + 20; }, 30s));
   EXPECT_NE(cluster_->proc(j).out().find("joined through w0"), std::string::npos) << cluster_->proc(j).out();
   const std::string contact = cluster_->proc(0).out();
   std::printf("[ measured ] the contact %s\n",

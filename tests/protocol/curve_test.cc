@@ -1,7 +1,6 @@
 // CURVE on: only holders of the cluster key can connect and deliver.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
 #include <zmq.hpp>
 
 #include <filesystem>
@@ -9,6 +8,7 @@
 #include "protocol/curve.h"
 #include "protocol/errors.h"
 #include "tests/protocol/test_cluster.h"
+#include "tests/support/temp_dir.h"
 
 namespace gossipd::protocol {
 namespace {
@@ -54,8 +54,6 @@ constexpr int kHandshakeFailed =
 class CurveTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / ("gossipd-curve-" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir_);
     const KeyPair cluster = generate_keypair();
     write_secret_key_file(dir_ / "cluster.key", cluster);
     write_public_key_file(dir_ / "cluster.pub", cluster.public_key);
@@ -63,8 +61,6 @@ class CurveTest : public ::testing::Test {
     server_ = make_node("server", cluster_);
     server_->validator().add_member("member");
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
   static std::unique_ptr<Node> make_node(const std::string& id, std::optional<CurveOptions> curve) {
     NodeOptions o;
     o.id = id;
@@ -93,7 +89,8 @@ class CurveTest : public ::testing::Test {
     s.send(zmq::buffer(bytes), zmq::send_flags::dontwait);
   }
 
-  std::filesystem::path dir_;
+  gossipd::testing::TempDir tmp_{"gossipd_curve"};
+  const std::filesystem::path dir_ = tmp_.path();
   CurveOptions cluster_;
   std::unique_ptr<Node> server_;
   zmq::context_t ctx_;

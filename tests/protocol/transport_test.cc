@@ -2,8 +2,6 @@
 // implementations behind the same interface.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <cstdio>
 
 #include "protocol/fault_injection.h"
@@ -11,6 +9,7 @@
 #include "protocol/inproc_transport.h"
 #include "protocol/zmq_transport.h"
 #include "tests/protocol/test_cluster.h"
+#include "tests/support/temp_dir.h"
 
 namespace gossipd::protocol {
 namespace {
@@ -118,7 +117,8 @@ TEST(FaultInjection, HoldsEveryMessageForTheDelayAndKeepsOrder) {
 }
 
 TEST(ZmqTransport, IpcEndpoint) {
-  const std::string path = "ipc:///tmp/gossipd-test-" + std::to_string(::getpid()) + ".sock";
+  gossipd::testing::TempDir dir("gossipd_ipc");
+  const std::string path = "ipc://" + dir.file("b.sock");
   zmq::context_t ctx;
   ZmqTransport a(ctx, options("a", "tcp://127.0.0.1:0"));
   ZmqTransport b(ctx, options("b", path));
