@@ -1,12 +1,12 @@
-// Transports: endpoints, multipart delivery, zero-copy release, both
-// implementations behind the same interface.
+// The ZeroMQ transport's own behaviour (endpoints, kernel buffers,
+// zero-copy release), fault injection, and Nodes in one process. What every
+// transport promises is in transport_contract_test.cc.
 #include <gtest/gtest.h>
 
 #include <cstdio>
 
 #include "protocol/fault_injection.h"
 #include "protocol/errors.h"
-#include "protocol/inproc_transport.h"
 #include "protocol/zmq_transport.h"
 #include "tests/protocol/test_cluster.h"
 #include "tests/support/temp_dir.h"
@@ -161,19 +161,6 @@ TEST(ZmqTransport, DisconnectReleasesQueuedFramesForADeadPeer) {
   EXPECT_FALSE(watch.expired());
   a.reset("ghost");
   EXPECT_TRUE(testing::wait_until([&] { return watch.expired(); }, std::chrono::seconds(5)));
-}
-
-TEST(ZmqTransport, SendToUnknownPeerIsAConfigError) {
-  zmq::context_t ctx;
-  ZmqTransport a(ctx, options("a"));
-  EXPECT_THROW(a.send("nobody", two_frames("x", "y"), std::chrono::seconds(1)), PeerGone);
-}
-
-TEST(InProcTransport, SameContractAsZmq) {
-  InProcHub hub;
-  InProcTransport a(hub, "a");
-  InProcTransport b(hub, "b");
-  exchange(a, b);
 }
 
 TEST(Node, SeveralNodesInOneProcessExchangeControlMessages) {
