@@ -81,6 +81,8 @@ TEST_P(Join, AFifthWorkerJoinsWithoutStallingTheOthers) {
     all_five = all_five && fetch_status(joiner_port).members_size() == 5;
     if (all_five && !all_listed_after) all_listed_after = Clock::now() - launched;
     joiner_evaluated = !accuracies(dir.file("w4")).empty();
+    // A sampling loop (it measures the round gaps), not a wait: the period
+    // bounds how finely a gap is seen.
     std::this_thread::sleep_for(20ms);
   }
   ASSERT_TRUE(all_listed_after) << "not every worker lists five members: " << c.proc(j).err();

@@ -79,6 +79,8 @@ TEST(CollectiveFailure, StopTokenAbortsABlockedCall) {
   Group g(cluster.node(0), 1, cluster.ids(), o);
   std::vector<float> v(1000, 1.0f);
   std::jthread aborter([&] {
+    // The sleep is the point: n1 never joins, so by now the call is blocked
+    // waiting for it, and the stop must end the wait.
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     stop.request_stop();
   });
