@@ -132,6 +132,9 @@ TEST(AllreduceSgd, CurveClusterTrainsAndAStrangerKeyIsLockedOut) {
     for (int i = 0; i < 2; ++i) {
       ASSERT_TRUE(c.proc(i).wait(120s));
       EXPECT_EQ(c.proc(i).exit_code(), 0) << c.proc(i).err();
+      // Trained: the epoch's every step, over the encrypted connections.
+      EXPECT_NE(c.proc(i).out().find("done: round " + std::to_string(3000 / 2 / 32) + " "), std::string::npos)
+          << c.proc(i).out();
     }
   }
   // w1 holds another cluster's keys: w0 refuses it and reports at start-up.

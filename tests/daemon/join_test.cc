@@ -183,6 +183,7 @@ TEST_P(JoinRefusal, TheJoinerIsRefusedInOneLineAndTheClusterTrainsOn) {
   ASSERT_TRUE(c.proc(j).wait(30s));
   EXPECT_EQ(c.proc(j).exit_code(), 2);
   const std::string err = c.proc(j).err();
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << "one line: " << err;
   EXPECT_NE(err.find("refused"), std::string::npos) << err;
   for (const auto& says : GetParam().says) EXPECT_NE(err.find(says), std::string::npos) << err;
   // The cluster did not take it and kept training.

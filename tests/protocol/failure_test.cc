@@ -48,7 +48,8 @@ TEST(CollectiveFailure, SilentRankGivesPeerTimeoutNamingItWithinTwiceTheTimeout)
   EXPECT_EQ(outcomes[1].peer, "n0");
 }
 
-TEST(CollectiveFailure, ClosedNodeMidwayGivesPeerTimeout) {
+// The peer is closed before the call (no "midway": the call cannot tell).
+TEST(CollectiveFailure, AClosedPeerGivesPeerTimeoutNamingIt) {
   constexpr auto kTimeout = std::chrono::milliseconds(700);
   TestCluster cluster(2);
   cluster.node(1).close();  // dead: sockets gone

@@ -147,20 +147,29 @@ TEST(ZmqTransport, ZeroCopyOwnerIsReleasedAfterSend) {
   EXPECT_TRUE(testing::wait_until([&] { return watch.expired(); }, std::chrono::seconds(5)));
 }
 
-TEST(ZmqTransport, DisconnectReleasesQueuedFramesForADeadPeer) {
+// Frames queued for a peer that never answers are freed (their owners
+// released) both when the peer is reset and when it is disconnected.
+TEST(ZmqTransport, ResetAndDisconnectReleaseQueuedFramesForADeadPeer) {
   zmq::context_t ctx;
   ZmqTransport a(ctx, options("a"));
-  a.connect("ghost", "tcp://127.0.0.1:1");  // nobody listens: frames stay queued
-  auto buffer = std::make_shared<std::vector<float>>(1 << 16);
-  std::weak_ptr<std::vector<float>> watch = buffer;
-  std::vector<OutFrame> frames;
-  frames.push_back(OutFrame::from_string("env"));
-  frames.push_back(OutFrame::borrowed(buffer->data(), buffer->size() * 4, buffer));
-  buffer.reset();
-  a.send("ghost", std::move(frames), std::chrono::seconds(1));
-  EXPECT_FALSE(watch.expired());
-  a.reset("ghost");
-  EXPECT_TRUE(testing::wait_until([&] { return watch.expired(); }, std::chrono::seconds(5)));
+  for (const bool reset : {true, false}) {
+    a.connect("ghost", "tcp://127.0.0.1:1");  // nobody listens: frames stay queued
+    auto buffer = std::make_shared<std::vector<float>>(1 << 16);
+    std::weak_ptr<std::vector<float>> watch = buffer;
+    std::vector<OutFrame> frames;
+    frames.push_back(OutFrame::from_string("env"));
+    frames.push_back(OutFrame::borrowed(buffer->data(), buffer->size() * 4, buffer));
+    buffer.reset();
+    a.send("ghost", std::move(frames), std::chrono::seconds(1));
+    EXPECT_FALSE(watch.expired());
+    if (reset) {
+      a.reset("ghost");
+    } else {
+      a.disconnect("ghost");
+    }
+    EXPECT_TRUE(testing::wait_until([&] { return watch.expired(); }, std::chrono::seconds(5)))
+        << (reset ? "reset" : "disconnect") << " kept the frames";
+  }
 }
 
 TEST(Node, SeveralNodesInOneProcessExchangeControlMessages) {
