@@ -12,6 +12,8 @@
 #include "tests/support/cluster.h"
 #include "tests/support/http_client.h"
 #include "tests/support/process.h"
+#include "tests/support/temp_dir.h"
+#include "tests/support/wait.h"
 
 namespace gossipd::testing {
 namespace {
@@ -46,20 +48,25 @@ TEST(AllreduceSgd, StatusAndMetricsWhileTraining) {
   Cluster c(2, with(kSmallRun, {"--epochs", "1000", "--quiet"}));
   const uint16_t port = c.http_port(0);
   ASSERT_GT(port, 0) << c.proc(0).out() << c.proc(0).err();
-  std::string status;
-  ASSERT_TRUE(wait_until([&] {
-    status = http_get(port, "/status");
-    return status.find("\"state\":\"training\"") != std::string::npos &&
-           status.find("\"round\":\"0\"") == std::string::npos;
-  }, 60s)) << status;
-  for (const char* key : {"\"id\":\"w0\"", "\"algo\":\"allreduce\"", "\"members\":[\"w0\",\"w1\"]", "\"epoch\":",
-                          "\"loss\":", "\"test_accuracy\":"}) {
-    EXPECT_NE(status.find(key), std::string::npos) << key << " in " << status;
-  }
-  std::string metrics = http_get(port, "/metrics");
-  EXPECT_NE(metrics.find("gossipd_rounds_total "), std::string::npos) << metrics;
-  EXPECT_NE(metrics.find("gossipd_members 2"), std::string::npos) << metrics;
-  EXPECT_NE(metrics.find("gossipd_messages_rejected_total{reason=\"cluster\"} 0"), std::string::npos) << metrics;
+  proto::Status status;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        status = fetch_status(port);
+        return status.state() == "training" && status.round() > 0 && status.epoch() >= 1;
+      },
+      60s))
+      << status.DebugString();
+  EXPECT_EQ(status.id(), "w0");
+  EXPECT_EQ(status.algo(), "allreduce");
+  EXPECT_EQ(std::vector<std::string>(status.members().begin(), status.members().end()),
+            (std::vector<std::string>{"w0", "w1"}));
+  // An epoch is done: its loss and evaluation are in.
+  EXPECT_GT(status.loss(), 0.0);
+  EXPECT_GT(status.test_accuracy(), 0.0);
+  const MetricsText metrics = fetch_metrics(port);
+  EXPECT_GE(metrics.value("gossipd_rounds_total").value_or(0), 1) << metrics;
+  EXPECT_EQ(metrics.value("gossipd_members"), 2) << metrics;
+  EXPECT_EQ(metrics.value("gossipd_messages_rejected_total", {{"reason", "cluster"}}), 0) << metrics;
 }
 
 TEST(AllreduceSgd, SurvivorsOfASigkilledRankReformTheRingAndEndIdentical) {
@@ -70,10 +77,13 @@ TEST(AllreduceSgd, SurvivorsOfASigkilledRankReformTheRingAndEndIdentical) {
   for (int i = 0; i < c.size(); ++i) {
     const uint16_t port = c.http_port(i);
     ASSERT_GT(port, 0);
-    ASSERT_TRUE(wait_until([&] {
-      const std::string s = http_get(port, "/status");
-      return s.find("\"state\":\"training\"") != std::string::npos && s.find("\"round\":\"0\"") == std::string::npos;
-    }, 60s)) << "worker " << i << " never completed a step";
+    ASSERT_TRUE(wait_until(
+        [&] {
+          const proto::Status s = fetch_status(port);
+          return s.state() == "training" && s.round() > 0;
+        },
+        60s))
+        << "worker " << i << " never completed a step";
   }
   c.proc(2).signal(SIGKILL);
   std::set<std::string> finals;
@@ -96,8 +106,7 @@ TEST(AllreduceSgd, SigtermStopsCleanly) {
   Cluster c(1, with(kSmallRun, {"--epochs", "1000"}));
   const uint16_t port = c.http_port(0);
   ASSERT_GT(port, 0);
-  ASSERT_TRUE(wait_until([&] { return http_get(port, "/status").find("\"state\":\"training\"") != std::string::npos; },
-                         60s));
+  ASSERT_TRUE(wait_until([&] { return fetch_status(port).state() == "training"; }, 60s));
   c.proc(0).signal(SIGTERM);
   ASSERT_TRUE(c.proc(0).wait(5s));
   EXPECT_EQ(c.proc(0).exit_code(), 0) << c.proc(0).err();
@@ -105,8 +114,8 @@ TEST(AllreduceSgd, SigtermStopsCleanly) {
 }
 
 TEST(AllreduceSgd, CurveClusterTrainsAndAStrangerKeyIsLockedOut) {
-  char tmpl[] = "/tmp/gossipd_keys_XXXXXX";
-  const std::string keys = mkdtemp(tmpl);
+  TempDir dir("gossipd_keys");
+  const std::string& keys = dir.path();
   fs::create_directories(keys + "/a");
   fs::create_directories(keys + "/b");
   for (const char* sub : {"/a", "/b"}) {
@@ -123,6 +132,9 @@ TEST(AllreduceSgd, CurveClusterTrainsAndAStrangerKeyIsLockedOut) {
     for (int i = 0; i < 2; ++i) {
       ASSERT_TRUE(c.proc(i).wait(120s));
       EXPECT_EQ(c.proc(i).exit_code(), 0) << c.proc(i).err();
+      // Trained: the epoch's every step, over the encrypted connections.
+      EXPECT_NE(c.proc(i).out().find("done: round " + std::to_string(3000 / 2 / 32) + " "), std::string::npos)
+          << c.proc(i).out();
     }
   }
   // w1 holds another cluster's keys: w0 refuses it and reports at start-up.
@@ -134,7 +146,6 @@ TEST(AllreduceSgd, CurveClusterTrainsAndAStrangerKeyIsLockedOut) {
   ASSERT_TRUE(c.proc(0).wait(30s));
   EXPECT_EQ(c.proc(0).exit_code(), 1);
   EXPECT_NE(c.proc(0).err().find("'w1' silent"), std::string::npos) << c.proc(0).err();
-  fs::remove_all(keys);
 }
 
 TEST(AllreduceSgd, BadRunFlagsAreOneLine) {

@@ -4,12 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <filesystem>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "daemon/observe/metrics.h"
@@ -19,6 +16,9 @@
 #include "daemon/observe/worker_state.h"
 #include "trainer/dataset.h"
 #include "trainer/models.h"
+#include "tests/support/records.h"
+#include "tests/support/temp_dir.h"
+#include "tests/support/wait.h"
 #include "trainer/trainer.h"
 
 namespace gossipd::daemon {
@@ -116,12 +116,14 @@ TEST_F(BackgroundEval, TheBackgroundThreadEvaluatesWhileTheCallerGoesOn) {
   ev.submit(t->model().params(), record(p));
   train(*t, 3);
   // The thread runs at idle priority: wait (bounded) for it to complete.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (p.calls == 0 && std::chrono::steady_clock::now() < deadline) {
-    ev.poll();
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  ASSERT_EQ(p.calls, 1) << "the background thread did not complete the evaluation in 60 s";
+  ASSERT_TRUE(testing::wait_until(
+      [&] {
+        ev.poll();
+        return p.calls > 0;
+      },
+      std::chrono::seconds(60)))
+      << "the background thread did not complete the evaluation in 60 s";
+  ASSERT_EQ(p.calls, 1);
   EXPECT_EQ(ev.batches_on_caller(), 0u);
   expect_same(*p.result, inline_result);
 }
@@ -178,12 +180,14 @@ TEST_F(BackgroundEval, TheBackgroundThreadWorksThroughAQueueInOrder) {
                         }),
               0.0);
   }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (got.size() < expected.size() && std::chrono::steady_clock::now() < deadline) {
-    ev.poll();
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  ASSERT_EQ(got.size(), expected.size()) << "the background thread did not complete 5 evaluations in 60 s";
+  ASSERT_TRUE(testing::wait_until(
+      [&] {
+        ev.poll();
+        return got.size() >= expected.size();
+      },
+      std::chrono::seconds(60)))
+      << "the background thread did not complete 5 evaluations in 60 s";
+  ASSERT_EQ(got.size(), expected.size());
   EXPECT_EQ(ev.batches_on_caller(), 0u);
   for (size_t i = 0; i < got.size(); ++i) {
     EXPECT_EQ(order[i], static_cast<int>(i));
@@ -257,13 +261,12 @@ TEST_F(BackgroundEval, AnExceptionFromDoneReachesTheCallerAndTheNextEvaluationSt
 // (test figures, rounds, parameter hashes), and every one of them is written
 // by the time run() returns.
 TEST_F(BackgroundEval, TrainingLoopRecordsMatchInlineEvaluationsAndAreAllWrittenByTheEnd) {
-  const auto dir = std::filesystem::temp_directory_path() / ("gossipd_bgeval_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
+  testing::TempDir dir("gossipd_bgeval");
   auto run = [&](bool background) {
     auto t = make_trainer();
     WorkerState state;
     MetricsRegistry metrics;
-    const std::string path = (dir / (background ? "bg.jsonl" : "inline.jsonl")).string();
+    const std::string path = dir.file(background ? "bg.jsonl" : "inline.jsonl");
     {
       JsonLinesWriter log(path);
       TrainingLoop loop("w0", *t, *test_, state, metrics, log, 2, /*quiet=*/true, /*evals_per_epoch=*/4,
@@ -271,26 +274,20 @@ TEST_F(BackgroundEval, TrainingLoopRecordsMatchInlineEvaluationsAndAreAllWritten
       const size_t steps = data_parallel_steps(train_->size(), 1, t->options().batch);
       loop.run(steps, std::stop_token{}, [&](std::span<const uint32_t> idx) { return t->train_step(idx); });
     }
-    std::ifstream in(path);
-    std::vector<std::string> lines;
-    for (std::string line; std::getline(in, line);) lines.push_back(line);
-    return std::make_pair(lines, state.snapshot());
+    return std::make_pair(testing::read_records(path), state.snapshot());
   };
-  const auto [inline_lines, inline_status] = run(false);
-  const auto [bg_lines, bg_status] = run(true);
-  std::filesystem::remove_all(dir);
-  ASSERT_EQ(inline_lines.size(), 8u);  // 2 epochs x 4
-  ASSERT_EQ(bg_lines.size(), inline_lines.size());
-  auto field = [](const std::string& line, const std::string& key) {
-    const auto at = line.find("\"" + key + "\":");
-    EXPECT_NE(at, std::string::npos) << key << " missing in " << line;
-    const auto start = at + key.size() + 3;
-    return line.substr(start, line.find_first_of(",}", start) - start);
-  };
-  for (size_t i = 0; i < bg_lines.size(); ++i) {
-    for (const char* key : {"test_accuracy", "test_loss", "round", "progress", "loss"}) {
-      EXPECT_EQ(field(bg_lines[i], key), field(inline_lines[i], key)) << key << " of record " << i;
-    }
+  const auto [inline_records, inline_status] = run(false);
+  const auto [bg_records, bg_status] = run(true);
+  ASSERT_EQ(inline_records.size(), 8u);  // 2 epochs x 4
+  ASSERT_EQ(bg_records.size(), inline_records.size());
+  for (size_t i = 0; i < bg_records.size(); ++i) {
+    const proto::EpochRecord& bg = bg_records[i];
+    const proto::EpochRecord& in = inline_records[i];
+    EXPECT_EQ(bg.test_accuracy(), in.test_accuracy()) << "record " << i;
+    EXPECT_EQ(bg.test_loss(), in.test_loss()) << "record " << i;
+    EXPECT_EQ(bg.round(), in.round()) << "record " << i;
+    EXPECT_EQ(bg.progress(), in.progress()) << "record " << i;
+    EXPECT_EQ(bg.loss(), in.loss()) << "record " << i;
   }
   EXPECT_EQ(bg_status.param_hash(), inline_status.param_hash());
   EXPECT_EQ(bg_status.test_accuracy(), inline_status.test_accuracy());

@@ -3,9 +3,10 @@
 #include <zlib.h>
 
 #include <filesystem>
-#include <fstream>
 
 #include "tests/support/process.h"
+#include "tests/support/records.h"
+#include "tests/support/temp_dir.h"
 
 namespace gossipd::testing {
 namespace {
@@ -51,9 +52,8 @@ TEST(Cli, MissingDatasetNamesPackageAndFlag) {
 }
 
 TEST(Cli, TruncatedDatasetIsOneLine) {
-  fs::path dir = fs::temp_directory_path() / "gossipd_cli_truncated";
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  TempDir tmp("gossipd_cli_truncated");
+  const fs::path dir = tmp.path();
   const fs::path src(GOSSIPD_TEST_DATA_DIR);
   for (const char* f : {"train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz",
                         "t10k-labels-idx1-ubyte.gz"}) {
@@ -71,7 +71,6 @@ TEST(Cli, TruncatedDatasetIsOneLine) {
   fs::remove(dir / "train-images-idx3-ubyte.gz");
   fs::copy_file(src / "train-labels-idx1-ubyte.gz", dir / "train-images-idx3-ubyte.gz");
   expect_usage_error(train_args({"--data", dir.string()}), "magic");
-  fs::remove_all(dir);
 }
 
 TEST(Cli, UnwritableMetricsFileIsOneLine) {
@@ -79,23 +78,22 @@ TEST(Cli, UnwritableMetricsFileIsOneLine) {
 }
 
 TEST(Cli, TrainWritesOneJsonLinePerEpoch) {
-  fs::path out = fs::temp_directory_path() / "gossipd_cli_metrics.jsonl";
-  fs::remove(out);
-  RunResult r = run(train_args({"--epochs", "2", "--metrics-out", out.string()}, false), 120s);
+  TempDir dir("gossipd_cli_metrics");
+  const std::string out = dir.file("m.jsonl");
+  RunResult r = run(train_args({"--epochs", "2", "--metrics-out", out}, false), 120s);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("epoch   2/2"), std::string::npos) << r.out;
-  std::ifstream in(out);
-  std::string line;
-  int n = 0;
-  while (std::getline(in, line)) {
-    ++n;
-    for (const char* key : {"\"epoch\":", "\"loss\":", "\"train_accuracy\":", "\"test_accuracy\":",
-                            "\"samples_per_second\":", "\"wall_seconds\":"}) {
-      EXPECT_NE(line.find(key), std::string::npos) << key << " missing in " << line;
-    }
+  const auto records = read_records(out);
+  ASSERT_EQ(records.size(), 2u);
+  for (size_t i = 0; i < records.size(); ++i) {
+    const proto::EpochRecord& rec = records[i];
+    EXPECT_EQ(rec.epoch(), i + 1);
+    EXPECT_GT(rec.loss(), 0) << rec.DebugString();
+    EXPECT_GT(rec.train_accuracy(), 0) << rec.DebugString();
+    EXPECT_GT(rec.test_accuracy(), 0) << rec.DebugString();
+    EXPECT_GT(rec.samples_per_second(), 0) << rec.DebugString();
+    EXPECT_GT(rec.wall_seconds(), 0) << rec.DebugString();
   }
-  EXPECT_EQ(n, 2);
-  fs::remove(out);
 }
 
 TEST(Cli, TrainerBenchPrintsRatio) {

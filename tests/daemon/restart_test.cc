@@ -4,18 +4,18 @@
 // and restarted with --join rejoins, its round never going back.
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <stdlib.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <regex>
-#include <sstream>
 
 #include "daemon/cluster/checkpoint.h"
 #include "tests/support/cluster.h"
-#include "tests/support/temp_dir.h"
 #include "tests/support/http_client.h"
+#include "tests/support/records.h"
+#include "tests/support/temp_dir.h"
+#include "tests/support/wait.h"
 
 namespace gossipd::testing {
 namespace {
@@ -23,29 +23,10 @@ namespace {
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
-struct Record {
-  int epoch = 0;
-  double accuracy = 0;
-};
-
-std::vector<Record> records(const std::string& path) {
-  std::vector<Record> out;
-  std::ifstream in(path);
-  static const std::regex epoch_re("\"epoch\":([0-9]+)"), acc_re("\"test_accuracy\":([0-9.e+-]+)");
-  for (std::string line; std::getline(in, line);) {
-    std::smatch e, a;
-    if (std::regex_search(line, e, epoch_re) && std::regex_search(line, a, acc_re)) {
-      out.push_back({std::stoi(e[1]), std::stod(a[1])});
-    }
-  }
-  return out;
-}
-
 uint64_t newest_round(const std::string& dir) {
   const auto all = daemon::list_checkpoints(dir);
   return all.empty() ? 0 : daemon::read_checkpoint(all[0]).state.header.step();
 }
-
 
 std::vector<std::string> args_for(const std::string& algo) {
   return {"--algo",         algo, "--epochs", "1000", "--quiet", "--threads", "1", "--train-limit", "6000",
@@ -64,7 +45,8 @@ TEST_P(WholeClusterRestart, GoesOnFromTheCheckpointsNotFromZero) {
   });
   // Three epochs in (62 steps each: 6000 samples / 3 workers / batch 32).
   for (int i = 0; i < n; ++i) {
-    ASSERT_TRUE(wait_until([&] { return records(dir.file(Cluster::id(i) + ".jsonl")).size() >= 3; }, 90s))
+    ASSERT_TRUE(
+        wait_until([&] { return read_records(dir.file(Cluster::id(i) + ".jsonl")).size() >= 3; }, 90s))
         << "worker " << i << ": " << c.proc(i).err();
   }
   for (int i = 0; i < n; ++i) c.proc(i).signal(SIGKILL);
@@ -73,9 +55,9 @@ TEST_P(WholeClusterRestart, GoesOnFromTheCheckpointsNotFromZero) {
   std::vector<size_t> lines(n);
   std::vector<uint64_t> saved(n);
   for (int i = 0; i < n; ++i) {
-    const auto recs = records(dir.file(Cluster::id(i) + ".jsonl"));
+    const auto recs = read_records(dir.file(Cluster::id(i) + ".jsonl"));
     lines[i] = recs.size();
-    before += recs.back().accuracy / n;
+    before += recs.back().test_accuracy() / n;
     saved[i] = newest_round(dir.file(Cluster::id(i) + ".ckpt"));
     ASSERT_GE(saved[i], 150u) << "worker " << i << " has no checkpoint from the third epoch";
   }
@@ -97,7 +79,7 @@ TEST_P(WholeClusterRestart, GoesOnFromTheCheckpointsNotFromZero) {
     const uint16_t port = c.http_port(p);
     ASSERT_GT(port, 0);
     uint64_t first = 0;
-    ASSERT_TRUE(wait_until([&] { return (first = round_of(http_get(port, "/status"))) > 0; }, 60s))
+    ASSERT_TRUE(wait_until([&] { return (first = fetch_status(port).round()) > 0; }, 60s))
         << c.proc(p).err();
     EXPECT_GE(first, oldest) << "worker " << i << " went back before the checkpoints";
   }
@@ -109,11 +91,11 @@ TEST_P(WholeClusterRestart, GoesOnFromTheCheckpointsNotFromZero) {
   int epoch_after = 0;
   for (int i = 0; i < n; ++i) {
     const std::string f = dir.file(Cluster::id(i) + ".jsonl");
-    ASSERT_TRUE(wait_until([&] { return records(f).size() > lines[i]; }, 90s)) << c.proc(again[i]).err();
-    const Record r = records(f)[lines[i]];
-    after += r.accuracy / n;
-    epoch_after = r.epoch;
-    EXPECT_GE(r.epoch, 3) << "worker " << i << " counted its epochs from zero again";
+    ASSERT_TRUE(wait_until([&] { return read_records(f).size() > lines[i]; }, 90s)) << c.proc(again[i]).err();
+    const proto::EpochRecord r = read_records(f)[lines[i]];
+    after += r.test_accuracy() / n;
+    epoch_after = static_cast<int>(r.epoch());
+    EXPECT_GE(r.epoch(), 3u) << "worker " << i << " counted its epochs from zero again";
   }
   // The restart must not cost accuracy beyond noise: it goes on from the checkpoint's model.
   EXPECT_GE(after, before - 0.03) << "mean accuracy before the kill " << before << ", first after " << after;
@@ -144,7 +126,7 @@ TEST(MemberRestart, AKilledMemberRestartedWithItsCheckpointsRejoinsWithoutGoingB
   const uint16_t port = c.http_port(j);
   ASSERT_GT(port, 0) << c.proc(j).err();
   uint64_t first = 0;
-  ASSERT_TRUE(wait_until([&] { return (first = round_of(http_get(port, "/status"))) > 0; }, 60s))
+  ASSERT_TRUE(wait_until([&] { return (first = fetch_status(port).round()) > 0; }, 60s))
       << c.proc(j).err();
   EXPECT_GE(first, saved);
   EXPECT_NE(c.proc(j).out().find("left its checkpoint of round " + std::to_string(saved)), std::string::npos)

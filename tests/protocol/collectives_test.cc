@@ -142,7 +142,8 @@ TEST_P(BarrierTest, NobodyLeavesBeforeEveryoneArrived) {
   std::atomic<size_t> early_leavers{0};
   testing::expect_no_errors(cluster.run([&](size_t r) {
     Group g(cluster.node(r), kTag, cluster.ids(), test_options());
-    // The last rank arrives late, so a broken barrier lets the others out.
+    // The last rank arrives late (the sleep is the point), so a broken
+    // barrier lets the others out.
     if (r == n - 1) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     arrived[r] = true;
     Barrier(g).run();

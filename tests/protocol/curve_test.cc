@@ -1,14 +1,16 @@
 // CURVE on: only holders of the cluster key can connect and deliver.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
 #include <zmq.hpp>
 
 #include <filesystem>
 
+#include "protocol/barrier.h"
 #include "protocol/curve.h"
 #include "protocol/errors.h"
+#include "protocol/ring_collectives.h"
 #include "tests/protocol/test_cluster.h"
+#include "tests/support/temp_dir.h"
 
 namespace gossipd::protocol {
 namespace {
@@ -54,8 +56,6 @@ constexpr int kHandshakeFailed =
 class CurveTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / ("gossipd-curve-" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir_);
     const KeyPair cluster = generate_keypair();
     write_secret_key_file(dir_ / "cluster.key", cluster);
     write_public_key_file(dir_ / "cluster.pub", cluster.public_key);
@@ -63,8 +63,6 @@ class CurveTest : public ::testing::Test {
     server_ = make_node("server", cluster_);
     server_->validator().add_member("member");
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
   static std::unique_ptr<Node> make_node(const std::string& id, std::optional<CurveOptions> curve) {
     NodeOptions o;
     o.id = id;
@@ -93,7 +91,8 @@ class CurveTest : public ::testing::Test {
     s.send(zmq::buffer(bytes), zmq::send_flags::dontwait);
   }
 
-  std::filesystem::path dir_;
+  gossipd::testing::TempDir tmp_{"gossipd_curve"};
+  const std::filesystem::path dir_ = tmp_.path();
   CurveOptions cluster_;
   std::unique_ptr<Node> server_;
   zmq::context_t ctx_;
@@ -148,15 +147,38 @@ TEST_F(CurveTest, RightKeyDeliversAndRefusedOnesNeverDid) {
 }
 
 TEST_F(CurveTest, NodesWithTheClusterKeyRunACollective) {
-  auto other = make_node("member", cluster_);
-  server_->add_peer("member", other->endpoint());
-  other->add_peer("server", server_->endpoint());
-  std::vector<OutFrame> frames;
-  frames.push_back(envelope_frame(other->envelope(proto::HEARTBEAT)));
-  other->transport().send("server", std::move(frames), std::chrono::seconds(5));
-  auto m = server_->mailbox().pop(proto::HEARTBEAT, Clock::now() + std::chrono::seconds(5), {});
-  ASSERT_TRUE(m);
-  EXPECT_EQ(m->envelope.sender(), "member");
+  // Three nodes with the cluster's keys: an allreduce over CURVE connections
+  // gives the exact sum on every rank, and a barrier completes.
+  NodeOptions curve;
+  curve.curve = cluster_;
+  constexpr size_t kRanks = 3, kCount = 100003;  // several pieces per block
+  testing::TestCluster cluster(kRanks, curve);
+  CollectiveOptions o;
+  o.timeout = std::chrono::seconds(20);
+  o.chunk_bytes = 64 << 10;
+  std::vector<std::vector<float>> out(kRanks);
+  testing::expect_no_errors(cluster.run([&](size_t r) {
+    Group g(cluster.node(r), 1, cluster.ids(), o);
+    out[r].resize(kCount);
+    // Integers: every summation order gives the same float.
+    for (size_t i = 0; i < kCount; ++i) out[r][i] = static_cast<float>((i + 3 * r) % 97);
+    AllreduceRing(g, out[r]).run();
+    Barrier(g).run();
+  }));
+  std::vector<float> want(kCount, 0.0f);
+  for (size_t r = 0; r < kRanks; ++r) {
+    for (size_t i = 0; i < kCount; ++i) want[i] += static_cast<float>((i + 3 * r) % 97);
+  }
+  for (size_t r = 0; r < kRanks; ++r) EXPECT_EQ(out[r], want) << "rank " << r;
+  for (size_t r = 0; r < kRanks; ++r) EXPECT_EQ(cluster.node(r).zap_refused(), 0u) << "rank " << r;
+  // The same sockets are CURVE servers: a client without the key gets nowhere.
+  zmq::socket_t plain = raw_client(std::nullopt);
+  Monitor mon(ctx_, plain, "plain-to-rank0");
+  plain.connect(cluster.node(0).endpoint());
+  send_heartbeat(plain, 5);
+  EXPECT_TRUE(mon.wait_for(kHandshakeFailed | ZMQ_EVENT_DISCONNECTED, std::chrono::seconds(5)))
+      << "events " << mon.seen();
+  EXPECT_FALSE(mon.seen() & ZMQ_EVENT_HANDSHAKE_SUCCEEDED);
 }
 
 // A server without the cluster secret cannot read what members send.

@@ -48,7 +48,8 @@ TEST(CollectiveFailure, SilentRankGivesPeerTimeoutNamingItWithinTwiceTheTimeout)
   EXPECT_EQ(outcomes[1].peer, "n0");
 }
 
-TEST(CollectiveFailure, ClosedNodeMidwayGivesPeerTimeout) {
+// The peer is closed before the call (no "midway": the call cannot tell).
+TEST(CollectiveFailure, AClosedPeerGivesPeerTimeoutNamingIt) {
   constexpr auto kTimeout = std::chrono::milliseconds(700);
   TestCluster cluster(2);
   cluster.node(1).close();  // dead: sockets gone
@@ -79,6 +80,8 @@ TEST(CollectiveFailure, StopTokenAbortsABlockedCall) {
   Group g(cluster.node(0), 1, cluster.ids(), o);
   std::vector<float> v(1000, 1.0f);
   std::jthread aborter([&] {
+    // The sleep is the point: n1 never joins, so by now the call is blocked
+    // waiting for it, and the stop must end the wait.
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     stop.request_stop();
   });

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "protocol/node.h"
+#include "tests/support/wait.h"
 
 namespace gossipd::protocol::testing {
 
@@ -74,14 +75,6 @@ inline void expect_no_errors(const std::vector<std::exception_ptr>& errors) {
   }
 }
 
-// Polls `pred` until it holds or `timeout` passes.
-inline bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  return true;
-}
+using gossipd::testing::wait_until;
 
 }  // namespace gossipd::protocol::testing

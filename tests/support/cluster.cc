@@ -1,24 +1,19 @@
 #include "tests/support/cluster.h"
 
-#include <stdlib.h>
-
-#include <filesystem>
 #include <regex>
 
-#include "tests/support/http_client.h"
+#include "tests/support/wait.h"
 
 namespace gossipd::testing {
 
 Cluster::Cluster(int n, const std::vector<std::string>& extra,
                  const std::function<std::vector<std::string>(int)>& per_member) {
-  char tmpl[] = "/tmp/gossipd_cluster_XXXXXX";
-  dir_ = mkdtemp(tmpl);
   std::string peers;
-  for (int i = 0; i < n; ++i) peers += (i ? "," : "") + id(i) + "=ipc://" + dir_ + "/" + id(i) + ".sock";
+  for (int i = 0; i < n; ++i) peers.append(i ? "," : "").append(id(i)).append("=").append(endpoint(id(i)));
   for (int i = 0; i < n; ++i) {
-    std::vector<std::string> argv{bin("gossipd"), "run",   "--id",   id(i),         "--listen",
-                                  "ipc://" + dir_ + "/" + id(i) + ".sock", "--peers", peers,
-                                  "--http",       "127.0.0.1:0", "--cluster-id", "test"};
+    std::vector<std::string> argv{bin("gossipd"), "run",          "--id",         id(i),  "--listen",
+                                  endpoint(id(i)), "--peers",     peers,          "--http", "127.0.0.1:0",
+                                  "--cluster-id",  "test"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     if (per_member) {
       auto own = per_member(i);
@@ -47,19 +42,19 @@ int Cluster::join(const std::string& new_id, int via, const std::vector<std::str
 }
 
 Cluster::~Cluster() {
-  procs_.clear();  // kills and reaps
-  std::error_code ec;
-  std::filesystem::remove_all(dir_, ec);
+  procs_.clear();  // kills and reaps, before dir_ goes
 }
 
-uint16_t Cluster::http_port(int i) {
+uint16_t Cluster::http_port(int i) { return testing::http_port(proc(i)); }
+
+uint16_t http_port(Process& p) {
   static const std::regex re("http on port ([0-9]+)");
   std::smatch m;
   std::string out;
   wait_until(
       [&] {
-        out = proc(i).out();
-        return std::regex_search(out, m, re) || proc(i).wait(std::chrono::milliseconds(0));
+        out = p.out();
+        return std::regex_search(out, m, re) || p.wait(std::chrono::milliseconds(0));
       },
       std::chrono::seconds(30));
   return std::regex_search(out, m, re) ? static_cast<uint16_t>(std::stoi(m[1])) : 0;

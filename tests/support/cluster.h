@@ -1,17 +1,19 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "tests/support/process.h"
+#include "tests/support/temp_dir.h"
 
 namespace gossipd::testing {
 
 // N `gossipd run` workers w0..w{N-1} with a static member list over ipc://
-// sockets in a private temp dir, each serving HTTP on 127.0.0.1 (any port).
+// sockets in a TempDir of its own, each serving HTTP on 127.0.0.1 (any port).
 // Every process is killed by pid when the Cluster goes, also on failure.
 class Cluster {
  public:
@@ -22,8 +24,14 @@ class Cluster {
   Cluster(const Cluster&) = delete;
   Cluster& operator=(const Cluster&) = delete;
 
-  static std::string id(int i) { return "w" + std::to_string(i); }
-  std::string endpoint(const std::string& id) const { return "ipc://" + dir_ + "/" + id + ".sock"; }
+  // "w<i>". snprintf, not operator+: GCC 12 raises a -Wrestrict false
+  // positive (PR 105329) where the concatenation is inlined.
+  static std::string id(int i) {
+    char s[16];
+    std::snprintf(s, sizeof(s), "w%d", i);
+    return s;
+  }
+  std::string endpoint(const std::string& id) const { return "ipc://" + dir_.file(id + ".sock"); }
   // Starts one more worker, `id`, that joins through worker `via` with
   // `extra` flags; returns its index (for proc() and http_port()).
   int join(const std::string& id, int via, const std::vector<std::string>& extra);
@@ -37,9 +45,13 @@ class Cluster {
   uint16_t http_port(int i);
 
  private:
-  std::string dir_;
+  TempDir dir_{"gossipd_cluster"};  // declared first: goes after the processes
   std::vector<std::unique_ptr<Process>> procs_;
   std::vector<std::vector<std::string>> argv_;  // per process
 };
+
+// The HTTP port a `gossipd run --http 127.0.0.1:0` process printed at start
+// (0 if it did not within 30 s, or exited first).
+uint16_t http_port(Process& p);
 
 }  // namespace gossipd::testing

@@ -1,28 +1,18 @@
 #include "tests/support/process.h"
 
 #include <signal.h>
-#include <stdlib.h>
-
-#include <filesystem>
-#include <stdexcept>
 
 namespace gossipd::testing {
 
-Process::Process(std::vector<std::string> argv) {
-  char tmpl[] = "/tmp/gossipd_proc_XXXXXX";
-  if (mkdtemp(tmpl) == nullptr) throw std::runtime_error("mkdtemp failed");
-  dir_ = tmpl;
-  child_ = std::make_unique<daemon::ChildProcess>(std::move(argv), dir_ + "/out", dir_ + "/err");
-}
+Process::Process(std::vector<std::string> argv)
+    : child_(std::make_unique<daemon::ChildProcess>(std::move(argv), dir_.file("out"), dir_.file("err"))) {}
 
 Process::~Process() {
-  child_.reset();  // kills and reaps
-  std::error_code ec;
-  std::filesystem::remove_all(dir_, ec);
+  child_.reset();  // kills (SIGKILL, by pid) and reaps, before dir_ goes
 }
 
-std::string Process::out() const { return daemon::read_file(dir_ + "/out"); }
-std::string Process::err() const { return daemon::read_file(dir_ + "/err"); }
+std::string Process::out() const { return daemon::read_file(dir_.file("out")); }
+std::string Process::err() const { return daemon::read_file(dir_.file("err")); }
 
 RunResult run(std::vector<std::string> argv, std::chrono::milliseconds timeout) {
   Process p(std::move(argv));

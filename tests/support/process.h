@@ -6,11 +6,12 @@
 #include <vector>
 
 #include "daemon/ctl/child_process.h"
+#include "tests/support/temp_dir.h"
 
 namespace gossipd::testing {
 
 // A child process started from a test. Its stdout and stderr go to files in a
-// private temp directory; the destructor kills it (SIGKILL, by pid) and reaps
+// TempDir of its own; the destructor kills it (SIGKILL, by pid) and reaps
 // it, so a failing test never leaves it running.
 class Process {
  public:
@@ -33,7 +34,7 @@ class Process {
   std::string err() const;
 
  private:
-  std::string dir_;
+  TempDir dir_{"gossipd_proc"};  // declared first: goes after the child
   std::unique_ptr<daemon::ChildProcess> child_;
 };
 

@@ -1,23 +1,16 @@
 #pragma once
 
-#include <stdlib.h>
-
-#include <filesystem>
 #include <string>
 
 namespace gossipd::testing {
 
-// A fresh directory under /tmp, removed with everything in it when it goes.
+// A fresh directory under /tmp, removed with everything in it when the
+// object goes: at the end of the scope, and also when an ASSERT returns early
+// or an exception unwinds the test. Every test that writes files makes one.
 class TempDir {
  public:
-  explicit TempDir(const std::string& prefix = "gossipd_test") {
-    std::string tmpl = "/tmp/" + prefix + "_XXXXXX";
-    path_ = mkdtemp(tmpl.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
+  explicit TempDir(const std::string& prefix = "gossipd_test");  // throws std::system_error
+  ~TempDir();
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
 

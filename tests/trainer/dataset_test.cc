@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/temp_dir.h"
 #include "trainer/errors.h"
 
 namespace gossipd::trainer {
@@ -42,13 +43,6 @@ std::vector<uint8_t> idx_labels(uint32_t magic, uint32_t count, std::vector<uint
 
 class DatasetFiles : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("gossipd_ds_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
 
   fs::path write_gz(const std::string& name, const std::vector<uint8_t>& bytes) {
     fs::path p = dir_ / name;
@@ -72,7 +66,8 @@ class DatasetFiles : public ::testing::Test {
     return "";
   }
 
-  fs::path dir_;
+  gossipd::testing::TempDir tmp_{"gossipd_ds"};
+  const fs::path dir_ = tmp_.path();
 };
 
 TEST_F(DatasetFiles, ReadsGzipAndPlainAndNormalises) {
