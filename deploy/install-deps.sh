@@ -13,14 +13,16 @@ packages=(
   gnuplot-nox iproute2
 )
 # Extra groups, asked for by flag: --bench adds the OpenMPI reference,
-# --fuzz clang and its libFuzzer runtime (tests/fuzz/run.sh), --soak curl
-# (tests/soak/soak.sh reads /status with it).
+# --fuzz clang and its libFuzzer runtime (tests/fuzz/run.sh), --format
+# clang-format (tests/format.sh), --soak curl (tests/soak/soak.sh reads
+# /status with it).
 for arg in "$@"; do
   case "$arg" in
     --bench) packages+=(openmpi-bin libopenmpi-dev) ;;
     --fuzz) packages+=(clang libclang-rt-14-dev) ;;
+    --format) packages+=(clang-format) ;;
     --soak) packages+=(curl) ;;
-    *) echo "install-deps.sh: unknown option '$arg' (known: --bench, --fuzz, --soak)" >&2; exit 2 ;;
+    *) echo "install-deps.sh: unknown option '$arg' (known: --bench, --fuzz, --format, --soak)" >&2; exit 2 ;;
   esac
 done
 

@@ -66,8 +66,9 @@ Message CollectiveChannel::recv(size_t from_rank, uint32_t step, uint32_t chunk,
     }
     if (!msg) {
       if (group_.options().stop.stop_requested()) throw Aborted(node.id(), what_);
-      throw PeerTimeout(node.id(), peer, timeout,
-                        what_ + " (group " + std::to_string(group_.tag()) + ", step " + std::to_string(step) + ")");
+      throw PeerTimeout(
+          node.id(), peer, timeout,
+          what_ + " (group " + std::to_string(group_.tag()) + ", step " + std::to_string(step) + ")");
     }
     const auto& env = msg->envelope;
     if (std::make_pair(env.step(), env.chunk()) > std::make_pair(step, chunk)) {
@@ -76,8 +77,9 @@ Message CollectiveChannel::recv(size_t from_rank, uint32_t step, uint32_t chunk,
     }
     if (env.step() != step || env.chunk() != chunk) {  // a duplicate of one already taken
       node.reject_log().reject(peer, RejectReason::kUnexpected,
-                               "step " + std::to_string(env.step()) + " chunk " + std::to_string(env.chunk()) +
-                                   ", expected " + std::to_string(step) + "/" + std::to_string(chunk));
+                               "step " + std::to_string(env.step()) + " chunk " +
+                                   std::to_string(env.chunk()) + ", expected " + std::to_string(step) + "/" +
+                                   std::to_string(chunk));
       continue;
     }
     if (env.count() != count || env.dtype() != proto::DTYPE_FLOAT32) {
@@ -95,14 +97,16 @@ void CollectiveChannel::release_sends(SendTracker& tracker, std::initializer_lis
     if (r != group_.rank()) group_.node().transport().reset(group_.member(r));
   }
   if (!tracker.wait_all(Clock::now() + kReleaseGrace)) {
-    spdlog::critical("node '{}': transport kept a zero-copy buffer after reset; aborting", group_.node().id());
+    spdlog::critical("node '{}': transport kept a zero-copy buffer after reset; aborting",
+                     group_.node().id());
     std::terminate();
   }
 }
 
 void CollectiveChannel::wait_sent(SendTracker& tracker, size_t to_rank) {
   if (tracker.wait_all(Clock::now() + group_.options().timeout)) return;
-  throw PeerTimeout(group_.node().id(), group_.member(to_rank), group_.options().timeout, what_ + " (final send)");
+  throw PeerTimeout(group_.node().id(), group_.member(to_rank), group_.options().timeout,
+                    what_ + " (final send)");
 }
 
 }  // namespace gossipd::protocol

@@ -2,8 +2,8 @@
 
 #include <map>
 #include <span>
-#include <tuple>
 #include <string>
+#include <tuple>
 
 #include "protocol/group.h"
 #include "protocol/send_tracker.h"

@@ -91,14 +91,15 @@ RoundStats CrossoverGossip::run_round(const topology::View& view, uint64_t round
       if (options_.stop.stop_requested()) throw Aborted(node_.id(), "crossover round");
       continue;  // gone, or a whole deadline behind: it skips this segment anyway
     }
-    const size_t bytes = inbox.send(to, s, params.subspan(seg.offset, seg.length), std::nullopt,
-                                    options_.segment_deadline);
+    const size_t bytes =
+        inbox.send(to, s, params.subspan(seg.offset, seg.length), std::nullopt, options_.segment_deadline);
     stats.segments_sent += bytes > 0;
     stats.bytes_sent += bytes;
   }
   for (uint32_t s = 0; s < segments_.size(); ++s) {
     const auto& seg = segments_[s];
-    auto msg = inbox.receive(view.member(plan[s].receive_from), s, seg.length, deadline, options_.stop, renudge);
+    auto msg =
+        inbox.receive(view.member(plan[s].receive_from), s, seg.length, deadline, options_.stop, renudge);
     if (!msg) {
       if (options_.stop.stop_requested()) throw Aborted(node_.id(), "crossover round");
       ++stats.segments_skipped;
@@ -138,8 +139,8 @@ RoundStats HierarchicalCrossover::run_round(const topology::View& view,
     plan[s] = topology::inter_group_exchange(groups, view.id(), node_.id(), options_.seed, round, s, spread_);
     if (!plan[s]) continue;
     const auto& seg = segments_[s];
-    const size_t bytes =
-        inbox.send(plan[s]->send_to, s, params.subspan(seg.offset, seg.length), std::nullopt, options_.segment_deadline);
+    const size_t bytes = inbox.send(plan[s]->send_to, s, params.subspan(seg.offset, seg.length), std::nullopt,
+                                    options_.segment_deadline);
     stats.segments_sent += bytes > 0;
     stats.bytes_sent += bytes;
   }

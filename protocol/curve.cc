@@ -37,7 +37,8 @@ std::vector<std::pair<std::string, std::string>> read_key_lines(const std::strin
     // Only whole-line comments: '#' is a Z85 digit.
     if (line.empty() || line[0] == '#') continue;
     const auto eq = line.find('=');
-    if (eq == std::string::npos) throw ProtocolConfigError("key file '" + path + "': expected 'name = value'");
+    if (eq == std::string::npos)
+      throw ProtocolConfigError("key file '" + path + "': expected 'name = value'");
     out.emplace_back(trim(line.substr(0, eq)), trim(line.substr(eq + 1)));
   }
   return out;
@@ -96,7 +97,8 @@ std::vector<std::string> read_public_key_file(const std::string& path) {
   return keys;
 }
 
-CurveOptions curve_options_from_files(const std::string& secret_key_file, const std::string& cluster_key_file) {
+CurveOptions curve_options_from_files(const std::string& secret_key_file,
+                                      const std::string& cluster_key_file) {
   CurveOptions o;
   o.own = read_secret_key_file(secret_key_file);
   o.allowed_client_keys = read_public_key_file(cluster_key_file);

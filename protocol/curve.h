@@ -19,8 +19,8 @@ struct KeyPair {
 // cluster shares one keypair (`gossipctl keygen`): every ROUTER serves with
 // it, every DEALER presents it, and the ZAP handler admits only its public key.
 struct CurveOptions {
-  KeyPair own;                                // server secret + client identity
-  std::string server_public_key;              // what DEALERs expect from peers
+  KeyPair own;                                   // server secret + client identity
+  std::string server_public_key;                 // what DEALERs expect from peers
   std::vector<std::string> allowed_client_keys;  // admitted by the ZAP handler
 };
 
@@ -36,6 +36,7 @@ std::vector<std::string> read_public_key_file(const std::string& path);
 
 // `--curve-secret-key FILE --curve-cluster-key FILE`: serve and connect with
 // the secret file's keypair, expect and admit the cluster file's key(s).
-CurveOptions curve_options_from_files(const std::string& secret_key_file, const std::string& cluster_key_file);
+CurveOptions curve_options_from_files(const std::string& secret_key_file,
+                                      const std::string& cluster_key_file);
 
 }  // namespace gossipd::protocol

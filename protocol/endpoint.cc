@@ -15,9 +15,8 @@ bool host_char(char c) {
 
 std::string port_problem(std::string_view port, EndpointUse use) {
   if (use == EndpointUse::kBind && port == "*") return "";
-  if (port.empty() || port.size() > 5 || !std::all_of(port.begin(), port.end(), [](char c) {
-        return c >= '0' && c <= '9';
-      })) {
+  if (port.empty() || port.size() > 5 ||
+      !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; })) {
     return "the port is not a number";
   }
   const int p = std::stoi(std::string(port));
@@ -49,7 +48,8 @@ std::string tcp_problem(std::string_view rest, EndpointUse use) {
     if (host.empty()) return "no host";
     if (host.size() > kMaxHost) return "the host name is too long";
     const bool any = use == EndpointUse::kBind && host == "*";
-    if (!any && !std::all_of(host.begin(), host.end(), host_char)) return "the host has characters no host name has";
+    if (!any && !std::all_of(host.begin(), host.end(), host_char))
+      return "the host has characters no host name has";
   }
   return port_problem(port, use);
 }

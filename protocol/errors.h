@@ -23,10 +23,11 @@ class TransportError : public std::runtime_error {
 // A peer did not deliver (or accept) a message within the timeout.
 class PeerTimeout : public TransportError {
  public:
-  PeerTimeout(std::string node, std::string peer, std::chrono::milliseconds timeout, const std::string& during)
+  PeerTimeout(std::string node, std::string peer, std::chrono::milliseconds timeout,
+              const std::string& during)
       : TransportError(node, peer,
-                       "node '" + node + "': peer '" + peer + "' silent for " + std::to_string(timeout.count()) +
-                           " ms during " + during),
+                       "node '" + node + "': peer '" + peer + "' silent for " +
+                           std::to_string(timeout.count()) + " ms during " + during),
         timeout_(timeout) {}
   std::chrono::milliseconds timeout() const { return timeout_; }
 
@@ -39,7 +40,9 @@ class PeerTimeout : public TransportError {
 class PeerGone : public TransportError {
  public:
   PeerGone(std::string node, std::string peer)
-      : TransportError(node, peer, "node '" + node + "': send to unknown peer '" + peer + "' (not or no longer a member)") {}
+      : TransportError(
+            node, peer,
+            "node '" + node + "': send to unknown peer '" + peer + "' (not or no longer a member)") {}
 };
 
 // The caller's stop token fired while a call was blocked.
@@ -56,8 +59,8 @@ class ProtocolConfigError : public std::invalid_argument {
 };
 
 // ENFORCE-style invariant check: a broken invariant is a bug, not a peer fault.
-#define GOSSIPD_ENFORCE(cond, msg)                                                            \
-  do {                                                                                        \
+#define GOSSIPD_ENFORCE(cond, msg)                                                                 \
+  do {                                                                                             \
     if (!(cond)) throw std::logic_error(std::string("invariant failed: ") + #cond + ": " + (msg)); \
   } while (0)
 

@@ -44,9 +44,12 @@ void FaultInjectingTransport::reset(const std::string& peer) {
   inner_->reset(peer);
 }
 
-void FaultInjectingTransport::hold(Clock::time_point due, Held h) { held_.emplace(Due{due, next_seq_++}, std::move(h)); }
+void FaultInjectingTransport::hold(Clock::time_point due, Held h) {
+  held_.emplace(Due{due, next_seq_++}, std::move(h));
+}
 
-void FaultInjectingTransport::send(const std::string& peer, std::vector<OutFrame> frames, std::chrono::milliseconds) {
+void FaultInjectingTransport::send(const std::string& peer, std::vector<OutFrame> frames,
+                                   std::chrono::milliseconds) {
   {
     std::lock_guard lock(mu_);
     if (!peers_.count(peer)) throw PeerGone(node_id(), peer);

@@ -50,8 +50,11 @@ class FaultInjectingTransport : public Transport {
   void connect(const std::string& peer, const std::string& endpoint) override;
   void disconnect(const std::string& peer) override;
   void reset(const std::string& peer) override;
-  void send(const std::string& peer, std::vector<OutFrame> frames, std::chrono::milliseconds timeout) override;
-  std::optional<RawMessage> receive(std::chrono::milliseconds timeout) override { return inner_->receive(timeout); }
+  void send(const std::string& peer, std::vector<OutFrame> frames,
+            std::chrono::milliseconds timeout) override;
+  std::optional<RawMessage> receive(std::chrono::milliseconds timeout) override {
+    return inner_->receive(timeout);
+  }
   void close() override;
 
   FaultCounts counts() const;
@@ -64,7 +67,7 @@ class FaultInjectingTransport : public Transport {
     std::vector<OutFrame> frames;
   };
   using Due = std::pair<std::chrono::steady_clock::time_point, uint64_t>;  // time, then sending order
-  void hold(std::chrono::steady_clock::time_point due, Held h);  // with mu_ held
+  void hold(std::chrono::steady_clock::time_point due, Held h);            // with mu_ held
   void drop_held(const std::string& peer);
   void loop(std::stop_token stop);
 

@@ -42,7 +42,8 @@ class InProcTransport : public Transport {
   void connect(const std::string& peer, const std::string& endpoint) override;
   void disconnect(const std::string& peer) override;
   void reset(const std::string& /*peer*/) override {}  // nothing is ever queued by reference
-  void send(const std::string& peer, std::vector<OutFrame> frames, std::chrono::milliseconds timeout) override;
+  void send(const std::string& peer, std::vector<OutFrame> frames,
+            std::chrono::milliseconds timeout) override;
   std::optional<RawMessage> receive(std::chrono::milliseconds timeout) override;
   void close() override;
 

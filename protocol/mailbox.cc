@@ -50,8 +50,9 @@ void Mailbox::push(Message msg) {
       auto open = open_.find(env.collective_tag());
       if (open != open_.end() && env.collective_seq() < open->second.first_seq) {
         if (open->second.late == Late::kStale) {
-          log_.reject(env.sender(), RejectReason::kStale,
-                      "tag " + std::to_string(env.collective_tag()) + " seq " + std::to_string(env.collective_seq()));
+          log_.reject(
+              env.sender(), RejectReason::kStale,
+              "tag " + std::to_string(env.collective_tag()) + " seq " + std::to_string(env.collective_seq()));
         }
         return;
       }
@@ -67,7 +68,8 @@ void Mailbox::push(Message msg) {
   cv_.notify_all();
 }
 
-std::optional<Message> Mailbox::pop_chunk(const ChunkKey& key, Clock::time_point deadline, std::stop_token stop) {
+std::optional<Message> Mailbox::pop_chunk(const ChunkKey& key, Clock::time_point deadline,
+                                          std::stop_token stop) {
   std::unique_lock lock(mutex_);
   auto ready = [&] {
     auto it = chunks_.find(key);
@@ -80,7 +82,8 @@ std::optional<Message> Mailbox::pop_chunk(const ChunkKey& key, Clock::time_point
   return m;
 }
 
-std::optional<Message> Mailbox::pop(proto::MessageType type, Clock::time_point deadline, std::stop_token stop) {
+std::optional<Message> Mailbox::pop(proto::MessageType type, Clock::time_point deadline,
+                                    std::stop_token stop) {
   const proto::MessageType types[] = {type};
   return pop_any(types, deadline, stop);
 }

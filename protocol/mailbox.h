@@ -39,7 +39,8 @@ class Mailbox {
  public:
   using Clock = std::chrono::steady_clock;
 
-  explicit Mailbox(RejectLog& log, size_t max_control_queue = 10000, size_t max_queued_bytes = size_t{1} << 30)
+  explicit Mailbox(RejectLog& log, size_t max_control_queue = 10000,
+                   size_t max_queued_bytes = size_t{1} << 30)
       : log_(log), max_control_(max_control_queue), max_queued_bytes_(max_queued_bytes) {}
 
   void push(Message msg);

@@ -6,10 +6,14 @@ namespace gossipd::protocol {
 
 size_t dtype_size(proto::DType dtype) {
   switch (dtype) {
-    case proto::DTYPE_FLOAT32: return 4;
-    case proto::DTYPE_FLOAT64: return 8;
-    case proto::DTYPE_UINT8: return 1;
-    default: return 0;
+    case proto::DTYPE_FLOAT32:
+      return 4;
+    case proto::DTYPE_FLOAT64:
+      return 8;
+    case proto::DTYPE_UINT8:
+      return 1;
+    default:
+      return 0;
   }
 }
 

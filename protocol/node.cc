@@ -5,7 +5,6 @@
 #include "protocol/zap_handler.h"
 #include "protocol/zmq_transport.h"
 
-
 namespace gossipd::protocol {
 
 Node::Node(NodeOptions options)

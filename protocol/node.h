@@ -19,11 +19,11 @@ namespace gossipd::protocol {
 class ZapHandler;
 
 struct NodeOptions {
-  std::string id;                          // node id, unique in the cluster
+  std::string id;  // node id, unique in the cluster
   std::string listen = "tcp://127.0.0.1:0";
-  ValidatorOptions validation;             // cluster id, version, max_message_bytes
-  std::optional<CurveOptions> curve;       // CURVE + ZAP when set
-  int io_threads = 1;                      // libzmq I/O threads
+  ValidatorOptions validation;        // cluster id, version, max_message_bytes
+  std::optional<CurveOptions> curve;  // CURVE + ZAP when set
+  int io_threads = 1;                 // libzmq I/O threads
   int send_hwm = 1000;
   int recv_hwm = 1000;
   int send_buffer_bytes = kDefaultSendBufferBytes;  // per connection (transport.h)
@@ -46,8 +46,8 @@ struct NodeOptions {
 // Nodes can live in one process (tests run whole clusters as threads).
 class Node {
  public:
-  explicit Node(NodeOptions options);                 // ZeroMQ transport
-  Node(NodeOptions options, InProcHub& hub);          // in-process transport
+  explicit Node(NodeOptions options);         // ZeroMQ transport
+  Node(NodeOptions options, InProcHub& hub);  // in-process transport
   ~Node();
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;

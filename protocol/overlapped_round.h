@@ -44,8 +44,8 @@ class OverlappedRound {
   std::vector<float> snapshot_, mixed_;
   std::mutex mutex_;
   std::condition_variable_any cv_;
-  bool pending_ = false;   // a round was started and not yet collected
-  bool running_ = false;   // the thread is working on it
+  bool pending_ = false;  // a round was started and not yet collected
+  bool running_ = false;  // the thread is working on it
   uint64_t next_round_ = 0;
   RoundStats stats_;
   std::exception_ptr error_;

@@ -8,7 +8,8 @@
 #include "topology/exponential_graph.h"
 
 namespace gossipd::protocol {
-PushSumGossip::PushSumGossip(Node& node, SegmentTable segments, GossipOptions options, size_t peers, bool overlap)
+PushSumGossip::PushSumGossip(Node& node, SegmentTable segments, GossipOptions options, size_t peers,
+                             bool overlap)
     : node_(node),
       segments_(std::move(segments)),
       options_(options),
@@ -131,7 +132,8 @@ void PushSumGossip::fold_in(const topology::View& view, SegmentInbox& inbox, std
       }
       const double w = msg->envelope.push_sum_weight();
       if (!msg->envelope.has_push_sum_weight() || !(w > 0.0) || !std::isfinite(w)) {
-        node_.reject_log().reject(view.member(from), RejectReason::kSegment, "push-sum segment without a weight");
+        node_.reject_log().reject(view.member(from), RejectReason::kSegment,
+                                  "push-sum segment without a weight");
         ++stats.segments_skipped;
         continue;
       }

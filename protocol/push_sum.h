@@ -36,7 +36,8 @@ namespace gossipd::protocol {
 // weight ever gets there.
 class PushSumGossip {
  public:
-  PushSumGossip(Node& node, SegmentTable segments, GossipOptions options, size_t peers = 1, bool overlap = false);
+  PushSumGossip(Node& node, SegmentTable segments, GossipOptions options, size_t peers = 1,
+                bool overlap = false);
 
   RoundStats run_round(const topology::View& view, uint64_t round, std::span<float> x);
 
@@ -55,14 +56,15 @@ class PushSumGossip {
   using Clock = std::chrono::steady_clock;
   bool pacing() const { return options_.pace && !overlap_; }
   std::chrono::milliseconds renudge() const {
-    return pacing() ? std::max(std::chrono::milliseconds(1), options_.segment_deadline / 8) : std::chrono::milliseconds(0);
+    return pacing() ? std::max(std::chrono::milliseconds(1), options_.segment_deadline / 8)
+                    : std::chrono::milliseconds(0);
   }
   // This round's pushes: a share of every segment to each out-peer.
   void push(const topology::View& view, uint64_t round, std::span<float> x, Clock::time_point deadline,
             RoundStats& stats);
   // Adds what the in-peers of `inbox`'s round pushed.
-  void fold_in(const topology::View& view, SegmentInbox& inbox, std::span<float> x, Clock::time_point deadline,
-               RoundStats& stats);
+  void fold_in(const topology::View& view, SegmentInbox& inbox, std::span<float> x,
+               Clock::time_point deadline, RoundStats& stats);
   void keep_weights_up(std::span<float> x);
 
   Node& node_;

@@ -6,23 +6,40 @@ namespace gossipd::protocol {
 
 std::string_view reject_reason_name(RejectReason reason) {
   switch (reason) {
-    case RejectReason::kFrameCount: return "frame_count";
-    case RejectReason::kOversize: return "oversize";
-    case RejectReason::kBadEnvelope: return "bad_envelope";
-    case RejectReason::kVersion: return "version";
-    case RejectReason::kCluster: return "cluster";
-    case RejectReason::kUnknownSender: return "unknown_sender";
-    case RejectReason::kSenderMismatch: return "sender_mismatch";
-    case RejectReason::kUnknownType: return "unknown_type";
-    case RejectReason::kDType: return "dtype";
-    case RejectReason::kTruncated: return "truncated";
-    case RejectReason::kSizeMismatch: return "size_mismatch";
-    case RejectReason::kSegment: return "segment";
-    case RejectReason::kStale: return "stale";
-    case RejectReason::kUnexpected: return "unexpected";
-    case RejectReason::kBadBody: return "bad_body";
-    case RejectReason::kQueueFull: return "queue_full";
-    case RejectReason::kCount_: break;
+    case RejectReason::kFrameCount:
+      return "frame_count";
+    case RejectReason::kOversize:
+      return "oversize";
+    case RejectReason::kBadEnvelope:
+      return "bad_envelope";
+    case RejectReason::kVersion:
+      return "version";
+    case RejectReason::kCluster:
+      return "cluster";
+    case RejectReason::kUnknownSender:
+      return "unknown_sender";
+    case RejectReason::kSenderMismatch:
+      return "sender_mismatch";
+    case RejectReason::kUnknownType:
+      return "unknown_type";
+    case RejectReason::kDType:
+      return "dtype";
+    case RejectReason::kTruncated:
+      return "truncated";
+    case RejectReason::kSizeMismatch:
+      return "size_mismatch";
+    case RejectReason::kSegment:
+      return "segment";
+    case RejectReason::kStale:
+      return "stale";
+    case RejectReason::kUnexpected:
+      return "unexpected";
+    case RejectReason::kBadBody:
+      return "bad_body";
+    case RejectReason::kQueueFull:
+      return "queue_full";
+    case RejectReason::kCount_:
+      break;
   }
   return "unknown";
 }
@@ -56,8 +73,8 @@ void RejectLog::reject(const std::string& peer, RejectReason reason, std::string
     suppressed = e.suppressed;
     e = Entry{now, 0};
   }
-  spdlog::warn("node '{}': dropped message from '{}': {} ({}){}", node_id_, peer, reject_reason_name(reason), detail,
-               suppressed ? fmt::format(", {} more since last report", suppressed) : std::string());
+  spdlog::warn("node '{}': dropped message from '{}': {} ({}){}", node_id_, peer, reject_reason_name(reason),
+               detail, suppressed ? fmt::format(", {} more since last report", suppressed) : std::string());
 }
 
 }  // namespace gossipd::protocol

@@ -42,7 +42,9 @@ std::string_view reject_reason_name(RejectReason reason);
 // Thread-safe counters, one per reason.
 class RejectCounters {
  public:
-  void add(RejectReason reason) { counts_[static_cast<size_t>(reason)].fetch_add(1, std::memory_order_relaxed); }
+  void add(RejectReason reason) {
+    counts_[static_cast<size_t>(reason)].fetch_add(1, std::memory_order_relaxed);
+  }
   uint64_t get(RejectReason reason) const { return counts_[static_cast<size_t>(reason)].load(); }
   uint64_t total() const;
   // (reason name, count) for every reason, zeros included, for /metrics.

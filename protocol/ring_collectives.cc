@@ -12,9 +12,14 @@ using Clock = std::chrono::steady_clock;
 
 }  // namespace
 
-RingPipeline::RingPipeline(Group& group, std::span<float> data, size_t shift, size_t steps, size_t reduce_steps,
-                           std::string name)
-    : group_(group), data_(data), shift_(shift), steps_(steps), reduce_steps_(reduce_steps), name_(std::move(name)) {
+RingPipeline::RingPipeline(Group& group, std::span<float> data, size_t shift, size_t steps,
+                           size_t reduce_steps, std::string name)
+    : group_(group),
+      data_(data),
+      shift_(shift),
+      steps_(steps),
+      reduce_steps_(reduce_steps),
+      name_(std::move(name)) {
   const size_t n = group_.size();
   blocks_.reserve(n);
   size_t largest = 0;
@@ -59,8 +64,8 @@ void RingPipeline::run_steps(CollectiveChannel& channel, SendTracker& tracker) {
   const auto send_piece = [&](size_t step, size_t block, size_t j) {
     const BlockRange p = piece(block, j);
     if (p.size() == 0) return;
-    channel.send(right, static_cast<uint32_t>(step), static_cast<uint32_t>(j), data_.subspan(p.begin, p.size()),
-                 tracker.token(block));
+    channel.send(right, static_cast<uint32_t>(step), static_cast<uint32_t>(j),
+                 data_.subspan(p.begin, p.size()), tracker.token(block));
   };
   const size_t first = block_at(0, 0);
   for (size_t j = 0; j < pieces_; ++j) send_piece(0, first, j);
@@ -70,7 +75,8 @@ void RingPipeline::run_steps(CollectiveChannel& channel, SendTracker& tracker) {
     const bool reduce = s < reduce_steps_;
     // A copy step overwrites a block we sent earlier: it must have left.
     if (!reduce && !tracker.wait(block, Clock::now() + group_.options().timeout)) {
-      throw PeerTimeout(group_.node().id(), group_.member(right), group_.options().timeout, name_ + " (send)");
+      throw PeerTimeout(group_.node().id(), group_.member(right), group_.options().timeout,
+                        name_ + " (send)");
     }
     for (size_t j = 0; j < pieces_; ++j) {
       const BlockRange p = piece(block, j);

@@ -38,7 +38,8 @@ void SegmentInbox::send_note(const std::string& peer) {
 std::optional<Message> SegmentInbox::pop(const ChunkKey& key, std::chrono::steady_clock::time_point deadline,
                                          std::stop_token stop, std::chrono::milliseconds renudge) {
   for (;;) {
-    const auto until = renudge.count() > 0 ? std::min(deadline, std::chrono::steady_clock::now() + renudge) : deadline;
+    const auto until =
+        renudge.count() > 0 ? std::min(deadline, std::chrono::steady_clock::now() + renudge) : deadline;
     auto msg = node_.mailbox().pop_chunk(key, until, stop);
     if (msg || until >= deadline || stop.stop_requested()) return msg;
     // Still waiting: our notes may have been lost, and their peers may be
@@ -79,13 +80,14 @@ size_t SegmentInbox::send(const std::string& peer, uint32_t segment, std::span<c
 }
 
 std::optional<Message> SegmentInbox::receive(const std::string& peer, uint32_t segment, size_t count,
-                                             std::chrono::steady_clock::time_point deadline, std::stop_token stop,
-                                             std::chrono::milliseconds renudge) {
+                                             std::chrono::steady_clock::time_point deadline,
+                                             std::stop_token stop, std::chrono::milliseconds renudge) {
   if (auto it = early_.find({peer, segment}); it != early_.end()) {
     Message m = std::move(it->second);
     early_.erase(it);
     if (m.envelope.count() == count) return m;
-    node_.reject_log().reject(peer, RejectReason::kSegment, "segment " + std::to_string(segment) + " mis-sized");
+    node_.reject_log().reject(peer, RejectReason::kSegment,
+                              "segment " + std::to_string(segment) + " mis-sized");
   }
   const ChunkKey key{tag_, round_, peer};
   for (;;) {
@@ -101,8 +103,9 @@ std::optional<Message> SegmentInbox::receive(const std::string& peer, uint32_t s
     }
     if (msg->envelope.count() == count && msg->envelope.offset() == 0) return msg;
     node_.reject_log().reject(peer, RejectReason::kSegment,
-                              "segment " + std::to_string(got) + " with " + std::to_string(msg->envelope.count()) +
-                                  " elements at offset " + std::to_string(msg->envelope.offset()) + ", expected " +
+                              "segment " + std::to_string(got) + " with " +
+                                  std::to_string(msg->envelope.count()) + " elements at offset " +
+                                  std::to_string(msg->envelope.offset()) + ", expected " +
                                   std::to_string(count));
   }
 }

@@ -52,8 +52,8 @@ class SegmentInbox {
   void announce_ready(const std::string& peer);
   // Waits until `peer` has announced this round; false at `deadline` or on
   // stop. Each peer is waited for once per round. `renudge` as for receive.
-  bool await_ready(const std::string& peer, std::chrono::steady_clock::time_point deadline, std::stop_token stop,
-                   std::chrono::milliseconds renudge = std::chrono::milliseconds(0));
+  bool await_ready(const std::string& peer, std::chrono::steady_clock::time_point deadline,
+                   std::stop_token stop, std::chrono::milliseconds renudge = std::chrono::milliseconds(0));
 
  private:
   void send_note(const std::string& peer);  // one "ready" note, not recorded

@@ -14,7 +14,8 @@ void check_segment_table(const SegmentTable& table, size_t total) {
     next += table[i].length;
   }
   if (next != total) {
-    throw ProtocolConfigError("segments cover " + std::to_string(next) + " of " + std::to_string(total) + " floats");
+    throw ProtocolConfigError("segments cover " + std::to_string(next) + " of " + std::to_string(total) +
+                              " floats");
   }
 }
 

@@ -33,10 +33,10 @@ enum class User : uint8_t {
 
 // Size of each user's range, as a power of two, in the order of User.
 constexpr std::array<uint8_t, static_cast<size_t>(User::kCount)> kRangeBits{
-    0, 0, 16, 16, 16,  // startup, allreduce, three gossip protocols
-    24,                // hierarchical groups: 2^16 views x 256 groups
-    22, 22,            // consensus, re-formed rings: 2^22 views each
-    24, 24, 24, 24,    // grid, pipeline, sparse, compute groups
+    0,  0,  16, 16, 16,  // startup, allreduce, three gossip protocols
+    24,                  // hierarchical groups: 2^16 views x 256 groups
+    22, 22,              // consensus, re-formed rings: 2^22 views each
+    24, 24, 24, 24,      // grid, pipeline, sparse, compute groups
 };
 
 // Pacing notes ("I am in this round") of a gossip protocol: its tag with
@@ -60,7 +60,8 @@ constexpr Range range(User user) {
   for (size_t u = 0;; ++u) {
     const uint64_t size = uint64_t{1} << kRangeBits[u];
     next = (next + size - 1) / size * size;  // aligned to its size
-    if (u == static_cast<size_t>(user)) return Range{static_cast<uint32_t>(next), static_cast<uint32_t>(size)};
+    if (u == static_cast<size_t>(user))
+      return Range{static_cast<uint32_t>(next), static_cast<uint32_t>(size)};
     next += size;
   }
 }
@@ -69,7 +70,8 @@ constexpr Range range(User user) {
 constexpr uint32_t first(User user) { return range(user).first; }
 
 // Everything fits below 2^32.
-static_assert(uint64_t{range(User::kComputeGroups).first} + range(User::kComputeGroups).count <= (uint64_t{1} << 32));
+static_assert(uint64_t{range(User::kComputeGroups).first} + range(User::kComputeGroups).count <=
+              (uint64_t{1} << 32));
 
 }  // namespace tags
 }  // namespace gossipd::protocol

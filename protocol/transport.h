@@ -38,7 +38,8 @@ class Transport {
   // Queues a multipart message (frames[0] = envelope). Throws PeerTimeout when
   // the peer's queue stays full for `timeout`, PeerGone for a peer that is
   // not connected (never was, or left).
-  virtual void send(const std::string& peer, std::vector<OutFrame> frames, std::chrono::milliseconds timeout) = 0;
+  virtual void send(const std::string& peer, std::vector<OutFrame> frames,
+                    std::chrono::milliseconds timeout) = 0;
 
   // The next inbound message, or nullopt after `timeout`.
   virtual std::optional<RawMessage> receive(std::chrono::milliseconds timeout) = 0;

@@ -85,11 +85,13 @@ std::optional<RejectReason> Validator::check_payload(const RawMessage& raw, cons
   const size_t got = raw.frames[1].size();
   // Compare in elements first: a huge declared count must not overflow.
   if (env.count() > options_.max_message_bytes / elem || got < env.count() * elem) {
-    *why = std::to_string(got) + " payload bytes, envelope declares " + std::to_string(env.count()) + " elements";
+    *why = std::to_string(got) + " payload bytes, envelope declares " + std::to_string(env.count()) +
+           " elements";
     return RejectReason::kTruncated;
   }
   if (got != env.count() * elem) {
-    *why = std::to_string(got) + " payload bytes, envelope declares " + std::to_string(env.count()) + " elements";
+    *why = std::to_string(got) + " payload bytes, envelope declares " + std::to_string(env.count()) +
+           " elements";
     return RejectReason::kSizeMismatch;
   }
   if (env.type() == proto::SEGMENT) {
@@ -108,14 +110,17 @@ std::optional<RejectReason> Validator::check_payload(const RawMessage& raw, cons
 std::optional<RejectReason> Validator::check_body(const proto::Envelope& env, std::string* why) const {
   auto bad_endpoint = [&](const std::string& endpoint, const std::string& whose) {
     const std::string problem = endpoint_problem(endpoint, EndpointUse::kConnect);
-    if (!problem.empty()) *why = whose + " endpoint of " + std::to_string(endpoint.size()) + " bytes: " + problem;
+    if (!problem.empty())
+      *why = whose + " endpoint of " + std::to_string(endpoint.size()) + " bytes: " + problem;
     return !problem.empty();
   };
-  if (env.type() == proto::HELLO && bad_endpoint(env.hello().endpoint(), "HELLO")) return RejectReason::kBadBody;
+  if (env.type() == proto::HELLO && bad_endpoint(env.hello().endpoint(), "HELLO"))
+    return RejectReason::kBadBody;
   if (!env.has_member_list()) return std::nullopt;
   const auto& list = env.member_list();
   if (static_cast<size_t>(list.members_size()) > options_.max_members) {
-    *why = std::to_string(list.members_size()) + " members, more than " + std::to_string(options_.max_members);
+    *why =
+        std::to_string(list.members_size()) + " members, more than " + std::to_string(options_.max_members);
     return RejectReason::kBadBody;
   }
   for (const auto& m : list.members()) {
@@ -153,7 +158,8 @@ std::optional<Message> Validator::validate(RawMessage raw) {
     log_.reject(raw.peer, *reason, why);
     return std::nullopt;
   }
-  msg.payload.assign(std::make_move_iterator(raw.frames.begin() + 1), std::make_move_iterator(raw.frames.end()));
+  msg.payload.assign(std::make_move_iterator(raw.frames.begin() + 1),
+                     std::make_move_iterator(raw.frames.end()));
   return msg;
 }
 

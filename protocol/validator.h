@@ -46,8 +46,10 @@ class Validator {
   RejectLog& log() { return log_; }
 
  private:
-  std::optional<RejectReason> check_header(const RawMessage& raw, const proto::Envelope& env, std::string* why) const;
-  std::optional<RejectReason> check_payload(const RawMessage& raw, const proto::Envelope& env, std::string* why) const;
+  std::optional<RejectReason> check_header(const RawMessage& raw, const proto::Envelope& env,
+                                           std::string* why) const;
+  std::optional<RejectReason> check_payload(const RawMessage& raw, const proto::Envelope& env,
+                                            std::string* why) const;
   std::optional<RejectReason> check_body(const proto::Envelope& env, std::string* why) const;
 
   ValidatorOptions options_;

@@ -61,10 +61,15 @@ void ZapHandler::serve() {
       spdlog::warn("ZAP: refused a {} client from {}", req.size() > 5 ? req[5].to_string() : "?",
                    req.size() > 3 ? req[3].to_string() : "?");
     }
-    const std::array<std::string, 6> reply{"1.0", req.size() > 1 ? req[1].to_string() : "", ok ? "200" : "400",
-                                           ok ? "OK" : "key not in cluster", "", ""};
+    const std::array<std::string, 6> reply{"1.0",
+                                           req.size() > 1 ? req[1].to_string() : "",
+                                           ok ? "200" : "400",
+                                           ok ? "OK" : "key not in cluster",
+                                           "",
+                                           ""};
     for (size_t i = 0; i < reply.size(); ++i) {
-      socket_.send(zmq::buffer(reply[i]), i + 1 < reply.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+      socket_.send(zmq::buffer(reply[i]),
+                   i + 1 < reply.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
     }
   }
 }

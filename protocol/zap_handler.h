@@ -1,11 +1,10 @@
 #pragma once
 
-#include <zmq.hpp>
-
 #include <atomic>
 #include <set>
 #include <string>
 #include <thread>
+#include <zmq.hpp>
 
 namespace gossipd::protocol {
 

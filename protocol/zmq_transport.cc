@@ -127,7 +127,8 @@ std::shared_ptr<ZmqTransport::Peer> ZmqTransport::find_peer(const std::string& p
   return it->second;
 }
 
-void ZmqTransport::send(const std::string& peer, std::vector<OutFrame> frames, std::chrono::milliseconds timeout) {
+void ZmqTransport::send(const std::string& peer, std::vector<OutFrame> frames,
+                        std::chrono::milliseconds timeout) {
   GOSSIPD_ENFORCE(!frames.empty(), "a message has at least the envelope frame");
   auto p = find_peer(peer);
   std::vector<zmq::message_t> parts;
@@ -138,8 +139,8 @@ void ZmqTransport::send(const std::string& peer, std::vector<OutFrame> frames, s
   std::lock_guard lock(p->mutex);
   if (!p->socket) throw TransportError(options_.node_id, peer, "send to disconnected peer '" + peer + "'");
   for (size_t i = 0; i < parts.size(); ++i) {
-    const auto flags = zmq::send_flags::dontwait | (i + 1 < parts.size() ? zmq::send_flags::sndmore
-                                                                        : zmq::send_flags::none);
+    const auto flags =
+        zmq::send_flags::dontwait | (i + 1 < parts.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
     // Parts after the first never block (multipart is atomic), so the
     // timeout effectively applies to the peer's queue having room.
     while (!p->socket.send(parts[i], flags)) {

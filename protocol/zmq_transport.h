@@ -1,13 +1,12 @@
 #pragma once
 
-#include <zmq.hpp>
-
 #include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <shared_mutex>
+#include <zmq.hpp>
 
 #include "protocol/curve.h"
 #include "protocol/transport.h"
@@ -15,14 +14,14 @@
 namespace gossipd::protocol {
 
 struct ZmqTransportOptions {
-  std::string node_id;                           // also the DEALERs' routing id
-  std::string listen = "tcp://127.0.0.1:0";      // tcp:// or ipc://; port 0 = any
-  int send_hwm = 1000;                           // messages queued per peer
+  std::string node_id;                       // also the DEALERs' routing id
+  std::string listen = "tcp://127.0.0.1:0";  // tcp:// or ipc://; port 0 = any
+  int send_hwm = 1000;                       // messages queued per peer
   int recv_hwm = 1000;
   // Per-frame cap enforced by libzmq itself (a bigger frame drops the
   // connection before it is buffered). 0 = off; the validator checks totals.
   int64_t max_frame_bytes = 0;
-  std::optional<CurveOptions> curve;             // off when empty
+  std::optional<CurveOptions> curve;                // off when empty
   int send_buffer_bytes = kDefaultSendBufferBytes;  // SO_SNDBUF (transport.h)
 };
 
@@ -42,7 +41,8 @@ class ZmqTransport : public Transport {
   void connect(const std::string& peer, const std::string& endpoint) override;
   void disconnect(const std::string& peer) override;
   void reset(const std::string& peer) override;
-  void send(const std::string& peer, std::vector<OutFrame> frames, std::chrono::milliseconds timeout) override;
+  void send(const std::string& peer, std::vector<OutFrame> frames,
+            std::chrono::milliseconds timeout) override;
   std::optional<RawMessage> receive(std::chrono::milliseconds timeout) override;
   void close() override;
 

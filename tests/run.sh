@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The one test command; CI runs it as is (.ci/run). Installs missing Debian
 # packages, then, with no arguments:
-#   1. build/ (Release, assertions kept, GCC): every test, ctest -j2;
+#   1. every source formatted as .clang-format says (tests/format.sh), then
+#      build/ (Release, assertions kept, GCC): every test, ctest -j2;
 #   2. build-sanitize-address-undefined/ (clang, AddressSanitizer +
 #      UndefinedBehaviorSanitizer, tests/sanitized_build.sh): every test
 #      except the timing-bound ones listed in SANITIZE_SKIP below; any
@@ -68,7 +69,8 @@ if [[ "${1:-}" == --quick ]]; then
 fi
 [ $# -gt 0 ] && quick=1
 
-./deploy/install-deps.sh
+./deploy/install-deps.sh --format
+tests/format.sh  # a source clang-format would change fails stage 1 (tests/format.sh --fix mends it)
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
 cmake --build build -j2
 ctest --test-dir build --output-on-failure -j2 --timeout 900 "$@"

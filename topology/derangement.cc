@@ -7,7 +7,8 @@
 
 namespace gossipd::topology {
 
-std::vector<uint32_t> derangement(size_t n, uint64_t seed, uint32_t view_id, uint64_t round, uint32_t segment) {
+std::vector<uint32_t> derangement(size_t n, uint64_t seed, uint32_t view_id, uint64_t round,
+                                  uint32_t segment) {
   if (n < 2) return {};
   Draw draw{seed, view_id, round, segment};
   std::vector<uint32_t> p(n);

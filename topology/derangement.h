@@ -18,7 +18,8 @@ namespace gossipd::topology {
 // while a fixed point remains; about e tries on average) from
 // Draw{seed, view id, round, segment}. The authors' sequential roulette is
 // not exactly uniform; this is. n = 0 or 1: empty (nobody to exchange with).
-std::vector<uint32_t> derangement(size_t n, uint64_t seed, uint32_t view_id, uint64_t round, uint32_t segment);
+std::vector<uint32_t> derangement(size_t n, uint64_t seed, uint32_t view_id, uint64_t round,
+                                  uint32_t segment);
 
 // This member's two partners for a segment: whom it sends to and whom it
 // receives from. nullopt when the view has fewer than two members or does

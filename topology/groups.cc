@@ -29,9 +29,9 @@ const std::string& Groups::segment_owner(size_t group, uint32_t segment, GroupSp
   return spread == GroupSpread::kRoot ? m.front() : m[segment % m.size()];
 }
 
-std::optional<GroupExchange> inter_group_exchange(const Groups& groups, uint32_t view_id, const std::string& self,
-                                                  uint64_t seed, uint64_t round, uint32_t segment,
-                                                  GroupSpread spread) {
+std::optional<GroupExchange> inter_group_exchange(const Groups& groups, uint32_t view_id,
+                                                  const std::string& self, uint64_t seed, uint64_t round,
+                                                  uint32_t segment, GroupSpread spread) {
   auto g = groups.group_of(self);
   if (!g || groups.count() < 2 || groups.segment_owner(*g, segment, spread) != self) return std::nullopt;
   const auto p = derangement(groups.count(), seed, view_id, round, segment);

@@ -46,8 +46,8 @@ struct GroupExchange {
   std::string send_to;
   std::string receive_from;
 };
-std::optional<GroupExchange> inter_group_exchange(const Groups& groups, uint32_t view_id, const std::string& self,
-                                                  uint64_t seed, uint64_t round, uint32_t segment,
-                                                  GroupSpread spread);
+std::optional<GroupExchange> inter_group_exchange(const Groups& groups, uint32_t view_id,
+                                                  const std::string& self, uint64_t seed, uint64_t round,
+                                                  uint32_t segment, GroupSpread spread);
 
 }  // namespace gossipd::topology

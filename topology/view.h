@@ -9,8 +9,8 @@ namespace gossipd::topology {
 
 // A membership view: sorted, unique member ids and the view's id (membership
 // derives it from the member table, so members that agree on the table
-// agree on the id, and a changed table gets another). Every function in topology/ is a pure function of a view and
-// a few integers, so members agree on who talks to whom without messages.
+// agree on the id, and a changed table gets another). Every function in topology/ is a pure function of a
+// view and a few integers, so members agree on who talks to whom without messages.
 class View {
  public:
   View() = default;

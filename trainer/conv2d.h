@@ -20,8 +20,7 @@ class Conv2D : public Layer {
   void bind(std::span<float> params, std::span<float> grads) override;
   void init_params(Rng& rng) override;
   void forward(const float* in, float* out, int batch) override;
-  void backward(const float* in, const float* out, const float* dout, float* din,
-                int batch) override;
+  void backward(const float* in, const float* out, const float* dout, float* din, int batch) override;
   void append_gemms(int batch, bool input_grad, std::vector<GemmShape>& out) const override;
 
  private:

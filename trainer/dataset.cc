@@ -60,9 +60,7 @@ class IdxReader {
     if (got != 0) fail("trailing bytes after the declared number of items (corrupt file?)");
   }
 
-  [[noreturn]] void fail(const std::string& what) const {
-    throw DataError(path_.string() + ": " + what);
-  }
+  [[noreturn]] void fail(const std::string& what) const { throw DataError(path_.string() + ": " + what); }
 
  private:
   std::filesystem::path path_;
@@ -79,8 +77,7 @@ Dataset Dataset::head(size_t count) const {
   return out;
 }
 
-Dataset load_idx_pair(const std::filesystem::path& images_file,
-                      const std::filesystem::path& labels_file) {
+Dataset load_idx_pair(const std::filesystem::path& images_file, const std::filesystem::path& labels_file) {
   IdxReader images(images_file);
   uint32_t magic = images.read_be32();
   if (magic != kImagesMagic) {
@@ -101,8 +98,8 @@ Dataset load_idx_pair(const std::filesystem::path& images_file,
   }
   uint32_t label_count = labels.read_be32();
   if (label_count != count) {
-    labels.fail("holds " + std::to_string(label_count) + " labels but " + images_file.string() +
-                " holds " + std::to_string(count) + " images");
+    labels.fail("holds " + std::to_string(label_count) + " labels but " + images_file.string() + " holds " +
+                std::to_string(count) + " images");
   }
 
   Dataset ds;

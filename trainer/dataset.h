@@ -27,8 +27,7 @@ struct Dataset {
 // Reads one IDX image file and its label file (gzip or plain), checks magic
 // numbers, dimensions and counts, and normalises pixels with the
 // Fashion-MNIST mean and standard deviation. Throws DataError.
-Dataset load_idx_pair(const std::filesystem::path& images_file,
-                      const std::filesystem::path& labels_file);
+Dataset load_idx_pair(const std::filesystem::path& images_file, const std::filesystem::path& labels_file);
 
 enum class Split { kTrain, kTest };
 

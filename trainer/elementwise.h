@@ -10,8 +10,7 @@ class ReLU : public Layer {
   std::string kind() const override { return "relu"; }
   Shape output_shape() const override { return shape_; }
   void forward(const float* in, float* out, int batch) override;
-  void backward(const float* in, const float* out, const float* dout, float* din,
-                int batch) override;
+  void backward(const float* in, const float* out, const float* dout, float* din, int batch) override;
 
  private:
   Shape shape_;
@@ -24,8 +23,7 @@ class Flatten : public Layer {
   std::string kind() const override { return "flatten"; }
   Shape output_shape() const override { return Shape{1, 1, size_}; }
   void forward(const float* in, float* out, int batch) override;
-  void backward(const float* in, const float* out, const float* dout, float* din,
-                int batch) override;
+  void backward(const float* in, const float* out, const float* dout, float* din, int batch) override;
 
  private:
   int size_;

@@ -45,8 +45,7 @@ class Layer {
   virtual void forward(const float* in, float* out, int batch) = 0;
   // Writes (not accumulates) the parameter gradients for this batch and, when
   // `din` is not null, the gradient with respect to the input.
-  virtual void backward(const float* in, const float* out, const float* dout, float* din,
-                        int batch) = 0;
+  virtual void backward(const float* in, const float* out, const float* dout, float* din, int batch) = 0;
 
   // The GEMMs forward + backward run for `batch` (for the trainer benchmark).
   virtual void append_gemms(int batch, bool input_grad, std::vector<GemmShape>& out) const {

@@ -7,8 +7,8 @@
 namespace gossipd::trainer {
 
 struct LossResult {
-  double loss = 0;      // mean over the batch
-  int correct = 0;      // argmax(logits) == label
+  double loss = 0;  // mean over the batch
+  int correct = 0;  // argmax(logits) == label
 };
 
 // Softmax + cross-entropy with optional label smoothing: the target is
@@ -19,8 +19,7 @@ class SoftmaxCrossEntropy {
 
   // Loss and correct count; writes d(mean loss)/d(logits) into `dlogits`
   // when it is not empty (size batch * classes).
-  LossResult compute(const float* logits, std::span<const uint8_t> labels,
-                     std::span<float> dlogits) const;
+  LossResult compute(const float* logits, std::span<const uint8_t> labels, std::span<float> dlogits) const;
 
  private:
   int classes_;

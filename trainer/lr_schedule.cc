@@ -25,8 +25,7 @@ float LrSchedule::at(double epoch) const {
     case Decay::kConstant:
       return o.base_lr;
     case Decay::kCosine:
-      return static_cast<float>(o.final_lr +
-                                (o.base_lr - o.final_lr) * 0.5 * (1.0 + std::cos(M_PI * t)));
+      return static_cast<float>(o.final_lr + (o.base_lr - o.final_lr) * 0.5 * (1.0 + std::cos(M_PI * t)));
     case Decay::kPoly:
       return static_cast<float>(o.final_lr + (o.base_lr - o.final_lr) * std::pow(1.0 - t, o.power));
     case Decay::kStep: {

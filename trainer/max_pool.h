@@ -14,8 +14,7 @@ class MaxPool2D : public Layer {
   std::string kind() const override { return "maxpool"; }
   Shape output_shape() const override { return out_; }
   void forward(const float* in, float* out, int batch) override;
-  void backward(const float* in, const float* out, const float* dout, float* din,
-                int batch) override;
+  void backward(const float* in, const float* out, const float* dout, float* din, int batch) override;
 
  private:
   Shape in_, out_;

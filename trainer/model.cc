@@ -7,9 +7,7 @@ namespace gossipd::trainer {
 
 Model::Model(Shape input) : input_(input) {}
 
-Shape Model::current_shape() const {
-  return layers_.empty() ? input_ : layers_.back()->output_shape();
-}
+Shape Model::current_shape() const { return layers_.empty() ? input_ : layers_.back()->output_shape(); }
 
 void Model::add(std::unique_ptr<Layer> layer, std::string block) {
   if (finalized_) throw std::logic_error("Model::add after finalize");

@@ -13,8 +13,7 @@ namespace {
 void check_widths(const std::vector<int>& widths, const char* what) {
   for (int w : widths) {
     if (w < 1 || w > 65536) {
-      throw std::invalid_argument(std::string(what) + " width " + std::to_string(w) +
-                                  " is outside 1..65536");
+      throw std::invalid_argument(std::string(what) + " width " + std::to_string(w) + " is outside 1..65536");
     }
   }
 }

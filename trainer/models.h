@@ -10,9 +10,9 @@
 namespace gossipd::trainer {
 
 struct ModelOptions {
-  std::string name = "mlp";                  // "mlp" or "cnn"
-  std::vector<int> hidden;                   // empty: the model's default widths
-  std::vector<int> conv_channels;            // cnn only; empty: {32, 64}
+  std::string name = "mlp";        // "mlp" or "cnn"
+  std::vector<int> hidden;         // empty: the model's default widths
+  std::vector<int> conv_channels;  // cnn only; empty: {32, 64}
   Shape input{28, 28, 1};
   int classes = 10;
 };

@@ -14,8 +14,7 @@ double norm(std::span<const float> x) {
 
 }  // namespace
 
-Optimizer::Optimizer(OptimizerOptions options, std::vector<ParamSegment> segments,
-                     size_t param_count)
+Optimizer::Optimizer(OptimizerOptions options, std::vector<ParamSegment> segments, size_t param_count)
     : options_(options), segments_(std::move(segments)), velocity_(param_count, 0.0f) {
   if (options.momentum < 0.0f || options.momentum >= 1.0f) {
     throw std::invalid_argument("momentum must be in [0, 1)");
@@ -49,8 +48,7 @@ void Optimizer::step(std::span<float> params, std::span<const float> grads, floa
   }
 }
 
-void Optimizer::sgd_step(std::span<float> w, std::span<const float> g, std::span<float> v,
-                         float lr) const {
+void Optimizer::sgd_step(std::span<float> w, std::span<const float> g, std::span<float> v, float lr) const {
   const float mu = options_.momentum;
   const float wd = options_.weight_decay;
   const size_t n = w.size();
@@ -70,8 +68,7 @@ void Optimizer::sgd_step(std::span<float> w, std::span<const float> g, std::span
   }
 }
 
-void Optimizer::lars_step(std::span<float> w, std::span<const float> g, std::span<float> v,
-                          float lr) const {
+void Optimizer::lars_step(std::span<float> w, std::span<const float> g, std::span<float> v, float lr) const {
   const double wn = norm(w);
   const double gn = norm(g);
   const float wd = options_.weight_decay;

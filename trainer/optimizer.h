@@ -12,10 +12,10 @@ enum class OptimizerKind { kSgd, kLars };
 
 struct OptimizerOptions {
   OptimizerKind kind = OptimizerKind::kSgd;
-  float momentum = 0.9f;     // 0: plain SGD
+  float momentum = 0.9f;  // 0: plain SGD
   bool nesterov = false;
   float weight_decay = 0.0f;
-  float lars_eta = 0.001f;   // LARS trust coefficient
+  float lars_eta = 0.001f;  // LARS trust coefficient
 };
 
 // SGD with optional (Nesterov) momentum and weight decay, as in PyTorch:

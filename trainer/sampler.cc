@@ -10,10 +10,9 @@ namespace gossipd::trainer {
 
 BatchSampler::BatchSampler(size_t dataset_size, SamplerOptions options)
     : dataset_size_(dataset_size), options_(options) {
-  if (options.worker_count < 1 || options.worker_index < 0 ||
-      options.worker_index >= options.worker_count) {
-    throw std::invalid_argument("worker index " + std::to_string(options.worker_index) +
-                                " is outside 0.." + std::to_string(options.worker_count - 1));
+  if (options.worker_count < 1 || options.worker_index < 0 || options.worker_index >= options.worker_count) {
+    throw std::invalid_argument("worker index " + std::to_string(options.worker_index) + " is outside 0.." +
+                                std::to_string(options.worker_count - 1));
   }
   if (options.mode == SamplingMode::kRandom) {
     // Every worker may draw any sample; an epoch is still n / W samples.
@@ -56,8 +55,7 @@ std::span<const uint32_t> BatchSampler::next_batch(size_t batch) {
   }
   // Per-(worker, epoch, batch) stream: the same draws whatever batch sizes came before.
   Rng rng = Rng::derive(options_.seed ^ 0x5bd1e995ULL,
-                        (static_cast<uint64_t>(options_.worker_index) << 32) | epoch_,
-                        random_draws_++);
+                        (static_cast<uint64_t>(options_.worker_index) << 32) | epoch_, random_draws_++);
   random_batch_.resize(take);
   for (auto& idx : random_batch_) idx = static_cast<uint32_t>(rng.below(dataset_size_));
   cursor_ += take;

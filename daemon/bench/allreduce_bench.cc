@@ -1,13 +1,13 @@
 #include "daemon/bench/allreduce_bench.h"
 
-#include <CLI/CLI.hpp>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
-#include <sched.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -70,7 +70,8 @@ AllreduceBenchResult run_rank(gp::Node& node, size_t rank, const std::vector<std
     allreduce.run();
     const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     if (rep >= o.warmup) result.rep_seconds.push_back(seconds);
-    result.exact = result.exact && std::memcmp(data.data(), expected.data(), data.size() * sizeof(float)) == 0;
+    result.exact =
+        result.exact && std::memcmp(data.data(), expected.data(), data.size() * sizeof(float)) == 0;
   }
   gp::Barrier(group).run();  // nobody closes while a peer still reads from it
   return result;
@@ -169,7 +170,8 @@ class Workers {
 
   void spawn(const std::vector<std::string>& args) {
     int down[2], up[2];
-    if (::pipe2(down, O_CLOEXEC) != 0 || ::pipe2(up, O_CLOEXEC) != 0) throw std::runtime_error("bench: pipe failed");
+    if (::pipe2(down, O_CLOEXEC) != 0 || ::pipe2(up, O_CLOEXEC) != 0)
+      throw std::runtime_error("bench: pipe failed");
     const pid_t pid = ::fork();
     if (pid < 0) throw std::runtime_error("bench: fork failed");
     if (pid == 0) {
@@ -210,22 +212,33 @@ class Workers {
 };
 
 std::vector<std::string> worker_args(const AllreduceBenchOptions& o, int rank) {
-  return {"gossipctl",     "bench",        "allreduce",
-          "--procs",       std::to_string(o.procs),
-          "--floats",      std::to_string(o.floats),
-          "--reps",        std::to_string(o.reps),
-          "--warmup",      std::to_string(o.warmup),
-          "--chunk-bytes", std::to_string(o.chunk_bytes),
-          "--timeout-ms",  std::to_string(o.timeout_ms),
-          "--bind-to",     o.bind_to,
-          "--worker-rank", std::to_string(rank)};
+  return {"gossipctl",
+          "bench",
+          "allreduce",
+          "--procs",
+          std::to_string(o.procs),
+          "--floats",
+          std::to_string(o.floats),
+          "--reps",
+          std::to_string(o.reps),
+          "--warmup",
+          std::to_string(o.warmup),
+          "--chunk-bytes",
+          std::to_string(o.chunk_bytes),
+          "--timeout-ms",
+          std::to_string(o.timeout_ms),
+          "--bind-to",
+          o.bind_to,
+          "--worker-rank",
+          std::to_string(rank)};
 }
 
 }  // namespace
 
 AllreduceBenchResult bench_allreduce_rank(int rank, const std::vector<std::string>& endpoints,
                                           const AllreduceBenchOptions& options) {
-  if (rank < 0 || static_cast<size_t>(rank) >= endpoints.size()) throw std::invalid_argument("bench: bad rank");
+  if (rank < 0 || static_cast<size_t>(rank) >= endpoints.size())
+    throw std::invalid_argument("bench: bad rank");
   gp::Node node(node_options(static_cast<size_t>(rank), endpoints[static_cast<size_t>(rank)]));
   return run_rank(node, static_cast<size_t>(rank), endpoints, options);
 }
@@ -236,17 +249,23 @@ double bench_allreduce_median(int rank, const std::vector<std::string>& endpoint
 }
 
 CLI::App* add_allreduce_bench_command(CLI::App& bench, AllreduceBenchOptions& o) {
-  CLI::App* cmd = bench.add_subcommand("allreduce", "Our ring allreduce across P local processes (TCP loopback)");
+  CLI::App* cmd =
+      bench.add_subcommand("allreduce", "Our ring allreduce across P local processes (TCP loopback)");
   cmd->add_option("--procs", o.procs, "Processes")->check(CLI::Range(1, 64))->capture_default_str();
-  cmd->add_option("--floats", o.floats, "float32 elements per buffer")->check(CLI::Range(0, 1 << 30))
+  cmd->add_option("--floats", o.floats, "float32 elements per buffer")
+      ->check(CLI::Range(0, 1 << 30))
       ->capture_default_str();
-  cmd->add_option("--reps", o.reps, "Timed repetitions (median reported)")->check(CLI::Range(1, 100000))
+  cmd->add_option("--reps", o.reps, "Timed repetitions (median reported)")
+      ->check(CLI::Range(1, 100000))
       ->capture_default_str();
-  cmd->add_option("--warmup", o.warmup, "Untimed repetitions first")->check(CLI::Range(0, 1000))
+  cmd->add_option("--warmup", o.warmup, "Untimed repetitions first")
+      ->check(CLI::Range(0, 1000))
       ->capture_default_str();
-  cmd->add_option("--chunk-bytes", o.chunk_bytes, "Pipeline piece size")->check(CLI::Range(64, 1 << 30))
+  cmd->add_option("--chunk-bytes", o.chunk_bytes, "Pipeline piece size")
+      ->check(CLI::Range(64, 1 << 30))
       ->capture_default_str();
-  cmd->add_option("--timeout-ms", o.timeout_ms, "Per-peer timeout")->check(CLI::Range(1, 3600000))
+  cmd->add_option("--timeout-ms", o.timeout_ms, "Per-peer timeout")
+      ->check(CLI::Range(1, 3600000))
       ->capture_default_str();
   cmd->add_option("--bind-to", o.bind_to, "core: pin each rank to one CPU (OpenMPI's default); none")
       ->check(CLI::IsMember({"core", "none"}))
@@ -271,7 +290,8 @@ int run_allreduce_bench(const AllreduceBenchOptions& o) {
   bool exact = true;
   deadline = Clock::now() + std::chrono::milliseconds(o.timeout_ms) * (o.reps + o.warmup + 2);
   for (int r = 0; r < o.procs; ++r) {
-    const std::string line = read_line(workers.children()[r].from_child, deadline, "worker " + std::to_string(r));
+    const std::string line =
+        read_line(workers.children()[r].from_child, deadline, "worker " + std::to_string(r));
     std::istringstream in(line);
     std::string status;
     int ok = 0;
@@ -289,10 +309,11 @@ int run_allreduce_bench(const AllreduceBenchOptions& o) {
   const double seconds = median(slowest);
   const double fastest = *std::min_element(slowest.begin(), slowest.end());
   const double bytes = static_cast<double>(o.floats) * sizeof(float);
-  std::printf("{\"bench\":\"allreduce\",\"impl\":\"gossipd\",\"procs\":%d,\"floats\":%zu,\"seconds\":%.6f,"
-              "\"algbw_gbps\":%.4f,\"min_seconds\":%.6f,\"exact\":%s}\n",
-              o.procs, o.floats, seconds, seconds > 0 ? bytes / seconds * 1e-9 : 0.0, fastest,
-              exact ? "true" : "false");
+  std::printf(
+      "{\"bench\":\"allreduce\",\"impl\":\"gossipd\",\"procs\":%d,\"floats\":%zu,\"seconds\":%.6f,"
+      "\"algbw_gbps\":%.4f,\"min_seconds\":%.6f,\"exact\":%s}\n",
+      o.procs, o.floats, seconds, seconds > 0 ? bytes / seconds * 1e-9 : 0.0, fastest,
+      exact ? "true" : "false");
   std::fflush(stdout);
   return 0;
 }

@@ -10,8 +10,8 @@ namespace gossipd::daemon {
 struct AllreduceBenchOptions {
   int procs = 2;
   size_t floats = size_t{1} << 20;
-  int reps = 10;    // timed repetitions (median reported)
-  int warmup = 2;   // untimed repetitions first
+  int reps = 10;   // timed repetitions (median reported)
+  int warmup = 2;  // untimed repetitions first
   size_t chunk_bytes = size_t{512} << 10;
   int timeout_ms = 30000;
   // "core": rank r and every thread it starts run on CPU r mod #CPUs, as

@@ -9,8 +9,8 @@ struct TrainerBenchOptions {
   std::string model = "mlp";
   size_t batch = 256;
   std::vector<int> threads{1, 2};
-  int steps = 40;   // timed steps per trial
-  int trials = 7;   // the median trial is reported
+  int steps = 40;  // timed steps per trial
+  int trials = 7;  // the median trial is reported
 };
 
 struct TrainerBenchResult {

@@ -108,7 +108,8 @@ fs::path write_checkpoint(const fs::path& dir, const Checkpoint& c, int keep) {
   fs::rename(tmp, target, ec);
   if (ec) {
     fs::remove(tmp, ec);
-    throw std::runtime_error("cannot rename " + tmp.string() + " to " + target.string() + ": " + ec.message());
+    throw std::runtime_error("cannot rename " + tmp.string() + " to " + target.string() + ": " +
+                             ec.message());
   }
   fsync_dir(dir);
   // Only once the new one is durable do the old ones go.
@@ -155,7 +156,8 @@ Checkpoint read_checkpoint(const fs::path& path) {
   c.state.params.resize(p);
   c.state.optimizer.resize(o);
   std::copy_n(floats, p * sizeof(float), reinterpret_cast<char*>(c.state.params.data()));
-  std::copy_n(floats + p * sizeof(float), o * sizeof(float), reinterpret_cast<char*>(c.state.optimizer.data()));
+  std::copy_n(floats + p * sizeof(float), o * sizeof(float),
+              reinterpret_cast<char*>(c.state.optimizer.data()));
   return c;
 }
 
@@ -164,9 +166,11 @@ std::vector<fs::path> list_checkpoints(const fs::path& dir) {
   std::vector<fs::path> out;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
-    if (e.is_regular_file(ec) && std::regex_match(e.path().filename().string(), name)) out.push_back(e.path());
+    if (e.is_regular_file(ec) && std::regex_match(e.path().filename().string(), name))
+      out.push_back(e.path());
   }
-  std::sort(out.begin(), out.end(), [](const fs::path& a, const fs::path& b) { return a.filename() > b.filename(); });
+  std::sort(out.begin(), out.end(),
+            [](const fs::path& a, const fs::path& b) { return a.filename() > b.filename(); });
   return out;
 }
 
@@ -182,7 +186,8 @@ std::optional<Checkpoint> load_newest_checkpoint(const fs::path& dir,
   return std::nullopt;
 }
 
-Checkpointer::Checkpointer(CheckpointOptions options, std::string node_id, std::function<void(Checkpoint&)> describe)
+Checkpointer::Checkpointer(CheckpointOptions options, std::string node_id,
+                           std::function<void(Checkpoint&)> describe)
     : options_(std::move(options)), node_id_(std::move(node_id)), describe_(std::move(describe)) {
   thread_ = std::thread([this] { loop(); });
 }
@@ -211,8 +216,8 @@ void Checkpointer::at_step(uint64_t round, const std::function<ReplicaState()>& 
     std::lock_guard lock(mutex_);
     if (busy_ || pending_) {
       skipped_.fetch_add(1);
-      spdlog::warn("node '{}': checkpoint of round {} skipped: the previous one is still being written", node_id_,
-                   round);
+      spdlog::warn("node '{}': checkpoint of round {} skipped: the previous one is still being written",
+                   node_id_, round);
       return;
     }
   }

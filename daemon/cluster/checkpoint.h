@@ -39,7 +39,8 @@ std::string checkpoint_name(uint64_t round);
 // Writes atomically: a temporary file in `dir`, fsync, rename, fsync of the
 // directory; then removes all but the newest `keep` checkpoints. Returns the
 // path. Throws std::runtime_error naming the file and the errno text.
-std::filesystem::path write_checkpoint(const std::filesystem::path& dir, const Checkpoint& checkpoint, int keep);
+std::filesystem::path write_checkpoint(const std::filesystem::path& dir, const Checkpoint& checkpoint,
+                                       int keep);
 
 // Reads and verifies one file (magic, sizes, CRC-32); throws CheckpointError.
 Checkpoint read_checkpoint(const std::filesystem::path& path);
@@ -53,8 +54,8 @@ std::optional<Checkpoint> load_newest_checkpoint(const std::filesystem::path& di
                                                  const std::function<void(const std::string&)>& skipped);
 
 struct CheckpointOptions {
-  std::string dir;      // empty = no checkpoints
-  uint64_t every = 0;   // rounds between two checkpoints; 0 = only the final one
+  std::string dir;     // empty = no checkpoints
+  uint64_t every = 0;  // rounds between two checkpoints; 0 = only the final one
   int keep = 3;
 };
 

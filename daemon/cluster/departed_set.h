@@ -27,7 +27,7 @@ class DepartedSet {
   size_t capacity_;
   uint64_t next_stamp_ = 0;
   std::map<std::string, std::pair<uint64_t, uint64_t>> by_id_;  // id -> (since_round, stamp)
-  std::map<uint64_t, std::string> by_stamp_;                     // stamp -> id, oldest first
+  std::map<uint64_t, std::string> by_stamp_;                    // stamp -> id, oldest first
 };
 
 }  // namespace gossipd::daemon

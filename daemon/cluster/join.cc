@@ -21,8 +21,8 @@ void send_hello(protocol::Node& node, const std::string& to, const proto::Hello&
 }
 
 // The next MEMBER_LIST from `from` ("" = anyone) until `deadline`.
-std::optional<protocol::Message> next_list(protocol::Node& node, const std::string& from, Clock::time_point deadline,
-                                           std::stop_token stop) {
+std::optional<protocol::Message> next_list(protocol::Node& node, const std::string& from,
+                                           Clock::time_point deadline, std::stop_token stop) {
   for (;;) {
     auto m = node.mailbox().pop(proto::MEMBER_LIST, deadline, stop);
     if (!m) {
@@ -53,10 +53,10 @@ JoinResult join_cluster(protocol::Node& node, const std::vector<std::string>& en
   for (size_t attempt = 0; r.contact.empty(); ++attempt) {
     if (Clock::now() >= deadline) {
       throw NoMemberAnswered("no member answered at " + endpoints.front() +
-                               (endpoints.size() > 1 ? " (or the other --join endpoints)" : "") + " within " +
-                               std::to_string(timeout.count()) +
-                               " ms: check the endpoint, --cluster-id and the CURVE keys, and that no live "
-                               "member already uses this --id");
+                             (endpoints.size() > 1 ? " (or the other --join endpoints)" : "") + " within " +
+                             std::to_string(timeout.count()) +
+                             " ms: check the endpoint, --cluster-id and the CURVE keys, and that no live "
+                             "member already uses this --id");
     }
     send_hello(node, probes[attempt % probes.size()], hello);
     auto m = next_list(node, "", std::min(deadline, Clock::now() + kRetry), stop);
@@ -85,7 +85,8 @@ JoinResult join_cluster(protocol::Node& node, const std::vector<std::string>& en
   hello.set_ready(true);
   for (;;) {
     if (Clock::now() >= deadline) {
-      throw std::runtime_error("member '" + r.contact + "' sent the state but never admitted this worker within " +
+      throw std::runtime_error("member '" + r.contact +
+                               "' sent the state but never admitted this worker within " +
                                std::to_string(timeout.count()) + " ms");
     }
     send_hello(node, r.contact, hello);

@@ -26,14 +26,14 @@ class NoMemberAnswered : public std::runtime_error {
 };
 
 struct JoinResult {
-  std::string contact;          // the member that served the join
-  proto::MemberList admitted;   // the table, with this node's since_round
-  uint64_t since_round = 0;     // the first round this node takes part in
+  std::string contact;         // the member that served the join
+  proto::MemberList admitted;  // the table, with this node's since_round
+  uint64_t since_round = 0;    // the first round this node takes part in
   uint64_t topology_seed = 1;
   // About when the cluster reaches since_round: starting earlier would only
   // wait out the first round's deadline and miss its segments.
   std::chrono::steady_clock::time_point start_at;
-  ReplicaState state;              // the contact's snapshot
+  ReplicaState state;  // the contact's snapshot
 };
 
 // The joiner's side of Membership's join (see membership.h): says HELLO to

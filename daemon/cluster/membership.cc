@@ -26,17 +26,21 @@ uint32_t view_hash(const std::vector<std::pair<std::string, uint64_t>>& members)
 
 }  // namespace
 
-Membership::Membership(protocol::Node& node, proto::Member self, const std::map<std::string, std::string>& peers,
-                       MembershipOptions options, WorkerState& state, MetricsRegistry& metrics)
-    : Membership(node, std::move(self), [&] {
-        proto::MemberList list;  // everyone from round 0, labels not known yet
-        for (const auto& [id, endpoint] : peers) {
-          proto::Member* m = list.add_members();
-          m->set_id(id);
-          m->set_endpoint(endpoint);
-        }
-        return list;
-      }(), options, state, metrics) {}
+Membership::Membership(protocol::Node& node, proto::Member self,
+                       const std::map<std::string, std::string>& peers, MembershipOptions options,
+                       WorkerState& state, MetricsRegistry& metrics)
+    : Membership(
+          node, std::move(self),
+          [&] {
+            proto::MemberList list;  // everyone from round 0, labels not known yet
+            for (const auto& [id, endpoint] : peers) {
+              proto::Member* m = list.add_members();
+              m->set_id(id);
+              m->set_endpoint(endpoint);
+            }
+            return list;
+          }(),
+          options, state, metrics) {}
 
 Membership::Membership(protocol::Node& node, proto::Member self, const proto::MemberList& admitted,
                        MembershipOptions options, WorkerState& state, MetricsRegistry& metrics)
@@ -45,8 +49,10 @@ Membership::Membership(protocol::Node& node, proto::Member self, const proto::Me
       options_(options),
       state_(state),
       members_gauge_(metrics.gauge("gossipd_members", "Members in the current view")),
-      evictions_(metrics.counter("gossipd_members_evicted_total", "Members evicted after the failure timeout")),
-      joins_(metrics.counter("gossipd_joins_admitted_total", "Joiners this member admitted as their contact")) {
+      evictions_(
+          metrics.counter("gossipd_members_evicted_total", "Members evicted after the failure timeout")),
+      joins_(
+          metrics.counter("gossipd_joins_admitted_total", "Joiners this member admitted as their contact")) {
   const auto now = Clock::now();
   for (const auto& m : admitted.members()) {
     if (m.id() == self_.id()) {
@@ -105,8 +111,9 @@ std::map<std::string, std::string> Membership::labels() const {
 
 bool Membership::labels_known(uint64_t round) const {
   std::lock_guard lock(mu_);
-  return std::all_of(entries_.begin(), entries_.end(),
-                     [&](const auto& kv) { return kv.second.since_round > round || !kv.second.group.empty(); });
+  return std::all_of(entries_.begin(), entries_.end(), [&](const auto& kv) {
+    return kv.second.since_round > round || !kv.second.group.empty();
+  });
 }
 
 uint64_t Membership::since_round(const std::string& id) const {
@@ -165,7 +172,6 @@ void Membership::publish() {
   });
 }
 
-
 void Membership::drop(const std::string& id, const char* why) {
   size_t left = 0;
   {
@@ -215,8 +221,8 @@ void Membership::merge(const proto::MemberList& list) {
       }
       if (departed_.left(m.id(), m.since_round())) continue;  // saw this one leave
       if (entries_.size() + 1 >= options_.max_members) {
-        spdlog::warn("node '{}': member '{}' not taken into the view: it holds --max-members {} already", node_.id(),
-                     m.id(), options_.max_members);
+        spdlog::warn("node '{}': member '{}' not taken into the view: it holds --max-members {} already",
+                     node_.id(), m.id(), options_.max_members);
         continue;
       }
       if (!connect(m.id(), m.endpoint())) continue;
@@ -254,10 +260,12 @@ void Membership::handle_hello(const std::string& id, const proto::Hello& hello) 
         ++changes_;
         joins_.add();
         reply = table();
-        reply.set_starts_in_ms(static_cast<uint32_t>(
-            rate > 0 ? 1000.0 * static_cast<double>(since - last_round_) / rate : options_.admit_ahead.count()));
+        reply.set_starts_in_ms(
+            static_cast<uint32_t>(rate > 0 ? 1000.0 * static_cast<double>(since - last_round_) / rate
+                                           : options_.admit_ahead.count()));
         for (const auto& [peer, entry] : entries_) announce_to.push_back(peer);
-        spdlog::info("node '{}': admitted '{}' from round {} (now at round {})", node_.id(), id, since, last_round_);
+        spdlog::info("node '{}': admitted '{}' from round {} (now at round {})", node_.id(), id, since,
+                     last_round_);
       } else {
         return;  // not a joiner this member is serving
       }
@@ -270,7 +278,8 @@ void Membership::handle_hello(const std::string& id, const proto::Hello& hello) 
       if (id == self_.id()) {
         // Answering would connect our own id elsewhere: the joiner times out
         // with a hint that its --id may be taken.
-        spdlog::warn("node '{}': HELLO under this member's own id from {} ignored", node_.id(), hello.endpoint());
+        spdlog::warn("node '{}': HELLO under this member's own id from {} ignored", node_.id(),
+                     hello.endpoint());
         return;
       }
       std::string why = policy_->refuse(hello);
@@ -311,8 +320,9 @@ void Membership::handle_hello(const std::string& id, const proto::Hello& hello) 
     }
   }
   if (restarted) {
-    spdlog::warn("node '{}': member '{}' asks to join again (it restarted): its old incarnation leaves the view",
-                 node_.id(), id);
+    spdlog::warn(
+        "node '{}': member '{}' asks to join again (it restarted): its old incarnation leaves the view",
+        node_.id(), id);
     publish();
   }
   // The reply goes to the address a new joiner gave (a ready one is connected already).
@@ -373,7 +383,8 @@ void Membership::beat() {
         ++it;
         continue;
       }
-      if (!it->second.refused) spdlog::warn("node '{}': joiner '{}' never got ready; forgotten", node_.id(), it->first);
+      if (!it->second.refused)
+        spdlog::warn("node '{}': joiner '{}' never got ready; forgotten", node_.id(), it->first);
       if (!entries_.count(it->first)) expired.push_back(it->first);
       it = joiners_.erase(it);
     }
@@ -394,7 +405,8 @@ void Membership::beat() {
 }
 
 void Membership::loop(std::stop_token stop) {
-  static constexpr proto::MessageType kTypes[] = {proto::LEAVE, proto::HELLO, proto::MEMBER_LIST, proto::HEARTBEAT};
+  static constexpr proto::MessageType kTypes[] = {proto::LEAVE, proto::HELLO, proto::MEMBER_LIST,
+                                                  proto::HEARTBEAT};
   auto next_beat = Clock::now();
   while (!stop.stop_requested()) {
     if (Clock::now() >= next_beat) {
@@ -443,8 +455,9 @@ void Membership::transfer_loop(std::stop_token stop) {
     const auto start = Clock::now();
     try {
       send_state(node_, job.first, job.second, options_.state_chunk_bytes, std::chrono::milliseconds(5000));
-      spdlog::info("node '{}': state for '{}' queued ({} floats, step {}) in {:.0f} ms", node_.id(), job.first,
-                   job.second->params.size() + job.second->optimizer.size(), job.second->header.step(),
+      spdlog::info("node '{}': state for '{}' queued ({} floats, step {}) in {:.0f} ms", node_.id(),
+                   job.first, job.second->params.size() + job.second->optimizer.size(),
+                   job.second->header.step(),
                    std::chrono::duration<double, std::milli>(Clock::now() - start).count());
     } catch (const std::exception& e) {
       spdlog::warn("node '{}': state download to '{}' abandoned: {}", node_.id(), job.first, e.what());

@@ -10,9 +10,9 @@
 #include <string>
 #include <thread>
 
-#include "daemon/observe/metrics.h"
 #include "daemon/cluster/departed_set.h"
 #include "daemon/cluster/state_transfer.h"
+#include "daemon/observe/metrics.h"
 #include "daemon/observe/worker_state.h"
 #include "protocol/node.h"
 #include "topology/view.h"
@@ -37,7 +37,6 @@ struct MembershipOptions {
   // refused ("the cluster is full"), entries beyond it in a list ignored.
   size_t max_members = 1024;
 };
-
 
 // What a contact checks before it admits a joiner, and tells it.
 struct JoinPolicy {
@@ -69,8 +68,8 @@ class Membership {
   Membership(protocol::Node& node, proto::Member self, const std::map<std::string, std::string>& peers,
              MembershipOptions options, WorkerState& state, MetricsRegistry& metrics);
   // A joiner, with the table it was admitted with (it contains `self`).
-  Membership(protocol::Node& node, proto::Member self, const proto::MemberList& admitted, MembershipOptions options,
-             WorkerState& state, MetricsRegistry& metrics);
+  Membership(protocol::Node& node, proto::Member self, const proto::MemberList& admitted,
+             MembershipOptions options, WorkerState& state, MetricsRegistry& metrics);
   ~Membership();
   Membership(const Membership&) = delete;
   Membership& operator=(const Membership&) = delete;
@@ -146,10 +145,10 @@ class Membership {
   Counter& evictions_;
   Counter& joins_;
   mutable std::mutex mu_;
-  std::map<std::string, Entry> entries_;      // peers only
+  std::map<std::string, Entry> entries_;           // peers only
   static constexpr size_t kDepartedPerMember = 4;  // tombstones kept per place in the table
   DepartedSet departed_{kDepartedPerMember * options_.max_members};
-  std::map<std::string, Joiner> joiners_;     // HELLO received, not yet in the table
+  std::map<std::string, Joiner> joiners_;  // HELLO received, not yet in the table
   std::optional<JoinPolicy> policy_;
   uint64_t last_round_ = 0;
   uint32_t changes_ = 0;

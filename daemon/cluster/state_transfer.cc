@@ -54,15 +54,17 @@ void send_state(protocol::Node& node, const std::string& peer, std::shared_ptr<c
       e.set_offset(off);
       e.set_count(n);
       // Borrowed: `state` stays alive (and unchanged) until ZeroMQ is done.
-      node.transport().send(
-          peer, {protocol::envelope_frame(e), protocol::OutFrame::borrowed(buf.data() + off, n * sizeof(float), state)},
-          timeout);
+      node.transport().send(peer,
+                            {protocol::envelope_frame(e),
+                             protocol::OutFrame::borrowed(buf.data() + off, n * sizeof(float), state)},
+                            timeout);
     }
   }
 }
 
-ReplicaState receive_state(protocol::Node& node, const std::string& from, size_t param_floats, size_t optimizer_floats,
-                        std::chrono::milliseconds idle_timeout, std::stop_token stop) {
+ReplicaState receive_state(protocol::Node& node, const std::string& from, size_t param_floats,
+                           size_t optimizer_floats, std::chrono::milliseconds idle_timeout,
+                           std::stop_token stop) {
   ReplicaState st;
   bool have_header = false;
   size_t received = 0;
@@ -78,15 +80,17 @@ ReplicaState receive_state(protocol::Node& node, const std::string& from, size_t
     if (e.has_state_header()) {
       st.header = e.state_header();
       if (st.header.format_version() != kStateFormatVersion) {
-        throw std::runtime_error("state format " + std::to_string(st.header.format_version()) + " from '" + from +
-                                 "', this build reads " + std::to_string(kStateFormatVersion) +
+        throw std::runtime_error("state format " + std::to_string(st.header.format_version()) + " from '" +
+                                 from + "', this build reads " + std::to_string(kStateFormatVersion) +
                                  ": run the same gossipd version on every worker");
       }
-      if (st.header.parameter_floats() != param_floats || st.header.optimizer_state_floats() != optimizer_floats) {
-        throw std::runtime_error("state from '" + from + "' has " + std::to_string(st.header.parameter_floats()) +
-                                 " parameters and " + std::to_string(st.header.optimizer_state_floats()) +
-                                 " optimizer floats, this worker " + std::to_string(param_floats) + " and " +
-                                 std::to_string(optimizer_floats) + ": use the cluster's --model and --optimizer");
+      if (st.header.parameter_floats() != param_floats ||
+          st.header.optimizer_state_floats() != optimizer_floats) {
+        throw std::runtime_error(
+            "state from '" + from + "' has " + std::to_string(st.header.parameter_floats()) +
+            " parameters and " + std::to_string(st.header.optimizer_state_floats()) +
+            " optimizer floats, this worker " + std::to_string(param_floats) + " and " +
+            std::to_string(optimizer_floats) + ": use the cluster's --model and --optimizer");
       }
       st.params.assign(param_floats, 0.0f);
       st.optimizer.assign(optimizer_floats, 0.0f);
@@ -100,7 +104,8 @@ ReplicaState receive_state(protocol::Node& node, const std::string& from, size_t
       if (!buf || e.dtype() != proto::DTYPE_FLOAT32 || e.offset() > buf->size() ||
           e.count() > buf->size() - e.offset()) {
         throw std::runtime_error("state chunk from '" + from + "' out of bounds (buffer " +
-                                 std::to_string(e.segment_id()) + ", offset " + std::to_string(e.offset()) + ")");
+                                 std::to_string(e.segment_id()) + ", offset " + std::to_string(e.offset()) +
+                                 ")");
       }
       const auto bytes = m->bytes();
       std::copy_n(bytes.data(), bytes.size(), reinterpret_cast<std::byte*>(buf->data() + e.offset()));

@@ -11,7 +11,6 @@
 
 namespace gossipd::daemon {
 
-
 // The wire form of a download: one STATE_CHUNK carrying the header (and an
 // empty payload frame), then STATE_CHUNKs of at most `chunk_bytes` each:
 // segment_id 0 = parameters, 1 = optimizer state, offset/count in floats. The
@@ -33,7 +32,8 @@ void send_state(protocol::Node& node, const std::string& peer, std::shared_ptr<c
 // and the header against the sizes this worker expects. Throws
 // std::runtime_error with a one-line reason (mismatch, corruption, or no
 // chunk for `idle_timeout`), protocol::Aborted on stop.
-ReplicaState receive_state(protocol::Node& node, const std::string& from, size_t param_floats, size_t optimizer_floats,
-                        std::chrono::milliseconds idle_timeout, std::stop_token stop);
+ReplicaState receive_state(protocol::Node& node, const std::string& from, size_t param_floats,
+                           size_t optimizer_floats, std::chrono::milliseconds idle_timeout,
+                           std::stop_token stop);
 
 }  // namespace gossipd::daemon

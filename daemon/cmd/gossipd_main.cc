@@ -1,11 +1,12 @@
 // gossipd: the worker daemon.
-#include <CLI/CLI.hpp>
 #include <google/protobuf/stubs/logging.h>
 
-#include "daemon/config/cli.h"
+#include <CLI/CLI.hpp>
+
 #include "daemon/cmd/run_command.h"
 #include "daemon/cmd/run_flags.h"
 #include "daemon/cmd/train_command.h"
+#include "daemon/config/cli.h"
 
 int main(int argc, char** argv) {
   gossipd::daemon::tune_allocator();

@@ -23,11 +23,12 @@ std::string refusal(const proto::Hello& mine, const proto::Hello& theirs) {
            std::to_string(mine.parameter_floats()) + ": use the cluster's --model and --hidden";
   }
   if (theirs.optimizer_state_floats() != mine.optimizer_state_floats()) {
-    return "its optimizer keeps " + std::to_string(theirs.optimizer_state_floats()) + " floats, the cluster's " +
-           std::to_string(mine.optimizer_state_floats()) + ": use the cluster's --optimizer";
+    return "its optimizer keeps " + std::to_string(theirs.optimizer_state_floats()) +
+           " floats, the cluster's " + std::to_string(mine.optimizer_state_floats()) +
+           ": use the cluster's --optimizer";
   }
-  if (!std::equal(theirs.segment_lengths().begin(), theirs.segment_lengths().end(), mine.segment_lengths().begin(),
-                  mine.segment_lengths().end())) {
+  if (!std::equal(theirs.segment_lengths().begin(), theirs.segment_lengths().end(),
+                  mine.segment_lengths().begin(), mine.segment_lengths().end())) {
     return "its segments differ from the cluster's: use the cluster's --segments";
   }
   return "";

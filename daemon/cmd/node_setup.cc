@@ -22,7 +22,8 @@ protocol::NodeOptions node_options(const RunOptions& o) {
   n.faults.drop = o.inject_drop;
   n.faults.duplicate = o.inject_duplicate;
   n.faults.reorder = o.inject_reorder;
-  n.faults.seed = o.inject_seed != 0 ? o.inject_seed : o.train.seed * 0x9e3779b97f4a7c15ULL ^ std::hash<std::string>{}(o.id);
+  n.faults.seed = o.inject_seed != 0 ? o.inject_seed
+                                     : o.train.seed * 0x9e3779b97f4a7c15ULL ^ std::hash<std::string>{}(o.id);
   if (!o.curve_secret_key.empty()) {
     n.curve = protocol::curve_options_from_files(o.curve_secret_key, o.curve_cluster_key);
   }
@@ -38,14 +39,17 @@ void register_transport_metrics(MetricsRegistry& metrics, protocol::Node& node) 
                     }
                     return out;
                   });
-  metrics.sampled("gossipd_faults_injected_total", "Outbound messages hit by --inject-* faults", "counter", [&node] {
-    const protocol::FaultCounts f = node.fault_counts();
-    return std::vector<std::pair<Labels, double>>{{{{"kind", "drop"}}, double(f.dropped)},
-                                                  {{{"kind", "duplicate"}}, double(f.duplicated)},
-                                                  {{{"kind", "reorder"}}, double(f.reordered)}};
-  });
+  metrics.sampled(
+      "gossipd_faults_injected_total", "Outbound messages hit by --inject-* faults", "counter", [&node] {
+        const protocol::FaultCounts f = node.fault_counts();
+        return std::vector<std::pair<Labels, double>>{{{{"kind", "drop"}}, double(f.dropped)},
+                                                      {{{"kind", "duplicate"}}, double(f.duplicated)},
+                                                      {{{"kind", "reorder"}}, double(f.reordered)}};
+      });
   metrics.sampled("gossipd_curve_clients_refused_total", "Connections refused by the ZAP handler", "counter",
-                  [&node] { return std::vector<std::pair<Labels, double>>{{{}, double(node.zap_refused())}}; });
+                  [&node] {
+                    return std::vector<std::pair<Labels, double>>{{{}, double(node.zap_refused())}};
+                  });
 }
 
 HttpHandler status_routes(WorkerState& state, MetricsRegistry& metrics, protocol::Node& node) {

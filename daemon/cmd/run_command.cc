@@ -116,7 +116,8 @@ void RunCommand::place() {
   peers_ = parse_peers(o_.peers);
   peers_.erase(o_.id);
   joining_ = !o_.join.empty();
-  if (joining_ && !mode_.accepts_joins) throw UsageError("--algo " + o_.algo + " takes no joiners: drop --join");
+  if (joining_ && !mode_.accepts_joins)
+    throw UsageError("--algo " + o_.algo + " takes no joiners: drop --join");
   if (!o_.checkpoint_dir.empty() && !mode_.checkpoints) {
     throw UsageError("--algo " + o_.algo + " writes no checkpoints: drop --checkpoint-dir");
   }
@@ -136,12 +137,14 @@ void RunCommand::load() {
   if (f_.train_limit > 0) train_ = train_.head(f_.train_limit);
   if (f_.test_limit > 0) test_ = test_.head(f_.test_limit);
   trainer_ = std::make_unique<trainer::Trainer>(mode_.model(o_), train_, topts);
-  segments_ = make_segment_table(trainer_->model().segments(), trainer_->model().params().size(), o_.segments);
+  segments_ =
+      make_segment_table(trainer_->model().segments(), trainer_->model().params().size(), o_.segments);
   for (size_t s = 0; s < segments_.size(); ++s) {
     // Envelope and framing come on top of the floats.
     if (segments_[s].length * sizeof(float) + 4096 > o_.max_message_bytes) {
-      throw UsageError("--max-message-bytes " + std::to_string(o_.max_message_bytes) + " is too small for segment " +
-                       std::to_string(s) + " (" + std::to_string(segments_[s].length * sizeof(float)) +
+      throw UsageError("--max-message-bytes " + std::to_string(o_.max_message_bytes) +
+                       " is too small for segment " + std::to_string(s) + " (" +
+                       std::to_string(segments_[s].length * sizeof(float)) +
                        " bytes): every peer's copy of it would be rejected; raise it or use more --segments");
     }
   }
@@ -149,7 +152,8 @@ void RunCommand::load() {
 }
 
 int RunCommand::report_config() const {
-  if (!o_.curve_secret_key.empty()) protocol::curve_options_from_files(o_.curve_secret_key, o_.curve_cluster_key);
+  if (!o_.curve_secret_key.empty())
+    protocol::curve_options_from_files(o_.curve_secret_key, o_.curve_cluster_key);
   std::printf("gossipd run: configuration OK (%s, %zu parameters in %zu segments, %zu training samples%s)\n",
               o_.algo.c_str(), trainer_->model().params().size(), segments_.size(), train_.size(),
               resume_ ? (", resumes at round " + std::to_string(resume_->state.header.step())).c_str() : "");
@@ -171,8 +175,8 @@ void RunCommand::open_node() {
   self_.set_endpoint(o_.advertise.empty() ? node_->endpoint() : o_.advertise);
   self_.set_group(o_.group.empty() ? default_group(self_.endpoint()) : o_.group);
   if (o_.advertise.empty() && binds_everything(self_.endpoint())) {
-    spdlog::warn("node '{}': listening on {} without --advertise: joiners cannot use this member's endpoint", o_.id,
-                 self_.endpoint());
+    spdlog::warn("node '{}': listening on {} without --advertise: joiners cannot use this member's endpoint",
+                 o_.id, self_.endpoint());
   }
   register_transport_metrics(metrics_, *node_);
   state_.update([&](proto::Status& s) {
@@ -181,9 +185,11 @@ void RunCommand::open_node() {
     s.set_listen(node_->endpoint());
     if (joining_) s.set_state("joining");
   });
-  if (!o_.http.empty()) http_ = std::make_unique<HttpServer>(o_.http, status_routes(state_, metrics_, *node_));
+  if (!o_.http.empty())
+    http_ = std::make_unique<HttpServer>(o_.http, status_routes(state_, metrics_, *node_));
   std::printf("gossipd run: id %s %s listening on %s", o_.id.c_str(),
-              joining_ ? "joining" : ("rank " + std::to_string(rank_) + "/" + std::to_string(members_.size())).c_str(),
+              joining_ ? "joining"
+                       : ("rank " + std::to_string(rank_) + "/" + std::to_string(members_.size())).c_str(),
               node_->endpoint().c_str());
   if (http_) std::printf(", http on port %u", http_->port());
   std::printf("\n");
@@ -192,7 +198,8 @@ void RunCommand::open_node() {
   membership_options_.heartbeat_interval = std::chrono::milliseconds(o_.heartbeat_ms);
   membership_options_.failure_timeout = std::chrono::milliseconds(o_.failure_timeout_ms);
   membership_options_.join_timeout = std::chrono::milliseconds(o_.startup_timeout_ms);
-  membership_options_.state_chunk_bytes = std::min<size_t>(membership_options_.state_chunk_bytes, o_.max_message_bytes / 2);
+  membership_options_.state_chunk_bytes =
+      std::min<size_t>(membership_options_.state_chunk_bytes, o_.max_message_bytes / 2);
   membership_options_.max_members = o_.max_members;
 }
 
@@ -220,7 +227,8 @@ std::optional<JoinResult> RunCommand::join() {
     auto params = trainer_->model().params();
     std::copy(st.params.begin(), st.params.end(), params.begin());
     // SGP sends numerators and weights: the model is their quotient.
-    for (size_t s = 0; s < static_cast<size_t>(st.header.push_sum_weights_size()) && s < segments_.size(); ++s) {
+    for (size_t s = 0; s < static_cast<size_t>(st.header.push_sum_weights_size()) && s < segments_.size();
+         ++s) {
       const float w = static_cast<float>(st.header.push_sum_weights(static_cast<int>(s)));
       for (size_t i = segments_[s].offset; i < segments_[s].offset + segments_[s].length; ++i) params[i] /= w;
     }
@@ -231,7 +239,8 @@ std::optional<JoinResult> RunCommand::join() {
   };
   try {
     return join_cluster(*node_, o_.join, mine_, trainer_->optimizer().state().size(),
-                        std::chrono::milliseconds(o_.startup_timeout_ms), stop_.get_token(), evaluate_download);
+                        std::chrono::milliseconds(o_.startup_timeout_ms), stop_.get_token(),
+                        evaluate_download);
   } catch (const NoMemberAnswered& e) {
     if (!o_.bootstrap) throw;
     // The first member of a new cluster: its own shard is all the data.
@@ -248,7 +257,8 @@ std::optional<JoinResult> RunCommand::join() {
 // waits until the cluster is about to reach that round.
 void RunCommand::adopt(const JoinResult& joined) {
   const proto::StateHeader& h = joined.state.header;
-  std::copy(joined.state.optimizer.begin(), joined.state.optimizer.end(), trainer_->optimizer().state().begin());
+  std::copy(joined.state.optimizer.begin(), joined.state.optimizer.end(),
+            trainer_->optimizer().state().begin());
   trainer_->set_step_count(joined.since_round - 1);  // its first round is the one it was admitted at
   steps_ = std::max<uint64_t>(1, h.steps_per_epoch());
   epochs_ = static_cast<int>(h.epochs());
@@ -260,11 +270,12 @@ void RunCommand::adopt(const JoinResult& joined) {
               static_cast<unsigned long long>((joined.since_round - 1) / steps_ + 1));
   std::fflush(stdout);
   if (resume_) {
-    std::printf("gossipd run: %s left its checkpoint of round %llu for the cluster's newer state\n", o_.id.c_str(),
-                static_cast<unsigned long long>(resume_->state.header.step()));
+    std::printf("gossipd run: %s left its checkpoint of round %llu for the cluster's newer state\n",
+                o_.id.c_str(), static_cast<unsigned long long>(resume_->state.header.step()));
     std::fflush(stdout);
   }
-  membership_ = std::make_unique<Membership>(*node_, self_, joined.admitted, membership_options_, state_, metrics_);
+  membership_ =
+      std::make_unique<Membership>(*node_, self_, joined.admitted, membership_options_, state_, metrics_);
   sleep_unless_stopped(joined.start_at - std::chrono::steady_clock::now(), stop_.get_token());
   if (stop_.stop_requested()) throw protocol::Aborted(o_.id, "waiting for the round it enters at");
 }
@@ -274,7 +285,8 @@ void RunCommand::start_or_resume() {
   if (!resume_) return;
   const proto::StateHeader& h = resume_->state.header;
   std::copy(resume_->state.params.begin(), resume_->state.params.end(), trainer_->model().params().begin());
-  std::copy(resume_->state.optimizer.begin(), resume_->state.optimizer.end(), trainer_->optimizer().state().begin());
+  std::copy(resume_->state.optimizer.begin(), resume_->state.optimizer.end(),
+            trainer_->optimizer().state().begin());
   trainer_->set_step_count(h.step());
   push_sum_weights_.assign(h.push_sum_weights().begin(), h.push_sum_weights().end());
   std::printf("gossipd run: %s resumes from its checkpoint of round %llu (epoch %u, test accuracy %.4f)\n",
@@ -328,18 +340,20 @@ int RunCommand::finish() {
   state_.update([](proto::Status& s) { s.set_state("done"); });
   const proto::Status final_status = state_.snapshot();
   if (const protocol::FaultCounts f = node_->fault_counts(); f.sent > 0) {
-    std::printf("gossipd run: %s faults injected: %llu of %llu messages dropped, %llu duplicated, %llu reordered\n",
-                o_.id.c_str(), static_cast<unsigned long long>(f.dropped), static_cast<unsigned long long>(f.sent),
-                static_cast<unsigned long long>(f.duplicated), static_cast<unsigned long long>(f.reordered));
+    std::printf(
+        "gossipd run: %s faults injected: %llu of %llu messages dropped, %llu duplicated, %llu reordered\n",
+        o_.id.c_str(), static_cast<unsigned long long>(f.dropped), static_cast<unsigned long long>(f.sent),
+        static_cast<unsigned long long>(f.duplicated), static_cast<unsigned long long>(f.reordered));
   }
   std::printf("gossipd run: %s done: round %llu test_accuracy %.4f param_hash %s gossip_bytes_sent %llu\n",
-              o_.id.c_str(), static_cast<unsigned long long>(trainer_->step_count()), final_status.test_accuracy(),
-              param_hash(trainer_->model().params()).c_str(),
+              o_.id.c_str(), static_cast<unsigned long long>(trainer_->step_count()),
+              final_status.test_accuracy(), param_hash(trainer_->model().params()).c_str(),
               static_cast<unsigned long long>(final_status.bytes_sent()));
   std::fflush(stdout);
   node_->close();
   // Keep answering /status ("done", the final accuracy) for collectors.
-  if (http_ && o_.linger_ms > 0) sleep_unless_stopped(std::chrono::milliseconds(o_.linger_ms), stop_.get_token());
+  if (http_ && o_.linger_ms > 0)
+    sleep_unless_stopped(std::chrono::milliseconds(o_.linger_ms), stop_.get_token());
   return kExitOk;
 }
 

@@ -25,14 +25,16 @@ std::optional<Checkpoint> find_resume_point(const RunOptions& o, trainer::Traine
                      "': give every worker its own --checkpoint-dir");
   }
   const proto::StateHeader& h = c->state.header;
-  if (h.algo() != o.algo) throw UsageError(where + " are of --algo " + h.algo() + ": use it, or another --checkpoint-dir");
+  if (h.algo() != o.algo)
+    throw UsageError(where + " are of --algo " + h.algo() + ": use it, or another --checkpoint-dir");
   if (h.parameter_floats() != trainer.model().params().size() ||
       h.optimizer_state_floats() != trainer.optimizer().state().size()) {
-    throw UsageError(where + " hold " + std::to_string(h.parameter_floats()) + " parameters and " +
-                     std::to_string(h.optimizer_state_floats()) + " optimizer floats, this worker " +
-                     std::to_string(trainer.model().params().size()) + " and " +
-                     std::to_string(trainer.optimizer().state().size()) +
-                     ": use the --model, --hidden and --optimizer they were written with, or another --checkpoint-dir");
+    throw UsageError(
+        where + " hold " + std::to_string(h.parameter_floats()) + " parameters and " +
+        std::to_string(h.optimizer_state_floats()) + " optimizer floats, this worker " +
+        std::to_string(trainer.model().params().size()) + " and " +
+        std::to_string(trainer.optimizer().state().size()) +
+        ": use the --model, --hidden and --optimizer they were written with, or another --checkpoint-dir");
   }
   return c;
 }
@@ -41,7 +43,8 @@ void write_params(const std::string& path, std::span<const float> params) {
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(params.data()), static_cast<std::streamsize>(params.size_bytes()));
+    out.write(reinterpret_cast<const char*>(params.data()),
+              static_cast<std::streamsize>(params.size_bytes()));
     if (!out) throw std::runtime_error("cannot write --params-out " + tmp);
   }
   std::filesystem::rename(tmp, path);

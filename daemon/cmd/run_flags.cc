@@ -12,16 +12,17 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
   add_train_flags(*cmd, o.train);
   std::string modes_help = "The mode:";
   for (const Mode& m : modes()) modes_help += "\n  " + m.name + ": " + m.summary;
-  cmd->add_option("--algo", o.algo, modes_help)
-      ->check(CLI::IsMember(mode_names()))
+  cmd->add_option("--algo", o.algo, modes_help)->check(CLI::IsMember(mode_names()))->capture_default_str();
+  cmd->add_option("--segments", o.segments,
+                  "Gossip unit: fine (one per layer block), coarse (whole model) or N pieces")
       ->capture_default_str();
-  cmd->add_option("--segments", o.segments, "Gossip unit: fine (one per layer block), coarse (whole model) or N pieces")
-      ->capture_default_str();
-  cmd->add_flag("--overlap", o.overlap,
-                "crossover: gossip on a communication thread while the next step computes (sgp: use --algo osgp)");
-  cmd->add_flag("--pace", o.pace,
-                "crossover: send a segment only once its receiver has finished the last round (for bandwidth-bound "
-                "networks: keeps rounds from competing on the links; costs a note per peer and round)");
+  cmd->add_flag(
+      "--overlap", o.overlap,
+      "crossover: gossip on a communication thread while the next step computes (sgp: use --algo osgp)");
+  cmd->add_flag(
+      "--pace", o.pace,
+      "crossover: send a segment only once its receiver has finished the last round (for bandwidth-bound "
+      "networks: keeps rounds from competing on the links; costs a note per peer and round)");
   cmd->add_option("--heartbeat-ms", o.heartbeat_ms, "Heartbeat interval (gossip protocols)")
       ->check(CLI::Range(10, 600000))
       ->capture_default_str();
@@ -30,36 +31,44 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
       ->check(CLI::Range(50, 3600000))
       ->capture_default_str();
   cmd->add_option("--consensus-every", o.consensus_every,
-                 "Measure the replicas' consensus distance every N rounds (0: never; gossip protocols)")
+                  "Measure the replicas' consensus distance every N rounds (0: never; gossip protocols)")
       ->capture_default_str();
-  cmd->add_option("--evals-per-epoch", o.evals_per_epoch,
-                  "Evaluate on the test set this many times per epoch, evenly spaced, the last at its end (finer "
-                  "time to a target accuracy; each is one pass over the test set, in the background on idle CPU)")
+  cmd->add_option(
+         "--evals-per-epoch", o.evals_per_epoch,
+         "Evaluate on the test set this many times per epoch, evenly spaced, the last at its end (finer "
+         "time to a target accuracy; each is one pass over the test set, in the background on idle CPU)")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
-  cmd->add_option("--segment-deadline-ms", o.segment_deadline_ms, "A gossip segment later than this is skipped")
+  cmd->add_option("--segment-deadline-ms", o.segment_deadline_ms,
+                  "A gossip segment later than this is skipped")
       ->check(CLI::Range(1, 3600000))
       ->capture_default_str();
   cmd->add_option("--id", o.id, "This worker's node id, unique in the cluster")->required();
   cmd->add_option("--listen", o.listen, "ZeroMQ endpoint to bind (tcp://IP:PORT, port 0 = any; ipc://PATH)")
       ->capture_default_str();
-  cmd->add_option("--peers", o.peers, "Static members: ID=ENDPOINT,... (the own id may appear)")->delimiter(',');
-  cmd->add_option("--join", o.join,
-                  "Join a running cluster through this member's endpoint (repeat or comma-separate for fallbacks)")
+  cmd->add_option("--peers", o.peers, "Static members: ID=ENDPOINT,... (the own id may appear)")
+      ->delimiter(',');
+  cmd->add_option(
+         "--join", o.join,
+         "Join a running cluster through this member's endpoint (repeat or comma-separate for fallbacks)")
       ->delimiter(',');
   cmd->add_flag("--bootstrap", o.bootstrap,
                 "With --join: if no member answers within --startup-timeout-ms, start as the first member");
-  cmd->add_option("--advertise", o.advertise,
-                  "Endpoint other members reach this worker at (default: the bound one; needed with 0.0.0.0)");
-  cmd->add_option("--group", o.group, "Hierarchical group label (default: the host of the advertised endpoint)");
+  cmd->add_option(
+      "--advertise", o.advertise,
+      "Endpoint other members reach this worker at (default: the bound one; needed with 0.0.0.0)");
+  cmd->add_option("--group", o.group,
+                  "Hierarchical group label (default: the host of the advertised endpoint)");
   cmd->add_flag("--hierarchical", o.hierarchical,
                 "crossover: exact averages inside each --group, crossover gossip between groups");
-  cmd->add_option("--group-owner", o.group_owner,
-                  "Hierarchical: who exchanges a group's segments: spread (member k: segments s = k mod size) or root")
+  cmd->add_option(
+         "--group-owner", o.group_owner,
+         "Hierarchical: who exchanges a group's segments: spread (member k: segments s = k mod size) or root")
       ->check(CLI::IsMember({"spread", "root"}))
       ->capture_default_str();
   cmd->add_option("--http", o.http, "Serve /status and /metrics on IP:PORT (port 0 = any)");
-  cmd->add_option("--cluster-id", o.cluster_id, "Messages from other clusters are rejected")->capture_default_str();
+  cmd->add_option("--cluster-id", o.cluster_id, "Messages from other clusters are rejected")
+      ->capture_default_str();
   cmd->add_option("--timeout-ms", o.timeout_ms, "A peer silent this long fails the step")
       ->check(CLI::Range(10, 3600000))
       ->capture_default_str();
@@ -73,14 +82,16 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
                   "Most members a view may hold: joiners beyond it are refused, longer member lists dropped")
       ->check(CLI::Range(size_t{2}, size_t{65536}))
       ->capture_default_str();
-  cmd->add_option("--send-buffer-kb", o.send_buffer_kb,
-                  "Kernel send buffer per peer connection, KiB. Keep the default on fast links; on a link of "
-                  "1 Gbit/s or less use ~5 ms of its rate (62 at 100 Mbit/s) so control messages do not queue "
-                  "behind bulk data")
+  cmd->add_option(
+         "--send-buffer-kb", o.send_buffer_kb,
+         "Kernel send buffer per peer connection, KiB. Keep the default on fast links; on a link of "
+         "1 Gbit/s or less use ~5 ms of its rate (62 at 100 Mbit/s) so control messages do not queue "
+         "behind bulk data")
       ->check(CLI::Range(RunOptions::kMinSendBufferKb, RunOptions::kMaxSendBufferKb))
       ->capture_default_str();
-  cmd->add_option("--max-queued-bytes", o.max_queued_bytes,
-                  "Inbound bytes one peer may have waiting here; beyond it its messages are dropped (queue_full)")
+  cmd->add_option(
+         "--max-queued-bytes", o.max_queued_bytes,
+         "Inbound bytes one peer may have waiting here; beyond it its messages are dropped (queue_full)")
       ->check(CLI::Range(size_t{1} << 20, size_t{1} << 40))
       ->capture_default_str();
   cmd->add_option("--curve-secret-key", o.curve_secret_key, "CURVE secret key file (gossipctl keygen)")
@@ -88,15 +99,17 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
   cmd->add_option("--curve-cluster-key", o.curve_cluster_key, "CURVE cluster public key file")
       ->check(CLI::ExistingFile);
   cmd->add_option("--metrics-out", o.metrics_out, "Append one JSON line per epoch to this file");
-  cmd->add_option("--linger-ms", o.linger_ms,
-                  "After training, keep serving /status this long (so gossipctl collect sees the final state)")
+  cmd->add_option(
+         "--linger-ms", o.linger_ms,
+         "After training, keep serving /status this long (so gossipctl collect sees the final state)")
       ->check(CLI::Range(0, 2147483647))
       ->capture_default_str();
   cmd->add_option("--inject-delay-ms,--delay-ms", o.delay_ms,
                   "Fault injection: hold every outbound message this long (network latency)")
       ->check(CLI::Range(0, 60000))
       ->capture_default_str();
-  cmd->add_option("--inject-drop", o.inject_drop, "Fault injection: lose each outbound message with this probability")
+  cmd->add_option("--inject-drop", o.inject_drop,
+                  "Fault injection: lose each outbound message with this probability")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
   cmd->add_option("--inject-duplicate", o.inject_duplicate,
@@ -107,12 +120,14 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
                   "Fault injection: hold each outbound message back behind later ones with this probability")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
-  cmd->add_option("--inject-seed", o.inject_seed, "Fault injection: seed of the draws (0: from --seed and --id)")
+  cmd->add_option("--inject-seed", o.inject_seed,
+                  "Fault injection: seed of the draws (0: from --seed and --id)")
       ->capture_default_str();
   cmd->add_option("--params-out", o.params_out,
                   "At the end, write the final parameters (raw little-endian float32) to this file");
-  cmd->add_option("--checkpoint-dir", o.checkpoint_dir,
-                  "Write checkpoints here (created if missing) and resume from the newest valid one at start");
+  cmd->add_option(
+      "--checkpoint-dir", o.checkpoint_dir,
+      "Write checkpoints here (created if missing) and resume from the newest valid one at start");
   cmd->add_option("--checkpoint-every", o.checkpoint_every,
                   "Rounds between two checkpoints (0: only the one at the end of training)")
       ->capture_default_str();

@@ -34,10 +34,11 @@ int run_train_command(const TrainCommandOptions& o) {
   const size_t params = model->params().size();
   trainer::Trainer t(std::move(model), train, topts);
   if (!o.quiet) {
-    std::printf("gossipd train: model %s (%zu parameters, %zu segments), %zu train / %zu test samples, "
-                "batch %zu, %d epochs, %d BLAS thread(s)\n",
-                f.model.c_str(), params, t.model().segments().size(), train.size(), test.size(),
-                f.batch, f.epochs, f.threads);
+    std::printf(
+        "gossipd train: model %s (%zu parameters, %zu segments), %zu train / %zu test samples, "
+        "batch %zu, %d epochs, %d BLAS thread(s)\n",
+        f.model.c_str(), params, t.model().segments().size(), train.size(), test.size(), f.batch, f.epochs,
+        f.threads);
     std::fflush(stdout);
   }
   const auto start = std::chrono::steady_clock::now();
@@ -47,9 +48,10 @@ int run_train_command(const TrainCommandOptions& o) {
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const double sps = s.seconds > 0 ? static_cast<double>(s.samples) / s.seconds : 0.0;
     if (!o.quiet) {
-      std::printf("epoch %3d/%d  loss %.4f  train_acc %.4f  test_loss %.4f  test_acc %.4f  "
-                  "lr %.5f  %.0f samples/s  %.1f s\n",
-                  e + 1, f.epochs, s.loss, s.train_accuracy, ev.loss, ev.accuracy, s.last_lr, sps, wall);
+      std::printf(
+          "epoch %3d/%d  loss %.4f  train_acc %.4f  test_loss %.4f  test_acc %.4f  "
+          "lr %.5f  %.0f samples/s  %.1f s\n",
+          e + 1, f.epochs, s.loss, s.train_accuracy, ev.loss, ev.accuracy, s.last_lr, sps, wall);
       std::fflush(stdout);
     }
     proto::EpochRecord rec;

@@ -1,15 +1,14 @@
 #include "daemon/config/cli.h"
 
-#include <CLI/CLI.hpp>
-#include <asio.hpp>
 #include <cblas.h>
 #include <malloc.h>
 
+#include <CLI/CLI.hpp>
+#include <asio.hpp>
 #include <condition_variable>
 #include <csignal>
-#include <mutex>
-
 #include <iostream>
+#include <mutex>
 #include <thread>
 
 #include "trainer/errors.h"

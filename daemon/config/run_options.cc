@@ -42,7 +42,8 @@ void check_endpoint(const std::string& e, const std::string& what,
 void check_writable_parent(const std::string& path, const std::string& what) {
   if (path.empty()) return;
   const auto dir = std::filesystem::absolute(path).parent_path();
-  if (!std::filesystem::is_directory(dir)) throw UsageError(what + " " + path + ": directory " + dir.string() + " does not exist");
+  if (!std::filesystem::is_directory(dir))
+    throw UsageError(what + " " + path + ": directory " + dir.string() + " does not exist");
 }
 
 }  // namespace
@@ -51,43 +52,49 @@ bool binds_everything(const std::string& endpoint) {
   return endpoint.find("//0.0.0.0:") != std::string::npos || endpoint.find("//*:") != std::string::npos;
 }
 
-
 void check_run_options(const RunOptions& o) {
   auto peers = parse_peers(o.peers);
   peers.erase(o.id);
   if (!o.join.empty() && !peers.empty()) {
-    throw UsageError("--join and --peers are alternatives: a joiner learns the members from the member it joins");
+    throw UsageError(
+        "--join and --peers are alternatives: a joiner learns the members from the member it joins");
   }
   if (o.overlap && o.algo != "crossover") {
     throw UsageError("--overlap is for --algo crossover (for SGP use --algo osgp; allreduce is synchronous)");
   }
   if (o.hierarchical && o.algo != "crossover") throw UsageError("--hierarchical is for --algo crossover");
-  if (o.hierarchical && o.overlap) throw UsageError("--hierarchical and --overlap do not combine yet; pick one");
+  if (o.hierarchical && o.overlap)
+    throw UsageError("--hierarchical and --overlap do not combine yet; pick one");
   if (o.pace && ((o.algo != "crossover" && o.algo != "sgp") || o.hierarchical)) {
     throw UsageError("--pace is for flat --algo crossover and sgp (not osgp, allreduce or --hierarchical)");
   }
   if (o.failure_timeout_ms <= 2 * o.heartbeat_ms) {
-    throw UsageError("--failure-timeout-ms must be more than twice --heartbeat-ms, or live members get evicted");
+    throw UsageError(
+        "--failure-timeout-ms must be more than twice --heartbeat-ms, or live members get evicted");
   }
   if (o.max_queued_bytes < o.max_message_bytes) {
-    throw UsageError("--max-queued-bytes " + std::to_string(o.max_queued_bytes) + " is below --max-message-bytes " +
-                     std::to_string(o.max_message_bytes) + ": a message of the largest size could never be queued");
+    throw UsageError("--max-queued-bytes " + std::to_string(o.max_queued_bytes) +
+                     " is below --max-message-bytes " + std::to_string(o.max_message_bytes) +
+                     ": a message of the largest size could never be queued");
   }
   check_endpoint(o.listen, "--listen", protocol::EndpointUse::kBind);
   for (const auto& [id, ep] : peers) check_endpoint(ep, "--peers " + id);
   for (const auto& ep : o.join) check_endpoint(ep, "--join");
   if (!o.advertise.empty()) {
     check_endpoint(o.advertise, "--advertise");
-    if (binds_everything(o.advertise)) throw UsageError("--advertise " + o.advertise + " is not an address others can reach");
+    if (binds_everything(o.advertise))
+      throw UsageError("--advertise " + o.advertise + " is not an address others can reach");
   }
   if (!o.join.empty() && o.advertise.empty() && binds_everything(o.listen)) {
-    throw UsageError("--listen " + o.listen + " binds every interface: say with --advertise where members reach this one");
+    throw UsageError("--listen " + o.listen +
+                     " binds every interface: say with --advertise where members reach this one");
   }
   if (!o.http.empty() && !std::regex_match(o.http, std::regex(R"([0-9A-Za-z_.:\[\]-]+:[0-9]+)"))) {
     throw UsageError("--http '" + o.http + "' is not IP:PORT (e.g. 0.0.0.0:8080)");
   }
   if (o.curve_secret_key.empty() != o.curve_cluster_key.empty()) {
-    throw UsageError("--curve-secret-key and --curve-cluster-key go together (make them with gossipctl keygen)");
+    throw UsageError(
+        "--curve-secret-key and --curve-cluster-key go together (make them with gossipctl keygen)");
   }
   check_writable_parent(o.metrics_out, "--metrics-out");
   check_writable_parent(o.params_out, "--params-out");

@@ -14,8 +14,8 @@ namespace gossipd::daemon {
 // options for its workers, so both read the defaults and limits from here.
 struct RunOptions {
   TrainFlags train;
-  std::string algo = "allreduce";   // allreduce | crossover | sgp | osgp
-  std::string segments = "fine";    // fine | coarse | N
+  std::string algo = "allreduce";  // allreduce | crossover | sgp | osgp
+  std::string segments = "fine";   // fine | coarse | N
   int segment_deadline_ms = 2000;
   bool overlap = false;
   bool pace = false;
@@ -32,12 +32,12 @@ struct RunOptions {
   std::string group;               // hierarchical group label (default: the host of the advertised endpoint)
   bool hierarchical = false;
   std::string group_owner = "spread";  // spread | root
-  std::string http;                // IP:PORT for /status and /metrics; empty = off
+  std::string http;                    // IP:PORT for /status and /metrics; empty = off
   std::string cluster_id = "gossipd";
   int timeout_ms = 10000;
   int startup_timeout_ms = 60000;
   size_t max_message_bytes = size_t{256} << 20;
-  size_t max_members = 1024;       // members in a view, joiners included
+  size_t max_members = 1024;                  // members in a view, joiners included
   size_t max_queued_bytes = size_t{1} << 30;  // inbound bytes waiting per sender
   // Kernel send buffer per peer connection, KiB (--send-buffer-kb), and its limits.
   static constexpr int kMinSendBufferKb = 4;
@@ -53,9 +53,9 @@ struct RunOptions {
   double inject_drop = 0;     // injected loss, duplication, reordering (probabilities)
   double inject_duplicate = 0;
   double inject_reorder = 0;
-  uint64_t inject_seed = 0;   // 0: derived from --seed and --id
-  int linger_ms = 0;          // keep serving /status this long after training
-  std::string checkpoint_dir;     // empty = no checkpoints
+  uint64_t inject_seed = 0;         // 0: derived from --seed and --id
+  int linger_ms = 0;                // keep serving /status this long after training
+  std::string checkpoint_dir;       // empty = no checkpoints
   uint64_t checkpoint_every = 200;  // rounds
   int checkpoint_keep = 3;
 };

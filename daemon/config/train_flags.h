@@ -13,15 +13,15 @@ namespace gossipd::daemon {
 // (later) `gossipd run`. Defaults here are the documented defaults.
 struct TrainFlags {
   std::string model = "mlp";
-  std::vector<int> hidden;          // empty: model default
-  std::string data;                 // empty: the build's default dataset dir
+  std::vector<int> hidden;  // empty: model default
+  std::string data;         // empty: the build's default dataset dir
   int epochs = 15;
   size_t batch = 64;
   float lr = 0.05f;
   float momentum = 0.9f;
   bool nesterov = false;
   float weight_decay = 5e-4f;
-  std::string optimizer = "sgd";    // sgd | lars
+  std::string optimizer = "sgd";  // sgd | lars
   float lars_eta = 0.001f;
   std::string lr_decay = "cosine";  // constant | cosine | step | poly
   float warmup_epochs = 0.0f;
@@ -30,8 +30,8 @@ struct TrainFlags {
   float label_smoothing = 0.0f;
   uint64_t seed = 1;
   int threads = 1;
-  size_t train_limit = 0;           // 0: all training samples
-  size_t test_limit = 0;            // 0: all test samples
+  size_t train_limit = 0;  // 0: all training samples
+  size_t test_limit = 0;   // 0: all test samples
 };
 
 void add_train_flags(CLI::App& app, TrainFlags& flags);

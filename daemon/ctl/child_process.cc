@@ -12,7 +12,8 @@
 
 namespace gossipd::daemon {
 
-ChildProcess::ChildProcess(std::vector<std::string> argv, const std::string& out_path, const std::string& err_path) {
+ChildProcess::ChildProcess(std::vector<std::string> argv, const std::string& out_path,
+                           const std::string& err_path) {
   std::vector<char*> args;
   for (auto& a : argv) args.push_back(a.data());
   args.push_back(nullptr);

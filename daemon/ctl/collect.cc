@@ -1,7 +1,9 @@
 // gossipctl collect: the compare report from daemons already running.
-#include <CLI/CLI.hpp>
+#include "daemon/ctl/collect.h"
+
 #include <google/protobuf/util/json_util.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -14,7 +16,6 @@
 #include <thread>
 
 #include "daemon/config/cli.h"
-#include "daemon/ctl/collect.h"
 #include "daemon/ctl/compare_report.h"
 #include "daemon/observe/http_client.h"
 #include "daemon/observe/metrics_log.h"
@@ -40,8 +41,9 @@ std::string safe_name(const std::string& s) {
 // gossipctl collect: polls running daemons' /status, records an epoch line
 // per daemon whenever its epoch advances, until every daemon is done (or
 // gone for 30 s, or stop), then summarizes per protocol like run_all().
-proto::CompareSummary collect(const std::vector<std::pair<std::string, uint16_t>>& hosts, std::chrono::milliseconds poll,
-                              const std::string& out, double target, std::stop_token stop) {
+proto::CompareSummary collect(const std::vector<std::pair<std::string, uint16_t>>& hosts,
+                              std::chrono::milliseconds poll, const std::string& out, double target,
+                              std::stop_token stop) {
   struct Seen {
     std::string id, algo;
     uint32_t epoch = 0;
@@ -68,7 +70,8 @@ proto::CompareSummary collect(const std::vector<std::pair<std::string, uint16_t>
         if (h.epochs_total > 0 && h.epoch >= h.epochs_total) {
           h.finished = true;  // it trained every epoch and exited
         } else if (Clock::now() - h.last_answer > std::chrono::seconds(30)) {
-          std::printf("collect: %s:%u silent for 30 s; no longer polled\n", hosts[i].first.c_str(), hosts[i].second);
+          std::printf("collect: %s:%u silent for 30 s; no longer polled\n", hosts[i].first.c_str(),
+                      hosts[i].second);
           h.finished = true;
         }
         continue;
@@ -100,7 +103,8 @@ proto::CompareSummary collect(const std::vector<std::pair<std::string, uint16_t>
     }
     if (finished == hosts.size() || stop.stop_requested()) break;
     std::printf("collect: %zu/%zu daemons finished, slowest at round %llu, %.0f s\n", finished, hosts.size(),
-                static_cast<unsigned long long>(min_round == ~0ull ? 0 : min_round), std::chrono::duration<double>(Clock::now() - start).count());
+                static_cast<unsigned long long>(min_round == ~0ull ? 0 : min_round),
+                std::chrono::duration<double>(Clock::now() - start).count());
     std::fflush(stdout);
     std::this_thread::sleep_for(poll);
   }
@@ -146,7 +150,8 @@ int run_collect(const CollectOptions& c) {
     std::smatch m;
     if (!std::regex_match(line, m, std::regex("([A-Za-z0-9_.-]+|\\[[0-9a-fA-F:]+\\]):([0-9]{1,5})")) ||
         std::stoi(m[2]) > 65535) {
-      throw UsageError(c.hosts + ":" + std::to_string(n) + ": '" + line + "' is not HOST:PORT (a daemon's --http)");
+      throw UsageError(c.hosts + ":" + std::to_string(n) + ": '" + line +
+                       "' is not HOST:PORT (a daemon's --http)");
     }
     std::string host = m[1];
     if (host.front() == '[') host = host.substr(1, host.size() - 2);
@@ -156,10 +161,11 @@ int run_collect(const CollectOptions& c) {
   prepare_out_dir(c.out);
   const proto::CompareSummary summary =
       collect(hosts, std::chrono::milliseconds(c.poll_ms), c.out, c.target, stop.get_token());
-  write_compare_report(c.out, summary, c.target,
-                       std::to_string(hosts.size()) +
-                           " running daemons, read through their /status (gossipctl collect); each epoch line is "
-                           "the daemon's state when the collector saw its epoch advance.");
+  write_compare_report(
+      c.out, summary, c.target,
+      std::to_string(hosts.size()) +
+          " running daemons, read through their /status (gossipctl collect); each epoch line is "
+          "the daemon's state when the collector saw its epoch advance.");
   std::printf("gossipctl collect: report in %s/report.md and %s/report.html\n", c.out.c_str(), c.out.c_str());
   return kExitOk;
 }
@@ -169,9 +175,11 @@ CLI::App* add_collect_command(CLI::App& app, CollectOptions& c) {
   cmd->add_option("--hosts", c.hosts, "File with one HOST:PORT (a daemon's --http) per line; # comments")
       ->required();
   cmd->add_option("--out", c.out, "Directory for the metrics, summary.json, plots and report")->required();
-  cmd->add_option("--target", c.target, "Accuracy whose time-to is reported")->check(CLI::Range(0.0, 1.0))
+  cmd->add_option("--target", c.target, "Accuracy whose time-to is reported")
+      ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
-  cmd->add_option("--poll-ms", c.poll_ms, "How often each /status is read")->check(CLI::Range(50, 600000))
+  cmd->add_option("--poll-ms", c.poll_ms, "How often each /status is read")
+      ->check(CLI::Range(50, 600000))
       ->capture_default_str();
   return cmd;
 }

@@ -1,10 +1,10 @@
 #include "daemon/ctl/compare.h"
 
-#include <CLI/CLI.hpp>
 #include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -18,15 +18,15 @@
 #include <stop_token>
 #include <thread>
 
-#include "daemon/ctl/child_process.h"
 #include "daemon/config/cli.h"
+#include "daemon/config/run_options.h"
+#include "daemon/config/train_flags.h"
+#include "daemon/ctl/child_process.h"
 #include "daemon/ctl/compare_hosts.h"
 #include "daemon/ctl/compare_presets.h"
 #include "daemon/ctl/compare_report.h"
 #include "daemon/observe/http_client.h"
 #include "daemon/observe/metrics_log.h"
-#include "daemon/config/run_options.h"
-#include "daemon/config/train_flags.h"
 #include "daemon/worker/modes.h"
 #include "proto/gossip.pb.h"
 #include "trainer/dataset.h"
@@ -77,13 +77,15 @@ class Progress {
             double elapsed) {
     const double eta = round > 0 && round < total ? elapsed * static_cast<double>(total - round) / round : 0;
     char line[256];
-    std::snprintf(line, sizeof line, "%-10s round %6llu/%-6llu epoch %u/%d  best mean acc %.4f  %6.1f s  ETA %5.0f s",
-                  algo.c_str(), static_cast<unsigned long long>(round), static_cast<unsigned long long>(total), epoch,
-                  epochs, best, elapsed, eta);
+    std::snprintf(line, sizeof line,
+                  "%-10s round %6llu/%-6llu epoch %u/%d  best mean acc %.4f  %6.1f s  ETA %5.0f s",
+                  algo.c_str(), static_cast<unsigned long long>(round),
+                  static_cast<unsigned long long>(total), epoch, epochs, best, elapsed, eta);
     if (tty_) {
       std::printf("\r\033[K%s", line);
       std::fflush(stdout);
-    } else if (epoch != last_epoch_ || elapsed - last_print_ >= 10) {  // plain lines: per epoch, or every 10 s
+    } else if (epoch != last_epoch_ ||
+               elapsed - last_print_ >= 10) {  // plain lines: per epoch, or every 10 s
       std::printf("%s\n", line);
       std::fflush(stdout);
       last_epoch_ = epoch;
@@ -167,7 +169,9 @@ class Comparison {
   size_t steps(const std::string& algo) const {
     return find_mode(algo).steps_per_epoch(train_samples(), static_cast<size_t>(o_.workers), o_.batch);
   }
-  size_t train_samples() const { return o_.train_limit > 0 ? std::min<size_t>(o_.train_limit, 60000) : 60000; }
+  size_t train_samples() const {
+    return o_.train_limit > 0 ? std::min<size_t>(o_.train_limit, 60000) : 60000;
+  }
 
   std::vector<std::string> worker_argv(const std::string& algo, int i, const std::string& dir) {
     std::string peers;
@@ -177,14 +181,45 @@ class Comparison {
     const std::string id = "w" + std::to_string(i);
     std::vector<std::string> a;
     if (hosts_) a = {"/usr/sbin/ip", "netns", "exec", hosts_->netns(i)};  // execs gossipd: same pid
-    a.insert(a.end(), {gossipd_, "run", "--id", id, "--listen", endpoint(i), "--peers", peers,
-                       "--algo", algo, "--model", o_.model, "--epochs", std::to_string(o_.epochs), "--batch",
-                       std::to_string(o_.batch), "--lr", format("%g", o_.lr), "--seed", std::to_string(o_.seed),
-                       "--threads", std::to_string(o_.threads), "--segments", o_.segments, "--quiet", "--http",
-                       http_host(i) + ":0", "--cluster-id", "compare-" + algo, "--consensus-every", std::to_string(steps(algo)),
-                       "--metrics-out", dir + "/" + id + ".jsonl", "--params-out", dir + "/" + id + ".params",
-                       "--evals-per-epoch", std::to_string(o_.evals_per_epoch)});
-    if (o_.optimizer != "sgd") a.insert(a.end(), {"--optimizer", o_.optimizer, "--lars-eta", format("%g", o_.lars_eta)});
+    a.insert(a.end(), {gossipd_,
+                       "run",
+                       "--id",
+                       id,
+                       "--listen",
+                       endpoint(i),
+                       "--peers",
+                       peers,
+                       "--algo",
+                       algo,
+                       "--model",
+                       o_.model,
+                       "--epochs",
+                       std::to_string(o_.epochs),
+                       "--batch",
+                       std::to_string(o_.batch),
+                       "--lr",
+                       format("%g", o_.lr),
+                       "--seed",
+                       std::to_string(o_.seed),
+                       "--threads",
+                       std::to_string(o_.threads),
+                       "--segments",
+                       o_.segments,
+                       "--quiet",
+                       "--http",
+                       http_host(i) + ":0",
+                       "--cluster-id",
+                       "compare-" + algo,
+                       "--consensus-every",
+                       std::to_string(steps(algo)),
+                       "--metrics-out",
+                       dir + "/" + id + ".jsonl",
+                       "--params-out",
+                       dir + "/" + id + ".params",
+                       "--evals-per-epoch",
+                       std::to_string(o_.evals_per_epoch)});
+    if (o_.optimizer != "sgd")
+      a.insert(a.end(), {"--optimizer", o_.optimizer, "--lars-eta", format("%g", o_.lars_eta)});
     if (o_.warmup_epochs > 0) a.insert(a.end(), {"--warmup-epochs", format("%g", o_.warmup_epochs)});
     if (o_.train_limit > 0) a.insert(a.end(), {"--train-limit", std::to_string(o_.train_limit)});
     if (o_.test_limit > 0) a.insert(a.end(), {"--test-limit", std::to_string(o_.test_limit)});
@@ -194,7 +229,8 @@ class Comparison {
       a.insert(a.end(), {"--hierarchical", "--group", "g" + std::to_string(i % o_.groups)});
     }
     if (paces(algo)) a.push_back("--pace");
-    if (const int kb = send_buffer_kb(o_); kb > 0) a.insert(a.end(), {"--send-buffer-kb", std::to_string(kb)});
+    if (const int kb = send_buffer_kb(o_); kb > 0)
+      a.insert(a.end(), {"--send-buffer-kb", std::to_string(kb)});
     return a;
   }
 
@@ -265,10 +301,12 @@ class Comparison {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(500));
     }
-    progress_.show(algo, total, total, static_cast<uint32_t>(o_.epochs), o_.epochs, best, seconds_since(start));
+    progress_.show(algo, total, total, static_cast<uint32_t>(o_.epochs), o_.epochs, best,
+                   seconds_since(start));
     progress_.end();
     // Name the worker that failed by itself before those compare then killed.
-    std::stable_partition(workers.begin(), workers.end(), [](const Worker& w) { return w.proc->term_signal() == 0; });
+    std::stable_partition(workers.begin(), workers.end(),
+                          [](const Worker& w) { return w.proc->term_signal() == 0; });
     for (auto& w : workers) {
       if (w.proc->exit_code() != 0) {
         res.set_status(w.id + " exited with " +
@@ -286,8 +324,7 @@ class Comparison {
     res.set_averaged_model_accuracy(averaged_accuracy(workers));
     std::printf("%-10s final mean acc %.4f  averaged model %.4f  to %.2f: %s  %.1f rounds/s (%.1f ms comm)\n",
                 algo.c_str(), res.final_mean_accuracy(), res.averaged_model_accuracy(), o_.target,
-                time_to_target(res).c_str(),
-                res.rounds_per_second(), res.comm_ms_per_round());
+                time_to_target(res).c_str(), res.rounds_per_second(), res.comm_ms_per_round());
     std::fflush(stdout);
     return res;
   }
@@ -316,7 +353,8 @@ class Comparison {
       test_ = trainer::load_fashion_mnist(data_dir(flags_), trainer::Split::kTest);
       if (o_.test_limit > 0) test_ = test_.head(o_.test_limit);
     }
-    trainer::Trainer t(trainer::make_model(model_options(flags_), flags_.seed), test_, trainer_options(flags_));
+    trainer::Trainer t(trainer::make_model(model_options(flags_), flags_.seed), test_,
+                       trainer_options(flags_));
     auto params = t.model().params();
     std::vector<double> sum(params.size(), 0.0);
     for (const auto& w : workers) {
@@ -336,18 +374,21 @@ class Comparison {
       << (hosts_ ? " workers, each in its own network namespace on a bridge (tcp" +
                        (o_.bandwidth.empty() ? std::string(")") : ", " + o_.bandwidth + " per host)")
                  : std::string(" local workers (gossipd processes over TCP loopback)"))
-      << (o_.delay_ms > 0 ? ", " + std::to_string(o_.delay_ms) + " ms injected latency per message" : std::string())
-      << (send_buffer_kb(o_) > 0 ? ", " + std::to_string(send_buffer_kb(o_)) + " KiB send buffers" : std::string())
-      << ", model " << o_.model << ", " << o_.epochs
-      << " epochs of " << summary_.train_samples() << " Fashion-MNIST training samples shared among them, batch "
-      << o_.batch << " per worker, learning rate " << o_.lr << " (cosine"
-      << (o_.warmup_epochs > 0 ? ", " + format("%g", o_.warmup_epochs) + " epochs of warm-up" : std::string()) << ")"
-      << (o_.optimizer == "lars" ? ", LARS (eta " + format("%g", o_.lars_eta) + ")" : std::string()) << ", seed "
-      << o_.seed << ", segments "
-      << o_.segments << (o_.groups > 1 ? ", crossover hierarchical in " + std::to_string(o_.groups) + " groups" : "")
-      << (pacing(o_) ? ", crossover and sgp paced (--pace)" : "")
-      << (o_.evals_per_epoch > 1 ? ", test accuracy evaluated " + std::to_string(o_.evals_per_epoch) + " times per epoch"
+      << (o_.delay_ms > 0 ? ", " + std::to_string(o_.delay_ms) + " ms injected latency per message"
+                          : std::string())
+      << (send_buffer_kb(o_) > 0 ? ", " + std::to_string(send_buffer_kb(o_)) + " KiB send buffers"
                                  : std::string())
+      << ", model " << o_.model << ", " << o_.epochs << " epochs of " << summary_.train_samples()
+      << " Fashion-MNIST training samples shared among them, batch " << o_.batch
+      << " per worker, learning rate " << o_.lr << " (cosine"
+      << (o_.warmup_epochs > 0 ? ", " + format("%g", o_.warmup_epochs) + " epochs of warm-up" : std::string())
+      << ")" << (o_.optimizer == "lars" ? ", LARS (eta " + format("%g", o_.lars_eta) + ")" : std::string())
+      << ", seed " << o_.seed << ", segments " << o_.segments
+      << (o_.groups > 1 ? ", crossover hierarchical in " + std::to_string(o_.groups) + " groups" : "")
+      << (pacing(o_) ? ", crossover and sgp paced (--pace)" : "")
+      << (o_.evals_per_epoch > 1
+              ? ", test accuracy evaluated " + std::to_string(o_.evals_per_epoch) + " times per epoch"
+              : std::string())
       << "; test set " << summary_.test_samples() << " samples.";
     return s.str();
   }
@@ -369,7 +410,8 @@ class Comparison {
 int run_compare(const CompareOptions& o) {
   std::stop_source stop;
   SignalWatcher signals(stop);
-  if (o.groups > o.workers) throw UsageError("--groups " + std::to_string(o.groups) + " is more than --workers");
+  if (o.groups > o.workers)
+    throw UsageError("--groups " + std::to_string(o.groups) + " is more than --workers");
   if (o.groups > 1 && o.pace == "on" && o.algos == std::vector<std::string>{"crossover"}) {
     throw UsageError("--pace on is for flat crossover and sgp: drop --groups or --pace");
   }
@@ -397,8 +439,8 @@ int run_compare(const CompareOptions& o) {
     if (co.netns) hosts = std::make_unique<NetnsHosts>(co.workers, co.bandwidth);
     Comparison c(co, stop.get_token(), hosts.get());
     std::printf("gossipctl compare%s%s: %zu protocols x %d workers, batch %zu, %d epochs; output in %s\n",
-                cfg.name.empty() ? "" : " ", cfg.name.c_str(), co.algos.size(), co.workers, co.batch, co.epochs,
-                co.out.c_str());
+                cfg.name.empty() ? "" : " ", cfg.name.c_str(), co.algos.size(), co.workers, co.batch,
+                co.epochs, co.out.c_str());
     std::fflush(stdout);
     c.run_all();
     c.write_outputs();
@@ -407,7 +449,8 @@ int run_compare(const CompareOptions& o) {
   }
   if (!o.preset.empty()) {
     std::vector<PresetConfig> rows;
-    for (const auto& c : configs) rows.push_back({c.name, c.options.workers, c.options.batch, c.options.lr, c.x});
+    for (const auto& c : configs)
+      rows.push_back({c.name, c.options.workers, c.options.batch, c.options.lr, c.x});
     write_preset_report(o.out, preset, preset_description(o), o.preset == "scaling", o.target, rows);
   }
   std::printf("gossipctl compare: report in %s/report.md%s\n", o.out.c_str(),

@@ -26,7 +26,7 @@ struct CompareOptions {
   std::string data;
   double target = 0.85;
   int evals_per_epoch = 1;  // the time to `target` has this resolution
-  int threads = 1;  // OpenBLAS threads per worker
+  int threads = 1;          // OpenBLAS threads per worker
   std::string out;
   std::string gossipd;  // default: next to gossipctl
   // One network namespace per worker on a private bridge (root only), each

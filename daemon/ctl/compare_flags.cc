@@ -11,63 +11,82 @@
 namespace gossipd::daemon {
 
 CLI::App* add_compare_command(CLI::App& app, CompareOptions& o) {
-  CLI::App* cmd = app.add_subcommand("compare", "Train with each protocol in turn on local workers and report");
-  cmd->add_option("--workers", o.workers, "gossipd processes per protocol")->check(CLI::Range(1, 64))
+  CLI::App* cmd =
+      app.add_subcommand("compare", "Train with each protocol in turn on local workers and report");
+  cmd->add_option("--workers", o.workers, "gossipd processes per protocol")
+      ->check(CLI::Range(1, 64))
       ->capture_default_str();
-  cmd->add_option("--algos", o.algos, "Protocols to run, in order")->delimiter(',')->check(CLI::IsMember(mode_names()))
+  cmd->add_option("--algos", o.algos, "Protocols to run, in order")
+      ->delimiter(',')
+      ->check(CLI::IsMember(mode_names()))
       ->capture_default_str();
-  cmd->add_option("--model", o.model, "Model")->check(CLI::IsMember(trainer::model_names()))->capture_default_str();
-  cmd->add_option("--epochs", o.epochs, "Epochs of data per worker")->check(CLI::Range(1, 100000))
+  cmd->add_option("--model", o.model, "Model")
+      ->check(CLI::IsMember(trainer::model_names()))
       ->capture_default_str();
-  cmd->add_option("--batch", o.batch, "Batch size per worker")->check(CLI::Range(1, 65536))->capture_default_str();
-  cmd->add_option("--lr", o.lr, "Learning rate (the same schedule for every protocol)")->check(CLI::PositiveNumber)
+  cmd->add_option("--epochs", o.epochs, "Epochs of data per worker")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  cmd->add_option("--batch", o.batch, "Batch size per worker")
+      ->check(CLI::Range(1, 65536))
+      ->capture_default_str();
+  cmd->add_option("--lr", o.lr, "Learning rate (the same schedule for every protocol)")
+      ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->add_option("--optimizer", o.optimizer, "sgd or lars (per-segment trust ratio), for every protocol")
       ->check(CLI::IsMember({"sgd", "lars"}))
       ->capture_default_str();
-  cmd->add_option("--lars-eta", o.lars_eta, "LARS trust coefficient")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--lars-eta", o.lars_eta, "LARS trust coefficient")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cmd->add_option("--warmup-epochs", o.warmup_epochs, "Linear learning-rate warm-up, in epochs")
       ->check(CLI::Range(0.0, 1000.0))
       ->capture_default_str();
   cmd->add_option("--segments", o.segments, "Gossip unit: fine, coarse or N")->capture_default_str();
   cmd->add_option("--groups", o.groups, "Crossover: hierarchical over this many groups (1: flat)")
-      ->check(CLI::Range(1, 64))->capture_default_str();
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
   cmd->add_option("--seed", o.seed, "Seed for model, data split and topology")->capture_default_str();
   cmd->add_option("--train-limit", o.train_limit, "Use only the first N training samples (0: all)")
       ->capture_default_str();
-  cmd->add_option("--test-limit", o.test_limit, "Use only the first N test samples (0: all)")->capture_default_str();
-  cmd->add_option("--data", o.data, "Fashion-MNIST directory (default: the Debian package's)");
-  cmd->add_option("--target", o.target, "Accuracy whose time-to is reported")->check(CLI::Range(0.0, 1.0))
+  cmd->add_option("--test-limit", o.test_limit, "Use only the first N test samples (0: all)")
       ->capture_default_str();
-  cmd->add_option("--evals-per-epoch", o.evals_per_epoch,
-                  "Test-set evaluations per epoch (gossipd run --evals-per-epoch): the resolution of the time to "
-                  "--target and of the accuracy curves")
+  cmd->add_option("--data", o.data, "Fashion-MNIST directory (default: the Debian package's)");
+  cmd->add_option("--target", o.target, "Accuracy whose time-to is reported")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  cmd->add_option(
+         "--evals-per-epoch", o.evals_per_epoch,
+         "Test-set evaluations per epoch (gossipd run --evals-per-epoch): the resolution of the time to "
+         "--target and of the accuracy curves")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
-  cmd->add_option("--threads", o.threads, "OpenBLAS threads per worker")->check(CLI::Range(1, 256))
+  cmd->add_option("--threads", o.threads, "OpenBLAS threads per worker")
+      ->check(CLI::Range(1, 256))
       ->capture_default_str();
   cmd->add_option("--out", o.out, "Directory for metrics, summary.json, plots and the report")->required();
   cmd->add_option("--gossipd", o.gossipd, "The gossipd binary (default: next to gossipctl)");
-  cmd->add_option("--preset", o.preset,
-                  "large-batch: global batch x1, x4, x16 with the lr scaled; scaling: 4, 8, 16 workers at a fixed "
-                  "global batch (--batch x 4)")
+  cmd->add_option(
+         "--preset", o.preset,
+         "large-batch: global batch x1, x4, x16 with the lr scaled; scaling: 4, 8, 16 workers at a fixed "
+         "global batch (--batch x 4)")
       ->check(CLI::IsMember({"large-batch", "scaling"}));
   cmd->add_option("--delay-ms", o.delay_ms, "Latency added to every message, in the workers' transport")
       ->check(CLI::Range(0, 60000))
       ->capture_default_str();
   cmd->add_flag("--netns", o.netns, "One network namespace per worker on a private bridge (root)");
-  cmd->add_option("--pace", o.pace,
-                  "Crossover and SGP pace their sends (gossipd run --pace): on, off, or auto = on where --bandwidth "
-                  "caps the links")
+  cmd->add_option(
+         "--pace", o.pace,
+         "Crossover and SGP pace their sends (gossipd run --pace): on, off, or auto = on where --bandwidth "
+         "caps the links")
       ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str();
   cmd->add_option("--bandwidth", o.bandwidth, "With --netns: cap every host's link, e.g. 100mbit (tc tbf)")
-      ->check([](const std::string& v) {
-        return is_tc_rate(v) ? std::string() : "use a tc rate like 100mbit";
-      });
-  cmd->add_option("--send-buffer-kb", o.send_buffer_kb,
-                  "gossipd run --send-buffer-kb for every worker; 0: ~5 ms of --bandwidth when given, else the "
-                  "daemon's default")
+      ->check(
+          [](const std::string& v) { return is_tc_rate(v) ? std::string() : "use a tc rate like 100mbit"; });
+  cmd->add_option(
+         "--send-buffer-kb", o.send_buffer_kb,
+         "gossipd run --send-buffer-kb for every worker; 0: ~5 ms of --bandwidth when given, else the "
+         "daemon's default")
       ->check(CLI::Range(0, RunOptions::kMaxSendBufferKb))
       ->capture_default_str();
   return cmd;

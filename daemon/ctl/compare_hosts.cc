@@ -19,7 +19,8 @@ namespace {
 
 void sh(const std::string& cmd) {
   if (std::system((cmd + " 2>/dev/null").c_str()) != 0) {
-    throw UsageError("--netns: '" + cmd + "' failed (run as root, with iproute2 and a kernel with netns and tbf)");
+    throw UsageError("--netns: '" + cmd +
+                     "' failed (run as root, with iproute2 and a kernel with netns and tbf)");
   }
 }
 
@@ -33,10 +34,11 @@ int link_send_buffer_kb(const std::string& rate) {
   std::smatch m;
   if (!std::regex_match(rate, m, kRate)) throw UsageError("'" + rate + "' is not a tc rate like 100mbit");
   const std::map<std::string, double> prefix{{"", 1.0}, {"k", 1e3}, {"m", 1e6}, {"g", 1e9}};
-  const double bytes_per_second = std::stod(m[1].str()) * prefix.at(m[3].str()) / (m[4].str() == "bit" ? 8.0 : 1.0);
+  const double bytes_per_second =
+      std::stod(m[1].str()) * prefix.at(m[3].str()) / (m[4].str() == "bit" ? 8.0 : 1.0);
   const double kib = std::ceil(bytes_per_second * 0.005 / 1024.0);
-  return static_cast<int>(std::clamp(kib, double{RunOptions::kMinSendBufferKb},
-                                     double{RunOptions::kMaxSendBufferKb}));
+  return static_cast<int>(
+      std::clamp(kib, double{RunOptions::kMinSendBufferKb}, double{RunOptions::kMaxSendBufferKb}));
 }
 
 std::vector<uint16_t> free_ports(int n) {
@@ -59,8 +61,7 @@ std::vector<uint16_t> free_ports(int n) {
   return ports;
 }
 
-NetnsHosts::NetnsHosts(int hosts, const std::string& rate)
-    : tag_(std::to_string(getpid() % 100000)) {
+NetnsHosts::NetnsHosts(int hosts, const std::string& rate) : tag_(std::to_string(getpid() % 100000)) {
   subnet_ = "10.213." + std::to_string(getpid() % 250) + ".";
   try {
     sh("ip link add " + bridge() + " type bridge");

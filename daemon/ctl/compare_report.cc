@@ -11,8 +11,8 @@
 #include <map>
 #include <sstream>
 
-#include "daemon/ctl/child_process.h"
 #include "daemon/config/cli.h"
+#include "daemon/ctl/child_process.h"
 #include "daemon/observe/metrics_log.h"
 
 namespace gossipd::daemon {
@@ -31,13 +31,14 @@ void run_gnuplot(const std::string& out, const std::string& script) {
   write_text_file(out + "/plots.gp", script);
   const std::string cmd = "gnuplot '" + out + "/plots.gp' 2> '" + out + "/gnuplot.err'";
   if (std::system(cmd.c_str()) != 0) {
-    throw std::runtime_error("gnuplot failed on " + out + "/plots.gp: " + last_line(read_file(out + "/gnuplot.err")));
+    throw std::runtime_error("gnuplot failed on " + out +
+                             "/plots.gp: " + last_line(read_file(out + "/gnuplot.err")));
   }
 }
 
 struct Plot {
   std::string file, title, xlabel, ylabel;
-  int x, y;       // curve.dat columns
+  int x, y;  // curve.dat columns
   bool logscale;
 };
 // True when column `col` (1-based) of a curve.dat holds a value > 0.
@@ -58,13 +59,13 @@ const std::vector<Plot>& plots() {
   static const std::vector<Plot> p{
       {"accuracy_vs_time.svg", "Mean test accuracy vs wall time", "seconds", "test accuracy", 2, 3, false},
       {"accuracy_vs_epoch.svg", "Mean test accuracy vs epochs", "epoch", "test accuracy", 1, 3, false},
-      {"consensus.svg", "Consensus distance (gossip)", "epoch", "mean squared distance from the mean", 1, 4, true},
+      {"consensus.svg", "Consensus distance (gossip)", "epoch", "mean squared distance from the mean", 1, 4,
+       true},
       {"bytes_per_round.svg", "Gossip bytes sent per worker per round", "epoch", "bytes", 1, 5, false},
       {"round_time.svg", "Round time", "epoch", "ms per round", 1, 6, false},
   };
   return p;
 }
-
 
 void plot(const std::string& out, const proto::CompareSummary& summary) {
   std::vector<std::string> finished;
@@ -74,17 +75,18 @@ void plot(const std::string& out, const proto::CompareSummary& summary) {
   std::ostringstream gp;
   gp << "set terminal svg size 720,420 dynamic enhanced font 'sans,12'\nset grid\nset key bottom right\n";
   for (const auto& p : plots()) {
-    gp << "set output '" << out << "/" << p.file << "'\nset title '" << p.title << "'\nset xlabel '" << p.xlabel
-       << "'\nset ylabel '" << p.ylabel << "'\n"
+    gp << "set output '" << out << "/" << p.file << "'\nset title '" << p.title << "'\nset xlabel '"
+       << p.xlabel << "'\nset ylabel '" << p.ylabel << "'\n"
        << (p.logscale ? "set logscale y\n" : "unset logscale y\n");
-      // A log scale needs a positive value: AllReduce's replicas are identical,
+    // A log scale needs a positive value: AllReduce's replicas are identical,
     // and so are two Crossover replicas after every round.
     std::vector<std::string> algos;
     for (const auto& a : finished) {
       if (!p.logscale || has_positive(out + "/" + a + "/curve.dat", p.y)) algos.push_back(a);
     }
     if (algos.empty()) {
-      gp << "unset logscale y\nset label 1 'no data: no protocol that measures this finished' at graph 0.5,0.5 "
+      gp << "unset logscale y\nset label 1 'no data: no protocol that measures this finished' at graph "
+            "0.5,0.5 "
             "center\nplot [0:1] [0:1] 2 notitle\nunset label 1\n";
       continue;
     }
@@ -103,7 +105,8 @@ void plot(const std::string& out, const proto::CompareSummary& summary) {
 std::string table(const proto::CompareSummary& summary, double target) {
   std::ostringstream t;
   t << "| protocol | status | final mean acc | best mean acc | averaged model acc | time to " << target
-    << " (training only) | epochs to " << target << " | rounds/s | comm ms/round | bytes/worker/round | segments skipped | "
+    << " (training only) | epochs to " << target
+    << " | rounds/s | comm ms/round | bytes/worker/round | segments skipped | "
        "consensus distance | wall s |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : summary.results()) {
     if (r.status() != "ok") {
@@ -111,18 +114,17 @@ std::string table(const proto::CompareSummary& summary, double target) {
       continue;
     }
     t << "| " << r.algo() << " | ok | " << format("%.4f", r.final_mean_accuracy()) << " | "
-      << format("%.4f", r.best_mean_accuracy()) << " | " << (r.averaged_model_accuracy() < 0 ? "n/a" : format("%.4f", r.averaged_model_accuracy())) << " | "
-      << time_to_target(r) << " | "
-      << (r.epochs_to_target() < 0 ? "—" : format("%.3g", r.epochs_to_target())) << " | "
-      << format("%.1f", r.rounds_per_second()) << " | " << format("%.1f", r.comm_ms_per_round()) << " | "
-      << (r.algo() == "allreduce" ? "—" : format("%.0f", r.bytes_per_worker_per_round())) << " | "
+      << format("%.4f", r.best_mean_accuracy()) << " | "
+      << (r.averaged_model_accuracy() < 0 ? "n/a" : format("%.4f", r.averaged_model_accuracy())) << " | "
+      << time_to_target(r) << " | " << (r.epochs_to_target() < 0 ? "—" : format("%.3g", r.epochs_to_target()))
+      << " | " << format("%.1f", r.rounds_per_second()) << " | " << format("%.1f", r.comm_ms_per_round())
+      << " | " << (r.algo() == "allreduce" ? "—" : format("%.0f", r.bytes_per_worker_per_round())) << " | "
       << r.segments_skipped() << " | "
       << (r.algo() == "allreduce" ? "0 (exact)" : format("%.3g", r.final_consensus_distance())) << " | "
       << format("%.1f", r.wall_seconds()) << " |\n";
   }
   return t.str();
 }
-
 
 }  // namespace
 
@@ -151,14 +153,16 @@ void require_gnuplot() {
   for (std::string d; std::getline(dirs, d, ':');) {
     if (!d.empty() && access((fs::path(d) / "gnuplot").c_str(), X_OK) == 0) return;
   }
-  throw UsageError("gnuplot not found, which draws the report's plots: apt-get install gnuplot-nox "
-                   "(or run deploy/install-deps.sh)");
+  throw UsageError(
+      "gnuplot not found, which draws the report's plots: apt-get install gnuplot-nox "
+      "(or run deploy/install-deps.sh)");
 }
 
 void prepare_out_dir(const std::string& out) {
   std::error_code ec;
   if (fs::exists(out + "/summary.json")) {
-    throw UsageError(out + " already holds a comparison (summary.json): choose another --out or move it away");
+    throw UsageError(out +
+                     " already holds a comparison (summary.json): choose another --out or move it away");
   }
   fs::create_directories(out, ec);
   if (ec || !fs::is_directory(out)) throw UsageError("cannot create --out " + out + ": " + ec.message());
@@ -211,8 +215,8 @@ void summarize_protocol(const std::vector<std::string>& metrics_files, double ta
     const double d_rounds = static_cast<double>(round - prev_round);
     const double per_round = d_rounds > 0 ? (bytes - prev_bytes) / d_rounds : 0;
     const double round_ms = d_rounds > 0 ? 1000.0 * (wall - prev_wall) / d_rounds : 0;
-    curve << progress << ' ' << wall << ' ' << acc << ' ' << consensus << ' ' << per_round << ' '
-          << round_ms << '\n';
+    curve << progress << ' ' << wall << ' ' << acc << ' ' << consensus << ' ' << per_round << ' ' << round_ms
+          << '\n';
     prev_wall = wall;
     prev_bytes = bytes;
     prev_round = round;
@@ -242,13 +246,14 @@ void summarize_protocol(const std::vector<std::string>& metrics_files, double ta
   res.set_segments_skipped(skipped);
 }
 
-
 void write_compare_report(const std::string& out, const proto::CompareSummary& summary, double target,
                           const std::string& setup) {
   write_text_file(out + "/summary.json", to_json(summary) + "\n");
   plot(out, summary);
   std::ostringstream md;
-  md << "# gossipd compare\n\n" << setup << "\n\n" << table(summary, target)
+  md << "# gossipd compare\n\n"
+     << setup << "\n\n"
+     << table(summary, target)
      << "\nbytes/worker/round counts gossip payload and envelopes (AllReduce's ring traffic is not counted). "
         "Per-worker metrics: `<protocol>/w<i>.jsonl`; logs `<protocol>/w<i>.log`; data `summary.json`.\n\n";
   for (const auto& p : plots()) md << "## " << p.title << "\n\n![" << p.title << "](" << p.file << ")\n\n";
@@ -283,23 +288,25 @@ void write_compare_report(const std::string& out, const proto::CompareSummary& s
   write_text_file(out + "/report.html", html.str());
 }
 
-
 // The preset's own summary, table and plot over its configurations.
-void write_preset_report(const std::string& out, const proto::ComparePreset& p, const std::string& description,
-                         bool x_is_workers, double target, const std::vector<PresetConfig>& configs) {
+void write_preset_report(const std::string& out, const proto::ComparePreset& p,
+                         const std::string& description, bool x_is_workers, double target,
+                         const std::vector<PresetConfig>& configs) {
   write_text_file(out + "/summary.json", to_json(p) + "\n");
   std::ostringstream md;
   md << "# gossipd compare --preset " << p.preset() << "\n\n"
      << description << " Each configuration has its own report in its directory.\n\n"
-     << "| configuration | workers | batch/worker | lr | protocol | status | round ms | of which comm | time to "
-     << target << " (training only) | epochs to " << target << " | final mean acc |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
+     << "| configuration | workers | batch/worker | lr | protocol | status | round ms | of which comm | time "
+        "to "
+     << target << " (training only) | epochs to " << target
+     << " | final mean acc |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
   std::map<std::string, std::ostringstream> per_algo;
   for (size_t i = 0; i < configs.size() && i < static_cast<size_t>(p.runs_size()); ++i) {
     const auto& c = configs[i];
     for (const auto& r : p.runs(static_cast<int>(i)).results()) {
       const double round_ms = r.rounds_per_second() > 0 ? 1000.0 / r.rounds_per_second() : 0;
-      md << "| [" << c.name << "](" << c.name << "/report.md) | " << c.workers << " | " << c.batch
-         << " | " << format("%g", c.lr) << " | " << r.algo() << " | " << r.status() << " | "
+      md << "| [" << c.name << "](" << c.name << "/report.md) | " << c.workers << " | " << c.batch << " | "
+         << format("%g", c.lr) << " | " << r.algo() << " | " << r.status() << " | "
          << format("%.1f", round_ms) << " | " << format("%.1f", r.comm_ms_per_round()) << " | "
          << time_to_target(r) << " | "
          << (r.epochs_to_target() < 0 ? "—" : format("%.3g", r.epochs_to_target())) << " | "
@@ -308,7 +315,8 @@ void write_preset_report(const std::string& out, const proto::ComparePreset& p, 
     }
   }
   std::ostringstream gp;
-  gp << "set terminal svg size 720,420 dynamic enhanced font 'sans,12'\nset grid\nset key top left\nset output '"
+  gp << "set terminal svg size 720,420 dynamic enhanced font 'sans,12'\nset grid\nset key top left\nset "
+        "output '"
      << out << "/round_time.svg'\nset title 'Round time'\nset xlabel '"
      << (x_is_workers ? "workers" : "global batch") << "'\nset ylabel 'ms per round'\n"
      << (x_is_workers ? "" : "set logscale x 2\n");
@@ -319,8 +327,8 @@ void write_preset_report(const std::string& out, const proto::ComparePreset& p, 
     bool first = true;
     for (auto& [algo, rows] : per_algo) {
       std::ofstream(out + "/" + algo + ".dat") << rows.str();
-      gp << (first ? "" : ", ") << "'" << out << "/" << algo << ".dat' using 1:2 with linespoints title '" << algo
-         << "'";
+      gp << (first ? "" : ", ") << "'" << out << "/" << algo << ".dat' using 1:2 with linespoints title '"
+         << algo << "'";
       first = false;
     }
     gp << "\n";

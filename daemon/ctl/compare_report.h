@@ -46,9 +46,10 @@ struct PresetConfig {
   int workers = 0;
   size_t batch = 0;
   float lr = 0;
-  double x = 0;      // the plot's axis: workers (scaling) or global batch (large-batch)
+  double x = 0;  // the plot's axis: workers (scaling) or global batch (large-batch)
 };
-void write_preset_report(const std::string& out, const proto::ComparePreset& p, const std::string& description,
-                         bool x_is_workers, double target, const std::vector<PresetConfig>& configs);
+void write_preset_report(const std::string& out, const proto::ComparePreset& p,
+                         const std::string& description, bool x_is_workers, double target,
+                         const std::vector<PresetConfig>& configs);
 
 }  // namespace gossipd::daemon

@@ -1,16 +1,15 @@
 // gossipctl: the operator tool (compare, collect, benchmarks, keys).
 #include <CLI/CLI.hpp>
-
 #include <cstdio>
 #include <filesystem>
 
 #include "daemon/bench/allreduce_bench.h"
+#include "daemon/bench/trainer_bench.h"
 #include "daemon/config/cli.h"
 #include "daemon/ctl/collect.h"
 #include "daemon/ctl/compare.h"
 #include "daemon/ctl/compare_flags.h"
 #include "protocol/curve.h"
-#include "daemon/bench/trainer_bench.h"
 #include "trainer/models.h"
 
 namespace {
@@ -40,7 +39,8 @@ int run_keygen(const std::string& dir, bool force) {
   const fs::path pub = fs::path(dir) / "cluster.public";
   if (!fs::is_directory(dir)) throw UsageError("--out " + dir + " is not a directory (create it first)");
   for (const auto& p : {secret, pub}) {
-    if (fs::exists(p) && !force) throw UsageError(p.string() + " exists; pass --force to replace the cluster's keys");
+    if (fs::exists(p) && !force)
+      throw UsageError(p.string() + " exists; pass --force to replace the cluster's keys");
   }
   const auto keys = gossipd::protocol::generate_keypair();
   gossipd::protocol::write_secret_key_file(secret.string(), keys);
@@ -68,15 +68,20 @@ int main(int argc, char** argv) {
   tcmd->add_option("--threads", tb.threads, "OpenBLAS thread counts to measure, e.g. 1,2")
       ->delimiter(',')
       ->check(CLI::Range(1, 256));
-  tcmd->add_option("--steps", tb.steps, "Timed steps per trial")->check(CLI::Range(1, 100000))->capture_default_str();
-  tcmd->add_option("--trials", tb.trials, "Trials (median reported)")->check(CLI::Range(1, 1000))->capture_default_str();
+  tcmd->add_option("--steps", tb.steps, "Timed steps per trial")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  tcmd->add_option("--trials", tb.trials, "Trials (median reported)")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
 
   AllreduceBenchOptions ab;
   CLI::App* acmd = add_allreduce_bench_command(*bench, ab);
 
   std::string key_dir;
   bool force = false;
-  CLI::App* keygen = app.add_subcommand("keygen", "Make the cluster's CURVE keypair: DIR/cluster.secret, DIR/cluster.public");
+  CLI::App* keygen = app.add_subcommand(
+      "keygen", "Make the cluster's CURVE keypair: DIR/cluster.secret, DIR/cluster.public");
   keygen->add_option("--out", key_dir, "Directory for the two key files")->required();
   keygen->add_flag("--force", force, "Overwrite existing key files");
 

@@ -1,9 +1,8 @@
 #include "daemon/observe/http_server.h"
 
-#include <asio.hpp>
-
 #include <spdlog/spdlog.h>
 
+#include <asio.hpp>
 #include <stdexcept>
 
 namespace gossipd::daemon {
@@ -14,11 +13,16 @@ constexpr auto kRequestTimeout = std::chrono::seconds(5);
 
 const char* reason(int status) {
   switch (status) {
-    case 200: return "OK";
-    case 400: return "Bad Request";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    default: return "Internal Server Error";
+    case 200:
+      return "OK";
+    case 400:
+      return "Bad Request";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    default:
+      return "Internal Server Error";
   }
 }
 
@@ -26,7 +30,9 @@ const char* reason(int status) {
 class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(asio::ip::tcp::socket socket, const HttpHandler& handler)
-      : socket_(std::move(socket)), timer_(socket_.get_executor()), handler_(handler),
+      : socket_(std::move(socket)),
+        timer_(socket_.get_executor()),
+        handler_(handler),
         buffer_(kMaxRequestBytes) {}
 
   void start() {
@@ -65,8 +71,8 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     out_ = "HTTP/1.1 " + std::to_string(resp.status) + " " + reason(resp.status) +
            "\r\nContent-Type: " + resp.content_type +
-           "\r\nContent-Length: " + std::to_string(resp.body.size()) +
-           "\r\nConnection: close\r\n\r\n" + resp.body;
+           "\r\nContent-Length: " + std::to_string(resp.body.size()) + "\r\nConnection: close\r\n\r\n" +
+           resp.body;
     auto self = shared_from_this();
     asio::async_write(socket_, asio::buffer(out_), [self](const asio::error_code&, size_t) {
       asio::error_code ignored;

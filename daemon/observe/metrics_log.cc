@@ -21,7 +21,8 @@ std::string to_json(const google::protobuf::Message& message) {
 JsonLinesWriter::JsonLinesWriter(const std::string& path) : path_(path) {
   if (path.empty()) return;
   out_.open(path, std::ios::out | std::ios::app);
-  if (!out_) throw UsageError("cannot open " + path + " for writing (check the directory exists and is writable)");
+  if (!out_)
+    throw UsageError("cannot open " + path + " for writing (check the directory exists and is writable)");
 }
 
 void JsonLinesWriter::write(const google::protobuf::Message& record) {

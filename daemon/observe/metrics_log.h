@@ -1,9 +1,9 @@
 #pragma once
 
+#include <google/protobuf/message.h>
+
 #include <fstream>
 #include <string>
-
-#include <google/protobuf/message.h>
 
 namespace gossipd::daemon {
 

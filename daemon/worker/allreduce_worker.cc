@@ -19,8 +19,9 @@ using Clock = std::chrono::steady_clock;
 
 }  // namespace
 
-AllreduceWorker::AllreduceWorker(protocol::Node& node, std::vector<std::string> members, Membership& membership,
-                                 trainer::Trainer& trainer, TrainingLoop& loop, AllreduceWorkerOptions options)
+AllreduceWorker::AllreduceWorker(protocol::Node& node, std::vector<std::string> members,
+                                 Membership& membership, trainer::Trainer& trainer, TrainingLoop& loop,
+                                 AllreduceWorkerOptions options)
     : node_(node),
       members_(std::move(members)),
       membership_(membership),
@@ -33,7 +34,8 @@ void AllreduceWorker::run(std::stop_token stop) {
     protocol::CollectiveOptions copts;
     copts.timeout = options_.startup_timeout;
     copts.stop = stop;
-    group_ = std::make_unique<protocol::Group>(node_, protocol::tags::first(protocol::tags::User::kAllreduce), members_, copts);
+    group_ = std::make_unique<protocol::Group>(node_, protocol::tags::first(protocol::tags::User::kAllreduce),
+                                               members_, copts);
     protocol::Barrier(*group_).run();  // every member is up before the first step
     group_->options().timeout = options_.timeout;
     if (options_.resumed) {
@@ -53,7 +55,8 @@ ReplicaState AllreduceWorker::capture() const {
   ReplicaState st;
   st.header = options_.snapshot_header;
   st.header.set_step(trainer_.step_count());
-  st.header.set_epoch(static_cast<uint32_t>(trainer_.step_count() / std::max<size_t>(1, options_.steps_per_epoch)));
+  st.header.set_epoch(
+      static_cast<uint32_t>(trainer_.step_count() / std::max<size_t>(1, options_.steps_per_epoch)));
   auto p = trainer_.model().params();
   st.params.assign(p.begin(), p.end());
   auto opt = trainer_.optimizer().state();
@@ -64,7 +67,8 @@ ReplicaState AllreduceWorker::capture() const {
 trainer::StepResult AllreduceWorker::step(std::span<const uint32_t> idx, std::stop_token stop) {
   for (;;) {
     membership_.at_step(trainer_.step_count(), [&] { return capture(); });
-    if (options_.checkpointer) options_.checkpointer->at_step(trainer_.step_count(), [&] { return capture(); });
+    if (options_.checkpointer)
+      options_.checkpointer->at_step(trainer_.step_count(), [&] { return capture(); });
     const uint64_t round = trainer_.step_count() + 1;
     try {
       const topology::View view = membership_.view_at(round);

@@ -85,9 +85,9 @@ class BackgroundEvaluator {
   std::unique_ptr<trainer::Model> own_;
   trainer::Model& replica_;
   const trainer::Dataset& test_;
-  trainer::Evaluator& caller_;     // the replica's own, caller only
-  trainer::Evaluator background_;  // on own_, background thread only
-  std::vector<float> live_;        // the replica's parameters while the caller evaluates on it
+  trainer::Evaluator& caller_;                // the replica's own, caller only
+  trainer::Evaluator background_;             // on own_, background thread only
+  std::vector<float> live_;                   // the replica's parameters while the caller evaluates on it
   std::deque<std::unique_ptr<Job>> pending_;  // submitted and not yet published, oldest first (caller)
   std::vector<std::unique_ptr<Job>> retired_;
   // Job number n (counted from 0 in submission order) sits in slots_[n %

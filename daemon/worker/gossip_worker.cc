@@ -44,7 +44,8 @@ GossipWorker::GossipWorker(protocol::Node& node, std::vector<std::string> member
       skipped_(metrics.counter("gossipd_segments_skipped_total", "Segments that missed their deadline")),
       bytes_sent_(metrics.counter("gossipd_gossip_bytes_sent_total", "Gossip bytes sent")),
       bytes_received_(metrics.counter("gossipd_gossip_bytes_received_total", "Gossip bytes received")),
-      consensus_(metrics.gauge("gossipd_consensus_distance", "Mean squared distance of the replicas from their mean")),
+      consensus_(metrics.gauge("gossipd_consensus_distance",
+                               "Mean squared distance of the replicas from their mean")),
       measure_failures_(metrics.counter("gossipd_consensus_failures_total",
                                         "Consensus measurements abandoned (a member failed meanwhile)")) {}
 
@@ -95,7 +96,9 @@ class CrossoverProtocol : public GossipWorker::Protocol {
     return flat_.run_round(membership_.view_at(round), round, params_);
   }
   std::span<const float> replica() override { return params_; }
-  protocol::RoundStats settle() override { return overlapped_ ? overlapped_->drain(params_) : protocol::RoundStats{}; }
+  protocol::RoundStats settle() override {
+    return overlapped_ ? overlapped_->drain(params_) : protocol::RoundStats{};
+  }
 
  private:
   protocol::RoundStats hierarchical(uint64_t round) {
@@ -178,7 +181,8 @@ void GossipWorker::maybe_measure(uint64_t round, Protocol& protocol) {
     copts.timeout = options_.segment_deadline;
     copts.stop = stop_;
     // A fresh tag per view: sequence numbers restart without meeting stale ones.
-    consensus_group_ = std::make_unique<protocol::Group>(node_, protocol::tags::range(protocol::tags::User::kConsensus).at(view.id()), view.members(), copts);
+    consensus_group_ = std::make_unique<protocol::Group>(
+        node_, protocol::tags::range(protocol::tags::User::kConsensus).at(view.id()), view.members(), copts);
     consensus_view_ = view.id();
   }
   double d = 0;
@@ -211,7 +215,8 @@ ReplicaState GossipWorker::capture(std::span<const float> x, const protocol::Pus
   ReplicaState st;
   st.header = options_.snapshot_header;
   st.header.set_step(trainer_.step_count());
-  st.header.set_epoch(static_cast<uint32_t>(trainer_.step_count() / std::max<size_t>(1, options_.steps_per_epoch)));
+  st.header.set_epoch(
+      static_cast<uint32_t>(trainer_.step_count() / std::max<size_t>(1, options_.steps_per_epoch)));
   if (push_sum) {
     for (double v : push_sum->weights()) st.header.add_push_sum_weights(v);
   }
@@ -270,9 +275,11 @@ void GossipWorker::start(std::stop_token stop) {
   while (!membership_.labels_known(trainer_.step_count() + 1)) {
     if (stop.stop_requested()) throw protocol::Aborted(node_.id(), "waiting for group labels");
     if (std::chrono::steady_clock::now() >= deadline) {
-      throw protocol::TransportError(node_.id(), "",
-                                     "node '" + node_.id() + "': the members' --group labels never all arrived "
-                                     "within --startup-timeout-ms (are all members running with --hierarchical?)");
+      throw protocol::TransportError(
+          node_.id(), "",
+          "node '" + node_.id() +
+              "': the members' --group labels never all arrived "
+              "within --startup-timeout-ms (are all members running with --hierarchical?)");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
@@ -289,7 +296,8 @@ void GossipWorker::run(std::stop_token stop) {
         // Between two steps: a joiner or a checkpoint may take the state.
         const uint64_t done = trainer_.step_count();
         membership_.at_step(done, [&] { return split_off_for_joiner(p->state(), p->push_sum()); });
-        if (options_.checkpointer) options_.checkpointer->at_step(done, [&] { return capture(p->state(), p->push_sum()); });
+        if (options_.checkpointer)
+          options_.checkpointer->at_step(done, [&] { return capture(p->state(), p->push_sum()); });
         const trainer::StepResult r = p->train(idx);
         const uint64_t round = trainer_.step_count();
         {
@@ -322,7 +330,8 @@ std::unique_ptr<Worker> make_gossip_worker(WorkerContext& c, GossipAlgo algo) {
   w.snapshot_header = c.snapshot_header;
   w.checkpointer = c.checkpointer;
   w.resumed = c.resumed;
-  return std::make_unique<GossipWorker>(c.node, c.members, c.membership, c.trainer, c.loop, c.state, c.metrics, w);
+  return std::make_unique<GossipWorker>(c.node, c.members, c.membership, c.trainer, c.loop, c.state,
+                                        c.metrics, w);
 }
 
 }  // namespace gossipd::daemon

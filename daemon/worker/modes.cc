@@ -33,16 +33,19 @@ size_t data_parallel_steps(size_t samples, size_t members, size_t batch) {
 namespace {
 
 // A data-parallel mode: the whole model on every member, a shard of the data each.
-Mode data_parallel(std::string name, std::string summary, std::function<std::unique_ptr<Worker>(WorkerContext&)> make) {
-  return Mode{std::move(name), std::move(summary), whole_model, shard_per_member, data_parallel_steps, true, true,
-              std::move(make)};
+Mode data_parallel(std::string name, std::string summary,
+                   std::function<std::unique_ptr<Worker>(WorkerContext&)> make) {
+  return Mode{
+      std::move(name), std::move(summary), whole_model, shard_per_member, data_parallel_steps, true, true,
+      std::move(make)};
 }
 
 }  // namespace
 
 const std::vector<Mode>& modes() {
   static const std::vector<Mode> all{
-      data_parallel("allreduce", "AllReduce-SGD: ring allreduce of the gradients every step", make_allreduce_worker),
+      data_parallel("allreduce", "AllReduce-SGD: ring allreduce of the gradients every step",
+                    make_allreduce_worker),
       data_parallel("crossover", "Crossover-SGD: segments averaged with peers drawn by random derangements",
                     [](WorkerContext& c) { return make_gossip_worker(c, GossipAlgo::kCrossover); }),
       data_parallel("sgp", "Stochastic Gradient Push: push-sum over a time-varying exponential graph",

@@ -17,9 +17,9 @@ namespace gossipd::daemon {
 
 // Where this process stands when gossipd run sets it up.
 struct Placement {
-  size_t rank = 0;      // among the initial members (sorted ids)
-  size_t members = 1;   // initial members
-  bool joining = false; // entering a running cluster
+  size_t rank = 0;       // among the initial members (sorted ids)
+  size_t members = 1;    // initial members
+  bool joining = false;  // entering a running cluster
 };
 
 // One value of --algo: how gossipd run sets up a process of this mode. A new

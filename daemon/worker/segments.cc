@@ -22,7 +22,8 @@ protocol::SegmentTable make_segment_table(const std::vector<trainer::ParamSegmen
     pieces = 0;
   }
   if (pieces == 0 || pieces > total) {
-    throw UsageError("--segments '" + spec + "' is not fine, coarse or a number from 1 to " + std::to_string(total));
+    throw UsageError("--segments '" + spec + "' is not fine, coarse or a number from 1 to " +
+                     std::to_string(total));
   }
   for (size_t i = 0; i < pieces; ++i) {
     const auto r = protocol::block_range(total, pieces, i);

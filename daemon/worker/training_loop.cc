@@ -8,8 +8,8 @@
 namespace gossipd::daemon {
 
 TrainingLoop::TrainingLoop(std::string id, trainer::Trainer& trainer, const trainer::Dataset& test,
-                             WorkerState& state, MetricsRegistry& metrics, JsonLinesWriter& log, int epochs,
-                             bool quiet, int evals_per_epoch, std::unique_ptr<trainer::Model> eval_model)
+                           WorkerState& state, MetricsRegistry& metrics, JsonLinesWriter& log, int epochs,
+                           bool quiet, int evals_per_epoch, std::unique_ptr<trainer::Model> eval_model)
     : id_(std::move(id)),
       trainer_(trainer),
       test_(test),
@@ -64,7 +64,8 @@ void TrainingLoop::run(size_t steps, std::stop_token stop, const Step& step, con
     const bool end = done == steps;
     if (end) trainer_.set_epoch_progress(epoch + 1.0);
     if (before_eval) before_eval();
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start).count();
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start).count();
     const double n = static_cast<double>(std::max<size_t>(samples, 1));
     evaluated(static_cast<uint32_t>(end ? epoch + 1 : epoch),
               epoch + static_cast<double>(done) / static_cast<double>(steps), loss_sum / n,
@@ -96,7 +97,8 @@ void TrainingLoop::run(size_t steps, std::stop_token stop, const Step& step, con
     samples += static_cast<size_t>(r.samples);
     step_done(trainer_.step_count(), loss_sum / static_cast<double>(std::max<size_t>(samples, 1)));
     const uint64_t now = trainer_.step_count();
-    if (now > g && now / steps == static_cast<uint64_t>(e) && evaluates_inside(now % steps)) evaluate(now % steps);
+    if (now > g && now / steps == static_cast<uint64_t>(e) && evaluates_inside(now % steps))
+      evaluate(now % steps);
   }
   if (epoch >= 0) evaluate(steps);
   if (background_) eval_seconds_ += background_->finish();
@@ -117,7 +119,7 @@ void TrainingLoop::step_done(uint64_t round, double running_loss) {
 }
 
 void TrainingLoop::evaluated(uint32_t epoch, double progress, double train_loss, double train_accuracy,
-                              size_t samples, double seconds) {
+                             size_t samples, double seconds) {
   const auto eval_start = std::chrono::steady_clock::now();
   const double wall = std::chrono::duration<double>(eval_start - start_).count();
   // Everything but the test figures, as it stands at this point.
@@ -140,8 +142,9 @@ void TrainingLoop::evaluated(uint32_t epoch, double progress, double train_loss,
   rec.set_comm_ms_per_round(st.comm_ms_per_round());
   if (background_) {
     eval_seconds_ += background_->submit(
-        trainer_.model().params(),
-        [this, rec](const trainer::EvalResult& ev, std::span<const float> params) { publish(rec, ev, param_hash(params)); });
+        trainer_.model().params(), [this, rec](const trainer::EvalResult& ev, std::span<const float> params) {
+          publish(rec, ev, param_hash(params));
+        });
     return;
   }
   const trainer::EvalResult ev = trainer_.evaluate(test_);
@@ -166,8 +169,8 @@ void TrainingLoop::publish(proto::EpochRecord rec, const trainer::EvalResult& ev
   rec.set_test_accuracy(ev.accuracy);
   log_.write(rec);
   if (!quiet_) {
-    std::printf("[%s] epoch %g/%d  loss %.4f  train_acc %.4f  test_acc %.4f  round %llu  %.1f s\n", id_.c_str(),
-                rec.progress(), epochs_, rec.loss(), rec.train_accuracy(), ev.accuracy,
+    std::printf("[%s] epoch %g/%d  loss %.4f  train_acc %.4f  test_acc %.4f  round %llu  %.1f s\n",
+                id_.c_str(), rec.progress(), epochs_, rec.loss(), rec.train_accuracy(), ev.accuracy,
                 static_cast<unsigned long long>(rec.round()), rec.wall_seconds());
     std::fflush(stdout);
   }

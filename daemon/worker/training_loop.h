@@ -8,10 +8,10 @@
 #include <stop_token>
 #include <string>
 
-#include "daemon/worker/background_eval.h"
 #include "daemon/observe/metrics.h"
 #include "daemon/observe/metrics_log.h"
 #include "daemon/observe/worker_state.h"
+#include "daemon/worker/background_eval.h"
 #include "trainer/trainer.h"
 
 namespace gossipd::daemon {
@@ -41,8 +41,8 @@ class TrainingLoop {
   using BeforeEval = std::function<void()>;
 
   TrainingLoop(std::string id, trainer::Trainer& trainer, const trainer::Dataset& test, WorkerState& state,
-                MetricsRegistry& metrics, JsonLinesWriter& log, int epochs, bool quiet, int evals_per_epoch = 1,
-                std::unique_ptr<trainer::Model> eval_model = nullptr);
+               MetricsRegistry& metrics, JsonLinesWriter& log, int epochs, bool quiet,
+               int evals_per_epoch = 1, std::unique_ptr<trainer::Model> eval_model = nullptr);
 
   // Runs `epochs` epochs of `steps` steps each (the same count on every
   // member); checks `stop` between steps and throws protocol::Aborted.
@@ -93,7 +93,7 @@ class TrainingLoop {
   // began (not training time, not in the round rate).
   double eval_seconds_ = 0;
   std::chrono::steady_clock::time_point start_;
-  uint64_t start_round_ = 0;  // a joiner starts at the round it was admitted at
+  uint64_t start_round_ = 0;                         // a joiner starts at the round it was admitted at
   std::unique_ptr<BackgroundEvaluator> background_;  // last: stops before the members it publishes to
 };
 

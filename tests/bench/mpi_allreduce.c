@@ -41,10 +41,11 @@ static void bench(size_t floats, int reps, int warmup, int rank, int procs) {
   if (rank == 0) {
     qsort(times, (size_t)reps, sizeof(double), cmp_double);
     const double median = times[reps / 2];
-    printf("{\"bench\":\"allreduce\",\"impl\":\"mpi\",\"procs\":%d,\"floats\":%zu,\"seconds\":%.6f,"
-           "\"algbw_gbps\":%.4f,\"min_seconds\":%.6f,\"exact\":%s}\n",
-           procs, floats, median, (double)floats * sizeof(float) / median * 1e-9, times[0],
-           all_exact ? "true" : "false");
+    printf(
+        "{\"bench\":\"allreduce\",\"impl\":\"mpi\",\"procs\":%d,\"floats\":%zu,\"seconds\":%.6f,"
+        "\"algbw_gbps\":%.4f,\"min_seconds\":%.6f,\"exact\":%s}\n",
+        procs, floats, median, (double)floats * sizeof(float) / median * 1e-9, times[0],
+        all_exact ? "true" : "false");
     fflush(stdout);
   }
   free(data);
@@ -62,12 +63,16 @@ int main(int argc, char** argv) {
   size_t sizes[32];
   int nsizes = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (strcmp(argv[i], "--floats") == 0 && nsizes < 32) sizes[nsizes++] = strtoull(argv[i + 1], NULL, 10);
-    else if (strcmp(argv[i], "--reps") == 0) reps = atoi(argv[i + 1]);
-    else if (strcmp(argv[i], "--warmup") == 0) warmup = atoi(argv[i + 1]);
+    if (strcmp(argv[i], "--floats") == 0 && nsizes < 32)
+      sizes[nsizes++] = strtoull(argv[i + 1], NULL, 10);
+    else if (strcmp(argv[i], "--reps") == 0)
+      reps = atoi(argv[i + 1]);
+    else if (strcmp(argv[i], "--warmup") == 0)
+      warmup = atoi(argv[i + 1]);
   }
   if (nsizes == 0 || reps < 1) {
-    if (rank == 0) fprintf(stderr, "usage: mpi_allreduce --floats N [--floats N ...] [--reps R] [--warmup W]\n");
+    if (rank == 0)
+      fprintf(stderr, "usage: mpi_allreduce --floats N [--floats N ...] [--reps R] [--warmup W]\n");
     MPI_Finalize();
     return 2;
   }

@@ -21,8 +21,8 @@ namespace {
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
-const std::vector<std::string> kSmallRun{"--train-limit", "3000", "--test-limit", "500", "--batch", "32",
-                                         "--threads", "1"};
+const std::vector<std::string> kSmallRun{"--train-limit", "3000", "--test-limit", "500",
+                                         "--batch",       "32",   "--threads",    "1"};
 
 std::vector<std::string> with(std::vector<std::string> a, std::vector<std::string> b) {
   a.insert(a.end(), b.begin(), b.end());
@@ -37,7 +37,9 @@ TEST(AllreduceSgd, ThreeWorkersStayBitIdentical) {
     ASSERT_EQ(c.proc(i).exit_code(), 0) << c.proc(i).err();
     std::smatch m;
     std::string out = c.proc(i).out();
-    ASSERT_TRUE(std::regex_search(out, m, std::regex("done: round ([0-9]+) test_accuracy [0-9.]+ param_hash ([0-9a-f]+)"))) << out;
+    ASSERT_TRUE(std::regex_search(
+        out, m, std::regex("done: round ([0-9]+) test_accuracy [0-9.]+ param_hash ([0-9a-f]+)")))
+        << out;
     EXPECT_EQ(std::stoi(m[1]), 2 * (3000 / 3 / 32));  // 31 steps per epoch, 2 epochs
     finals.insert(m[0]);
   }
@@ -94,7 +96,8 @@ TEST(AllreduceSgd, SurvivorsOfASigkilledRankReformTheRingAndEndIdentical) {
     EXPECT_NE(log.find("ring re-formed over 2 members"), std::string::npos) << log;
     std::smatch m;
     const std::string out = c.proc(i).out();
-    ASSERT_TRUE(std::regex_search(out, m, std::regex("done: round ([0-9]+) test_accuracy [0-9.]+ param_hash ([0-9a-f]+)")))
+    ASSERT_TRUE(std::regex_search(
+        out, m, std::regex("done: round ([0-9]+) test_accuracy [0-9.]+ param_hash ([0-9a-f]+)")))
         << out;
     EXPECT_EQ(std::stoi(m[1]), 60 * (3000 / 3 / 32));  // the planned number of steps, no more, no less
     finals.insert(m[0]);
@@ -127,8 +130,9 @@ TEST(AllreduceSgd, CurveClusterTrainsAndAStrangerKeyIsLockedOut) {
   EXPECT_EQ(again.exit_code, 2);
   EXPECT_NE(again.err.find("--force"), std::string::npos) << again.err;
   {
-    Cluster c(2, with(kSmallRun, {"--epochs", "1", "--quiet", "--curve-secret-key", keys + "/a/cluster.secret",
-                                  "--curve-cluster-key", keys + "/a/cluster.public"}));
+    Cluster c(2,
+              with(kSmallRun, {"--epochs", "1", "--quiet", "--curve-secret-key", keys + "/a/cluster.secret",
+                               "--curve-cluster-key", keys + "/a/cluster.public"}));
     for (int i = 0; i < 2; ++i) {
       ASSERT_TRUE(c.proc(i).wait(120s));
       EXPECT_EQ(c.proc(i).exit_code(), 0) << c.proc(i).err();
@@ -149,13 +153,14 @@ TEST(AllreduceSgd, CurveClusterTrainsAndAStrangerKeyIsLockedOut) {
 }
 
 TEST(AllreduceSgd, BadRunFlagsAreOneLine) {
-  for (auto args : std::vector<std::vector<std::string>>{
-           {"--peers", "w1"},
-           {"--peers", "w1=tcp://127.0.0.1:1,w1=tcp://127.0.0.1:2"},
-           {"--http", "nonsense"},
-           {"--algo", "bogus"},
-           {"--listen", "carrier-pigeon://x"}}) {
-    std::vector<std::string> argv{bin("gossipd"), "run", "--id", "w0", "--train-limit", "100", "--test-limit", "10"};
+  for (auto args :
+       std::vector<std::vector<std::string>>{{"--peers", "w1"},
+                                             {"--peers", "w1=tcp://127.0.0.1:1,w1=tcp://127.0.0.1:2"},
+                                             {"--http", "nonsense"},
+                                             {"--algo", "bogus"},
+                                             {"--listen", "carrier-pigeon://x"}}) {
+    std::vector<std::string> argv{bin("gossipd"),  "run", "--id",         "w0",
+                                  "--train-limit", "100", "--test-limit", "10"};
     argv.insert(argv.end(), args.begin(), args.end());
     RunResult r = run(argv, 30s);
     EXPECT_EQ(r.exit_code, 2) << args[1] << ": " << r.err;

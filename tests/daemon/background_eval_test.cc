@@ -11,14 +11,14 @@
 
 #include "daemon/observe/metrics.h"
 #include "daemon/observe/metrics_log.h"
+#include "daemon/observe/worker_state.h"
 #include "daemon/worker/modes.h"
 #include "daemon/worker/training_loop.h"
-#include "daemon/observe/worker_state.h"
-#include "trainer/dataset.h"
-#include "trainer/models.h"
 #include "tests/support/records.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/wait.h"
+#include "trainer/dataset.h"
+#include "trainer/models.h"
 #include "trainer/trainer.h"
 
 namespace gossipd::daemon {
@@ -143,7 +143,8 @@ TEST_F(BackgroundEval, EvaluationsWaitTheirTurnAndTheCallerFinishesTheOldestOnly
       got_params.emplace_back(params.begin(), params.end());
     });
   };
-  for (int i = 0; i < 3; ++i) EXPECT_EQ(submit(), 0.0) << "submission " << i << " waited with room in the queue";
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(submit(), 0.0) << "submission " << i << " waited with room in the queue";
   ev.poll();
   EXPECT_EQ(ev.pending(), 3u);
   EXPECT_EQ(got.size(), 0u);

@@ -1,6 +1,8 @@
 // Checkpoint files: written atomically and read back whole; a truncated,
 // corrupt or foreign file is refused with its reason and the previous one is
 // used; only the newest K are kept; the background writer never loses one.
+#include "daemon/cluster/checkpoint.h"
+
 #include <gtest/gtest.h>
 #include <spdlog/sinks/ringbuffer_sink.h>
 #include <spdlog/spdlog.h>
@@ -12,7 +14,6 @@
 #include <string>
 #include <vector>
 
-#include "daemon/cluster/checkpoint.h"
 #include "tests/support/temp_dir.h"
 
 namespace gossipd::daemon {
@@ -21,14 +22,14 @@ namespace {
 namespace fs = std::filesystem;
 using testing::TempDir;
 
-
 ReplicaState state_at(uint64_t round, size_t params = 1000, size_t optimizer = 1000) {
   ReplicaState st;
   st.header.set_step(round);
   st.header.set_algo("sgp");
   st.header.set_steps_per_epoch(50);
   st.header.add_push_sum_weights(0.25);
-  for (size_t i = 0; i < params; ++i) st.params.push_back(static_cast<float>(round) + 0.001f * static_cast<float>(i));
+  for (size_t i = 0; i < params; ++i)
+    st.params.push_back(static_cast<float>(round) + 0.001f * static_cast<float>(i));
   for (size_t i = 0; i < optimizer; ++i) st.optimizer.push_back(-static_cast<float>(i));
   seal(st);
   return st;
@@ -98,8 +99,8 @@ TEST(Checkpoint, EveryDamagedFileIsRefusedWithItsReason) {
       {"truncated payload", [&](const fs::path& f) { fs::resize_file(f, size - 100); }, "truncated"},
       {"truncated header", [&](const fs::path& f) { fs::resize_file(f, 30); }, "truncated"},
       {"padded", [&](const fs::path& f) { fs::resize_file(f, size + 8); }, "padded"},
-      {"flipped payload bit", [&](const fs::path& f) { overwrite_byte(f, static_cast<std::streamoff>(size) - 50); },
-       "CRC-32"},
+      {"flipped payload bit",
+       [&](const fs::path& f) { overwrite_byte(f, static_cast<std::streamoff>(size) - 50); }, "CRC-32"},
       {"flipped header length", [&](const fs::path& f) { overwrite_byte(f, 10); }, "truncated"},
       {"empty", [&](const fs::path& f) { fs::resize_file(f, 0); }, "not a gossipd checkpoint"},
       {"another file", [&](const fs::path& f) { std::ofstream(f, std::ios::trunc) << "{\"epoch\":3}\n"; },

@@ -55,8 +55,8 @@ TEST(Cli, TruncatedDatasetIsOneLine) {
   TempDir tmp("gossipd_cli_truncated");
   const fs::path dir = tmp.path();
   const fs::path src(GOSSIPD_TEST_DATA_DIR);
-  for (const char* f : {"train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz",
-                        "t10k-labels-idx1-ubyte.gz"}) {
+  for (const char* f :
+       {"train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"}) {
     fs::copy_file(src / f, dir / f);
   }
   // A train image file cut short: a valid header promising 60000 images, 10 of them present.
@@ -97,8 +97,8 @@ TEST(Cli, TrainWritesOneJsonLinePerEpoch) {
 }
 
 TEST(Cli, TrainerBenchPrintsRatio) {
-  RunResult r = run({bin("gossipctl"), "bench", "trainer", "--threads", "1", "--steps", "2",
-                     "--trials", "1", "--batch", "32"},
+  RunResult r = run({bin("gossipctl"), "bench", "trainer", "--threads", "1", "--steps", "2", "--trials", "1",
+                     "--batch", "32"},
                     60s);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (const char* key : {"\"train_gflops\":", "\"sgemm_gflops\":", "\"ratio\":", "\"threads\":1"}) {

@@ -8,8 +8,8 @@
 #include <regex>
 #include <set>
 
-#include "daemon/ctl/child_process.h"
 #include "daemon/config/cli.h"
+#include "daemon/ctl/child_process.h"
 #include "daemon/ctl/compare_hosts.h"
 #include "tests/support/cluster.h"
 #include "tests/support/process.h"
@@ -40,38 +40,38 @@ class CompareTest : public ::testing::Test {
 
 TEST_F(CompareTest, ThreeProtocolsGiveASummaryPlotsAndAReport) {
   const std::string out = dir_ + "/report";
-  const auto r = run({bin("gossipctl"), "compare", "--workers", "3", "--algos", "crossover,sgp,allreduce",
-                      "--epochs", "2", "--batch", "32", "--train-limit", "3000", "--test-limit", "500", "--target",
-                      "0.5", "--out", out},
-                     300s);
+  const auto r = run(
+      {bin("gossipctl"), "compare", "--workers", "3", "--algos", "crossover,sgp,allreduce", "--epochs", "2",
+       "--batch", "32", "--train-limit", "3000", "--test-limit", "500", "--target", "0.5", "--out", out},
+      300s);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const auto summary = read_json_file<proto::CompareSummary>(out + "/summary.json");
   ASSERT_EQ(summary.results_size(), 3) << summary.DebugString();
   for (const std::string algo : {"crossover", "sgp", "allreduce"}) {
-    const proto::CompareResult& r = result_of(summary, algo);
-    EXPECT_EQ(r.status(), "ok") << algo;
-    EXPECT_EQ(r.workers(), 3u) << algo;
-    EXPECT_EQ(r.epochs(), 2u) << algo;
-    EXPECT_GT(r.final_mean_accuracy(), 0.5) << algo;
-    EXPECT_GE(r.best_mean_accuracy(), r.final_mean_accuracy()) << algo;
-    EXPECT_GT(r.averaged_model_accuracy(), 0.5) << algo;
+    const proto::CompareResult& res = result_of(summary, algo);
+    EXPECT_EQ(res.status(), "ok") << algo;
+    EXPECT_EQ(res.workers(), 3u) << algo;
+    EXPECT_EQ(res.epochs(), 2u) << algo;
+    EXPECT_GT(res.final_mean_accuracy(), 0.5) << algo;
+    EXPECT_GE(res.best_mean_accuracy(), res.final_mean_accuracy()) << algo;
+    EXPECT_GT(res.averaged_model_accuracy(), 0.5) << algo;
     // The target (0.5) was reached, at a measured time.
-    EXPECT_GT(r.seconds_to_target(), 0) << algo;
-    EXPECT_GT(r.rounds_per_second(), 0) << algo;
-    EXPECT_GE(r.final_consensus_distance(), 0) << algo;
+    EXPECT_GT(res.seconds_to_target(), 0) << algo;
+    EXPECT_GT(res.rounds_per_second(), 0) << algo;
+    EXPECT_GE(res.final_consensus_distance(), 0) << algo;
     // Gossip counts its bytes; AllReduce's are not counted (0).
     if (algo != "allreduce") {
-      EXPECT_GT(r.bytes_per_worker_per_round(), 0) << algo;
+      EXPECT_GT(res.bytes_per_worker_per_round(), 0) << algo;
     }
     // Every protocol waits on its exchange for part of each round, never longer than the round.
-    EXPECT_GT(r.comm_ms_per_round(), 0.0) << algo;
-    EXPECT_LT(r.comm_ms_per_round(), 1000.0 / r.rounds_per_second()) << algo;
+    EXPECT_GT(res.comm_ms_per_round(), 0.0) << algo;
+    EXPECT_LT(res.comm_ms_per_round(), 1000.0 / res.rounds_per_second()) << algo;
     for (const std::string file : {"w0.jsonl", "w1.jsonl", "w2.jsonl", "curve.dat"}) {
       EXPECT_GT(fs::file_size(out + "/" + algo + "/" + file), 0u) << algo << "/" << file;
     }
   }
-  for (const std::string plot :
-       {"accuracy_vs_time.svg", "accuracy_vs_epoch.svg", "consensus.svg", "bytes_per_round.svg", "round_time.svg"}) {
+  for (const std::string plot : {"accuracy_vs_time.svg", "accuracy_vs_epoch.svg", "consensus.svg",
+                                 "bytes_per_round.svg", "round_time.svg"}) {
     ASSERT_TRUE(fs::exists(out + "/" + plot)) << plot;
     EXPECT_GT(fs::file_size(out + "/" + plot), 1000u) << plot;
     EXPECT_NE(daemon::read_file(out + "/" + plot).find("<svg"), std::string::npos) << plot;
@@ -109,10 +109,11 @@ TEST_F(CompareTest, ReplicasThatAgreeExactlyStillGetAConsensusPlot) {
 
 TEST_F(CompareTest, EvaluationsInsideEpochsRefineTheTimeToTarget) {
   const std::string out = dir_ + "/report";
-  const auto r = run({bin("gossipctl"), "compare", "--workers", "2", "--algos", "allreduce", "--epochs", "2",
-                      "--evals-per-epoch", "4", "--batch", "25", "--train-limit", "2000", "--test-limit", "200",
-                      "--target", "0.3", "--out", out},
-                     120s);
+  const auto r = run(
+      {bin("gossipctl"),    "compare", "--workers", "2",  "--algos",       "allreduce", "--epochs",     "2",
+       "--evals-per-epoch", "4",       "--batch",   "25", "--train-limit", "2000",      "--test-limit", "200",
+       "--target",          "0.3",     "--out",     out},
+      120s);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   // Every worker evaluates after a quarter, half, three quarters and all of
   // each epoch (40 steps of 25 of its 1000 samples).
@@ -155,19 +156,21 @@ TEST_F(CompareTest, AFailingProtocolIsReportedAndTheOthersStillRun) {
   const std::string wrapper = dir_ + "/gossipd";
   {
     std::ofstream w(wrapper);
-    w << "#!/bin/sh\ncase \"$*\" in *\"--id w1 \"*\"--algo crossover\"*) echo 'simulated failure' >&2; exit 3;; "
+    w << "#!/bin/sh\ncase \"$*\" in *\"--id w1 \"*\"--algo crossover\"*) echo 'simulated failure' >&2; exit "
+         "3;; "
          "esac\nexec "
       << bin("gossipd") << " \"$@\"\n";
   }
   fs::permissions(wrapper, fs::perms::owner_all);
   const std::string out = dir_ + "/report";
   const auto started = std::chrono::steady_clock::now();
-  const auto r = run({bin("gossipctl"), "compare", "--workers", "3", "--algos", "crossover,allreduce", "--epochs",
-                      "1", "--batch", "32", "--train-limit", "2000", "--test-limit", "200", "--gossipd", wrapper,
-                      "--out", out},
-                     300s);
+  const auto r = run(
+      {bin("gossipctl"), "compare", "--workers", "3", "--algos", "crossover,allreduce", "--epochs", "1",
+       "--batch", "32", "--train-limit", "2000", "--test-limit", "200", "--gossipd", wrapper, "--out", out},
+      300s);
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_LT(std::chrono::steady_clock::now() - started, 30s) << "the failed protocol's other workers were left waiting";
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 30s)
+      << "the failed protocol's other workers were left waiting";
   const auto summary = read_json_file<proto::CompareSummary>(out + "/summary.json");
   EXPECT_EQ(result_of(summary, "crossover").status().rfind("w1 exited with code 3: simulated failure", 0), 0u)
       << summary.DebugString();
@@ -193,9 +196,9 @@ TEST_F(CompareTest, CollectBuildsTheReportFromRunningDaemons) {
     }
   }
   const std::string out = dir_ + "/collected";
-  const auto r = run({bin("gossipctl"), "collect", "--hosts", hosts, "--out", out, "--poll-ms", "50", "--target",
-                      "0.5"},
-                     300s);
+  const auto r =
+      run({bin("gossipctl"), "collect", "--hosts", hosts, "--out", out, "--poll-ms", "50", "--target", "0.5"},
+          300s);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const auto summary = read_json_file<proto::CompareSummary>(out + "/summary.json");
   const proto::CompareResult& sgp = result_of(summary, "sgp");
@@ -238,9 +241,27 @@ TEST_F(CompareTest, NetnsHostsHaveTheirOwnAddressesAndAreRemoved) {
   const auto links_before = run({"/usr/sbin/ip", "-o", "link"}, 10s).out;
   const auto netns_before = run({"/usr/sbin/ip", "netns", "list"}, 10s).out;
   const std::string out = dir_ + "/report";
-  const auto r = run({bin("gossipctl"), "compare", "--netns", "--bandwidth", "100mbit", "--workers", "3", "--algos",
-                      "crossover,allreduce", "--epochs", "1", "--batch", "32", "--train-limit", "3000",
-                      "--test-limit", "300", "--target", "0.5", "--out", out},
+  const auto r = run({bin("gossipctl"),
+                      "compare",
+                      "--netns",
+                      "--bandwidth",
+                      "100mbit",
+                      "--workers",
+                      "3",
+                      "--algos",
+                      "crossover,allreduce",
+                      "--epochs",
+                      "1",
+                      "--batch",
+                      "32",
+                      "--train-limit",
+                      "3000",
+                      "--test-limit",
+                      "300",
+                      "--target",
+                      "0.5",
+                      "--out",
+                      out},
                      300s);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   std::set<std::string> addresses;
@@ -248,7 +269,8 @@ TEST_F(CompareTest, NetnsHostsHaveTheirOwnAddressesAndAreRemoved) {
     for (int i = 0; i < 3; ++i) {
       const std::string log = daemon::read_file(out + "/" + algo + "/w" + std::to_string(i) + ".log");
       std::smatch m;
-      ASSERT_TRUE(std::regex_search(log, m, std::regex("listening on tcp://(10\\.213\\.[0-9]+\\.[0-9]+):7100")))
+      ASSERT_TRUE(
+          std::regex_search(log, m, std::regex("listening on tcp://(10\\.213\\.[0-9]+\\.[0-9]+):7100")))
           << log;
       if (algo == "crossover") addresses.insert(m[1]);
     }

@@ -26,11 +26,12 @@ TEST(CurveCluster, EveryoneWithoutTheClusterKeyIsTurnedAwayAndTrainingGoesOn) {
   const auto own = protocol::generate_keypair();  // a key pair of its own, with cluster A's public key
   protocol::write_secret_key_file(dir.file("own.secret"), own);
 
-  const std::vector<std::string> common{"--algo", "crossover", "--epochs", "1000", "--quiet", "--threads", "1",
-                                        "--train-limit", "3000", "--test-limit", "200"};
+  const std::vector<std::string> common{"--algo",  "crossover",    "--epochs", "1000",
+                                        "--quiet", "--threads",    "1",        "--train-limit",
+                                        "3000",    "--test-limit", "200"};
   std::vector<std::string> members = common;
-  members.insert(members.end(), {"--curve-secret-key", dir.file("a.secret"), "--curve-cluster-key",
-                                 dir.file("a.public")});
+  members.insert(members.end(),
+                 {"--curve-secret-key", dir.file("a.secret"), "--curve-cluster-key", dir.file("a.public")});
   Cluster c(2, members);
   const uint16_t port = c.http_port(0);
   ASSERT_GT(port, 0) << c.proc(0).err();
@@ -57,7 +58,8 @@ TEST(CurveCluster, EveryoneWithoutTheClusterKeyIsTurnedAwayAndTrainingGoesOn) {
     const int j = c.join(in.id, 0, args);
     ASSERT_TRUE(c.proc(j).wait(60s)) << in.name;
     EXPECT_EQ(c.proc(j).exit_code(), 1) << in.name << ": " << c.proc(j).out();
-    EXPECT_NE(c.proc(j).err().find("no member answered"), std::string::npos) << in.name << ": " << c.proc(j).err();
+    EXPECT_NE(c.proc(j).err().find("no member answered"), std::string::npos)
+        << in.name << ": " << c.proc(j).err();
   }
   // Nothing got as far as validation (it would be counted there), the
   // handshakes were refused, and both members still train, as two.

@@ -36,8 +36,8 @@ TEST_P(GossipTraining, FourWorkersReachEightyFivePercentInThreeEpochs) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Protocols, GossipTraining,
-                         ::testing::Values("crossover", "crossover --overlap", "crossover --pace", "sgp", "osgp",
-                                           "allreduce"));
+                         ::testing::Values("crossover", "crossover --overlap", "crossover --pace", "sgp",
+                                           "osgp", "allreduce"));
 
 // Hierarchical Crossover across processes: 6 workers in 2 groups (--group),
 // with the inter-group exchange spread over the members or through a root.
@@ -47,7 +47,9 @@ TEST_P(Hierarchical, SixWorkersInTwoGroupsHoldIdenticalReplicasPerGroup) {
   Cluster c(6,
             {"--algo", "crossover", "--hierarchical", "--group-owner", GetParam(), "--epochs", "1", "--quiet",
              "--threads", "1", "--train-limit", "6000", "--test-limit", "500", "--batch", "32"},
-            [](int i) { return std::vector<std::string>{"--group", i < 3 ? "a" : "b"}; });
+            [](int i) {
+              return std::vector<std::string>{"--group", i < 3 ? "a" : "b"};
+            });
   std::vector<std::string> hashes;
   for (int i = 0; i < c.size(); ++i) {
     ASSERT_TRUE(c.proc(i).wait(120s)) << "worker " << i << " did not finish";
@@ -64,8 +66,8 @@ TEST_P(Hierarchical, SixWorkersInTwoGroupsHoldIdenticalReplicasPerGroup) {
 INSTANTIATE_TEST_SUITE_P(GroupOwners, Hierarchical, ::testing::Values("spread", "root"));
 
 TEST(GossipStatus, CrossoverReportsSegmentsBytesAndConsensus) {
-  Cluster c(3, {"--algo", "crossover", "--epochs", "1000", "--quiet", "--train-limit", "3000", "--test-limit", "500",
-                "--batch", "32", "--consensus-every", "5"});
+  Cluster c(3, {"--algo", "crossover", "--epochs", "1000", "--quiet", "--train-limit", "3000", "--test-limit",
+                "500", "--batch", "32", "--consensus-every", "5"});
   const uint16_t port = c.http_port(0);
   ASSERT_GT(port, 0);
   // Consensus distance: measured (round > 0), positive (replicas train on
@@ -98,21 +100,25 @@ TEST(GossipFlags, BadGossipFlagsAreOneLine) {
       {{"--algo", "sgp", "--overlap"}, "--algo osgp"},
       {{"--algo", "sgp", "--hierarchical"}, "--hierarchical is for --algo crossover"},
       {{"--algo", "osgp", "--pace"}, "--pace is for flat --algo crossover and sgp"},
-      {{"--algo", "crossover", "--hierarchical", "--group", "g0", "--pace"}, "--pace is for flat --algo crossover"},
+      {{"--algo", "crossover", "--hierarchical", "--group", "g0", "--pace"},
+       "--pace is for flat --algo crossover"},
       {{"--join", "tcp://h:1", "--peers", "w1=tcp://h:2"}, "--join and --peers are alternatives"},
       {{"--listen", "tcp://0.0.0.0:7000", "--join", "tcp://h:1"}, "say with --advertise"},
       {{"--listen", "localhost:7000"}, "--listen 'localhost:7000' is not an endpoint"},
       {{"--peers", "w1=nowhere"}, "--peers w1 'nowhere' is not an endpoint"},
-      {{"--algo", "crossover", "--max-message-bytes", "65536"}, "--max-message-bytes 65536 is too small for segment 0"},
+      {{"--algo", "crossover", "--max-message-bytes", "65536"},
+       "--max-message-bytes 65536 is too small for segment 0"},
       {{"--peers", "w1=tcp://h:0"}, "--peers w1 'tcp://h:0' is not an endpoint: port 0 can only be bound"},
-      {{"--max-queued-bytes", "2000000", "--max-message-bytes", "4000000"}, "--max-queued-bytes 2000000 is below"},
+      {{"--max-queued-bytes", "2000000", "--max-message-bytes", "4000000"},
+       "--max-queued-bytes 2000000 is below"},
       {{"--max-members", "1"}, "--max-members"},
       {{"--send-buffer-kb", "2"}, "--send-buffer-kb"},
       {{"--http", "8080"}, "--http '8080' is not IP:PORT"},
       {{"--params-out", "/nonexistent/dir/p.bin"}, "directory /nonexistent/dir does not exist"},
   };
   for (const auto& [flags, needle] : cases) {
-    std::vector<std::string> argv{bin("gossipd"), "run", "--id", "w0", "--train-limit", "100", "--test-limit", "10"};
+    std::vector<std::string> argv{bin("gossipd"),  "run", "--id",         "w0",
+                                  "--train-limit", "100", "--test-limit", "10"};
     argv.insert(argv.end(), flags.begin(), flags.end());
     RunResult r = run(argv, 30s);
     EXPECT_EQ(r.exit_code, 2) << r.err;
@@ -124,9 +130,9 @@ TEST(GossipFlags, BadGossipFlagsAreOneLine) {
     EXPECT_EQ(c.exit_code, 2) << c.err;
     EXPECT_NE(c.err.find(needle), std::string::npos) << c.err;
   }
-  RunResult ok = run({bin("gossipd"), "run", "--id", "w0", "--algo", "crossover", "--listen", "tcp://0.0.0.0:7000",
-                      "--advertise", "tcp://10.0.0.1:7000", "--join", "tcp://10.0.0.2:7000", "--send-buffer-kb", "62",
-                      "--check-config"},
+  RunResult ok = run({bin("gossipd"), "run", "--id", "w0", "--algo", "crossover", "--listen",
+                      "tcp://0.0.0.0:7000", "--advertise", "tcp://10.0.0.1:7000", "--join",
+                      "tcp://10.0.0.2:7000", "--send-buffer-kb", "62", "--check-config"},
                      30s);
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
   EXPECT_NE(ok.out.find("configuration OK"), std::string::npos) << ok.out;

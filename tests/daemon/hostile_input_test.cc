@@ -3,10 +3,9 @@
 // answering /status.
 #include <gtest/gtest.h>
 
-#include <zmq.hpp>
-
 #include <map>
 #include <random>
+#include <zmq.hpp>
 
 #include "proto/gossip.pb.h"
 #include "protocol/message.h"
@@ -41,9 +40,26 @@ TEST(HostileInput, EveryBadMessageIsCountedAndStatusStillAnswers) {
   TempDir dir("gossipd_hostile");
   const std::string ep = "ipc://" + dir.file("w0.sock");
   // w1 is listed but never started: w0 waits in its start-up barrier, alive.
-  Process daemon({bin("gossipd"), "run", "--id", "w0", "--listen", ep, "--peers",
-                  "w1=ipc://" + dir.file("w1.sock"), "--http", "127.0.0.1:0", "--cluster-id", "test",
-                  "--max-message-bytes", "65536", "--segments", "64", "--train-limit", "500", "--test-limit", "100"});
+  Process daemon({bin("gossipd"),
+                  "run",
+                  "--id",
+                  "w0",
+                  "--listen",
+                  ep,
+                  "--peers",
+                  "w1=ipc://" + dir.file("w1.sock"),
+                  "--http",
+                  "127.0.0.1:0",
+                  "--cluster-id",
+                  "test",
+                  "--max-message-bytes",
+                  "65536",
+                  "--segments",
+                  "64",
+                  "--train-limit",
+                  "500",
+                  "--test-limit",
+                  "100"});
   const uint16_t port = http_port(daemon);
   ASSERT_GT(port, 0) << daemon.err();
 
@@ -80,10 +96,15 @@ TEST(HostileInput, EveryBadMessageIsCountedAndStatusStillAnswers) {
       {"version", &member, {wrong_version.SerializeAsString()}},
       {"cluster", &member, {wrong_cluster.SerializeAsString()}},
       {"unknown_sender", &stranger, {envelope("mallory", proto::HEARTBEAT).SerializeAsString()}},
-      {"truncated", &member, {chunk(envelope("w1", proto::COLLECTIVE_CHUNK), 10).SerializeAsString(), floats3}},
-      {"size_mismatch", &member, {chunk(envelope("w1", proto::COLLECTIVE_CHUNK), 1).SerializeAsString(), floats3}},
+      {"truncated",
+       &member,
+       {chunk(envelope("w1", proto::COLLECTIVE_CHUNK), 10).SerializeAsString(), floats3}},
+      {"size_mismatch",
+       &member,
+       {chunk(envelope("w1", proto::COLLECTIVE_CHUNK), 1).SerializeAsString(), floats3}},
       {"frame_count", &member, {chunk(envelope("w1", proto::COLLECTIVE_CHUNK), 3).SerializeAsString()}},
-      {"oversize", &member,
+      {"oversize",
+       &member,
        {chunk(envelope("w1", proto::COLLECTIVE_CHUNK), 24000).SerializeAsString(), std::string(48000, 'a'),
         std::string(48000, 'b')}},
   };
@@ -91,7 +112,8 @@ TEST(HostileInput, EveryBadMessageIsCountedAndStatusStillAnswers) {
     const double before = rejected(port, c.reason);
     ASSERT_GE(before, 0) << c.reason << " missing from /metrics";
     send(*c.via, c.frames);
-    EXPECT_TRUE(wait_until([&] { return rejected(port, c.reason) >= before + 1; }, 10s)) << c.reason << " not counted";
+    EXPECT_TRUE(wait_until([&] { return rejected(port, c.reason) >= before + 1; }, 10s))
+        << c.reason << " not counted";
   }
   // A flood: 2,000 garbage messages, all counted, daemon alive and answering.
   const double flood_before = rejected(port, "bad_envelope");
@@ -108,8 +130,8 @@ TEST(HostileInput, EveryBadMessageIsCountedAndStatusStillAnswers) {
 // under a member's, from another cluster. Every one is counted, training and
 // /status go on.
 TEST(HostileInput, AFloodOfGarbageWhileTrainingIsCountedAndTrainingGoesOn) {
-  Cluster c(2, {"--algo", "crossover", "--epochs", "1000", "--quiet", "--threads", "1", "--train-limit", "3000",
-                "--test-limit", "200"});
+  Cluster c(2, {"--algo", "crossover", "--epochs", "1000", "--quiet", "--threads", "1", "--train-limit",
+                "3000", "--test-limit", "200"});
   const uint16_t port = c.http_port(0);
   ASSERT_GT(port, 0) << c.proc(0).err();
   ASSERT_TRUE(wait_until([&] { return fetch_status(port).round() > 0; }, 60s));
@@ -185,8 +207,9 @@ TEST(HostileInput, AFloodOfGarbageWhileTrainingIsCountedAndTrainingGoesOn) {
   const uint64_t r1 = fetch_status(other).round();
   EXPECT_TRUE(wait_until([&] { return fetch_status(other).round() >= r1 + 20; }, 30s));
   EXPECT_FALSE(c.proc(0).exited()) << c.proc(0).err();
-  std::printf("[ measured ] %d garbage messages (kinds %d/%d/%d/%d/%d) all counted as rejected; training went on\n",
-              kFlood, kinds[0], kinds[1], kinds[2], kinds[3], kinds[4]);
+  std::printf(
+      "[ measured ] %d garbage messages (kinds %d/%d/%d/%d/%d) all counted as rejected; training went on\n",
+      kFlood, kinds[0], kinds[1], kinds[2], kinds[3], kinds[4]);
 }
 
 // Control bodies are checked before they are applied: a HELLO or member list
@@ -195,8 +218,8 @@ TEST(HostileInput, AFloodOfGarbageWhileTrainingIsCountedAndTrainingGoesOn) {
 // throws on a malformed endpoint: before the check, the first such HELLO
 // killed the daemon), and the daemon keeps training.
 TEST(HostileInput, MalformedHellosAndMemberListsAreRejectedAndTrainingGoesOn) {
-  Cluster c(2, {"--algo", "crossover", "--epochs", "1000", "--quiet", "--threads", "1", "--train-limit", "3000",
-                "--test-limit", "200", "--max-members", "16"});
+  Cluster c(2, {"--algo", "crossover", "--epochs", "1000", "--quiet", "--threads", "1", "--train-limit",
+                "3000", "--test-limit", "200", "--max-members", "16"});
   const uint16_t port = c.http_port(0);
   ASSERT_GT(port, 0) << c.proc(0).err();
   ASSERT_TRUE(wait_until([&] { return fetch_status(port).round() > 0; }, 60s));
@@ -217,10 +240,21 @@ TEST(HostileInput, MalformedHellosAndMemberListsAreRejectedAndTrainingGoesOn) {
   };
   std::string long_host(300, 'h');
   long_host.insert(0, "tcp://").append(":7");
-  const std::vector<std::string> bad_endpoints = {
-      "", "garbage", "tcp://", "tcp://127.0.0.1", "tcp://127.0.0.1:", "tcp://127.0.0.1:99999", "tcp://:7",
-      "tcp://127.0.0.1:7x", "tcp://127.0.0.1:0", "ipc://", "pgm://eth0;239.192.1.1:5555", "inproc://x",
-      std::string(5000, 'a'), long_host, std::string("tcp://127.0.0.1:7\0", 18)};
+  const std::vector<std::string> bad_endpoints = {"",
+                                                  "garbage",
+                                                  "tcp://",
+                                                  "tcp://127.0.0.1",
+                                                  "tcp://127.0.0.1:",
+                                                  "tcp://127.0.0.1:99999",
+                                                  "tcp://:7",
+                                                  "tcp://127.0.0.1:7x",
+                                                  "tcp://127.0.0.1:0",
+                                                  "ipc://",
+                                                  "pgm://eth0;239.192.1.1:5555",
+                                                  "inproc://x",
+                                                  std::string(5000, 'a'),
+                                                  long_host,
+                                                  std::string("tcp://127.0.0.1:7\0", 18)};
 
   // 1. HELLOs from a stranger (anyone may ask to join).
   zmq::socket_t stranger = client("mallory");
@@ -276,7 +310,8 @@ TEST(HostileInput, MalformedHellosAndMemberListsAreRejectedAndTrainingGoesOn) {
     EXPECT_TRUE(id == "w0" || id == "w1") << "took in '" << id << "': " << status.DebugString();
   }
   EXPECT_FALSE(c.proc(0).exited()) << c.proc(0).err();
-  std::printf("[ measured ] %d malformed HELLOs and member lists, all counted as bad_body; training went on\n", sent);
+  std::printf(
+      "[ measured ] %d malformed HELLOs and member lists, all counted as bad_body; training went on\n", sent);
 }
 
 }  // namespace

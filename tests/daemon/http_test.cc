@@ -1,9 +1,8 @@
-#include "daemon/observe/http_server.h"
-
 #include <gtest/gtest.h>
 
 #include <asio.hpp>
 
+#include "daemon/observe/http_server.h"
 #include "daemon/observe/metrics.h"
 #include "tests/support/http_client.h"
 
@@ -56,8 +55,9 @@ TEST(Metrics, RendersPrometheusText) {
   m.counter("gossipd_messages_rejected_total", "Rejected", {{"reason", "bad_size"}}).add();
   m.counter("gossipd_messages_rejected_total", "Rejected", {{"reason", "bad_size"}}).add();
   m.gauge("gossipd_members", "Members in view").set(5);
-  m.sampled("gossipd_bytes_sent_total", "Bytes sent", "counter",
-            [] { return std::vector<std::pair<Labels, double>>{{{{"peer", "b\"1"}}, 1024}}; });
+  m.sampled("gossipd_bytes_sent_total", "Bytes sent", "counter", [] {
+    return std::vector<std::pair<Labels, double>>{{{{"peer", "b\"1"}}, 1024}};
+  });
   const std::string text = m.render();
   EXPECT_NE(text.find("# TYPE gossipd_rounds_total counter\ngossipd_rounds_total 3\n"), std::string::npos)
       << text;

@@ -34,12 +34,20 @@ class Join : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Join, AFifthWorkerJoinsWithoutStallingTheOthers) {
   TempDir dir("gossipd_join");
-  std::vector<std::string> args{"--epochs", "1000", "--quiet", "--threads", "1", "--train-limit", "8000",
-                                "--test-limit", "1000", "--batch", "32", "--heartbeat-ms", "100",
-                                "--failure-timeout-ms", "1500", "--segment-deadline-ms", "1000", "--algo"};
+  std::vector<std::string> args{"--epochs", "1000",
+                                "--quiet",  "--threads",
+                                "1",        "--train-limit",
+                                "8000",     "--test-limit",
+                                "1000",     "--batch",
+                                "32",       "--heartbeat-ms",
+                                "100",      "--failure-timeout-ms",
+                                "1500",     "--segment-deadline-ms",
+                                "1000",     "--algo"};
   std::istringstream words(GetParam());
   for (std::string w; words >> w;) args.push_back(w);
-  Cluster c(4, args, [&](int i) { return std::vector<std::string>{"--metrics-out", dir.file(Cluster::id(i))}; });
+  Cluster c(4, args, [&](int i) {
+    return std::vector<std::string>{"--metrics-out", dir.file(Cluster::id(i))};
+  });
   std::vector<uint16_t> ports;
   for (int i = 0; i < 4; ++i) {
     ports.push_back(c.http_port(i));
@@ -86,9 +94,8 @@ TEST_P(Join, AFifthWorkerJoinsWithoutStallingTheOthers) {
     std::this_thread::sleep_for(20ms);
   }
   ASSERT_TRUE(all_listed_after) << "not every worker lists five members: " << c.proc(j).err();
-  EXPECT_LT(*all_listed_after, 10s) << "took "
-                                    << std::chrono::duration_cast<std::chrono::milliseconds>(*all_listed_after).count()
-                                    << " ms";
+  EXPECT_LT(*all_listed_after, 10s)
+      << "took " << std::chrono::duration_cast<std::chrono::milliseconds>(*all_listed_after).count() << " ms";
   for (int i = 0; i < 4; ++i) {
     EXPECT_LT(worst_gap[i], 2s) << "worker " << i << " made no round for "
                                 << std::chrono::duration_cast<std::chrono::milliseconds>(worst_gap[i]).count()
@@ -102,8 +109,9 @@ TEST_P(Join, AFifthWorkerJoinsWithoutStallingTheOthers) {
   // model with random weights is at ~0.10.
   std::smatch dl;
   const std::string joiner_out = c.proc(j).out();
-  ASSERT_TRUE(std::regex_search(joiner_out, dl, std::regex("downloaded the state at round ([0-9]+): test accuracy "
-                                                           "([0-9.]+)")))
+  ASSERT_TRUE(std::regex_search(joiner_out, dl,
+                                std::regex("downloaded the state at round ([0-9]+): test accuracy "
+                                           "([0-9.]+)")))
       << joiner_out;
   const uint64_t snapshot_round = std::stoull(dl[1]);
   const double downloaded = std::stod(dl[2]);
@@ -134,20 +142,22 @@ TEST_P(Join, AFifthWorkerJoinsWithoutStallingTheOthers) {
   const double others = sum / 4;
   // Old members' own replicas differ by up to ~2 points at one epoch (measured: 0.8130-0.8360 in one run), so
   // the joiner is held to the band of the members it joined, not to their mean: no worse than the weakest of
-  // them by more than 2 points. A joiner that started from random weights passes this one too (gossip mixes it in within an epoch: measured
-  // 0.8100 vs 0.8220-0.8390): the downloaded-model check above is the one that tells them apart.
+  // them by more than 2 points. A joiner that started from random weights passes this one too (gossip mixes
+  // it in within an epoch: measured 0.8100 vs 0.8220-0.8390): the downloaded-model check above is the one
+  // that tells them apart.
   EXPECT_GE(acc, lowest - 0.02) << "joiner's first evaluation (epoch " << epoch << ") vs the old members' ("
                                 << each << ")";
   EXPECT_GT(epoch, 2) << "the joiner continues the cluster's epochs, not from zero";
   Clock::duration worst = *std::max_element(worst_gap.begin(), worst_gap.end());
-  std::printf("[ measured ] %s: all five listed %lld ms after launch; longest round gap of an old member %lld ms; "
-              "downloaded model %.4f (old members before it >= %.4f); "
-              "joiner's first evaluation (epoch %d) %.4f vs the others' %.4f (%s)\n",
-              GetParam().c_str(),
-              static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(*all_listed_after).count()),
-              static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(worst).count()), downloaded,
-              lowest_before, epoch,
-              acc, others, each.c_str());
+  std::printf(
+      "[ measured ] %s: all five listed %lld ms after launch; longest round gap of an old member %lld ms; "
+      "downloaded model %.4f (old members before it >= %.4f); "
+      "joiner's first evaluation (epoch %d) %.4f vs the others' %.4f (%s)\n",
+      GetParam().c_str(),
+      static_cast<long long>(
+          std::chrono::duration_cast<std::chrono::milliseconds>(*all_listed_after).count()),
+      static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(worst).count()),
+      downloaded, lowest_before, epoch, acc, others, each.c_str());
   EXPECT_NE(c.proc(j).out().find("joined through w1"), std::string::npos) << c.proc(j).out();
   for (int i = 0; i <= j; ++i) c.proc(i).signal(SIGTERM);
   for (int i = 0; i <= j; ++i) {
@@ -164,7 +174,7 @@ struct Refusal {
   const char* name;
   std::vector<std::string> cluster_flags;  // besides the common ones
   std::vector<std::string> joiner_flags;
-  std::vector<std::string> says;           // in the joiner's error
+  std::vector<std::string> says;  // in the joiner's error
   friend void PrintTo(const Refusal& r, std::ostream* os) { *os << r.name; }
 };
 
@@ -195,8 +205,9 @@ TEST_P(JoinRefusal, TheJoinerIsRefusedInOneLineAndTheClusterTrainsOn) {
 
 INSTANTIATE_TEST_SUITE_P(
     Reasons, JoinRefusal,
-    ::testing::Values(Refusal{"AnotherModel", {}, {"--hidden", "32"}, {"--model and --hidden"}},
-                      Refusal{"AFullCluster", {"--max-members", "2"}, {}, {"the cluster is full", "--max-members 2"}}),
+    ::testing::Values(
+        Refusal{"AnotherModel", {}, {"--hidden", "32"}, {"--model and --hidden"}},
+        Refusal{"AFullCluster", {"--max-members", "2"}, {}, {"the cluster is full", "--max-members 2"}}),
     [](const auto& p) { return std::string(p.param.name); });
 
 TEST(JoinRefused, NoMemberAtTheEndpointIsAClearError) {

@@ -18,13 +18,15 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-const std::vector<std::string> kLossy{"--inject-drop", "0.1", "--inject-delay-ms", "50", "--quiet", "--threads", "1"};
+const std::vector<std::string> kLossy{"--inject-drop", "0.1", "--inject-delay-ms", "50", "--quiet",
+                                      "--threads",     "1"};
 
 class LossyNetwork : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(LossyNetwork, GossipStillReachesEightyFivePercent) {
   std::vector<std::string> args = kLossy;
-  args.insert(args.end(), {"--epochs", "2", "--segment-deadline-ms", "200", "--consensus-every", "0", "--algo"});
+  args.insert(args.end(),
+              {"--epochs", "2", "--segment-deadline-ms", "200", "--consensus-every", "0", "--algo"});
   std::istringstream words(GetParam());
   for (std::string w; words >> w;) args.push_back(w);
   const auto start = Clock::now();
@@ -46,10 +48,11 @@ TEST_P(LossyNetwork, GossipStillReachesEightyFivePercent) {
   const double mean = sum / c.size();
   EXPECT_GE(mean, 0.85) << GetParam() << " mean test accuracy " << mean;
   EXPECT_GT(dropped, 100u) << "the faults were not injected";
-  std::printf("[ measured ] %s under 10%% loss + 50 ms: mean test accuracy %.4f after 2 epochs, %llu messages "
-              "dropped, %.0f s\n",
-              GetParam().c_str(), mean, static_cast<unsigned long long>(dropped),
-              std::chrono::duration<double>(Clock::now() - start).count());
+  std::printf(
+      "[ measured ] %s under 10%% loss + 50 ms: mean test accuracy %.4f after 2 epochs, %llu messages "
+      "dropped, %.0f s\n",
+      GetParam().c_str(), mean, static_cast<unsigned long long>(dropped),
+      std::chrono::duration<double>(Clock::now() - start).count());
 }
 
 // Push-sum loses the mass of every lost message: before the step was taken
@@ -58,8 +61,9 @@ INSTANTIATE_TEST_SUITE_P(Protocols, LossyNetwork, ::testing::Values("crossover -
 
 TEST(LossyNetwork, AllreduceFailsWithAClearErrorInsteadOfHanging) {
   std::vector<std::string> args = kLossy;
-  args.insert(args.end(), {"--algo", "allreduce", "--epochs", "1000", "--train-limit", "3000", "--test-limit", "100",
-                           "--timeout-ms", "1000", "--failure-timeout-ms", "1500", "--heartbeat-ms", "100"});
+  args.insert(args.end(),
+              {"--algo", "allreduce", "--epochs", "1000", "--train-limit", "3000", "--test-limit", "100",
+               "--timeout-ms", "1000", "--failure-timeout-ms", "1500", "--heartbeat-ms", "100"});
   const auto start = Clock::now();
   Cluster c(3, args);
   for (int i = 0; i < c.size(); ++i) {
@@ -69,8 +73,9 @@ TEST(LossyNetwork, AllreduceFailsWithAClearErrorInsteadOfHanging) {
     EXPECT_TRUE(std::regex_search(err, std::regex("silent for [0-9]+ ms|left the cluster"))) << err;
     EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << "one line: " << err;
   }
-  std::printf("[ measured ] allreduce under 10%% loss: every worker failed with a one-line error within %.1f s\n",
-              std::chrono::duration<double>(Clock::now() - start).count());
+  std::printf(
+      "[ measured ] allreduce under 10%% loss: every worker failed with a one-line error within %.1f s\n",
+      std::chrono::duration<double>(Clock::now() - start).count());
 }
 
 }  // namespace

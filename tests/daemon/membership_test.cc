@@ -1,10 +1,11 @@
 // Failure detection and graceful leave in a running gossip cluster.
+#include "daemon/cluster/membership.h"
+
 #include <gtest/gtest.h>
 #include <signal.h>
 
 #include <algorithm>
 
-#include "daemon/cluster/membership.h"
 #include "tests/support/cluster.h"
 #include "tests/support/http_client.h"
 #include "tests/support/wait.h"
@@ -18,10 +19,23 @@ using Clock = std::chrono::steady_clock;
 // Gossip workers that beat every 100 ms; `failure_timeout_ms` decides how
 // long a silent member stays in the view.
 std::vector<std::string> gossip_flags(const std::string& failure_timeout_ms) {
-  return {"--algo",        "crossover", "--epochs",     "1000", "--quiet",
-          "--train-limit", "5000",      "--test-limit", "200",  "--batch",
-          "32",            "--segment-deadline-ms",     "400",  "--heartbeat-ms",
-          "100",           "--failure-timeout-ms",      failure_timeout_ms};
+  return {"--algo",
+          "crossover",
+          "--epochs",
+          "1000",
+          "--quiet",
+          "--train-limit",
+          "5000",
+          "--test-limit",
+          "200",
+          "--batch",
+          "32",
+          "--segment-deadline-ms",
+          "400",
+          "--heartbeat-ms",
+          "100",
+          "--failure-timeout-ms",
+          failure_timeout_ms};
 }
 
 bool lists(const proto::Status& status, const std::string& id) {
@@ -36,8 +50,8 @@ TEST(DepartedSet, RemembersWhichIncarnationLeftAndForgetsTheOldestPastItsCapacit
   daemon::DepartedSet gone(3);
   gone.record("a", 5);
   EXPECT_TRUE(gone.left("a", 5));
-  EXPECT_TRUE(gone.left("a", 2));    // an older incarnation: gone too
-  EXPECT_FALSE(gone.left("a", 6));   // it rejoined later: welcome
+  EXPECT_TRUE(gone.left("a", 2));   // an older incarnation: gone too
+  EXPECT_FALSE(gone.left("a", 6));  // it rejoined later: welcome
   EXPECT_FALSE(gone.left("b", 0));
   gone.record("b", 1);
   gone.record("c", 1);
@@ -70,7 +84,8 @@ class FiveWorkers : public ::testing::Test {
   }
 
   // Waits until every worker in `live` no longer lists `gone`; returns how long it took.
-  Clock::duration until_dropped(const std::vector<int>& live, const std::string& gone, Clock::duration limit) {
+  Clock::duration until_dropped(const std::vector<int>& live, const std::string& gone,
+                                Clock::duration limit) {
     const auto start = Clock::now();
     EXPECT_TRUE(wait_until(
         [&] {

@@ -29,9 +29,18 @@ uint64_t newest_round(const std::string& dir) {
 }
 
 std::vector<std::string> args_for(const std::string& algo) {
-  return {"--algo",         algo, "--epochs", "1000", "--quiet", "--threads", "1", "--train-limit", "6000",
-          "--test-limit",   "1000", "--batch", "32",   "--heartbeat-ms", "100", "--failure-timeout-ms", "1500",
-          "--segment-deadline-ms", "1000", "--checkpoint-every", "25", "--checkpoint-keep", "3"};
+  return {"--algo",   algo,
+          "--epochs", "1000",
+          "--quiet",  "--threads",
+          "1",        "--train-limit",
+          "6000",     "--test-limit",
+          "1000",     "--batch",
+          "32",       "--heartbeat-ms",
+          "100",      "--failure-timeout-ms",
+          "1500",     "--segment-deadline-ms",
+          "1000",     "--checkpoint-every",
+          "25",       "--checkpoint-keep",
+          "3"};
 }
 
 class WholeClusterRestart : public ::testing::TestWithParam<std::string> {};
@@ -79,12 +88,12 @@ TEST_P(WholeClusterRestart, GoesOnFromTheCheckpointsNotFromZero) {
     const uint16_t port = c.http_port(p);
     ASSERT_GT(port, 0);
     uint64_t first = 0;
-    ASSERT_TRUE(wait_until([&] { return (first = fetch_status(port).round()) > 0; }, 60s))
-        << c.proc(p).err();
+    ASSERT_TRUE(wait_until([&] { return (first = fetch_status(port).round()) > 0; }, 60s)) << c.proc(p).err();
     EXPECT_GE(first, oldest) << "worker " << i << " went back before the checkpoints";
   }
   const std::string log = c.proc(again[1]).out() + c.proc(again[1]).err();
-  EXPECT_TRUE(std::regex_search(log, std::regex("ckpt-[0-9]+\\.gsck: truncated or padded: .*; trying the previous one")))
+  EXPECT_TRUE(std::regex_search(
+      log, std::regex("ckpt-[0-9]+\\.gsck: truncated or padded: .*; trying the previous one")))
       << log;
   // The first evaluation after the restart continues the epochs and the accuracy.
   double after = 0;
@@ -99,11 +108,12 @@ TEST_P(WholeClusterRestart, GoesOnFromTheCheckpointsNotFromZero) {
   }
   // The restart must not cost accuracy beyond noise: it goes on from the checkpoint's model.
   EXPECT_GE(after, before - 0.03) << "mean accuracy before the kill " << before << ", first after " << after;
-  std::printf("[ measured ] %s: checkpoints at rounds %llu/%llu/%llu (w1's newest cut short), resumed at round >= "
-              "%llu; mean test accuracy %.4f before the kill, %.4f at the first evaluation after (epoch %d)\n",
-              GetParam().c_str(), static_cast<unsigned long long>(saved[0]),
-              static_cast<unsigned long long>(saved[1]), static_cast<unsigned long long>(saved[2]),
-              static_cast<unsigned long long>(oldest), before, after, epoch_after);
+  std::printf(
+      "[ measured ] %s: checkpoints at rounds %llu/%llu/%llu (w1's newest cut short), resumed at round >= "
+      "%llu; mean test accuracy %.4f before the kill, %.4f at the first evaluation after (epoch %d)\n",
+      GetParam().c_str(), static_cast<unsigned long long>(saved[0]),
+      static_cast<unsigned long long>(saved[1]), static_cast<unsigned long long>(saved[2]),
+      static_cast<unsigned long long>(oldest), before, after, epoch_after);
 }
 
 INSTANTIATE_TEST_SUITE_P(Protocols, WholeClusterRestart, ::testing::Values("crossover", "sgp", "allreduce"));
@@ -125,8 +135,16 @@ TEST(MemberRestart, AKilledMemberRestartedWithItsCheckpointsRejoinsWithoutGoingB
   const int j = c.join("w4", 0, args);
   const uint16_t port = c.http_port(j);
   ASSERT_GT(port, 0) << c.proc(j).err();
+  // From the moment /status says "training" it shows the round the member
+  // entered at (past its checkpoint), never 0 until its first round ends.
   uint64_t first = 0;
-  ASSERT_TRUE(wait_until([&] { return (first = fetch_status(port).round()) > 0; }, 60s))
+  ASSERT_TRUE(wait_until(
+      [&] {
+        const proto::Status s = fetch_status(port);
+        first = s.round();
+        return s.state() == "training";
+      },
+      60s))
       << c.proc(j).err();
   EXPECT_GE(first, saved);
   EXPECT_NE(c.proc(j).out().find("left its checkpoint of round " + std::to_string(saved)), std::string::npos)
@@ -134,23 +152,26 @@ TEST(MemberRestart, AKilledMemberRestartedWithItsCheckpointsRejoinsWithoutGoingB
   // It starts from the cluster's state, newer than its checkpoint: no worse than what it had saved.
   std::smatch m;
   const std::string out = c.proc(j).out();
-  ASSERT_TRUE(std::regex_search(out, m, std::regex("downloaded the state at round [0-9]+: test accuracy ([0-9.]+)")))
+  ASSERT_TRUE(
+      std::regex_search(out, m, std::regex("downloaded the state at round [0-9]+: test accuracy ([0-9.]+)")))
       << out;
   EXPECT_GE(std::stod(m[1]), saved_accuracy - 0.10) << "checkpoint's accuracy " << saved_accuracy;
   // And it checkpoints on from there.
   EXPECT_TRUE(wait_until([&] { return newest_round(w4) > first; }, 60s));
-  std::printf("[ measured ] w4's checkpoint at round %llu (test accuracy %.4f); rejoined at round %llu starting "
-              "from the cluster's state (test accuracy %s)\n",
-              static_cast<unsigned long long>(saved), saved_accuracy, static_cast<unsigned long long>(first),
-              m[1].str().c_str());
+  std::printf(
+      "[ measured ] w4's checkpoint at round %llu (test accuracy %.4f); rejoined at round %llu starting "
+      "from the cluster's state (test accuracy %s)\n",
+      static_cast<unsigned long long>(saved), saved_accuracy, static_cast<unsigned long long>(first),
+      m[1].str().c_str());
 }
 
 TEST(CheckpointFlags, ACheckpointOfAnotherWorkerOrModelIsRefusedInOneLine) {
   TempDir dir("gossipd_restart");
   const std::string ckpt = dir.file("ckpt");
-  auto base = std::vector<std::string>{bin("gossipd"), "run", "--algo", "crossover", "--listen",
-                                       "ipc://" + dir.file("a.sock"), "--train-limit", "640", "--test-limit", "100",
-                                       "--epochs", "1", "--batch", "32", "--quiet"};
+  auto base = std::vector<std::string>{
+      bin("gossipd"),  "run", "--algo",       "crossover", "--listen", "ipc://" + dir.file("a.sock"),
+      "--train-limit", "640", "--test-limit", "100",       "--epochs", "1",
+      "--batch",       "32",  "--quiet"};
   auto with = [&](std::vector<std::string> more, const std::string& where = "") {
     auto a = base;
     a.insert(a.end(), {"--checkpoint-dir", where.empty() ? ckpt : where});

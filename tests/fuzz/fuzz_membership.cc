@@ -23,8 +23,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   proto::Member self;
   self.set_id("self");
   self.set_endpoint("inproc-hub://self");
-  daemon::Membership membership(*h.node, self, {{"m1", "inproc-hub://m1"}, {"m2", "inproc-hub://m2"}}, o, state,
-                                metrics);
+  daemon::Membership membership(*h.node, self, {{"m1", "inproc-hub://m1"}, {"m2", "inproc-hub://m2"}}, o,
+                                state, metrics);
   membership.set_join_policy(daemon::JoinPolicy{
       [](const proto::Hello& hello) { return hello.algo() == "crossover" ? "" : "another --algo"; }, 7});
   uint64_t round = 0;

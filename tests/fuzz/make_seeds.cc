@@ -65,7 +65,8 @@ proto::Envelope envelope(const std::string& sender, proto::MessageType type) {
   return testing::make_envelope("fuzz", sender, type);
 }
 
-std::string one(const std::string& sender, const proto::Envelope& e, const std::vector<std::string>& payload = {}) {
+std::string one(const std::string& sender, const proto::Envelope& e,
+                const std::vector<std::string>& payload = {}) {
   std::vector<std::string> frames{e.SerializeAsString()};
   frames.insert(frames.end(), payload.begin(), payload.end());
   std::string out;

@@ -105,7 +105,8 @@ TEST_P(RingTest, ReduceScatterAndAllgather) {
   }));
   for (size_t r = 0; r < n; ++r) {
     const BlockRange b = block_range(count, n, r);
-    for (size_t i = b.begin; i < b.end; ++i) ASSERT_EQ(scattered[r][i], expected[i]) << "rank " << r << " i " << i;
+    for (size_t i = b.begin; i < b.end; ++i)
+      ASSERT_EQ(scattered[r][i], expected[i]) << "rank " << r << " i " << i;
     ASSERT_EQ(gathered[r], expected) << "rank " << r;
   }
 }
@@ -170,24 +171,24 @@ TEST(ConcurrentGroups, RowsColumnsAndWorldSideBySide) {
     Node& node = cluster.node(r);
     const size_t row = r / 2, col = r % 2;
     auto work = [&](uint32_t tag, std::vector<std::string> members, std::vector<size_t> ranks) {
-     try {
-      Group g(node, tag, members, test_options());
-      for (int call = 0; call < kCalls; ++call) {
-        std::vector<float> v = rank_input(r + call, kCount);
-        AllreduceRing(g, v).run();
-        std::vector<float> want(kCount, 0.0f);
-        for (size_t m : ranks) {
-          for (size_t i = 0; i < kCount; ++i) want[i] += input(m + call, i);
+      try {
+        Group g(node, tag, members, test_options());
+        for (int call = 0; call < kCalls; ++call) {
+          std::vector<float> v = rank_input(r + call, kCount);
+          AllreduceRing(g, v).run();
+          std::vector<float> want(kCount, 0.0f);
+          for (size_t m : ranks) {
+            for (size_t i = 0; i < kCount; ++i) want[i] += input(m + call, i);
+          }
+          if (v != want) {
+            std::lock_guard lock(failures_mutex);
+            failures.push_back("tag " + std::to_string(tag) + " call " + std::to_string(call) + " wrong sum");
+          }
         }
-        if (v != want) {
-          std::lock_guard lock(failures_mutex);
-          failures.push_back("tag " + std::to_string(tag) + " call " + std::to_string(call) + " wrong sum");
-        }
+      } catch (const std::exception& e) {
+        std::lock_guard lock(failures_mutex);
+        failures.push_back(e.what());
       }
-     } catch (const std::exception& e) {
-      std::lock_guard lock(failures_mutex);
-      failures.push_back(e.what());
-     }
     };
     std::vector<size_t> row_ranks{row * 2, row * 2 + 1}, col_ranks{col, col + 2};
     std::jthread row_thread(work, 10 + row, rows[row], row_ranks);

@@ -1,12 +1,12 @@
 // CURVE on: only holders of the cluster key can connect and deliver.
+#include "protocol/curve.h"
+
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <zmq.hpp>
 
-#include <filesystem>
-
 #include "protocol/barrier.h"
-#include "protocol/curve.h"
 #include "protocol/errors.h"
 #include "protocol/ring_collectives.h"
 #include "tests/protocol/test_cluster.h"
@@ -20,7 +20,8 @@ using Clock = std::chrono::steady_clock;
 // Watches a socket's monitor stream for one of `events`.
 class Monitor {
  public:
-  Monitor(zmq::context_t& ctx, zmq::socket_t& socket, const std::string& name) : pair_(ctx, zmq::socket_type::pair) {
+  Monitor(zmq::context_t& ctx, zmq::socket_t& socket, const std::string& name)
+      : pair_(ctx, zmq::socket_type::pair) {
     const std::string addr = "inproc://monitor-" + name;
     if (zmq_socket_monitor(socket.handle(), addr.c_str(), ZMQ_EVENT_ALL) != 0) throw zmq::error_t();
     pair_.set(zmq::sockopt::linger, 0);
@@ -50,8 +51,8 @@ class Monitor {
   int seen_ = 0;
 };
 
-constexpr int kHandshakeFailed =
-    ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH;
+constexpr int kHandshakeFailed = ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                                 ZMQ_EVENT_HANDSHAKE_FAILED_AUTH;
 
 class CurveTest : public ::testing::Test {
  protected:
@@ -114,7 +115,8 @@ TEST_F(CurveTest, WrongKeyIsRefusedAndDeliversNothing) {
   Monitor mon(ctx_, rogue, "wrong-key");
   rogue.connect(server_->endpoint());
   send_heartbeat(rogue, 1);
-  EXPECT_TRUE(mon.wait_for(ZMQ_EVENT_HANDSHAKE_FAILED_AUTH, std::chrono::seconds(5))) << "events " << mon.seen();
+  EXPECT_TRUE(mon.wait_for(ZMQ_EVENT_HANDSHAKE_FAILED_AUTH, std::chrono::seconds(5)))
+      << "events " << mon.seen();
   EXPECT_GE(server_->zap_refused(), 1u);
   EXPECT_FALSE(mon.seen() & ZMQ_EVENT_HANDSHAKE_SUCCEEDED);
 }

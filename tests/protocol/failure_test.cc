@@ -102,9 +102,7 @@ TEST(CollectiveFailure, GroupRecoversAfterATimeout) {
   EXPECT_THROW(AllreduceRing(g0, v0).run(), PeerTimeout);  // n1 was not there
   g1.next_seq();  // n1 skips the call n0 gave up on, as a re-formed ring would
   std::vector<std::vector<float>> v{std::vector<float>(5000, 1.0f), std::vector<float>(5000, 2.0f)};
-  testing::expect_no_errors(cluster.run([&](size_t r) {
-    AllreduceRing(r == 0 ? g0 : g1, v[r]).run();
-  }));
+  testing::expect_no_errors(cluster.run([&](size_t r) { AllreduceRing(r == 0 ? g0 : g1, v[r]).run(); }));
   EXPECT_EQ(v[0], std::vector<float>(5000, 3.0f));
   EXPECT_EQ(v[1], std::vector<float>(5000, 3.0f));
 }

@@ -26,18 +26,35 @@ using testing::TestCluster;
 const SegmentTable kSegments{{0, 300}, {300, 500}, {800, 1}, {801, 199}};
 constexpr size_t kFloats = 1000;
 
-enum class Kind { kCrossover, kCrossoverOverlap, kCrossoverPaced, kHierarchical, kSgp, kSgpPaced, kOsgp, kAllreduce };
+enum class Kind {
+  kCrossover,
+  kCrossoverOverlap,
+  kCrossoverPaced,
+  kHierarchical,
+  kSgp,
+  kSgpPaced,
+  kOsgp,
+  kAllreduce
+};
 
 std::string name(Kind k) {
   switch (k) {
-    case Kind::kCrossover: return "Crossover";
-    case Kind::kCrossoverOverlap: return "CrossoverOverlap";
-    case Kind::kCrossoverPaced: return "CrossoverPaced";
-    case Kind::kHierarchical: return "Hierarchical";
-    case Kind::kSgp: return "Sgp";
-    case Kind::kSgpPaced: return "SgpPaced";
-    case Kind::kOsgp: return "Osgp";
-    case Kind::kAllreduce: return "Allreduce";
+    case Kind::kCrossover:
+      return "Crossover";
+    case Kind::kCrossoverOverlap:
+      return "CrossoverOverlap";
+    case Kind::kCrossoverPaced:
+      return "CrossoverPaced";
+    case Kind::kHierarchical:
+      return "Hierarchical";
+    case Kind::kSgp:
+      return "Sgp";
+    case Kind::kSgpPaced:
+      return "SgpPaced";
+    case Kind::kOsgp:
+      return "Osgp";
+    case Kind::kAllreduce:
+      return "Allreduce";
   }
   return "";
 }
@@ -210,7 +227,7 @@ TEST(Consensus, DistanceOfKnownReplicasAndItsDecayUnderGossip) {
   }));
   for (size_t r = 0; r < 4; ++r) {
     EXPECT_NEAR(before[r], 1.25 * kFloats, 1e-3 * kFloats);  // (2.25+0.25+0.25+2.25)/4 per element
-    EXPECT_EQ(before[r], before[0]);                          // every member gets the same value
+    EXPECT_EQ(before[r], before[0]);                         // every member gets the same value
     EXPECT_LT(after[r], before[r] * 1e-2);
   }
 }
@@ -310,14 +327,16 @@ TEST_P(LostNote, IsRepeatedByTheWaitingReceiver) {
   std::thread r([&] {
     SegmentInbox inbox(receiver, tag, kRound);
     inbox.announce_ready(sender.id());
-    got = inbox.receive(sender.id(), 0, kSegments[0].length, start + std::chrono::milliseconds(1500), {}, renudge);
+    got = inbox.receive(sender.id(), 0, kSegments[0].length, start + std::chrono::milliseconds(1500), {},
+                        renudge);
   });
   bool ready = false;
   std::chrono::steady_clock::duration waited{};
   {
     SegmentInbox inbox(sender, tag, kRound);
     const ChunkKey note{tags::ready_tag(tag), kRound, receiver.id()};
-    ASSERT_TRUE(sender.mailbox().pop_chunk(note, start + std::chrono::seconds(5), {})) << "the first note never came";
+    ASSERT_TRUE(sender.mailbox().pop_chunk(note, start + std::chrono::seconds(5), {}))
+        << "the first note never came";
     const auto t0 = std::chrono::steady_clock::now();  // the note is lost: wait for another
     ready = inbox.await_ready(receiver.id(), t0 + std::chrono::milliseconds(1000), {});
     waited = std::chrono::steady_clock::now() - t0;
@@ -334,7 +353,8 @@ TEST_P(LostNote, IsRepeatedByTheWaitingReceiver) {
     return;
   }
   EXPECT_TRUE(ready);
-  EXPECT_GE(waited, renudge - std::chrono::milliseconds(5)) << "the ready came from the repeat, not the first note";
+  EXPECT_GE(waited, renudge - std::chrono::milliseconds(5))
+      << "the ready came from the repeat, not the first note";
   EXPECT_LT(waited, std::chrono::milliseconds(900));
   ASSERT_TRUE(got) << "the segment never arrived";
   EXPECT_EQ(got->envelope.count(), kSegments[0].length);

@@ -1,6 +1,6 @@
-#include <gtest/gtest.h>
-
 #include "protocol/tags.h"
+
+#include <gtest/gtest.h>
 
 namespace gossipd::protocol {
 namespace {

@@ -164,9 +164,8 @@ TEST_P(TransportContract, ABorrowedBufferIsReleasedOnceSent) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Implementations, TransportContract,
-                         ::testing::Values(Impl::kZeroMq, Impl::kInProcess), [](const auto& info) {
-                           return info.param == Impl::kZeroMq ? "ZeroMq" : "InProcess";
-                         });
+                         ::testing::Values(Impl::kZeroMq, Impl::kInProcess),
+                         [](const auto& p) { return p.param == Impl::kZeroMq ? "ZeroMq" : "InProcess"; });
 
 }  // namespace
 }  // namespace gossipd::protocol

@@ -5,8 +5,8 @@
 
 #include <cstdio>
 
-#include "protocol/fault_injection.h"
 #include "protocol/errors.h"
+#include "protocol/fault_injection.h"
 #include "protocol/zmq_transport.h"
 #include "tests/protocol/test_cluster.h"
 #include "tests/support/temp_dir.h"
@@ -28,7 +28,9 @@ ZmqTransportOptions options(const std::string& id, const std::string& listen = "
   return o;
 }
 
-std::string frame_text(const Frame& f) { return std::string(reinterpret_cast<const char*>(f.data()), f.size()); }
+std::string frame_text(const Frame& f) {
+  return std::string(reinterpret_cast<const char*>(f.data()), f.size());
+}
 
 void exchange(Transport& a, Transport& b) {
   a.connect("b", b.endpoint());
@@ -97,7 +99,8 @@ TEST(FaultInjection, HoldsEveryMessageForTheDelayAndKeepsOrder) {
   exchange(a, b);  // delivers through the delay
   const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < 5; ++i) a.send("b", two_frames("m" + std::to_string(i), "p"), std::chrono::seconds(1));
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(50)) << "send() must not wait";
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(50))
+      << "send() must not wait";
   for (int i = 0; i < 5; ++i) {
     auto got = b.receive(std::chrono::seconds(5));
     ASSERT_TRUE(got);
@@ -108,7 +111,8 @@ TEST(FaultInjection, HoldsEveryMessageForTheDelayAndKeepsOrder) {
   }
   // Held messages for a reset peer are dropped, their buffers released.
   auto owner = std::make_shared<int>(7);
-  std::vector<OutFrame> frames{OutFrame::from_string("held"), OutFrame::borrowed(owner.get(), sizeof(int), owner)};
+  std::vector<OutFrame> frames{OutFrame::from_string("held"),
+                               OutFrame::borrowed(owner.get(), sizeof(int), owner)};
   a.send("b", std::move(frames), std::chrono::seconds(1));
   EXPECT_EQ(owner.use_count(), 2);
   a.reset("b");

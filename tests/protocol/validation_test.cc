@@ -2,9 +2,8 @@
 // under its reason, and the node keeps serving valid messages.
 #include <gtest/gtest.h>
 
-#include <zmq.hpp>
-
 #include <set>
+#include <zmq.hpp>
 
 #include "protocol/endpoint.h"
 #include "protocol/ring_collectives.h"
@@ -55,17 +54,20 @@ class ValidationTest : public ::testing::Test {
 
   static void send(zmq::socket_t& s, const std::vector<std::string>& frames) {
     for (size_t i = 0; i < frames.size(); ++i) {
-      s.send(zmq::buffer(frames[i]), i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+      s.send(zmq::buffer(frames[i]),
+             i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
     }
   }
 
   // Sends `frames` and waits until exactly one more message is counted under
   // `reason` (and under no other reason).
-  void expect_rejected(const std::vector<std::string>& frames, RejectReason reason, zmq::socket_t* via = nullptr) {
+  void expect_rejected(const std::vector<std::string>& frames, RejectReason reason,
+                       zmq::socket_t* via = nullptr) {
     const uint64_t before = server_->counters().get(reason);
     const uint64_t total_before = server_->counters().total();
     send(via ? *via : client_, frames);
-    ASSERT_TRUE(wait_until([&] { return server_->counters().get(reason) == before + 1; }, std::chrono::seconds(5)))
+    ASSERT_TRUE(
+        wait_until([&] { return server_->counters().get(reason) == before + 1; }, std::chrono::seconds(5)))
         << "not counted as " << reject_reason_name(reason);
     EXPECT_EQ(server_->counters().total(), total_before + 1);
   }
@@ -125,7 +127,8 @@ TEST_F(ValidationTest, OpenTypesAreAcceptedFromStrangersAndNothingElseIs) {
   auto hb = envelope(proto::HEARTBEAT, "joiner");
   hb.set_round(666);
   expect_rejected({hb.SerializeAsString()}, RejectReason::kUnknownSender, &joiner);
-  expect_rejected({envelope(proto::HELLO, "good").SerializeAsString()}, RejectReason::kSenderMismatch, &joiner);
+  expect_rejected({envelope(proto::HELLO, "good").SerializeAsString()}, RejectReason::kSenderMismatch,
+                  &joiner);
   // A HELLO without an endpoint to answer to cannot be served.
   expect_rejected({envelope(proto::HELLO, "joiner").SerializeAsString()}, RejectReason::kBadBody, &joiner);
   expect_still_serving();
@@ -164,7 +167,8 @@ TEST_F(ValidationTest, TruncatedPayloadFrame) {
   std::string payload = floats(1000);
   payload.resize(payload.size() - 3);
   expect_rejected({tensor(proto::SEGMENT, 100).SerializeAsString(), floats(99)}, RejectReason::kTruncated);
-  expect_rejected({tensor(proto::COLLECTIVE_CHUNK, 1000).SerializeAsString(), payload}, RejectReason::kTruncated);
+  expect_rejected({tensor(proto::COLLECTIVE_CHUNK, 1000).SerializeAsString(), payload},
+                  RejectReason::kTruncated);
   expect_still_serving();
 }
 
@@ -185,7 +189,8 @@ TEST_F(ValidationTest, SingleGarbageFrame) {
 TEST_F(ValidationTest, WrongFrameCount) {
   // A tensor message needs exactly one payload frame...
   expect_rejected({tensor(proto::SEGMENT, 10).SerializeAsString()}, RejectReason::kFrameCount);
-  expect_rejected({tensor(proto::SEGMENT, 5).SerializeAsString(), floats(5), floats(5)}, RejectReason::kFrameCount);
+  expect_rejected({tensor(proto::SEGMENT, 5).SerializeAsString(), floats(5), floats(5)},
+                  RejectReason::kFrameCount);
   // ...and a control message none.
   auto e = envelope(proto::HEARTBEAT);
   e.set_round(666);
@@ -195,8 +200,9 @@ TEST_F(ValidationTest, WrongFrameCount) {
 
 TEST_F(ValidationTest, Oversize) {
   // Each frame is within the cap libzmq enforces; together they are not.
-  expect_rejected({tensor(proto::SEGMENT, kMaxMessageBytes / 4).SerializeAsString(), floats(kMaxMessageBytes / 4)},
-                  RejectReason::kOversize);
+  expect_rejected(
+      {tensor(proto::SEGMENT, kMaxMessageBytes / 4).SerializeAsString(), floats(kMaxMessageBytes / 4)},
+      RejectReason::kOversize);
   expect_still_serving();
 }
 
@@ -341,8 +347,8 @@ TEST(Mailbox, LateSegmentsAreStaleLatePacingNotesAreNot) {
 
 TEST(Endpoint, ConnectableAndBindableForms) {
   using protocol::EndpointUse;
-  for (const char* ok : {"tcp://127.0.0.1:7100", "tcp://host-1.example.org:1", "tcp://[::1]:65535", "ipc:///tmp/w.sock",
-                         "inproc-hub://n0"}) {
+  for (const char* ok : {"tcp://127.0.0.1:7100", "tcp://host-1.example.org:1", "tcp://[::1]:65535",
+                         "ipc:///tmp/w.sock", "inproc-hub://n0"}) {
     EXPECT_EQ(protocol::endpoint_problem(ok, EndpointUse::kConnect), "") << ok;
     EXPECT_EQ(protocol::endpoint_problem(ok, EndpointUse::kBind), "") << ok;
   }
@@ -352,11 +358,12 @@ TEST(Endpoint, ConnectableAndBindableForms) {
   }
   const std::string nul("tcp://127.0.0.1:7\0", 18);
   const std::string long_path = "ipc:///" + std::string(107, 'p');
-  for (const std::string& bad : {std::string(), std::string("garbage"), std::string("tcp://"), std::string("tcp://h"),
-                                std::string("tcp://h:"), std::string("tcp://:7"), std::string("tcp://h:65536"),
-                                std::string("tcp://h:7x"), std::string("tcp://h h:7"), std::string("tcp://[::1:7"),
-                                std::string("tcp://[zz]:7"), std::string("ipc://"), std::string("inproc://x"),
-                                std::string("pgm://eth0;239.192.1.1:5555"), nul, long_path}) {
+  for (const std::string& bad :
+       {std::string(), std::string("garbage"), std::string("tcp://"), std::string("tcp://h"),
+        std::string("tcp://h:"), std::string("tcp://:7"), std::string("tcp://h:65536"),
+        std::string("tcp://h:7x"), std::string("tcp://h h:7"), std::string("tcp://[::1:7"),
+        std::string("tcp://[zz]:7"), std::string("ipc://"), std::string("inproc://x"),
+        std::string("pgm://eth0;239.192.1.1:5555"), nul, long_path}) {
     EXPECT_NE(protocol::endpoint_problem(bad, EndpointUse::kConnect), "") << bad;
     EXPECT_NE(protocol::endpoint_problem(bad, EndpointUse::kBind), "") << bad;
   }

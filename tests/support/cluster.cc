@@ -11,9 +11,9 @@ Cluster::Cluster(int n, const std::vector<std::string>& extra,
   std::string peers;
   for (int i = 0; i < n; ++i) peers.append(i ? "," : "").append(id(i)).append("=").append(endpoint(id(i)));
   for (int i = 0; i < n; ++i) {
-    std::vector<std::string> argv{bin("gossipd"), "run",          "--id",         id(i),  "--listen",
-                                  endpoint(id(i)), "--peers",     peers,          "--http", "127.0.0.1:0",
-                                  "--cluster-id",  "test"};
+    std::vector<std::string> argv{bin("gossipd"), "run",           "--id",         id(i),
+                                  "--listen",     endpoint(id(i)), "--peers",      peers,
+                                  "--http",       "127.0.0.1:0",   "--cluster-id", "test"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     if (per_member) {
       auto own = per_member(i);
@@ -32,9 +32,9 @@ int Cluster::restart(int i) {
 }
 
 int Cluster::join(const std::string& new_id, int via, const std::vector<std::string>& extra) {
-  std::vector<std::string> argv{bin("gossipd"), "run",         "--id",         new_id, "--listen",
-                                endpoint(new_id),  "--join",      endpoint(id(via)), "--http",
-                                "127.0.0.1:0",     "--cluster-id", "test"};
+  std::vector<std::string> argv{
+      bin("gossipd"),    "run",    "--id",        new_id,         "--listen", endpoint(new_id), "--join",
+      endpoint(id(via)), "--http", "127.0.0.1:0", "--cluster-id", "test"};
   argv.insert(argv.end(), extra.begin(), extra.end());
   procs_.push_back(std::make_unique<Process>(argv));
   argv_.push_back(argv);

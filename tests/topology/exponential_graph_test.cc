@@ -7,10 +7,10 @@ namespace {
 
 TEST(ExponentialGraph, HopLengthsCycleThroughPowersOfTwo) {
   EXPECT_EQ(exponential_hops(1), 0u);
-  EXPECT_EQ(exponential_hops(2), 1u);   // ⌊log2 1⌋ + 1
+  EXPECT_EQ(exponential_hops(2), 1u);  // ⌊log2 1⌋ + 1
   EXPECT_EQ(exponential_hops(3), 2u);
   EXPECT_EQ(exponential_hops(5), 3u);
-  EXPECT_EQ(exponential_hops(8), 3u);   // ⌊log2 7⌋ + 1
+  EXPECT_EQ(exponential_hops(8), 3u);  // ⌊log2 7⌋ + 1
   EXPECT_EQ(exponential_hops(9), 4u);
   const size_t n = 8;
   const std::vector<size_t> expected{1, 2, 4, 1, 2, 4};

@@ -9,8 +9,8 @@ namespace {
 
 TEST(Groups, FormedByLabelInAFixedOrder) {
   View v(1, {"w5", "w1", "w3", "w2", "w4", "w6"});
-  std::map<std::string, std::string> labels{{"w1", "hostB"}, {"w2", "hostA"}, {"w3", "hostB"},
-                                            {"w4", "hostA"}, {"w5", "hostB"}};
+  std::map<std::string, std::string> labels{
+      {"w1", "hostB"}, {"w2", "hostA"}, {"w3", "hostB"}, {"w4", "hostA"}, {"w5", "hostB"}};
   Groups g(v, labels);
   ASSERT_EQ(g.count(), 3u);
   EXPECT_EQ(g.members(0), (std::vector<std::string>{"w6"}));  // unlabelled: alone (sorts first)

@@ -20,8 +20,7 @@ std::vector<uint8_t> be32(uint32_t v) {
   return {uint8_t(v >> 24), uint8_t(v >> 16), uint8_t(v >> 8), uint8_t(v)};
 }
 
-std::vector<uint8_t> idx_images(uint32_t magic, uint32_t count, uint32_t rows, uint32_t cols,
-                                size_t pixels) {
+std::vector<uint8_t> idx_images(uint32_t magic, uint32_t count, uint32_t rows, uint32_t cols, size_t pixels) {
   std::vector<uint8_t> out;
   for (uint32_t v : {magic, count, rows, cols}) {
     auto b = be32(v);
@@ -43,7 +42,6 @@ std::vector<uint8_t> idx_labels(uint32_t magic, uint32_t count, std::vector<uint
 
 class DatasetFiles : public ::testing::Test {
  protected:
-
   fs::path write_gz(const std::string& name, const std::vector<uint8_t>& bytes) {
     fs::path p = dir_ / name;
     gzFile f = gzopen(p.c_str(), "wb");
@@ -53,8 +51,8 @@ class DatasetFiles : public ::testing::Test {
   }
   fs::path write_plain(const std::string& name, const std::vector<uint8_t>& bytes) {
     fs::path p = dir_ / name;
-    std::ofstream(p, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
-                                             static_cast<std::streamsize>(bytes.size()));
+    std::ofstream(p, std::ios::binary)
+        .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
     return p;
   }
   std::string error_of(const fs::path& images, const fs::path& labels) {

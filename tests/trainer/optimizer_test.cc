@@ -21,7 +21,7 @@ TEST(Optimizer, MomentumTwoSteps) {
   Optimizer opt({OptimizerKind::kSgd, 0.9f, false, 0.1f}, one_segment(1), 1);
   std::vector<float> w{1.0f}, g{0.5f};
   opt.step(w, g, 0.1f);
-  EXPECT_FLOAT_EQ(w[0], 0.94f);       // v = 0.6
+  EXPECT_FLOAT_EQ(w[0], 0.94f);  // v = 0.6
   opt.step(w, g, 0.1f);
   EXPECT_FLOAT_EQ(opt.state()[0], 1.134f);  // 0.9 * 0.6 + 0.5 + 0.1 * 0.94
   EXPECT_FLOAT_EQ(w[0], 0.8266f);

@@ -1,6 +1,6 @@
-#include "trainer/lr_schedule.h"
-
 #include <gtest/gtest.h>
+
+#include "trainer/lr_schedule.h"
 
 namespace gossipd::trainer {
 namespace {
