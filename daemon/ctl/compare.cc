@@ -165,6 +165,14 @@ class Comparison {
   }
   std::string http_host(int k) const { return hosts_ ? hosts_->address(k) : "127.0.0.1"; }
   bool paces(const std::string& algo) const { return pacing(o_) && pace_capable(algo, o_.groups); }
+  // ", crossover and sgp paced (--pace)": the protocols of this run that pace, for the report.
+  std::string paced_protocols() const {
+    std::string names;
+    for (const auto& algo : o_.algos) {
+      if (paces(algo)) names += (names.empty() ? ", " : " and ") + algo;
+    }
+    return names.empty() ? names : names + " paced (--pace)";
+  }
   // Steps per epoch of `algo`'s workers (the mode decides).
   size_t steps(const std::string& algo) const {
     return find_mode(algo).steps_per_epoch(train_samples(), static_cast<size_t>(o_.workers), o_.batch);
@@ -385,7 +393,7 @@ class Comparison {
       << ")" << (o_.optimizer == "lars" ? ", LARS (eta " + format("%g", o_.lars_eta) + ")" : std::string())
       << ", seed " << o_.seed << ", segments " << o_.segments
       << (o_.groups > 1 ? ", crossover hierarchical in " + std::to_string(o_.groups) + " groups" : "")
-      << (pacing(o_) ? ", crossover and sgp paced (--pace)" : "")
+      << paced_protocols()
       << (o_.evals_per_epoch > 1
               ? ", test accuracy evaluated " + std::to_string(o_.evals_per_epoch) + " times per epoch"
               : std::string())
