@@ -4,13 +4,15 @@
 
 #include <cstring>
 #include <exception>
+#include <map>
+#include <tuple>
 
 #include "protocol/errors.h"
 
 namespace gossipd::protocol {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = CollectiveChannel::Clock;
 
 // libzmq frees dropped frames within a few I/O loop iterations after a
 // socket closes; if it has not after this long, memory safety is gone.
@@ -28,33 +30,66 @@ void add_floats(float* dst, const std::byte* src, size_t count) {
   }
 }
 
-CollectiveChannel::CollectiveChannel(Group& group, std::string what)
-    : group_(group), what_(std::move(what)), seq_(group.next_seq()) {}
+namespace {
 
-CollectiveChannel::~CollectiveChannel() { group_.node().mailbox().finish(group_.tag(), seq_); }
+// Pieces as ZeroMQ messages through the node's transport and mailbox.
+class ZmqPath : public CollectiveChannel::Path {
+ public:
+  ZmqPath(Group& group, uint64_t seq) : group_(group), seq_(seq) {}
+  ~ZmqPath() override { group_.node().mailbox().finish(group_.tag(), seq_); }
 
-void CollectiveChannel::send(size_t to_rank, uint32_t step, uint32_t chunk, std::span<const float> data,
-                             std::shared_ptr<const void> owner) {
-  Node& node = group_.node();
-  proto::Envelope env = node.envelope(proto::COLLECTIVE_CHUNK);
-  env.set_collective_tag(group_.tag());
-  env.set_collective_seq(seq_);
-  env.set_step(step);
-  env.set_chunk(chunk);
-  env.set_count(data.size());
-  env.set_dtype(proto::DTYPE_FLOAT32);
-  std::vector<OutFrame> frames;
-  frames.reserve(2);
-  frames.push_back(envelope_frame(env));
-  frames.push_back(OutFrame::borrowed(data.data(), data.size_bytes(), std::move(owner)));
-  node.transport().send(group_.member(to_rank), std::move(frames), group_.options().timeout);
-}
+  void send(size_t to_rank, uint32_t step, uint32_t chunk, std::span<const float> data,
+            std::shared_ptr<const void> owner) override {
+    Node& node = group_.node();
+    proto::Envelope env = node.envelope(proto::COLLECTIVE_CHUNK);
+    env.set_collective_tag(group_.tag());
+    env.set_collective_seq(seq_);
+    env.set_step(step);
+    env.set_chunk(chunk);
+    env.set_count(data.size());
+    env.set_dtype(proto::DTYPE_FLOAT32);
+    std::vector<OutFrame> frames;
+    frames.reserve(2);
+    frames.push_back(envelope_frame(env));
+    frames.push_back(OutFrame::borrowed(data.data(), data.size_bytes(), std::move(owner)));
+    node.transport().send(group_.member(to_rank), std::move(frames), group_.options().timeout);
+  }
 
-Message CollectiveChannel::recv(size_t from_rank, uint32_t step, uint32_t chunk, size_t count) {
+  std::optional<Message> next(size_t from_rank, uint32_t step, uint32_t chunk,
+                              Clock::time_point deadline) override;
+
+  bool wait_slot(SendTracker& tracker, size_t slot, Clock::time_point deadline) override {
+    return tracker.wait(slot, deadline);
+  }
+  bool wait_all(SendTracker& tracker, Clock::time_point deadline) override {
+    return tracker.wait_all(deadline);
+  }
+
+  void release(SendTracker& tracker, std::initializer_list<size_t> to_ranks) override {
+    if (tracker.wait_all(Clock::now())) return;
+    for (size_t r : to_ranks) {
+      if (r % group_.size() != group_.rank()) group_.node().transport().reset(group_.member(r));
+    }
+    if (!tracker.wait_all(Clock::now() + kReleaseGrace)) {
+      spdlog::critical("node '{}': transport kept a zero-copy buffer after reset; aborting",
+                       group_.node().id());
+      std::terminate();
+    }
+  }
+
+ private:
+  Group& group_;
+  uint64_t seq_;
+  // Pieces that came before their turn (the network reordered them), by
+  // (sender rank, step, chunk). Transports keep order; this is for when one
+  // does not.
+  std::map<std::tuple<size_t, uint32_t, uint32_t>, Message> early_;
+};
+
+std::optional<Message> ZmqPath::next(size_t from_rank, uint32_t step, uint32_t chunk,
+                                     Clock::time_point deadline) {
   Node& node = group_.node();
   const std::string& peer = group_.member(from_rank);
-  const auto timeout = group_.options().timeout;
-  const auto deadline = Clock::now() + timeout;
   const ChunkKey key{group_.tag(), seq_, peer};
   for (;;) {
     std::optional<Message> msg;
@@ -64,12 +99,7 @@ Message CollectiveChannel::recv(size_t from_rank, uint32_t step, uint32_t chunk,
     } else {
       msg = node.mailbox().pop_chunk(key, deadline, group_.options().stop);
     }
-    if (!msg) {
-      if (group_.options().stop.stop_requested()) throw Aborted(node.id(), what_);
-      throw PeerTimeout(
-          node.id(), peer, timeout,
-          what_ + " (group " + std::to_string(group_.tag()) + ", step " + std::to_string(step) + ")");
-    }
+    if (!msg) return std::nullopt;
     const auto& env = msg->envelope;
     if (std::make_pair(env.step(), env.chunk()) > std::make_pair(step, chunk)) {
       early_.insert_or_assign({from_rank, env.step(), env.chunk()}, std::move(*msg));
@@ -82,8 +112,43 @@ Message CollectiveChannel::recv(size_t from_rank, uint32_t step, uint32_t chunk,
                                    std::to_string(chunk));
       continue;
     }
+    return msg;
+  }
+}
+
+}  // namespace
+
+CollectiveChannel::CollectiveChannel(Group& group, std::string what)
+    : group_(group), what_(std::move(what)), seq_(group.next_seq()) {
+  if (group_.wire()) {
+    path_ = make_direct_path(group_, seq_, what_);
+  } else {
+    path_ = std::make_unique<ZmqPath>(group_, seq_);
+  }
+}
+
+CollectiveChannel::~CollectiveChannel() = default;
+
+void CollectiveChannel::send(size_t to_rank, uint32_t step, uint32_t chunk, std::span<const float> data,
+                             std::shared_ptr<const void> owner) {
+  path_->send(to_rank, step, chunk, data, std::move(owner));
+}
+
+Message CollectiveChannel::recv(size_t from_rank, uint32_t step, uint32_t chunk, size_t count) {
+  Node& node = group_.node();
+  const auto timeout = group_.options().timeout;
+  const auto deadline = Clock::now() + timeout;
+  for (;;) {
+    std::optional<Message> msg = path_->next(from_rank, step, chunk, deadline);
+    if (!msg) {
+      if (group_.options().stop.stop_requested()) throw Aborted(node.id(), what_);
+      throw PeerTimeout(
+          node.id(), group_.member(from_rank), timeout,
+          what_ + " (group " + std::to_string(group_.tag()) + ", step " + std::to_string(step) + ")");
+    }
+    const auto& env = msg->envelope;
     if (env.count() != count || env.dtype() != proto::DTYPE_FLOAT32) {
-      node.reject_log().reject(peer, RejectReason::kSizeMismatch,
+      node.reject_log().reject(group_.member(from_rank), RejectReason::kSizeMismatch,
                                std::to_string(env.count()) + " elements, expected " + std::to_string(count));
       continue;
     }
@@ -91,20 +156,16 @@ Message CollectiveChannel::recv(size_t from_rank, uint32_t step, uint32_t chunk,
   }
 }
 
+bool CollectiveChannel::wait_slot(SendTracker& tracker, size_t slot, Clock::time_point deadline) {
+  return path_->wait_slot(tracker, slot, deadline);
+}
+
 void CollectiveChannel::release_sends(SendTracker& tracker, std::initializer_list<size_t> to_ranks) {
-  if (tracker.wait_all(Clock::now())) return;
-  for (size_t r : to_ranks) {
-    if (r != group_.rank()) group_.node().transport().reset(group_.member(r));
-  }
-  if (!tracker.wait_all(Clock::now() + kReleaseGrace)) {
-    spdlog::critical("node '{}': transport kept a zero-copy buffer after reset; aborting",
-                     group_.node().id());
-    std::terminate();
-  }
+  path_->release(tracker, to_ranks);
 }
 
 void CollectiveChannel::wait_sent(SendTracker& tracker, size_t to_rank) {
-  if (tracker.wait_all(Clock::now() + group_.options().timeout)) return;
+  if (path_->wait_all(tracker, Clock::now() + group_.options().timeout)) return;
   throw PeerTimeout(group_.node().id(), group_.member(to_rank), group_.options().timeout,
                     what_ + " (final send)");
 }

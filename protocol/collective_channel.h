@@ -1,9 +1,10 @@
 #pragma once
 
-#include <map>
+#include <chrono>
+#include <memory>
+#include <optional>
 #include <span>
 #include <string>
-#include <tuple>
 
 #include "protocol/group.h"
 #include "protocol/send_tracker.h"
@@ -12,9 +13,13 @@ namespace gossipd::protocol {
 
 // The messages of one collective call on a group: sends float pieces
 // zero-copy, receives the expected piece from a peer or throws PeerTimeout /
-// Aborted. Pieces that do not fit the schedule are dropped and counted.
+// PeerLost / Aborted. Pieces that do not fit the schedule are dropped and
+// counted. The pieces take the group's direct data path when the node has
+// one (GroupWire), ZeroMQ otherwise; the algorithms cannot tell.
 class CollectiveChannel {
  public:
+  using Clock = std::chrono::steady_clock;
+
   // Takes the group's next sequence number.
   CollectiveChannel(Group& group, std::string what);
   // Drops whatever is still queued for this call.
@@ -28,6 +33,9 @@ class CollectiveChannel {
   // Waits up to the group timeout for the piece (step, chunk) of `count` floats.
   Message recv(size_t from_rank, uint32_t step, uint32_t chunk, size_t count);
 
+  // Waits until the sends holding `slot`'s tokens were handed to the kernel
+  // (the buffer may change then); false at the deadline.
+  bool wait_slot(SendTracker& tracker, size_t slot, Clock::time_point deadline);
   // After a failure: make the transport let go of our zero-copy sends
   // (resetting the peers we sent to) before the caller's buffer can change.
   void release_sends(SendTracker& tracker, std::initializer_list<size_t> to_ranks);
@@ -36,15 +44,32 @@ class CollectiveChannel {
 
   uint64_t seq() const { return seq_; }
 
+  // How the pieces travel (collective_channel.cc: ZeroMQ; direct_path.cc).
+  class Path {
+   public:
+    virtual ~Path() = default;
+    virtual void send(size_t to_rank, uint32_t step, uint32_t chunk, std::span<const float> data,
+                      std::shared_ptr<const void> owner) = 0;
+    // nullopt at the deadline.
+    virtual std::optional<Message> next(size_t from_rank, uint32_t step, uint32_t chunk,
+                                        Clock::time_point deadline) = 0;
+    virtual bool wait_slot(SendTracker& tracker, size_t slot, Clock::time_point deadline) = 0;
+    virtual bool wait_all(SendTracker& tracker, Clock::time_point deadline) = 0;
+    virtual void release(SendTracker& tracker, std::initializer_list<size_t> to_ranks) = 0;
+  };
+
  private:
+  Message accept(size_t from_rank, uint32_t step, uint32_t chunk, size_t count);
+
   Group& group_;
   std::string what_;
   uint64_t seq_;
-  // Pieces that came before their turn (the network reordered them), by
-  // (sender rank, step, chunk). Transports keep order; this is for when one
-  // does not.
-  std::map<std::tuple<size_t, uint32_t, uint32_t>, Message> early_;
+  std::unique_ptr<Path> path_;
 };
+
+// The direct data path's Path (direct_path.cc).
+std::unique_ptr<CollectiveChannel::Path> make_direct_path(Group& group, uint64_t seq,
+                                                          const std::string& what);
 
 // dst[i] += src[i]; src is little-endian float32 of any alignment.
 void add_floats(float* dst, const std::byte* src, size_t count);

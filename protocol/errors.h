@@ -45,6 +45,16 @@ class PeerGone : public TransportError {
             "node '" + node + "': send to unknown peer '" + peer + "' (not or no longer a member)") {}
 };
 
+// The direct connection to a peer broke: it closed or reset it (the process
+// died, say) or sent something that is not a frame.
+class PeerLost : public TransportError {
+ public:
+  PeerLost(std::string node, std::string peer, const std::string& during, const std::string& why)
+      : TransportError(
+            node, peer,
+            "node '" + node + "': connection to peer '" + peer + "' lost during " + during + ": " + why) {}
+};
+
 // The caller's stop token fired while a call was blocked.
 class Aborted : public TransportError {
  public:

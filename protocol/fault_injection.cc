@@ -10,8 +10,36 @@ namespace gossipd::protocol {
 
 using Clock = std::chrono::steady_clock;
 
-FaultInjectingTransport::FaultInjectingTransport(std::unique_ptr<Transport> inner, FaultOptions options)
-    : inner_(std::move(inner)), options_(options), rng_(options.seed) {
+FaultDice::Roll FaultDice::roll() {
+  std::lock_guard lock(mu_);
+  ++counts_.sent;
+  Roll r;
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  const bool armed = armed_.load();
+  if (armed && u(rng_) < options_.drop) {
+    ++counts_.dropped;
+    r.drop = true;
+    return r;
+  }
+  r.due = Clock::now() + options_.delay;
+  if (armed && u(rng_) < options_.reorder) {
+    ++counts_.reordered;
+    r.due += options_.delay + std::chrono::milliseconds(10);
+  }
+  if (armed && u(rng_) < options_.duplicate) {
+    ++counts_.duplicated;
+    r.duplicate = true;
+  }
+  return r;
+}
+
+FaultCounts FaultDice::counts() const {
+  std::lock_guard lock(mu_);
+  return counts_;
+}
+
+FaultInjectingTransport::FaultInjectingTransport(std::unique_ptr<Transport> inner, FaultDice& dice)
+    : inner_(std::move(inner)), dice_(dice) {
   thread_ = std::jthread([this](std::stop_token stop) { loop(stop); });
 }
 
@@ -53,23 +81,10 @@ void FaultInjectingTransport::send(const std::string& peer, std::vector<OutFrame
   {
     std::lock_guard lock(mu_);
     if (!peers_.count(peer)) throw PeerGone(node_id(), peer);
-    ++counts_.sent;
-    std::uniform_real_distribution<double> u(0.0, 1.0);
-    const bool armed = armed_.load();
-    if (armed && u(rng_) < options_.drop) {
-      ++counts_.dropped;
-      return;  // lost: its buffers are released here
-    }
-    Clock::time_point due = Clock::now() + options_.delay;
-    if (armed && u(rng_) < options_.reorder) {
-      ++counts_.reordered;
-      due += options_.delay + std::chrono::milliseconds(10);
-    }
-    if (armed && u(rng_) < options_.duplicate) {
-      ++counts_.duplicated;
-      hold(due, Held{peer, frames});  // the copy shares the owners of the bytes
-    }
-    hold(due, Held{peer, std::move(frames)});
+    const FaultDice::Roll r = dice_.roll();
+    if (r.drop) return;                                // lost: its buffers are released here
+    if (r.duplicate) hold(r.due, Held{peer, frames});  // the copy shares the owners of the bytes
+    hold(r.due, Held{peer, std::move(frames)});
   }
   cv_.notify_one();
 }
@@ -97,11 +112,6 @@ void FaultInjectingTransport::loop(std::stop_token stop) {
     }
     lock.lock();
   }
-}
-
-FaultCounts FaultInjectingTransport::counts() const {
-  std::lock_guard lock(mu_);
-  return counts_;
 }
 
 void FaultInjectingTransport::close() {

@@ -32,8 +32,35 @@ struct FaultCounts {
   uint64_t sent = 0, dropped = 0, duplicated = 0, reordered = 0;
 };
 
-// Wraps a transport and applies FaultOptions to every outbound message
-// (loss, duplication and reordering only once arm() was called).
+// The draws: whether one outbound message is lost, delivered twice, and when
+// it is due (later when reordered). Shared by the ZeroMQ path
+// (FaultInjectingTransport) and the direct data path (GroupWire), so one
+// seed and one set of counts cover both. Thread-safe.
+class FaultDice {
+ public:
+  using Clock = std::chrono::steady_clock;
+  explicit FaultDice(FaultOptions options) : options_(options), rng_(options.seed) {}
+
+  struct Roll {
+    bool drop = false;
+    bool duplicate = false;
+    Clock::time_point due;
+  };
+  Roll roll();
+  FaultCounts counts() const;
+  // Loss, duplication and reordering apply from here on (delay always does).
+  void arm() { armed_.store(true); }
+
+ private:
+  FaultOptions options_;
+  mutable std::mutex mu_;
+  std::mt19937_64 rng_;
+  FaultCounts counts_;
+  std::atomic<bool> armed_{false};
+};
+
+// Wraps a transport and applies the dice to every outbound message (loss,
+// duplication and reordering only once the dice are armed).
 // send() returns at once; a held message that the wrapped transport then
 // cannot take (a full queue, a peer gone meanwhile) is lost, as the network
 // would lose it. A reordered message is held `delay` + 10 ms longer, so
@@ -42,7 +69,7 @@ struct FaultCounts {
 // buffers are released as with the plain transport.
 class FaultInjectingTransport : public Transport {
  public:
-  FaultInjectingTransport(std::unique_ptr<Transport> inner, FaultOptions options);
+  FaultInjectingTransport(std::unique_ptr<Transport> inner, FaultDice& dice);
   ~FaultInjectingTransport() override;
 
   const std::string& node_id() const override { return inner_->node_id(); }
@@ -57,10 +84,6 @@ class FaultInjectingTransport : public Transport {
   }
   void close() override;
 
-  FaultCounts counts() const;
-  // Loss, duplication and reordering apply from here on (delay always does).
-  void arm() { armed_.store(true); }
-
  private:
   struct Held {
     std::string peer;
@@ -72,15 +95,12 @@ class FaultInjectingTransport : public Transport {
   void loop(std::stop_token stop);
 
   std::unique_ptr<Transport> inner_;
-  FaultOptions options_;
+  FaultDice& dice_;
   mutable std::mutex mu_;
   std::condition_variable_any cv_;
   std::map<Due, Held> held_;
   uint64_t next_seq_ = 0;
   std::set<std::string> peers_;
-  std::mt19937_64 rng_;
-  FaultCounts counts_;
-  std::atomic<bool> armed_{false};
   std::jthread thread_;
 };
 

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "protocol/errors.h"
+#include "protocol/group_wire.h"
 
 namespace gossipd::protocol {
 
@@ -25,6 +26,13 @@ Group::Group(Node& node, uint32_t tag, std::vector<std::string> members, Collect
   }
   if (options_.chunk_bytes < 64) throw ProtocolConfigError("collective chunk_bytes must be >= 64");
   rank_ = static_cast<size_t>(it - members_.begin());
+}
+
+Group::~Group() = default;
+
+GroupWire* Group::wire() {
+  if (!wire_ && node_.data_listener() && size() > 1) wire_ = std::make_unique<GroupWire>(*this);
+  return wire_.get();
 }
 
 }  // namespace gossipd::protocol

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <stop_token>
 #include <string>
 #include <vector>
@@ -9,6 +10,8 @@
 #include "protocol/node.h"
 
 namespace gossipd::protocol {
+
+class GroupWire;
 
 struct CollectiveOptions {
   // A peer silent for this long fails the call with PeerTimeout.
@@ -18,6 +21,9 @@ struct CollectiveOptions {
   size_t chunk_bytes = size_t{512} << 10;
   // Aborts a blocked call (throws Aborted).
   std::stop_token stop;
+  // Direct data path: how long a waiting call polls its sockets (yielding
+  // the CPU between looks) before it blocks in poll(2) (tests/bench/README.md).
+  std::chrono::microseconds spin{200};
 };
 
 // [begin, end) in elements.
@@ -39,6 +45,9 @@ class Group {
  public:
   // Throws ProtocolConfigError when the node is not in `members` or ids repeat.
   Group(Node& node, uint32_t tag, std::vector<std::string> members, CollectiveOptions options = {});
+  ~Group();
+  Group(const Group&) = delete;
+  Group& operator=(const Group&) = delete;
 
   Node& node() const { return node_; }
   uint32_t tag() const { return tag_; }
@@ -54,6 +63,10 @@ class Group {
   // Sequence number of the next collective call; all members advance together.
   uint64_t next_seq() { return next_seq_++; }
 
+  // The direct data path's connections, or nullptr when the node sends
+  // payloads over ZeroMQ. Made on first use.
+  GroupWire* wire();
+
  private:
   Node& node_;
   uint32_t tag_;
@@ -61,6 +74,7 @@ class Group {
   size_t rank_ = 0;
   CollectiveOptions options_;
   uint64_t next_seq_ = 0;
+  std::unique_ptr<GroupWire> wire_;
 };
 
 }  // namespace gossipd::protocol

@@ -26,9 +26,13 @@ Node::Node(NodeOptions options)
   t.curve = options_.curve;
   transport_ = std::make_unique<ZmqTransport>(*context_, std::move(t));
   if (options_.faults.any()) {
-    auto faulty = std::make_unique<FaultInjectingTransport>(std::move(transport_), options_.faults);
-    faults_ = faulty.get();
-    transport_ = std::move(faulty);
+    dice_ = std::make_unique<FaultDice>(options_.faults);
+    transport_ = std::make_unique<FaultInjectingTransport>(std::move(transport_), *dice_);
+  }
+  const bool tcp = options_.listen.rfind("tcp://", 0) == 0;
+  if (options_.data_path == DataPath::kTcp && tcp && !options_.curve) {
+    data_ = std::make_unique<DataListener>(options_.id, endpoint_host(options_.listen), validator_,
+                                           options_.data_buffer_bytes);
   }
   start();
 }
@@ -52,10 +56,24 @@ void Node::start() {
 
 void Node::add_peer(const std::string& peer, const std::string& endpoint) {
   transport_->connect(peer, endpoint);  // first: an endpoint it cannot take must not leave a member behind
+  {
+    std::lock_guard lock(peers_mu_);
+    peer_endpoints_[peer] = endpoint;
+  }
   validator_.add_member(peer);
 }
 
+std::string Node::peer_endpoint(const std::string& peer) const {
+  std::lock_guard lock(peers_mu_);
+  const auto it = peer_endpoints_.find(peer);
+  return it == peer_endpoints_.end() ? "" : it->second;
+}
+
 void Node::remove_peer(const std::string& peer) {
+  {
+    std::lock_guard lock(peers_mu_);
+    peer_endpoints_.erase(peer);
+  }
   validator_.remove_member(peer);
   transport_->disconnect(peer);
 }
@@ -71,6 +89,7 @@ proto::Envelope Node::envelope(proto::MessageType type) const {
 
 void Node::close() {
   if (dispatcher_) dispatcher_->stop();
+  data_.reset();
   if (transport_) transport_->close();
   zap_.reset();
   // The context is destroyed last (member order); closing it waits for

@@ -1,10 +1,13 @@
 #pragma once
 
 #include <atomic>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 
 #include "protocol/curve.h"
+#include "protocol/data_listener.h"
 #include "protocol/dispatcher.h"
 #include "protocol/fault_injection.h"
 #include "protocol/inproc_transport.h"
@@ -17,6 +20,8 @@ class context_t;
 namespace gossipd::protocol {
 
 class ZapHandler;
+
+enum class DataPath { kTcp, kZmq };
 
 struct NodeOptions {
   std::string id;  // node id, unique in the cluster
@@ -36,6 +41,13 @@ struct NodeOptions {
   // Faults injected on every outbound message (FaultInjectingTransport):
   // latency, loss, duplication, reordering. Off by default.
   FaultOptions faults;
+  // Collective and tensor payloads: kTcp = the direct data path (DataListener,
+  // GroupWire) beside ZeroMQ; kZmq = over ZeroMQ like everything else. The
+  // direct path needs a tcp:// endpoint and stays off with CURVE (it would
+  // carry payloads in the clear; protocol/README.md says what that costs).
+  DataPath data_path = DataPath::kTcp;
+  // SO_SNDBUF/SO_RCVBUF of direct connections; 0 leaves the kernel's autotuning.
+  int data_buffer_bytes = 0;
   // false: no receive thread reads the transport (the fuzz targets validate
   // and deliver messages themselves, thousands of Nodes a second).
   bool receive_thread = true;
@@ -56,6 +68,13 @@ class Node {
   std::string endpoint() const { return transport_->endpoint(); }
   const NodeOptions& options() const { return options_; }
 
+  // The direct data path's listener; nullptr when payloads go over ZeroMQ.
+  DataListener* data_listener() { return data_.get(); }
+  // The endpoint add_peer() was given ("" for an unknown peer).
+  std::string peer_endpoint(const std::string& peer) const;
+  // The fault draws shared by both paths; nullptr without --inject-*.
+  FaultDice* fault_dice() { return dice_.get(); }
+
   // Makes `peer` a member (messages from it are accepted) and reachable;
   // throws (and changes nothing) when the transport cannot take `endpoint`.
   void add_peer(const std::string& peer, const std::string& endpoint);
@@ -75,10 +94,10 @@ class Node {
   // from the start): a start-up barrier has no retransmission, training does
   // not need one.
   void arm_faults() {
-    if (faults_) faults_->arm();
+    if (dice_) dice_->arm();
   }
   // What the injected faults hit (all 0 without --inject-*).
-  FaultCounts fault_counts() const { return faults_ ? faults_->counts() : FaultCounts{}; }
+  FaultCounts fault_counts() const { return dice_ ? dice_->counts() : FaultCounts{}; }
 
   // Stops the receive thread and closes the sockets; idempotent.
   void close();
@@ -93,9 +112,12 @@ class Node {
   RejectLog reject_log_;
   Validator validator_;
   Mailbox mailbox_;
+  std::unique_ptr<FaultDice> dice_;  // before the transport that uses it
   std::unique_ptr<Transport> transport_;
+  std::unique_ptr<DataListener> data_;
   std::unique_ptr<Dispatcher> dispatcher_;
-  FaultInjectingTransport* faults_ = nullptr;  // inside transport_, when faults are on
+  mutable std::mutex peers_mu_;
+  std::map<std::string, std::string> peer_endpoints_;
 };
 
 }  // namespace gossipd::protocol

@@ -74,7 +74,7 @@ void RingPipeline::run_steps(CollectiveChannel& channel, SendTracker& tracker) {
     const size_t block = block_at(s, 1);
     const bool reduce = s < reduce_steps_;
     // A copy step overwrites a block we sent earlier: it must have left.
-    if (!reduce && !tracker.wait(block, Clock::now() + group_.options().timeout)) {
+    if (!reduce && !channel.wait_slot(tracker, block, Clock::now() + group_.options().timeout)) {
       throw PeerTimeout(group_.node().id(), group_.member(right), group_.options().timeout,
                         name_ + " (send)");
     }

@@ -31,4 +31,14 @@ bool SendTracker::wait_all(Clock::time_point deadline) {
   return state_->cv.wait_until(lock, deadline, [&] { return state_->total == 0; });
 }
 
+bool SendTracker::idle(size_t slot) const {
+  std::lock_guard lock(state_->mutex);
+  return state_->busy.at(slot) == 0;
+}
+
+bool SendTracker::all_idle() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->total == 0;
+}
+
 }  // namespace gossipd::protocol

@@ -21,6 +21,9 @@ class SendTracker {
   // False when the deadline passed first.
   bool wait(size_t slot, Clock::time_point deadline);
   bool wait_all(Clock::time_point deadline);
+  // Without waiting: is the slot (are all slots) free?
+  bool idle(size_t slot) const;
+  bool all_idle() const;
 
  private:
   // Shared with the tokens: the transport may drop one after we are gone.

@@ -28,6 +28,7 @@ enum class User : uint8_t {
   kPipeline,
   kSparse,
   kComputeGroups,
+  kDataPath,  // direct data path announcements (one tag; seq = the group's tag)
   kCount
 };
 
@@ -37,6 +38,7 @@ constexpr std::array<uint8_t, static_cast<size_t>(User::kCount)> kRangeBits{
     24,                  // hierarchical groups: 2^16 views x 256 groups
     22, 22,              // consensus, re-formed rings: 2^22 views each
     24, 24, 24, 24,      // grid, pipeline, sparse, compute groups
+    0,                   // data path announcements
 };
 
 // Pacing notes ("I am in this round") of a gossip protocol: its tag with
@@ -70,8 +72,7 @@ constexpr Range range(User user) {
 constexpr uint32_t first(User user) { return range(user).first; }
 
 // Everything fits below 2^32.
-static_assert(uint64_t{range(User::kComputeGroups).first} + range(User::kComputeGroups).count <=
-              (uint64_t{1} << 32));
+static_assert(uint64_t{range(User::kDataPath).first} + range(User::kDataPath).count <= (uint64_t{1} << 32));
 
 }  // namespace tags
 }  // namespace gossipd::protocol

@@ -35,16 +35,21 @@ TEST(CollectiveFailure, SilentRankGivesPeerTimeoutNamingItWithinTwiceTheTimeout)
         } catch (const PeerTimeout& e) {
           outcomes[r] = {e.peer(), e.timeout(), Clock::now() - t0};
           throw;
+        } catch (const TransportError& e) {
+          outcomes[r] = {e.peer(), {}, Clock::now() - t0};
+          throw;
         }
       },
       kRanks - 1);
   for (size_t r = 0; r + 1 < kRanks; ++r) {
     ASSERT_TRUE(errors[r]) << "rank " << r << " finished an allreduce with a silent member";
-    EXPECT_EQ(outcomes[r].timeout, kTimeout);
     EXPECT_LT(outcomes[r].took, 2 * kTimeout) << "rank " << r;
   }
-  // n0's left neighbour is the silent n2; n1 waits on n0, which is stuck.
+  // n0's left neighbour is the silent n2; n1 waits on n0, which is stuck:
+  // a timeout too over ZeroMQ, on the direct path n0 closing its connection
+  // when it gives up (PeerLost), both naming n0.
   EXPECT_EQ(outcomes[0].peer, "n2");
+  EXPECT_EQ(outcomes[0].timeout, kTimeout);
   EXPECT_EQ(outcomes[1].peer, "n0");
 }
 

@@ -92,7 +92,8 @@ TEST(FaultInjection, HoldsEveryMessageForTheDelayAndKeepsOrder) {
   zmq::context_t ctx;
   FaultOptions delay80;
   delay80.delay = std::chrono::milliseconds(80);
-  FaultInjectingTransport a(std::make_unique<ZmqTransport>(ctx, options("a")), delay80);
+  FaultDice dice(delay80);
+  FaultInjectingTransport a(std::make_unique<ZmqTransport>(ctx, options("a")), dice);
   ZmqTransport b(ctx, options("b"));
   EXPECT_THROW(a.send("b", two_frames("x", "y"), std::chrono::seconds(1)), PeerGone);
   a.connect("b", b.endpoint());

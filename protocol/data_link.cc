@@ -1,0 +1,157 @@
+#include "protocol/data_link.h"
+
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace gossipd::protocol {
+namespace {
+
+constexpr size_t kStagingBytes = 64 << 10;
+// Payload still missing beyond this is read straight into its buffer.
+constexpr size_t kDirectReadBytes = 16 << 10;
+constexpr int kMaxIov = 64;
+
+bool would_block(ssize_t n) { return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR); }
+
+}  // namespace
+
+DataLink::DataLink(std::string peer, uint64_t max_frame_bytes)
+    : peer_(std::move(peer)),
+      max_frame_bytes_(max_frame_bytes),
+      staging_(new std::byte[kStagingBytes]) {}
+
+bool DataLink::fail(LinkFailure f) {
+  if (!broken_) failure_ = std::move(f);
+  broken_ = true;
+  return false;
+}
+
+void DataLink::queue(const wire::FrameHeader& header, const void* data, std::shared_ptr<const void> owner,
+                     Clock::time_point due) {
+  Out o{wire::encode(header), static_cast<const std::byte*>(data), header.bytes, std::move(owner), due};
+  // Sorted by due time, stable; never ahead of a frame partly written.
+  auto at = std::upper_bound(out_.begin(), out_.end(), due,
+                             [](Clock::time_point d, const Out& x) { return d < x.due; });
+  if (at == out_.begin() && !out_.empty() && out_.front().written > 0) ++at;
+  out_.insert(at, std::move(o));
+}
+
+DataLink::Clock::time_point DataLink::next_due() const {
+  return out_.empty() ? Clock::time_point::max() : out_.front().due;
+}
+
+bool DataLink::flush(Clock::time_point now) {
+  while (fd_ && !broken_ && !out_.empty() && out_.front().due <= now) {
+    iovec iov[kMaxIov];
+    int n = 0;
+    for (const Out& o : out_) {
+      if (n + 2 > kMaxIov || o.due > now) break;
+      size_t skip = o.written;
+      if (skip < o.header.size()) {
+        iov[n++] = {const_cast<std::byte*>(o.header.data()) + skip, o.header.size() - skip};
+        skip = 0;
+      } else {
+        skip -= o.header.size();
+      }
+      if (o.bytes > skip) iov[n++] = {const_cast<std::byte*>(o.data) + skip, o.bytes - skip};
+    }
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = static_cast<size_t>(n);
+    ssize_t sent = ::sendmsg(fd_.get(), &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (would_block(sent)) return true;
+    if (sent <= 0) return fail({RejectReason::kTruncated, false, std::string("send: ") + std::strerror(errno)});
+    while (sent > 0) {
+      Out& o = out_.front();
+      const size_t left = o.header.size() + o.bytes - o.written;
+      const size_t take = std::min(left, static_cast<size_t>(sent));
+      o.written += take;
+      sent -= static_cast<ssize_t>(take);
+      if (o.written == o.header.size() + o.bytes) out_.pop_front();  // releases the owner
+    }
+  }
+  return !broken_;
+}
+
+bool DataLink::read_available() {
+  while (!broken_ && !eof_) {
+    const size_t missing = in_frame_ ? in_frame_->bytes - in_payload_have_ : 0;
+    if (missing >= kDirectReadBytes) {
+      const ssize_t n = ::recv(fd_.get(), in_payload_.get() + in_payload_have_, missing, MSG_DONTWAIT);
+      if (would_block(n)) return true;
+      if (n <= 0) return closed(n);
+      in_payload_have_ += static_cast<size_t>(n);
+      if (in_payload_have_ == in_frame_->bytes) finish_frame();
+      continue;
+    }
+    const ssize_t n = ::recv(fd_.get(), staging_.get(), kStagingBytes, MSG_DONTWAIT);
+    if (would_block(n)) return true;
+    if (n <= 0) return closed(n);
+    consume(staging_.get(), static_cast<size_t>(n));
+  }
+  return !broken_;
+}
+
+bool DataLink::closed(ssize_t n) {
+  if (n == 0) {
+    eof_ = true;
+    return true;
+  }
+  return fail({RejectReason::kTruncated, false,
+               n == 0 ? "connection closed by the peer" : std::string("receive: ") + std::strerror(errno)});
+}
+
+void DataLink::consume(const std::byte* data, size_t n) {
+  while (n > 0 && !broken_) {
+    if (!in_frame_) {
+      const size_t take = std::min(n, in_header_.size() - in_header_have_);
+      std::memcpy(in_header_.data() + in_header_have_, data, take);
+      in_header_have_ += take;
+      data += take;
+      n -= take;
+      if (in_header_have_ == in_header_.size() && !begin_payload()) return;
+      continue;
+    }
+    const size_t take = std::min(n, in_frame_->bytes - in_payload_have_);
+    std::memcpy(in_payload_.get() + in_payload_have_, data, take);
+    in_payload_have_ += take;
+    data += take;
+    n -= take;
+    if (in_payload_have_ == in_frame_->bytes) finish_frame();
+  }
+}
+
+bool DataLink::begin_payload() {
+  in_header_have_ = 0;
+  auto d = wire::decode(in_header_, max_frame_bytes_);
+  if (!d.header) return fail({d.reason, true, d.detail});
+  in_frame_ = d.header;
+  in_payload_.reset(new std::byte[std::max<uint64_t>(1, d.header->bytes)]);
+  in_payload_have_ = 0;
+  if (d.header->bytes == 0) finish_frame();
+  return true;
+}
+
+void DataLink::finish_frame() {
+  const size_t bytes = in_frame_->bytes;
+  std::shared_ptr<const void> owner(in_payload_, in_payload_.get());
+  inbox_.push_back(InFrame{*in_frame_, Frame(in_payload_.get(), bytes, std::move(owner))});
+  inbox_bytes_ += bytes;
+  in_frame_.reset();
+  in_payload_.reset();
+  in_payload_have_ = 0;
+}
+
+void DataLink::drop_queued() {
+  if (!out_.empty() && out_.front().written > 0) {
+    fd_.reset();
+    fail({RejectReason::kTruncated, false, "closed with a frame half sent"});
+  }
+  out_.clear();
+}
+
+}  // namespace gossipd::protocol

@@ -1,0 +1,107 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <sys/types.h>
+#include <string>
+
+#include "protocol/data_socket.h"
+#include "protocol/data_wire.h"
+#include "protocol/message.h"
+
+namespace gossipd::protocol {
+
+// A data frame received whole.
+struct InFrame {
+  wire::FrameHeader header;
+  Frame payload;
+};
+
+// Why a link cannot be used any more: the peer closed or reset it, or sent
+// something that is not a frame (the stream cannot be resynchronised).
+struct LinkFailure {
+  RejectReason reason = RejectReason::kTruncated;  // counted when `rejected`
+  bool rejected = false;
+  std::string detail;
+};
+
+// One direct TCP connection to one peer of a group, driven without blocking
+// by the thread that owns the group (DataLinks are not thread-safe). Sends
+// are zero-copy: a queued frame keeps `owner` until its last byte is in the
+// kernel. Frames are written in order of their due time (fault injection
+// delays and reorders them; without faults due is "now" and order is FIFO).
+class DataLink {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // Not connected yet: frames queue until attach().
+  DataLink(std::string peer, uint64_t max_frame_bytes);
+
+  void attach(Fd fd) { fd_ = std::move(fd); }
+  bool connected() const { return bool(fd_); }
+  int fd() const { return fd_.get(); }
+  const std::string& peer() const { return peer_; }
+
+  void queue(const wire::FrameHeader& header, const void* data, std::shared_ptr<const void> owner,
+             Clock::time_point due);
+  // Writes what the kernel takes now; false (and failure() set) when broken.
+  bool flush(Clock::time_point now);
+  bool wants_write() const { return !out_.empty(); }
+  // When the first queued frame is due (for a poll timeout); max() when none.
+  Clock::time_point next_due() const;
+
+  // Reads what is there; whole frames go to inbox(). False when broken (a
+  // reset, junk); the peer's orderly close only sets eof(): what it sent
+  // before stays to be taken.
+  bool read_available();
+  bool eof() const { return eof_; }
+  std::deque<InFrame>& inbox() { return inbox_; }
+  size_t inbox_bytes() const { return inbox_bytes_; }
+  void took(const InFrame& f) { inbox_bytes_ -= f.payload.size(); }
+
+  // Drops queued frames nobody will wait for (after a failed call). A frame
+  // already partly written cannot be taken back: the link is closed then.
+  void drop_queued();
+
+  bool broken() const { return broken_; }
+  const LinkFailure& failure() const { return failure_; }
+
+ private:
+  struct Out {
+    wire::HeaderBytes header;
+    const std::byte* data;
+    size_t bytes;
+    std::shared_ptr<const void> owner;
+    Clock::time_point due;
+    size_t written = 0;  // of header + payload
+  };
+  bool fail(LinkFailure f);
+  bool closed(ssize_t n);  // after recv returned n <= 0
+  void consume(const std::byte* data, size_t n);  // staged bytes into header / payload
+  bool begin_payload();                           // a header is complete
+  void finish_frame();
+
+  Fd fd_;
+  std::string peer_;
+  uint64_t max_frame_bytes_;
+  std::deque<Out> out_;
+  std::deque<InFrame> inbox_;
+  size_t inbox_bytes_ = 0;
+
+  // Receive state: a header being filled, then its payload.
+  wire::HeaderBytes in_header_{};
+  size_t in_header_have_ = 0;
+  std::optional<wire::FrameHeader> in_frame_;
+  std::shared_ptr<std::byte[]> in_payload_;
+  size_t in_payload_have_ = 0;
+  std::unique_ptr<std::byte[]> staging_;
+
+  bool broken_ = false;
+  bool eof_ = false;
+  LinkFailure failure_;
+};
+
+}  // namespace gossipd::protocol

@@ -1,0 +1,246 @@
+#include "protocol/group_wire.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <sched.h>
+
+#include <cerrno>
+
+#include "protocol/errors.h"
+#include "protocol/group.h"
+#include "protocol/tags.h"
+
+namespace gossipd::protocol {
+namespace {
+
+// A wait in poll(2) wakes at least this often to look at the stop token.
+constexpr std::chrono::milliseconds kStopCheck{20};
+// An announcement not answered within this is sent again (the control
+// channel may have lost it under fault injection).
+constexpr std::chrono::seconds kReannounce{1};
+
+int millis_until(GroupWire::Clock::time_point t, GroupWire::Clock::time_point now) {
+  if (t <= now) return 0;
+  const auto ms = std::chrono::ceil<std::chrono::milliseconds>(t - now).count();
+  return static_cast<int>(std::min<long long>(ms, kStopCheck.count()));
+}
+
+// Writes all of `bytes` to a fresh non-blocking socket before the deadline.
+bool write_all(int fd, std::span<const std::byte> bytes, GroupWire::Clock::time_point deadline) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::send(fd, bytes.data() + done, bytes.size() - done, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n > 0) {
+      done += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno != EAGAIN && errno != EINTR) return false;
+    pollfd p{fd, POLLOUT, 0};
+    const auto now = GroupWire::Clock::now();
+    if (now >= deadline) return false;
+    ::poll(&p, 1, millis_until(deadline, now));
+  }
+  return true;
+}
+
+// The acceptor's one-byte answer to a Hello: false when it closed instead
+// (a stale announcement) or the deadline passed.
+bool read_ack(int fd, GroupWire::Clock::time_point deadline) {
+  for (;;) {
+    std::byte b{};
+    const ssize_t n = ::recv(fd, &b, 1, MSG_DONTWAIT);
+    if (n == 1) return b == wire::kAck;
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) return false;
+    pollfd p{fd, POLLIN, 0};
+    const auto now = GroupWire::Clock::now();
+    if (now >= deadline) return false;
+    ::poll(&p, 1, millis_until(deadline, now));
+  }
+}
+
+}  // namespace
+
+GroupWire::GroupWire(Group& group) : group_(group), links_(group.size()) {}
+
+GroupWire::~GroupWire() {
+  for (const Pending& p : pending_) {
+    if (p.nonce) group_.node().data_listener()->forget(p.nonce);
+  }
+}
+
+DataLink& GroupWire::link(size_t rank) {
+  rank %= group_.size();
+  if (links_[rank]) return *links_[rank];
+  links_[rank] = std::make_unique<DataLink>(group_.member(rank),
+                                            group_.node().options().validation.max_message_bytes);
+  Pending p{rank, 0, Clock::now()};
+  if (group_.rank() < rank) {
+    p.nonce = group_.node().data_listener()->expect(group_.member(rank));
+    announce(p);
+  }
+  pending_.push_back(p);
+  return *links_[rank];
+}
+
+void GroupWire::announce(const Pending& p) {
+  Node& node = group_.node();
+  const auto announcement = wire::encode(wire::Announcement{p.nonce, node.data_listener()->port()});
+  proto::Envelope env = node.envelope(proto::COLLECTIVE_CHUNK);
+  env.set_collective_tag(tags::first(tags::User::kDataPath));
+  env.set_collective_seq(group_.tag());
+  env.set_count(announcement.size());
+  env.set_dtype(proto::DTYPE_UINT8);
+  std::vector<OutFrame> frames;
+  frames.push_back(envelope_frame(env));
+  frames.push_back(OutFrame::copy_of(announcement.data(), announcement.size()));
+  node.transport().send(group_.member(p.rank), std::move(frames), group_.options().timeout);
+}
+
+bool GroupWire::advance(Pending& p, Clock::time_point now) {
+  Node& node = group_.node();
+  Fd fd;
+  if (p.nonce) {
+    fd = node.data_listener()->take(p.nonce);
+    if (!fd && now - p.announced > kReannounce) {  // the control channel may have lost it
+      p.announced = now;
+      announce(p);
+    }
+  } else {
+    const ChunkKey key{tags::first(tags::User::kDataPath), group_.tag(), group_.member(p.rank)};
+    if (auto msg = node.mailbox().pop_chunk(key, now, {})) fd = connect_announced(key.sender, *msg);
+  }
+  if (!fd) return false;
+  links_[p.rank]->attach(std::move(fd));
+  open_.push_back(links_[p.rank].get());
+  return true;
+}
+
+// Connects as an announcement says; an empty Fd when it is malformed or
+// stale (its nonce no longer expected: the acceptor closes instead of acking).
+Fd GroupWire::connect_announced(const std::string& peer, const Message& announcement) {
+  Node& node = group_.node();
+  const auto ann = wire::decode_announcement(announcement.bytes());
+  if (!ann) {
+    node.reject_log().reject(peer, RejectReason::kBadBody, "malformed data-path announcement");
+    return Fd();
+  }
+  const std::string host = endpoint_host(node.peer_endpoint(peer));
+  if (host.empty()) throw PeerGone(node.id(), peer);
+  const auto deadline = Clock::now() + group_.options().timeout;
+  std::string why;
+  Fd fd = connect_tcp(host, ann->port, deadline, &why);
+  const wire::Hello hello{node.options().validation.version, ann->nonce, node.options().validation.cluster_id,
+                          node.id()};
+  if (fd && write_all(fd.get(), wire::encode_hello(hello), deadline) && read_ack(fd.get(), deadline)) {
+    tune_data_socket(fd.get(), node.options().data_buffer_bytes);
+    return fd;
+  }
+  return Fd();
+}
+
+void GroupWire::send(size_t rank, wire::FrameHeader header, const void* data, std::shared_ptr<const void> owner) {
+  DataLink& l = link(rank);
+  header.tag = group_.tag();
+  auto due = Clock::time_point::min();
+  if (FaultDice* dice = group_.node().fault_dice()) {
+    const FaultDice::Roll r = dice->roll();
+    if (r.drop) return;
+    due = r.due;
+    if (r.duplicate) l.queue(header, data, owner, due);
+  }
+  l.queue(header, data, std::move(owner), due);
+  if (l.connected() && !l.flush(Clock::now())) lost(l, "send");
+}
+
+void GroupWire::lost(const DataLink& l, const std::string& during) {
+  const LinkFailure& f = l.failure();
+  if (f.rejected) group_.node().reject_log().reject(l.peer(), f.reason, f.detail);
+  throw PeerLost(group_.node().id(), l.peer(), during, f.detail);
+}
+
+void GroupWire::progress(Clock::time_point now, const std::string& during) {
+  if (!pending_.empty()) std::erase_if(pending_, [&](Pending& p) { return advance(p, now); });
+  const size_t limit = group_.node().options().max_queued_bytes;
+  for (DataLink* l : open_) {
+    if (l->wants_write() && !l->flush(now)) lost(*l, during);
+    if (l->inbox_bytes() < limit && !l->eof() && !l->read_available()) lost(*l, during);
+  }
+}
+
+void GroupWire::wait(Clock::time_point deadline) {
+  const auto now = Clock::now();
+  const size_t limit = group_.node().options().max_queued_bytes;
+  std::vector<pollfd> fds;
+  fds.reserve(open_.size());
+  // Pending connections complete on other threads: look again soon.
+  auto until = pending_.empty() ? deadline : std::min(deadline, now + std::chrono::milliseconds(1));
+  for (DataLink* l : open_) {
+    short events = l->inbox_bytes() < limit && !l->eof() ? POLLIN : 0;
+    if (l->wants_write()) {
+      if (l->next_due() <= now) events |= POLLOUT;
+      until = std::min(until, l->next_due());
+    }
+    fds.push_back({l->fd(), events, 0});
+  }
+  ::poll(fds.data(), fds.size(), millis_until(until, now));
+}
+
+bool GroupWire::drive(const std::function<bool()>& done, Clock::time_point deadline, const std::string& during,
+                      size_t from_rank) {
+  const auto spin_until = Clock::now() + group_.options().spin;
+  for (;;) {
+    const auto now = Clock::now();
+    progress(now, during);
+    if (done()) return true;
+    if (from_rank != kNoRank) {
+      const auto& l = links_[from_rank % group_.size()];
+      if (l && l->eof()) throw PeerLost(group_.node().id(), l->peer(), during, "connection closed by the peer");
+    }
+    if (group_.options().stop.stop_requested()) throw Aborted(group_.node().id(), during);
+    if (now >= deadline) return false;
+    // Spinning, give the CPU to whoever is runnable: with more processes
+    // than cores the peer we wait for may need this one.
+    if (now < spin_until) {
+      sched_yield();
+    } else {
+      wait(deadline);
+    }
+  }
+}
+
+std::optional<InFrame> GroupWire::take(size_t rank, const Match& match, const Match& stale) {
+  DataLink& l = link(rank);
+  auto& inbox = l.inbox();
+  for (auto it = inbox.begin(); it != inbox.end();) {
+    if (stale(it->header)) {
+      group_.node().reject_log().reject(l.peer(), RejectReason::kStale,
+                                        "data frame of finished call " + std::to_string(it->header.seq));
+      l.took(*it);
+      it = inbox.erase(it);
+      continue;
+    }
+    if (match(it->header)) {
+      InFrame f = std::move(*it);
+      l.took(f);
+      inbox.erase(it);
+      return f;
+    }
+    ++it;
+  }
+  return std::nullopt;
+}
+
+bool GroupWire::all_sent() const {
+  for (const auto& l : links_) {
+    if (l && l->wants_write() && !l->broken()) return false;
+  }
+  return true;
+}
+
+void GroupWire::drop_queued(size_t rank) {
+  rank %= group_.size();
+  if (links_[rank]) links_[rank]->drop_queued();
+}
+
+}  // namespace gossipd::protocol
