@@ -13,7 +13,7 @@ using Clock = std::chrono::steady_clock;
 }  // namespace
 
 RingPipeline::RingPipeline(Group& group, std::span<float> data, size_t shift, size_t steps,
-                           size_t reduce_steps, std::string name)
+                           size_t reduce_steps, std::string name, std::span<const size_t> counts)
     : group_(group),
       data_(data),
       shift_(shift),
@@ -21,11 +21,20 @@ RingPipeline::RingPipeline(Group& group, std::span<float> data, size_t shift, si
       reduce_steps_(reduce_steps),
       name_(std::move(name)) {
   const size_t n = group_.size();
+  if (!counts.empty() && counts.size() != n) {
+    throw ProtocolConfigError(name_ + ": " + std::to_string(counts.size()) + " block counts for a group of " +
+                              std::to_string(n));
+  }
   blocks_.reserve(n);
-  size_t largest = 0;
+  size_t largest = 0, end = 0;
   for (size_t b = 0; b < n; ++b) {
-    blocks_.push_back(block_range(data_.size(), n, b));
+    blocks_.push_back(counts.empty() ? block_range(data_.size(), n, b) : BlockRange{end, end + counts[b]});
+    end = blocks_.back().end;
     largest = std::max(largest, blocks_.back().size());
+  }
+  if (!counts.empty() && end != data_.size()) {
+    throw ProtocolConfigError(name_ + ": block counts add up to " + std::to_string(end) +
+                              ", the buffer holds " + std::to_string(data_.size()));
   }
   // Every rank derives the same piece count from (count, size, chunk_bytes).
   const size_t chunk_elems = std::max<size_t>(1, group_.options().chunk_bytes / sizeof(float));
@@ -99,7 +108,13 @@ AllreduceRing::AllreduceRing(Group& group, std::span<float> data)
 ReduceScatterRing::ReduceScatterRing(Group& group, std::span<float> data)
     : pipeline_(group, data, 1, group.size() - 1, group.size() - 1, "reduce-scatter") {}
 
+ReduceScatterRing::ReduceScatterRing(Group& group, std::span<float> data, std::span<const size_t> counts)
+    : pipeline_(group, data, 1, group.size() - 1, group.size() - 1, "reduce-scatter", counts) {}
+
 AllgatherRing::AllgatherRing(Group& group, std::span<float> data)
     : pipeline_(group, data, 0, group.size() - 1, 0, "allgather") {}
+
+AllgatherRing::AllgatherRing(Group& group, std::span<float> data, std::span<const size_t> counts)
+    : pipeline_(group, data, 0, group.size() - 1, 0, "allgather", counts) {}
 
 }  // namespace gossipd::protocol

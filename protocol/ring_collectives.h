@@ -17,8 +17,9 @@ namespace gossipd::protocol {
 // one piece overlaps receiving and reducing the next (Baidu/Gloo pipelining).
 class RingPipeline {
  public:
+  // Even blocks (block_range), or block r of `counts[r]` elements.
   RingPipeline(Group& group, std::span<float> data, size_t shift, size_t steps, size_t reduce_steps,
-               std::string name);
+               std::string name, std::span<const size_t> counts = {});
   void run();
 
  private:
@@ -47,10 +48,12 @@ class AllreduceRing {
 };
 
 // Sum over the group, in place; afterwards only block_range(count, size, rank)
-// of the buffer holds the result on each rank.
+// of the buffer holds the result on each rank. The v-variant: block r is
+// counts[r] elements (in order; they must add up to the buffer's size).
 class ReduceScatterRing {
  public:
   ReduceScatterRing(Group& group, std::span<float> data);
+  ReduceScatterRing(Group& group, std::span<float> data, std::span<const size_t> counts);
   void run() { pipeline_.run(); }
 
  private:
@@ -58,10 +61,12 @@ class ReduceScatterRing {
 };
 
 // In place: each rank contributes block_range(count, size, rank) of its
-// buffer; afterwards every rank holds all blocks.
+// buffer; afterwards every rank holds all blocks. The v-variant: rank r
+// contributes counts[r] elements at offset counts[0] + ... + counts[r-1].
 class AllgatherRing {
  public:
   AllgatherRing(Group& group, std::span<float> data);
+  AllgatherRing(Group& group, std::span<float> data, std::span<const size_t> counts);
   void run() { pipeline_.run(); }
 
  private:

@@ -19,6 +19,7 @@
 
 #include "protocol/barrier.h"
 #include "protocol/broadcast_ring.h"
+#include "protocol/doubling_allreduce.h"
 #include "protocol/ring_collectives.h"
 
 namespace gossipd::daemon {
@@ -60,7 +61,7 @@ AllreduceBenchResult run_rank(gp::Node& node, size_t rank, const std::vector<std
   for (size_t r = 0; r < procs; ++r) {
     for (size_t i = 0; i < o.floats; ++i) expected[i] += bench_input(r, i);
   }
-  gp::AllreduceRing allreduce(group, data);
+  gp::Allreduce allreduce(group, data);
   AllreduceBenchResult result;
   result.exact = true;
   for (int rep = 0; rep < o.warmup + o.reps; ++rep) {

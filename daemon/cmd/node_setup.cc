@@ -18,6 +18,7 @@ protocol::NodeOptions node_options(const RunOptions& o) {
   static_assert(RunOptions::kMaxSendBufferKb * 1024 == protocol::kDefaultSendBufferBytes,
                 "gossipd run's default send buffer is the transport's");
   n.send_buffer_bytes = o.send_buffer_kb * 1024;
+  n.data_path = o.data_path == "zmq" ? protocol::DataPath::kZmq : protocol::DataPath::kTcp;
   n.faults.delay = std::chrono::milliseconds(o.delay_ms);
   n.faults.drop = o.inject_drop;
   n.faults.duplicate = o.inject_duplicate;

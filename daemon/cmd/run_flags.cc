@@ -89,6 +89,12 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
          "behind bulk data")
       ->check(CLI::Range(RunOptions::kMinSendBufferKb, RunOptions::kMaxSendBufferKb))
       ->capture_default_str();
+  cmd->add_option("--data-path", o.data_path,
+                  "Collective payloads (AllReduce-SGD): tcp = direct connections polled by the training "
+                  "thread; zmq = over ZeroMQ like everything else. With CURVE they always go over ZeroMQ "
+                  "(encrypted)")
+      ->check(CLI::IsMember({"tcp", "zmq"}))
+      ->capture_default_str();
   cmd->add_option(
          "--max-queued-bytes", o.max_queued_bytes,
          "Inbound bytes one peer may have waiting here; beyond it its messages are dropped (queue_full)")

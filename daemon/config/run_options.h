@@ -43,6 +43,9 @@ struct RunOptions {
   static constexpr int kMinSendBufferKb = 4;
   static constexpr int kMaxSendBufferKb = 4096;
   int send_buffer_kb = kMaxSendBufferKb;
+  // Collective payloads: "tcp" = the direct data path, "zmq" = over ZeroMQ
+  // (--data-path). CURVE turns the direct path off.
+  std::string data_path = "tcp";
   std::string curve_secret_key;
   std::string curve_cluster_key;
   std::string metrics_out;

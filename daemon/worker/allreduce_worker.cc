@@ -8,6 +8,7 @@
 #include "daemon/worker/round_floats.h"
 #include "protocol/barrier.h"
 #include "protocol/broadcast_ring.h"
+#include "protocol/doubling_allreduce.h"
 #include "protocol/errors.h"
 #include "protocol/ring_collectives.h"
 #include "protocol/tags.h"
@@ -78,7 +79,7 @@ trainer::StepResult AllreduceWorker::step(std::span<const uint32_t> idx, std::st
       auto grads = trainer_.model().grads();
       {
         TrainingLoop::CommTimer comm(loop_);
-        protocol::AllreduceRing(*group_, grads).run();
+        protocol::Allreduce(*group_, grads).run();
       }
       const float scale = 1.0f / static_cast<float>(group_->size());
       for (float& g : grads) g *= scale;

@@ -9,6 +9,7 @@
 #include "protocol/barrier.h"
 #include "protocol/broadcast_ring.h"
 #include "protocol/ring_collectives.h"
+#include "tests/protocol/collective_inputs.h"
 #include "tests/protocol/test_cluster.h"
 
 namespace gossipd::protocol {
@@ -18,22 +19,9 @@ using testing::TestCluster;
 
 constexpr uint32_t kTag = 7;
 
-// Integer-valued, so every summation order gives the same float.
-float input(size_t rank, size_t i) { return static_cast<float>((i * 7 + rank * 13) % 101); }
-
-std::vector<float> rank_input(size_t rank, size_t count) {
-  std::vector<float> v(count);
-  for (size_t i = 0; i < count; ++i) v[i] = input(rank, i);
-  return v;
-}
-
-std::vector<float> serial_sum(size_t ranks, size_t count) {
-  std::vector<float> s(count, 0.0f);
-  for (size_t r = 0; r < ranks; ++r) {
-    for (size_t i = 0; i < count; ++i) s[i] += input(r, i);
-  }
-  return s;
-}
+using testing::input;
+using testing::rank_input;
+using testing::serial_sum;
 
 CollectiveOptions test_options() {
   CollectiveOptions o;

@@ -1,0 +1,71 @@
+#include "protocol/doubling_allreduce.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "protocol/collective_channel.h"
+#include "protocol/errors.h"
+#include "protocol/ring_collectives.h"
+
+namespace gossipd::protocol {
+namespace {
+
+bool power_of_two(size_t n) { return n > 0 && (n & (n - 1)) == 0; }
+
+}  // namespace
+
+AllreduceDoubling::AllreduceDoubling(Group& group, std::span<float> data) : group_(group), data_(data) {
+  if (!power_of_two(group.size())) {
+    throw ProtocolConfigError("recursive doubling needs a power-of-two group, not " +
+                              std::to_string(group.size()));
+  }
+}
+
+void AllreduceDoubling::run() {
+  CollectiveChannel channel(group_, "allreduce");
+  if (group_.size() == 1 || data_.empty()) return;
+  const size_t chunk_elems = std::max<size_t>(1, group_.options().chunk_bytes / sizeof(float));
+  const size_t pieces = (data_.size() + chunk_elems - 1) / chunk_elems;
+  SendTracker tracker(1);
+  size_t partner = group_.rank();
+  try {
+    for (uint32_t step = 0; (size_t{1} << step) < group_.size(); ++step) {
+      partner = group_.rank() ^ (size_t{1} << step);
+      for (size_t j = 0; j < pieces; ++j) {
+        const BlockRange p = block_range(data_.size(), pieces, j);
+        channel.send(partner, step, static_cast<uint32_t>(j), data_.subspan(p.begin, p.size()), tracker.token(0));
+      }
+      std::vector<Message> got;
+      got.reserve(pieces);
+      for (size_t j = 0; j < pieces; ++j) {
+        got.push_back(channel.recv(partner, step, static_cast<uint32_t>(j), block_range(data_.size(), pieces, j).size()));
+      }
+      // Our buffer is still on its way to the partner until the kernel has it.
+      if (!channel.wait_slot(tracker, 0, std::chrono::steady_clock::now() + group_.options().timeout)) {
+        throw PeerTimeout(group_.node().id(), group_.member(partner), group_.options().timeout, "allreduce (send)");
+      }
+      for (size_t j = 0; j < pieces; ++j) {
+        const BlockRange p = block_range(data_.size(), pieces, j);
+        add_floats(data_.data() + p.begin, got[j].payload[0].data(), p.size());
+      }
+    }
+  } catch (...) {
+    channel.release_sends(tracker, {partner});
+    throw;
+  }
+}
+
+Allreduce::Allreduce(Group& group, std::span<float> data)
+    : group_(group),
+      data_(data),
+      doubling_(power_of_two(group.size()) && data.size_bytes() <= kDoublingMaxBytes) {}
+
+void Allreduce::run() {
+  if (doubling_) {
+    AllreduceDoubling(group_, data_).run();
+  } else {
+    AllreduceRing(group_, data_).run();
+  }
+}
+
+}  // namespace gossipd::protocol

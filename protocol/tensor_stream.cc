@@ -1,0 +1,111 @@
+#include "protocol/tensor_stream.h"
+
+#include <cstring>
+
+#include "protocol/errors.h"
+#include "protocol/group_wire.h"
+
+namespace gossipd::protocol {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string what(const char* op, uint64_t seq) { return std::string(op) + " of tensor " + std::to_string(seq); }
+
+}  // namespace
+
+TensorStream::SendHandle TensorStream::send(size_t to_rank, uint64_t seq, std::span<const float> data) {
+  SendHandle h;
+  h.tracker_ = std::make_shared<SendTracker>(1);
+  h.to_rank_ = to_rank;
+  if (GroupWire* w = group_.wire()) {
+    wire::FrameHeader f;
+    f.kind = wire::FrameKind::kTensor;
+    f.dtype = proto::DTYPE_FLOAT32;
+    f.seq = seq;
+    f.bytes = data.size_bytes();
+    w->send(to_rank, f, data.data(), h.tracker_->token(0));
+    return h;
+  }
+  Node& node = group_.node();
+  proto::Envelope env = node.envelope(proto::COLLECTIVE_CHUNK);
+  env.set_collective_tag(group_.tag());
+  env.set_collective_seq(seq);
+  env.set_count(data.size());
+  env.set_dtype(proto::DTYPE_FLOAT32);
+  std::vector<OutFrame> frames;
+  frames.push_back(envelope_frame(env));
+  frames.push_back(OutFrame::borrowed(data.data(), data.size_bytes(), h.tracker_->token(0)));
+  node.transport().send(group_.member(to_rank), std::move(frames), group_.options().timeout);
+  return h;
+}
+
+void TensorStream::wait(const SendHandle& h) {
+  if (h.done()) return;
+  const auto deadline = Clock::now() + group_.options().timeout;
+  const bool ok = group_.wire() ? group_.wire()->drive([&] { return h.done(); }, deadline, "tensor send")
+                                : h.tracker_->wait_all(deadline);
+  if (!ok) throw PeerTimeout(group_.node().id(), group_.member(h.to_rank_), group_.options().timeout, "tensor send");
+}
+
+TensorStream::RecvHandle TensorStream::irecv(size_t from_rank, uint64_t seq, std::span<float> out) {
+  RecvHandle h;
+  h.from_rank_ = from_rank;
+  h.seq_ = seq;
+  h.out_ = out;
+  return h;
+}
+
+bool TensorStream::test(RecvHandle& h) { return h.done_ || complete(h, Clock::now()); }
+
+void TensorStream::wait(RecvHandle& h) {
+  if (h.done_ || complete(h, Clock::now() + group_.options().timeout)) return;
+  if (group_.options().stop.stop_requested()) throw Aborted(group_.node().id(), what("receive", h.seq_));
+  throw PeerTimeout(group_.node().id(), group_.member(h.from_rank_), group_.options().timeout,
+                    what("receive", h.seq_));
+}
+
+void TensorStream::recv(size_t from_rank, uint64_t seq, std::span<float> out) {
+  RecvHandle h = irecv(from_rank, seq, out);
+  wait(h);
+}
+
+// Takes the handle's tensor before the deadline; one of the wrong size is
+// dropped and counted, and the wait goes on.
+bool TensorStream::complete(RecvHandle& h, Clock::time_point deadline) {
+  Node& node = group_.node();
+  const std::string& peer = group_.member(h.from_rank_);
+  const size_t want = h.out_.size_bytes();
+  const auto fits = [&](size_t bytes) {
+    if (bytes == want) return true;
+    node.reject_log().reject(peer, RejectReason::kSizeMismatch,
+                             "tensor " + std::to_string(h.seq_) + " of " + std::to_string(bytes) + " bytes, expected " +
+                                 std::to_string(want));
+    return false;
+  };
+  if (GroupWire* w = group_.wire()) {
+    const auto match = [&](const wire::FrameHeader& f) { return f.kind == wire::FrameKind::kTensor && f.seq == h.seq_; };
+    const auto never = [](const wire::FrameHeader&) { return false; };
+    std::optional<InFrame> got;
+    const auto taken = [&] {
+      while ((got = w->take(h.from_rank_, match, never))) {
+        if (fits(got->payload.size())) return true;
+      }
+      return false;
+    };
+    if (!w->drive(taken, deadline, what("receive", h.seq_), h.from_rank_)) return false;
+    std::memcpy(h.out_.data(), got->payload.data(), want);
+  } else {
+    for (;;) {
+      auto msg = node.mailbox().pop_chunk({group_.tag(), h.seq_, peer}, deadline, group_.options().stop);
+      if (!msg) return false;
+      if (!fits(msg->payload[0].size())) continue;
+      std::memcpy(h.out_.data(), msg->payload[0].data(), want);
+      break;
+    }
+  }
+  h.done_ = true;
+  return true;
+}
+
+}  // namespace gossipd::protocol

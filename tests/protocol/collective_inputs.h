@@ -1,0 +1,24 @@
+#pragma once
+
+#include <vector>
+
+namespace gossipd::protocol::testing {
+
+// Integer-valued, so every summation order gives the same float.
+inline float input(size_t rank, size_t i) { return static_cast<float>((i * 7 + rank * 13) % 101); }
+
+inline std::vector<float> rank_input(size_t rank, size_t count) {
+  std::vector<float> v(count);
+  for (size_t i = 0; i < count; ++i) v[i] = input(rank, i);
+  return v;
+}
+
+inline std::vector<float> serial_sum(size_t ranks, size_t count) {
+  std::vector<float> s(count, 0.0f);
+  for (size_t r = 0; r < ranks; ++r) {
+    for (size_t i = 0; i < count; ++i) s[i] += input(r, i);
+  }
+  return s;
+}
+
+}  // namespace gossipd::protocol::testing
