@@ -20,9 +20,7 @@ bool would_block(ssize_t n) { return n < 0 && (errno == EAGAIN || errno == EWOUL
 }  // namespace
 
 DataLink::DataLink(std::string peer, uint64_t max_frame_bytes)
-    : peer_(std::move(peer)),
-      max_frame_bytes_(max_frame_bytes),
-      staging_(new std::byte[kStagingBytes]) {}
+    : peer_(std::move(peer)), max_frame_bytes_(max_frame_bytes), staging_(new std::byte[kStagingBytes]) {}
 
 bool DataLink::fail(LinkFailure f) {
   if (!broken_) failure_ = std::move(f);
@@ -64,7 +62,8 @@ bool DataLink::flush(Clock::time_point now) {
     msg.msg_iovlen = static_cast<size_t>(n);
     ssize_t sent = ::sendmsg(fd_.get(), &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
     if (would_block(sent)) return true;
-    if (sent <= 0) return fail({RejectReason::kTruncated, false, std::string("send: ") + std::strerror(errno)});
+    if (sent <= 0)
+      return fail({RejectReason::kTruncated, false, std::string("send: ") + std::strerror(errno)});
     while (sent > 0) {
       Out& o = out_.front();
       const size_t left = o.header.size() + o.bytes - o.written;

@@ -1,11 +1,12 @@
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <cstdint>
 #include <deque>
 #include <memory>
 #include <optional>
-#include <sys/types.h>
 #include <string>
 
 #include "protocol/data_socket.h"
@@ -79,7 +80,7 @@ class DataLink {
     size_t written = 0;  // of header + payload
   };
   bool fail(LinkFailure f);
-  bool closed(ssize_t n);  // after recv returned n <= 0
+  bool closed(ssize_t n);                         // after recv returned n <= 0
   void consume(const std::byte* data, size_t n);  // staged bytes into header / payload
   bool begin_payload();                           // a header is complete
   void finish_frame();

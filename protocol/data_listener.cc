@@ -1,16 +1,14 @@
 #include "protocol/data_listener.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <fcntl.h>
-
 #include <cerrno>
 
-#include "protocol/errors.h"
-
 #include "protocol/data_wire.h"
+#include "protocol/errors.h"
 
 namespace gossipd::protocol {
 
@@ -134,7 +132,8 @@ void DataListener::conclude(Pending& p) {
   const auto it = expected_.find(hello->nonce);
   if (it == expected_.end() || it->second.peer != hello->sender || it->second.fd) {
     lock.unlock();
-    return refuse(p, RejectReason::kUnexpected, hello->sender, "data-path hello with a nonce not announced to it");
+    return refuse(p, RejectReason::kUnexpected, hello->sender,
+                  "data-path hello with a nonce not announced to it");
   }
   tune_data_socket(p.fd.get(), buffer_bytes_);
   const std::byte ack = wire::kAck;
@@ -142,7 +141,8 @@ void DataListener::conclude(Pending& p) {
   it->second.fd = std::move(p.fd);
 }
 
-void DataListener::refuse(Pending& p, RejectReason reason, const std::string& who, const std::string& detail) {
+void DataListener::refuse(Pending& p, RejectReason reason, const std::string& who,
+                          const std::string& detail) {
   validator_.log().reject(who, reason, detail);
   p.fd.reset();
   std::lock_guard lock(mu_);

@@ -70,7 +70,7 @@ class DataListener {
   int buffer_bytes_;
   Fd listen_;
   uint16_t port_ = 0;
-  Fd wake_[2];  // a pipe: the destructor wakes the thread
+  Fd wake_[2];                    // a pipe: the destructor wakes the thread
   std::vector<Pending> pending_;  // the thread's own
 
   mutable std::mutex mu_;

@@ -21,7 +21,8 @@ class DirectPath : public CollectiveChannel::Path {
   // deliver them after. Frames of a failed call were dropped by release().
   ~DirectPath() override {
     try {
-      wire_.drive([&] { return wire_.all_sent(); }, Clock::now() + group_.options().timeout, what_ + " (flush)");
+      wire_.drive([&] { return wire_.all_sent(); }, Clock::now() + group_.options().timeout,
+                  what_ + " (flush)");
     } catch (const std::exception&) {
       // The peer is gone or we were stopped: its next call reports it.
     }
@@ -86,7 +87,8 @@ class DirectPath : public CollectiveChannel::Path {
 
 }  // namespace
 
-std::unique_ptr<CollectiveChannel::Path> make_direct_path(Group& group, uint64_t seq, const std::string& what) {
+std::unique_ptr<CollectiveChannel::Path> make_direct_path(Group& group, uint64_t seq,
+                                                          const std::string& what) {
   return std::make_unique<DirectPath>(group, seq, what);
 }
 

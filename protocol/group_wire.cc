@@ -1,9 +1,8 @@
 #include "protocol/group_wire.h"
 
 #include <poll.h>
-#include <sys/socket.h>
-
 #include <sched.h>
+#include <sys/socket.h>
 
 #include <cerrno>
 
@@ -72,8 +71,8 @@ GroupWire::~GroupWire() {
 DataLink& GroupWire::link(size_t rank) {
   rank %= group_.size();
   if (links_[rank]) return *links_[rank];
-  links_[rank] = std::make_unique<DataLink>(group_.member(rank),
-                                            group_.node().options().validation.max_message_bytes);
+  links_[rank] =
+      std::make_unique<DataLink>(group_.member(rank), group_.node().options().validation.max_message_bytes);
   Pending p{rank, 0, Clock::now()};
   if (group_.rank() < rank) {
     p.nonce = group_.node().data_listener()->expect(group_.member(rank));
@@ -139,7 +138,8 @@ Fd GroupWire::connect_announced(const std::string& peer, const Message& announce
   return Fd();
 }
 
-void GroupWire::send(size_t rank, wire::FrameHeader header, const void* data, std::shared_ptr<const void> owner) {
+void GroupWire::send(size_t rank, wire::FrameHeader header, const void* data,
+                     std::shared_ptr<const void> owner) {
   DataLink& l = link(rank);
   header.tag = group_.tag();
   auto due = Clock::time_point::min();
@@ -186,8 +186,8 @@ void GroupWire::wait(Clock::time_point deadline) {
   ::poll(fds.data(), fds.size(), millis_until(until, now));
 }
 
-bool GroupWire::drive(const std::function<bool()>& done, Clock::time_point deadline, const std::string& during,
-                      size_t from_rank) {
+bool GroupWire::drive(const std::function<bool()>& done, Clock::time_point deadline,
+                      const std::string& during, size_t from_rank) {
   const auto spin_until = Clock::now() + group_.options().spin;
   for (;;) {
     const auto now = Clock::now();
@@ -195,7 +195,8 @@ bool GroupWire::drive(const std::function<bool()>& done, Clock::time_point deadl
     if (done()) return true;
     if (from_rank != kNoRank) {
       const auto& l = links_[from_rank % group_.size()];
-      if (l && l->eof()) throw PeerLost(group_.node().id(), l->peer(), during, "connection closed by the peer");
+      if (l && l->eof())
+        throw PeerLost(group_.node().id(), l->peer(), during, "connection closed by the peer");
     }
     if (group_.options().stop.stop_requested()) throw Aborted(group_.node().id(), during);
     if (now >= deadline) return false;
