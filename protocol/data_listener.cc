@@ -13,10 +13,11 @@
 namespace gossipd::protocol {
 
 DataListener::DataListener(std::string node_id, const std::string& host, Validator& validator,
-                           int buffer_bytes)
+                           int buffer_bytes, std::chrono::milliseconds hello_timeout)
     : node_id_(std::move(node_id)),
       validator_(validator),
       buffer_bytes_(buffer_bytes),
+      hello_timeout_(hello_timeout),
       rng_(std::random_device{}()) {
   listen_ = listen_tcp(host, &port_);
   int p[2];
@@ -81,7 +82,7 @@ void DataListener::accept_all() {
   for (;;) {
     Fd fd(::accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
     if (!fd) return;
-    Pending p{std::move(fd), {}, Clock::now() + kHelloTimeout};
+    Pending p{std::move(fd), {}, Clock::now() + hello_timeout_};
     if (pending_.size() >= kMaxPending) {
       refuse(p, RejectReason::kQueueFull, "(unknown)", "too many data-path connections owe their hello");
       continue;

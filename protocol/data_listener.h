@@ -20,7 +20,8 @@ namespace gossipd::protocol {
 // hands each one that a collective expects to the group that expects it.
 // Nothing else gets through: a connection must present a nonce this node
 // announced to that very member over the control channel (expect()), from
-// the same cluster and protocol version, within kHelloTimeout. Everything
+// the same cluster and protocol version, within the hello timeout
+// (kHelloTimeout unless the Node says otherwise). Everything
 // refused is counted as a reject (RejectLog) and closed. An accepted one is
 // acknowledged and kept until its group take()s it. The thread is never on a
 // collective's critical path: once taken, a connection is driven by the
@@ -31,7 +32,8 @@ class DataListener {
   static constexpr std::chrono::seconds kHelloTimeout{5};
   static constexpr size_t kMaxPending = 64;  // connections still owing their Hello
 
-  DataListener(std::string node_id, const std::string& host, Validator& validator, int buffer_bytes);
+  DataListener(std::string node_id, const std::string& host, Validator& validator, int buffer_bytes,
+               std::chrono::milliseconds hello_timeout = kHelloTimeout);
   ~DataListener();
   DataListener(const DataListener&) = delete;
   DataListener& operator=(const DataListener&) = delete;
@@ -68,6 +70,7 @@ class DataListener {
   std::string node_id_;
   Validator& validator_;
   int buffer_bytes_;
+  std::chrono::milliseconds hello_timeout_;
   Fd listen_;
   uint16_t port_ = 0;
   Fd wake_[2];                    // a pipe: the destructor wakes the thread

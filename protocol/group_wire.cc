@@ -63,28 +63,35 @@ bool read_ack(int fd, GroupWire::Clock::time_point deadline) {
 GroupWire::GroupWire(Group& group) : group_(group), links_(group.size()) {}
 
 GroupWire::~GroupWire() {
+  DataListener* listener = group_.node().data_listener();  // gone when the node was closed first
   for (const Pending& p : pending_) {
-    if (p.nonce) group_.node().data_listener()->forget(p.nonce);
+    if (p.nonce && listener) listener->forget(p.nonce);
   }
+}
+
+DataListener& GroupWire::listener(size_t rank) {
+  DataListener* l = group_.node().data_listener();
+  // Node::close() took it away: as over ZeroMQ then, the peer is gone for us.
+  if (!l) throw PeerGone(group_.node().id(), group_.member(rank));
+  return *l;
 }
 
 DataLink& GroupWire::link(size_t rank) {
   rank %= group_.size();
   if (links_[rank]) return *links_[rank];
+  Pending p{rank, 0, Clock::now()};
+  if (group_.rank() < rank) p.nonce = listener(rank).expect(group_.member(rank));
   links_[rank] =
       std::make_unique<DataLink>(group_.member(rank), group_.node().options().validation.max_message_bytes);
-  Pending p{rank, 0, Clock::now()};
-  if (group_.rank() < rank) {
-    p.nonce = group_.node().data_listener()->expect(group_.member(rank));
-    announce(p);
-  }
+  // Pending before the announcement: if sending it throws, advance() sends it again.
   pending_.push_back(p);
+  if (p.nonce) announce(p);
   return *links_[rank];
 }
 
 void GroupWire::announce(const Pending& p) {
   Node& node = group_.node();
-  const auto announcement = wire::encode(wire::Announcement{p.nonce, node.data_listener()->port()});
+  const auto announcement = wire::encode(wire::Announcement{p.nonce, listener(p.rank).port()});
   proto::Envelope env = node.envelope(proto::COLLECTIVE_CHUNK);
   env.set_collective_tag(tags::first(tags::User::kDataPath));
   env.set_collective_seq(group_.tag());
@@ -100,7 +107,7 @@ bool GroupWire::advance(Pending& p, Clock::time_point now) {
   Node& node = group_.node();
   Fd fd;
   if (p.nonce) {
-    fd = node.data_listener()->take(p.nonce);
+    fd = listener(p.rank).take(p.nonce);
     if (!fd && now - p.announced > kReannounce) {  // the control channel may have lost it
       p.announced = now;
       announce(p);

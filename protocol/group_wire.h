@@ -11,6 +11,7 @@
 
 namespace gossipd::protocol {
 
+class DataListener;
 class Group;
 
 // A group's direct connections (one DataLink per peer it talks to), made on
@@ -68,6 +69,7 @@ class GroupWire {
     uint64_t nonce = 0;  // the lower rank's; 0 on the higher (waits for the announcement)
     Clock::time_point announced;
   };
+  DataListener& listener(size_t rank);  // throws PeerGone (naming `rank`) once the node is closed
   void announce(const Pending& p);
   bool advance(Pending& p, Clock::time_point now);  // true once connected
   Fd connect_announced(const std::string& peer, const Message& announcement);

@@ -32,7 +32,7 @@ Node::Node(NodeOptions options)
   const bool tcp = options_.listen.rfind("tcp://", 0) == 0;
   if (options_.data_path == DataPath::kTcp && tcp && !options_.curve) {
     data_ = std::make_unique<DataListener>(options_.id, endpoint_host(options_.listen), validator_,
-                                           options_.data_buffer_bytes);
+                                           options_.data_buffer_bytes, options_.data_hello_timeout);
   }
   start();
 }

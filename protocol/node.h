@@ -48,6 +48,8 @@ struct NodeOptions {
   DataPath data_path = DataPath::kTcp;
   // SO_SNDBUF/SO_RCVBUF of direct connections; 0 leaves the kernel's autotuning.
   int data_buffer_bytes = 0;
+  // A direct connection that has not sent its whole Hello by then is refused.
+  std::chrono::milliseconds data_hello_timeout = DataListener::kHelloTimeout;
   // false: no receive thread reads the transport (the fuzz targets validate
   // and deliver messages themselves, thousands of Nodes a second).
   bool receive_thread = true;

@@ -53,7 +53,7 @@ if [[ "${1:-}" == --sanitize || "${1:-}" == --sanitize=* ]]; then
     # ThreadSanitizer covers the threads of the transport and the protocols
     # (the daemon's processes run the same code).
     dir=$(tests/sanitized_build.sh "$list" protocol_transport_test protocol_collectives_test protocol_failure_test \
-      protocol_gossip_test protocol_validation_test protocol_curve_test | tail -n 1)
+      protocol_gossip_test protocol_validation_test protocol_curve_test protocol_data_path_test | tail -n 1)
     [ $# -gt 0 ] || set -- -E 'NOT_BUILT|^Fuzz\.|^Deploy\.'
   else
     dir=$(tests/sanitized_build.sh "$list" | tail -n 1)

@@ -11,6 +11,7 @@
 
 #include "daemon/cluster/checkpoint.h"
 #include "daemon/cluster/state_transfer.h"
+#include "protocol/data_wire.h"
 #include "protocol/ring_collectives.h"
 #include "protocol/segment_inbox.h"
 #include "tests/fuzz/harness.h"
@@ -189,6 +190,40 @@ int main(int argc, char** argv) {
     state.mutable_state_header()->set_step(4);
     put("envelope", "state", one("m1", state, {std::string()}));
     put("envelope", "control", control_seeds(true));
+  }
+
+  // data_wire: what the direct data path carries. A stream of frames as a
+  // peer sends them (pieces of float32, a tensor, an empty one, one big
+  // enough to be read straight into its buffer), a Hello, an announcement.
+  {
+    std::string frames;
+    const auto frame = [&](protocol::wire::FrameKind kind, uint64_t seq, uint32_t step, uint32_t chunk,
+                           const std::string& payload) {
+      protocol::wire::FrameHeader h;
+      h.kind = kind;
+      h.dtype = proto::DTYPE_FLOAT32;
+      h.tag = 5;
+      h.seq = seq;
+      h.step = step;
+      h.chunk = chunk;
+      h.bytes = payload.size();
+      const auto bytes = protocol::wire::encode(h);
+      frames.append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+      frames += payload;
+    };
+    for (uint32_t chunk = 0; chunk < 3; ++chunk)
+      frame(protocol::wire::FrameKind::kPiece, 0, 1, chunk, floats(16, 1.5f));
+    frame(protocol::wire::FrameKind::kTensor, 9, 0, 0, floats(5, -2.0f));
+    frame(protocol::wire::FrameKind::kPiece, 1, 0, 0, "");
+    put("data_wire", "frames", frames);
+    frames.clear();
+    frame(protocol::wire::FrameKind::kPiece, 2, 0, 0, floats(5000, 0.25f));  // 20000 bytes
+    put("data_wire", "big_frame", frames);
+    const auto hello =
+        protocol::wire::encode_hello({protocol::kProtocolVersion, 0x0123456789abcdef, "fuzz", "m1"});
+    put("data_wire", "hello", std::string(reinterpret_cast<const char*>(hello.data()), hello.size()));
+    const auto ann = protocol::wire::encode(protocol::wire::Announcement{0x0123456789abcdef, 40123});
+    put("data_wire", "announcement", std::string(reinterpret_cast<const char*>(ann.data()), ann.size()));
   }
 
   // checkpoint: a real file.

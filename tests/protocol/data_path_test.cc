@@ -1,0 +1,346 @@
+// Collectives over the direct data path (protocol/group_wire.h) where it is
+// hard: injected faults, CURVE turning it off, groups in flight at once, a
+// peer that dies, and agreement with the ZeroMQ path bit for bit.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <filesystem>
+#include <random>
+
+#include "protocol/curve.h"
+#include "protocol/errors.h"
+#include "protocol/ring_collectives.h"
+#include "tests/protocol/test_cluster.h"
+#include "tests/support/temp_dir.h"
+
+namespace gossipd::protocol {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+using testing::TestCluster;
+using testing::wait_until;
+
+// Integer-valued, so every summation order gives the same float.
+float input(size_t rank, size_t call, size_t i) { return static_cast<float>((i * 7 + rank * 13 + call * 3) % 101); }
+
+std::vector<float> rank_input(size_t rank, size_t call, size_t count) {
+  std::vector<float> v(count);
+  for (size_t i = 0; i < count; ++i) v[i] = input(rank, call, i);
+  return v;
+}
+
+std::vector<float> serial_sum(const std::vector<size_t>& ranks, size_t call, size_t count) {
+  std::vector<float> s(count, 0.0f);
+  for (size_t r : ranks) {
+    for (size_t i = 0; i < count; ++i) s[i] += input(r, call, i);
+  }
+  return s;
+}
+
+std::vector<size_t> all_ranks(size_t n) {
+  std::vector<size_t> out(n);
+  for (size_t r = 0; r < n; ++r) out[r] = r;
+  return out;
+}
+
+CollectiveOptions options(milliseconds timeout = std::chrono::seconds(10)) {
+  CollectiveOptions o;
+  o.timeout = timeout;
+  o.chunk_bytes = 16 << 10;  // several pieces per block
+  return o;
+}
+
+TEST(DataPath, FaultsOnTheDirectPath) {
+  constexpr size_t kRanks = 3, kCount = 50021, kCalls = 5;
+  NodeOptions base;
+  base.faults.delay = milliseconds(2);
+  base.faults.duplicate = 0.3;
+  base.faults.reorder = 0.3;
+  TestCluster cluster(kRanks, base);
+  std::vector<std::vector<float>> out(kRanks, std::vector<float>(kCount));
+  std::array<int, kRanks> wrong{};
+  testing::expect_no_errors(cluster.run([&](size_t r) {
+    Group g(cluster.node(r), 1, cluster.ids(), options());
+    // A first call makes this rank's connections (unarmed: only the delay
+    // applies); from then on its frames on them are duplicated and reordered.
+    std::vector<float> v = rank_input(r, 0, kCount);
+    AllreduceRing(g, v).run();
+    if (v != serial_sum(all_ranks(kRanks), 0, kCount)) ++wrong[r];
+    ASSERT_NE(g.wire(), nullptr);
+    cluster.node(r).arm_faults();
+    for (size_t call = 1; call <= kCalls; ++call) {
+      v = rank_input(r, call, kCount);
+      AllreduceRing(g, v).run();
+      if (v != serial_sum(all_ranks(kRanks), call, kCount)) ++wrong[r];
+    }
+  }));
+  EXPECT_EQ(wrong, (std::array<int, kRanks>{}));
+  FaultCounts hit;
+  uint64_t stale = 0;
+  for (size_t r = 0; r < kRanks; ++r) {
+    const FaultCounts f = cluster.node(r).fault_counts();
+    hit.sent += f.sent;
+    hit.duplicated += f.duplicated;
+    hit.reordered += f.reordered;
+    hit.dropped += f.dropped;
+    stale += cluster.node(r).counters().get(RejectReason::kStale);
+  }
+  // 4 steps x 5 pieces per link per call: the faults hit the data frames.
+  EXPECT_GE(hit.sent, (kCalls + 1) * kRanks * 20);
+  EXPECT_GE(hit.duplicated, 10u);
+  EXPECT_GE(hit.reordered, 10u);
+  EXPECT_EQ(hit.dropped, 0u);
+  // Every duplicate was dropped as stale, but for at most the copy of the
+  // last piece each link carried (nothing after it looks at the link).
+  EXPECT_LE(stale, hit.duplicated);
+  EXPECT_GE(stale + kRanks, hit.duplicated);
+}
+
+TEST(DataPath, DropOnTheDirectPathIsPeerTimeoutNamingTheLeftNeighbour) {
+  constexpr size_t kRanks = 3, kCount = 10007;
+  constexpr milliseconds kTimeout{600};
+  NodeOptions base;
+  base.faults.drop = 1.0;  // once armed
+  TestCluster cluster(kRanks, base);
+  // The groups outlive the failed calls: nobody's connections close early.
+  std::vector<std::unique_ptr<Group>> groups;
+  for (size_t r = 0; r < kRanks; ++r)
+    groups.push_back(std::make_unique<Group>(cluster.node(r), 1, cluster.ids(), options(kTimeout)));
+  testing::expect_no_errors(cluster.run([&](size_t r) {
+    std::vector<float> v = rank_input(r, 0, kCount);
+    AllreduceRing(*groups[r], v).run();
+    ASSERT_EQ(v, serial_sum(all_ranks(kRanks), 0, kCount));
+  }));
+  for (size_t r = 0; r < kRanks; ++r) cluster.node(r).arm_faults();
+  struct Outcome {
+    bool timeout = false;
+    std::string peer;
+    Clock::duration took{};
+  };
+  std::vector<Outcome> outcomes(kRanks);
+  const auto errors = cluster.run([&](size_t r) {
+    std::vector<float> v = rank_input(r, 1, kCount);
+    const auto t0 = Clock::now();
+    try {
+      AllreduceRing(*groups[r], v).run();
+    } catch (const TransportError& e) {
+      outcomes[r] = {dynamic_cast<const PeerTimeout*>(&e) != nullptr, e.peer(), Clock::now() - t0};
+      throw;
+    }
+  });
+  for (size_t r = 0; r < kRanks; ++r) {
+    SCOPED_TRACE(r);
+    ASSERT_TRUE(errors[r]) << "an allreduce with every frame lost returned";
+    EXPECT_TRUE(outcomes[r].timeout);
+    EXPECT_EQ(outcomes[r].peer, cluster.ids()[(r + kRanks - 1) % kRanks]);
+    EXPECT_GE(outcomes[r].took, kTimeout);
+    EXPECT_LT(outcomes[r].took, 2 * kTimeout);
+    EXPECT_GT(cluster.node(r).fault_counts().dropped, 0u);
+  }
+}
+
+TEST(DataPath, CurveTurnsThePathOff) {
+  gossipd::testing::TempDir dir("gossipd_data_path_curve");
+  const KeyPair keys = generate_keypair();
+  const std::filesystem::path key = std::filesystem::path(dir.path()) / "cluster.key";
+  const std::filesystem::path pub = std::filesystem::path(dir.path()) / "cluster.pub";
+  write_secret_key_file(key, keys);
+  write_public_key_file(pub, keys.public_key);
+  NodeOptions base;
+  base.curve = curve_options_from_files(key, pub);
+  ASSERT_EQ(base.data_path, DataPath::kTcp);  // asked for, and still off
+  constexpr size_t kRanks = 3, kCount = 20011;
+  TestCluster cluster(kRanks, base);
+  for (size_t r = 0; r < kRanks; ++r) EXPECT_EQ(cluster.node(r).data_listener(), nullptr) << r;
+  std::vector<std::vector<float>> sum(kRanks), gathered(kRanks);
+  testing::expect_no_errors(cluster.run([&](size_t r) {
+    Group g(cluster.node(r), 1, cluster.ids(), options());
+    EXPECT_EQ(g.wire(), nullptr);
+    sum[r] = rank_input(r, 0, kCount);
+    AllreduceRing(g, sum[r]).run();
+    gathered[r] = rank_input(r, 1, kCount);
+    AllgatherRing(g, gathered[r]).run();
+  }));
+  std::vector<float> want_gathered(kCount);
+  for (size_t b = 0; b < kRanks; ++b) {
+    const BlockRange range = block_range(kCount, kRanks, b);
+    for (size_t i = range.begin; i < range.end; ++i) want_gathered[i] = input(b, 1, i);
+  }
+  for (size_t r = 0; r < kRanks; ++r) {
+    EXPECT_EQ(sum[r], serial_sum(all_ranks(kRanks), 0, kCount)) << r;
+    EXPECT_EQ(gathered[r], want_gathered) << r;
+  }
+}
+
+// Two groups over the same three nodes, in opposite rank orders (so each
+// pair's rendezvous goes both ways), driven at once by two threads per node.
+TEST(DataPath, GroupsInFlightAtOnce) {
+  constexpr size_t kRanks = 3, kCount = 40009, kCalls = 4;
+  TestCluster cluster(kRanks);
+  const std::vector<std::string> forward = cluster.ids();
+  const std::vector<std::string> backward(forward.rbegin(), forward.rend());
+  std::array<std::atomic<int>, 2> wrong{}, direct{};
+  std::atomic<int> done{0};
+  testing::expect_no_errors(cluster.run([&](size_t r) {
+    const auto work = [&](size_t which) {
+      const uint32_t tag = which == 0 ? 11 : 12;
+      Group g(cluster.node(r), tag, which == 0 ? forward : backward, options());
+      for (size_t call = 0; call < kCalls; ++call) {
+        // Different data per group: a piece crossing over would show.
+        std::vector<float> v = rank_input(r, call + 100 * which, kCount);
+        AllreduceRing(g, v).run();
+        if (v != serial_sum(all_ranks(kRanks), call + 100 * which, kCount)) ++wrong[which];
+      }
+      if (g.wire()) ++direct[which];
+      ++done;
+    };
+    std::exception_ptr other;
+    {
+      std::jthread second([&] {
+        try {
+          work(1);
+        } catch (...) {
+          other = std::current_exception();
+        }
+      });
+      work(0);
+    }
+    if (other) std::rethrow_exception(other);
+  }));
+  EXPECT_EQ(done.load(), 2 * static_cast<int>(kRanks));
+  EXPECT_EQ(wrong[0].load(), 0);
+  EXPECT_EQ(wrong[1].load(), 0);
+  EXPECT_EQ(direct[0].load(), static_cast<int>(kRanks));
+  EXPECT_EQ(direct[1].load(), static_cast<int>(kRanks));
+}
+
+// n2 dies in the middle of a run of calls: its call is aborted, its Node
+// closed and its connections with it, as when the process is killed. The
+// others get a typed error (never a hang) within twice the timeout.
+TEST(DataPath, DeadPeerIsATypedError) {
+  constexpr size_t kRanks = 3, kCount = 100003;
+  constexpr milliseconds kTimeout{1000};
+  TestCluster cluster(kRanks);
+  std::stop_source kill;
+  std::array<std::atomic<int>, kRanks> calls{};
+  std::array<int, kRanks> wrong{};
+  struct Outcome {
+    bool typed = false;  // PeerLost or PeerTimeout
+    std::string peer, what;
+    Clock::time_point when{};
+  };
+  std::vector<Outcome> outcomes(kRanks);
+  Clock::time_point died{};
+  std::jthread killer([&] {
+    wait_until([&] { return calls[0] >= 2 && calls[1] >= 2 && calls[2] >= 2; }, std::chrono::seconds(20));
+    kill.request_stop();
+  });
+  testing::expect_no_errors(cluster.run([&](size_t r) {
+    CollectiveOptions o = options(kTimeout);
+    if (r == 2) o.stop = kill.get_token();
+    auto g = std::make_unique<Group>(cluster.node(r), 1, cluster.ids(), o);
+    for (size_t call = 0; !(r == 2 && kill.stop_requested()); ++call) {
+      std::vector<float> v = rank_input(r, call, kCount);
+      try {
+        AllreduceRing(*g, v).run();
+      } catch (const Aborted&) {
+        if (r == 2) break;
+        throw;
+      } catch (const TransportError& e) {
+        if (r == 2) throw;
+        const bool typed = dynamic_cast<const PeerLost*>(&e) || dynamic_cast<const PeerTimeout*>(&e);
+        outcomes[r] = {typed, e.peer(), e.what(), Clock::now()};
+        return;
+      }
+      if (v != serial_sum(all_ranks(kRanks), call, kCount)) ++wrong[r];
+      ++calls[r];
+    }
+    cluster.node(r).close();
+    g.reset();
+    died = Clock::now();
+  }));
+  EXPECT_EQ(wrong, (std::array<int, kRanks>{}));
+  ASSERT_NE(died, Clock::time_point{});
+  for (size_t r = 0; r < 2; ++r) {
+    SCOPED_TRACE(outcomes[r].what);
+    EXPECT_TRUE(outcomes[r].typed) << "rank " << r;
+    EXPECT_LT(outcomes[r].when - died, 2 * kTimeout) << "rank " << r;
+  }
+  // n0 waits on n2 and sees its connection close. n1 waits on n0: it sees n0
+  // give up, or its own sends to n2 fail first.
+  EXPECT_EQ(outcomes[0].peer, "n2");
+  EXPECT_TRUE(outcomes[1].peer == "n2" || outcomes[1].peer == "n0") << outcomes[1].peer;
+}
+
+// A Group used or destroyed after its Node was closed: a typed error, as
+// over ZeroMQ (PeerGone), not a crash.
+TEST(DataPath, NodeClosedUnderAGroupIsATypedError) {
+  TestCluster cluster(2);
+  auto g = std::make_unique<Group>(cluster.node(0), 1, cluster.ids(), options(milliseconds(300)));
+  std::vector<float> v(1000, 1.0f);
+  // n1 never joins: n0's connection to it is still waiting when n0 closes.
+  EXPECT_THROW(AllreduceRing(*g, v).run(), PeerTimeout);
+  cluster.node(0).close();
+  EXPECT_THROW(AllreduceRing(*g, v).run(), TransportError);
+  g.reset();
+}
+
+// The two paths run the same schedule: on inputs whose sum depends on the
+// order of the additions, they give the same bits.
+TEST(DataPath, ZmqAndTcpPathsAgree) {
+  constexpr size_t kRanks = 3, kCount = 70001;
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 1000.0f);
+  std::vector<std::vector<float>> inputs(kRanks, std::vector<float>(kCount));
+  for (auto& in : inputs) {
+    for (float& x : in) x = normal(rng);
+  }
+  struct Results {
+    std::vector<std::vector<float>> allreduce, reduce_scatter, allgather;
+  };
+  const auto run = [&](DataPath path) {
+    NodeOptions base;
+    base.data_path = path;
+    TestCluster cluster(kRanks, base);
+    EXPECT_EQ(cluster.node(0).data_listener() != nullptr, path == DataPath::kTcp);
+    Results res{inputs, inputs, inputs};
+    testing::expect_no_errors(cluster.run([&](size_t r) {
+      Group g(cluster.node(r), 1, cluster.ids(), options());
+      EXPECT_EQ(g.wire() != nullptr, path == DataPath::kTcp);
+      AllreduceRing(g, res.allreduce[r]).run();
+      ReduceScatterRing(g, res.reduce_scatter[r]).run();
+      AllgatherRing(g, res.allgather[r]).run();
+    }));
+    return res;
+  };
+  const Results tcp = run(DataPath::kTcp);
+  const Results zmq = run(DataPath::kZmq);
+  const auto same_bits = [](const float* a, const float* b, size_t n) {
+    return std::memcmp(a, b, n * sizeof(float)) == 0;
+  };
+  for (size_t r = 0; r < kRanks; ++r) {
+    SCOPED_TRACE(r);
+    EXPECT_TRUE(same_bits(tcp.allreduce[r].data(), zmq.allreduce[r].data(), kCount));
+    EXPECT_TRUE(same_bits(tcp.allgather[r].data(), zmq.allgather[r].data(), kCount));
+    const BlockRange own = block_range(kCount, kRanks, r);
+    EXPECT_TRUE(same_bits(tcp.reduce_scatter[r].data() + own.begin, zmq.reduce_scatter[r].data() + own.begin,
+                          own.size()));
+    // And they did the work: the same sum on every rank, near the exact one;
+    // reduce-scatter's block is allreduce's; allgather put each rank's block.
+    EXPECT_TRUE(same_bits(tcp.allreduce[r].data(), tcp.allreduce[0].data(), kCount));
+    EXPECT_TRUE(same_bits(tcp.reduce_scatter[r].data() + own.begin, tcp.allreduce[r].data() + own.begin,
+                          own.size()));
+    for (size_t i = 0; i < kCount; i += 97) {
+      const double exact = double(inputs[0][i]) + double(inputs[1][i]) + double(inputs[2][i]);
+      EXPECT_NEAR(tcp.allreduce[r][i], exact, 0.01) << i;
+      size_t from = 0;  // whose block i is in
+      while (i >= block_range(kCount, kRanks, from).end) ++from;
+      EXPECT_EQ(tcp.allgather[r][i], inputs[from][i]) << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace gossipd::protocol
