@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "daemon/bench/allreduce_bench.h"
+#include "daemon/bench/collective_bench.h"
 #include "daemon/bench/trainer_bench.h"
 #include "daemon/config/cli.h"
 #include "daemon/ctl/collect.h"
@@ -75,8 +75,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
 
-  AllreduceBenchOptions ab;
-  CLI::App* acmd = add_allreduce_bench_command(*bench, ab);
+  CollectiveBenchOptions cb;
+  const std::vector<CLI::App*> collective_cmds = add_collective_bench_commands(*bench, cb);
 
   std::string key_dir;
   bool force = false;
@@ -95,7 +95,7 @@ int main(int argc, char** argv) {
     if (collect_cmd->parsed()) return run_collect(collect);
     if (keygen->parsed()) return run_keygen(key_dir, force);
     if (tcmd->parsed()) return run_trainer_bench(tb);
-    if (acmd->parsed()) return run_allreduce_bench(ab);
+    if (collective_bench_parsed(collective_cmds)) return run_collective_bench(cb);
     return kExitUsage;
   });
 }

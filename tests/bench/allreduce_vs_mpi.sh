@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Our ring allreduce (gossipctl bench allreduce) vs OpenMPI's MPI_Allreduce,
+# Our ring allreduce (gossipctl bench allreduce) vs OpenMPI's MPI_Allreduce
+# (tests/bench/mpi_collectives.c),
 # both over TCP loopback, same sizes, same run. ratio = MPI seconds / our
 # seconds (= our algbw / MPI algbw): >= 1.0 means we are at least as fast.
 # seconds are medians over the repetitions; min_ratio compares the fastest
@@ -10,7 +11,7 @@
 set -euo pipefail
 build="${1:-$(cd "$(dirname "$0")/../.." && pwd)/build}"
 gossipctl="$build/bin/gossipctl"
-mpi="$build/bin/mpi_allreduce"
+mpi="$build/bin/mpi_collectives"
 procs="${PROCS:-2 4}"
 floats="${FLOATS:-1048576 4194304 16777216}"
 reps="${REPS:-10}"
@@ -35,8 +36,8 @@ status=0
 for p in $procs; do
   for n in $floats; do
     ours=$("$gossipctl" bench allreduce --procs "$p" --floats "$n" --reps "$reps" --chunk-bytes "$chunk")
-    ref=$(mpirun "${mpirun_args[@]}" -np "$p" "$mpi" --floats "$n" --reps "$reps" | grep '"impl":"mpi"')
-    ring=$(mpirun "${mpirun_args[@]}" "${ring_args[@]}" -np "$p" "$mpi" --floats "$n" --reps "$reps" |
+    ref=$(mpirun "${mpirun_args[@]}" -np "$p" "$mpi" --op allreduce --floats "$n" --reps "$reps" | grep '"impl":"mpi"')
+    ring=$(mpirun "${mpirun_args[@]}" "${ring_args[@]}" -np "$p" "$mpi" --op allreduce --floats "$n" --reps "$reps" |
       grep '"impl":"mpi"')
     os=$(field seconds <<<"$ours"); ms=$(field seconds <<<"$ref"); rs=$(field seconds <<<"$ring")
     omin=$(field min_seconds <<<"$ours"); mmin=$(field min_seconds <<<"$ref")

@@ -106,5 +106,39 @@ TEST(Cli, TrainerBenchPrintsRatio) {
   }
 }
 
+// Every collective bench, both data paths, pieces smaller than a block.
+TEST(Cli, CollectiveBenchesAreExact) {
+  const std::vector<std::vector<std::string>> cases = {
+      {"allreduce", "--procs", "3", "--bytes", "4100", "--chunk-bytes", "256"},
+      {"allreduce", "--procs", "2", "--floats", "1000", "--path", "zmq"},
+      {"allgather", "--procs", "3", "--bytes", "8"},
+      {"allgather", "--procs", "2", "--bytes", "65536", "--chunk-bytes", "4096", "--path", "zmq"},
+      {"reduce-scatter", "--procs", "3", "--bytes", "40000", "--chunk-bytes", "1024", "--spin-us", "0"},
+      {"pingpong", "--procs", "2", "--bytes", "100000", "--chunk-bytes", "4096"},
+      {"pingpong", "--procs", "2", "--bytes", "8", "--path", "zmq"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> argv{bin("gossipctl"), "bench"};
+    argv.insert(argv.end(), c.begin(), c.end());
+    for (const char* a : {"--reps", "3", "--warmup", "1", "--bind-to", "none", "--timeout-ms", "20000"}) {
+      argv.push_back(a);
+    }
+    RunResult r = run(argv, 60s);
+    ASSERT_EQ(r.exit_code, 0) << c[0] << ": " << r.err;
+    EXPECT_EQ(lines(r.out), 1u) << r.out;
+    const std::string bench = std::string("\"bench\":\"").append(c[0]).append("\"");
+    for (const std::string& key : {bench, std::string("\"impl\":\"gossipd\""), std::string("\"exact\":true"),
+                                   std::string("\"min_seconds\":"), std::string("\"algbw_gbps\":")}) {
+      EXPECT_NE(r.out.find(key), std::string::npos) << r.out;
+    }
+  }
+}
+
+TEST(Cli, CollectiveBenchRejectsBadSizes) {
+  expect_usage_error({bin("gossipctl"), "bench", "pingpong", "--procs", "3"}, "--procs");
+  expect_usage_error({bin("gossipctl"), "bench", "allgather", "--bytes", "6"}, "--bytes");
+  expect_usage_error({bin("gossipctl"), "bench", "allreduce", "--path", "udp"}, "--path");
+}
+
 }  // namespace
 }  // namespace gossipd::testing

@@ -1,0 +1,40 @@
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace gossipd::daemon {
+
+// What one rank of a multi-process bench measured.
+struct WorkerReport {
+  bool exact = false;
+  std::vector<double> rep_seconds;  // one per timed repetition
+};
+
+// The parent side: spawns `procs` copies of this executable (each given
+// `args(rank)` as its argv, which must select the worker mode), tells every
+// worker the others' endpoints and collects their reports. The workers are
+// killed and reaped on every exit path; throws when one fails or is silent
+// for longer than `timeout_ms` (per phase; the run itself may take
+// `run_timeout_ms`).
+std::vector<WorkerReport> run_bench_workers(int procs,
+                                            const std::function<std::vector<std::string>(int)>& args,
+                                            int timeout_ms, long long run_timeout_ms);
+
+// The worker side (`rank` of `procs`, spawned by run_bench_workers): binds
+// to CPU rank mod #CPUs when `bind_core` (before `start` can start threads,
+// as OpenMPI binds its ranks), calls `start` (which binds a free port and
+// returns its endpoint), publishes the endpoint, learns everyone's and runs
+// `body` with them. Returns the process exit code; errors go to the parent.
+using WorkerStart = std::function<std::string()>;
+using WorkerBody = std::function<WorkerReport(const std::vector<std::string>& endpoints)>;
+int serve_bench_worker(int rank, int procs, bool bind_core, int timeout_ms, const WorkerStart& start,
+                       const WorkerBody& body);
+
+// Per repetition the slowest rank's time.
+std::vector<double> slowest_per_rep(const std::vector<WorkerReport>& reports);
+
+double median_of(std::vector<double> v);
+
+}  // namespace gossipd::daemon

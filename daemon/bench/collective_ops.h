@@ -1,0 +1,40 @@
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "daemon/bench/collective_bench.h"
+#include "protocol/group.h"
+
+namespace gossipd::daemon {
+
+// One bench's work on one rank (collective_ops.cc): reset() before each
+// repetition and check() after it are not timed, run() is.
+class BenchOp {
+ public:
+  virtual ~BenchOp() = default;
+  virtual void reset() = 0;
+  virtual void run() = 0;
+  // The result is bit-identical to the serial one.
+  virtual bool check() const = 0;
+  // How much of run()'s time counts: pingpong's rank 0 reports half its
+  // round trip, rank 1 nothing (the slowest rank is then rank 0).
+  virtual double time_factor() const { return 1.0; }
+};
+
+// The op named `op` on `floats` elements per rank; throws for an unknown name.
+std::unique_ptr<BenchOp> make_bench_op(const std::string& op, protocol::Group& group, size_t floats,
+                                       size_t chunk_bytes);
+
+// The Node a bench rank runs: id "r<rank>", cluster "bench", o.path, every
+// rank of o.procs a member from the start.
+protocol::NodeOptions bench_node_options(size_t rank, const std::string& listen,
+                                         const CollectiveBenchOptions& o);
+
+// Builds the group of every rank on `node` and times the op (warm-up
+// repetitions first), a barrier before each repetition.
+WorkerReport run_collective_rank(protocol::Node& node, size_t rank, const std::vector<std::string>& endpoints,
+                                 const CollectiveBenchOptions& o);
+
+}  // namespace gossipd::daemon
