@@ -33,16 +33,19 @@ void AllreduceDoubling::run() {
       partner = group_.rank() ^ (size_t{1} << step);
       for (size_t j = 0; j < pieces; ++j) {
         const BlockRange p = block_range(data_.size(), pieces, j);
-        channel.send(partner, step, static_cast<uint32_t>(j), data_.subspan(p.begin, p.size()), tracker.token(0));
+        channel.send(partner, step, static_cast<uint32_t>(j), data_.subspan(p.begin, p.size()),
+                     tracker.token(0));
       }
       std::vector<Message> got;
       got.reserve(pieces);
       for (size_t j = 0; j < pieces; ++j) {
-        got.push_back(channel.recv(partner, step, static_cast<uint32_t>(j), block_range(data_.size(), pieces, j).size()));
+        got.push_back(channel.recv(partner, step, static_cast<uint32_t>(j),
+                                   block_range(data_.size(), pieces, j).size()));
       }
       // Our buffer is still on its way to the partner until the kernel has it.
       if (!channel.wait_slot(tracker, 0, std::chrono::steady_clock::now() + group_.options().timeout)) {
-        throw PeerTimeout(group_.node().id(), group_.member(partner), group_.options().timeout, "allreduce (send)");
+        throw PeerTimeout(group_.node().id(), group_.member(partner), group_.options().timeout,
+                          "allreduce (send)");
       }
       for (size_t j = 0; j < pieces; ++j) {
         const BlockRange p = block_range(data_.size(), pieces, j);

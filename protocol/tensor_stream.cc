@@ -10,7 +10,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string what(const char* op, uint64_t seq) { return std::string(op) + " of tensor " + std::to_string(seq); }
+std::string what(const char* op, uint64_t seq) {
+  return std::string(op) + " of tensor " + std::to_string(seq);
+}
 
 }  // namespace
 
@@ -45,7 +47,8 @@ void TensorStream::wait(const SendHandle& h) {
   const auto deadline = Clock::now() + group_.options().timeout;
   const bool ok = group_.wire() ? group_.wire()->drive([&] { return h.done(); }, deadline, "tensor send")
                                 : h.tracker_->wait_all(deadline);
-  if (!ok) throw PeerTimeout(group_.node().id(), group_.member(h.to_rank_), group_.options().timeout, "tensor send");
+  if (!ok)
+    throw PeerTimeout(group_.node().id(), group_.member(h.to_rank_), group_.options().timeout, "tensor send");
 }
 
 TensorStream::RecvHandle TensorStream::irecv(size_t from_rank, uint64_t seq, std::span<float> out) {
@@ -79,12 +82,14 @@ bool TensorStream::complete(RecvHandle& h, Clock::time_point deadline) {
   const auto fits = [&](size_t bytes) {
     if (bytes == want) return true;
     node.reject_log().reject(peer, RejectReason::kSizeMismatch,
-                             "tensor " + std::to_string(h.seq_) + " of " + std::to_string(bytes) + " bytes, expected " +
-                                 std::to_string(want));
+                             "tensor " + std::to_string(h.seq_) + " of " + std::to_string(bytes) +
+                                 " bytes, expected " + std::to_string(want));
     return false;
   };
   if (GroupWire* w = group_.wire()) {
-    const auto match = [&](const wire::FrameHeader& f) { return f.kind == wire::FrameKind::kTensor && f.seq == h.seq_; };
+    const auto match = [&](const wire::FrameHeader& f) {
+      return f.kind == wire::FrameKind::kTensor && f.seq == h.seq_;
+    };
     const auto never = [](const wire::FrameHeader&) { return false; };
     std::optional<InFrame> got;
     const auto taken = [&] {

@@ -123,7 +123,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   const Yield whole = stream(in, size + 1);
   const Yield cut = stream(in, 7);
-  require(whole.headers == cut.headers && whole.payloads == cut.payloads, "frames depend on how bytes were cut");
+  require(whole.headers == cut.headers && whole.payloads == cut.payloads,
+          "frames depend on how bytes were cut");
   require(whole.broken == cut.broken && whole.reason == cut.reason && whole.eof == cut.eof,
           "link state depends on how bytes were cut");
   return 0;

@@ -6,11 +6,10 @@
 // counted as a reject; the allreduces stay exact; the listener still accepts
 // the cluster's own connections afterwards.
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
-
-#include <gtest/gtest.h>
 
 #include <atomic>
 #include <cerrno>
@@ -43,7 +42,8 @@ class RawClient {
   }
   bool connected() const { return connected_; }
   void send(std::span<const std::byte> bytes) {
-    ASSERT_EQ(::send(fd_.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
+    ASSERT_EQ(::send(fd_.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(bytes.size()));
   }
   // What the other side said before `timeout`: the ack, nothing (it closed
   // or reset the connection) or, when it did neither, nullopt.
@@ -75,7 +75,8 @@ struct Tally {
   static Tally of(Node& node) {
     Tally t;
     t.refused = node.data_listener()->refused();
-    for (size_t i = 0; i < kRejectReasonCount; ++i) t.reasons[i] = node.counters().get(static_cast<RejectReason>(i));
+    for (size_t i = 0; i < kRejectReasonCount; ++i)
+      t.reasons[i] = node.counters().get(static_cast<RejectReason>(i));
     return t;
   }
   uint64_t operator[](RejectReason r) const { return reasons[static_cast<size_t>(r)]; }
@@ -160,7 +161,8 @@ TEST(DataPath, HostileClients) {
     h[4] = std::byte{0x7f};  // version
     expect_refused(target, h, RejectReason::kVersion);
   }
-  expect_refused(target, wire::encode_hello({target.options().validation.version, 42, "another-cluster", "n1"}),
+  expect_refused(target,
+                 wire::encode_hello({target.options().validation.version, 42, "another-cluster", "n1"}),
                  RejectReason::kCluster);
   expect_refused(target, hello(target, "mallory", 42), RejectReason::kUnknownSender);
   expect_refused(target, hello(target, "n1", 0x5eed), RejectReason::kUnexpected);  // never announced
@@ -202,20 +204,26 @@ TEST(DataPath, HostileClients) {
       // a dropped SYN would cost a second.
       if (i >= DataListener::kMaxPending) {
         const uint64_t refused = before.refused + (i + 1 - DataListener::kMaxPending);
-        ASSERT_TRUE(wait_until([&] { return target.data_listener()->refused() >= refused; }, kWait, milliseconds(1)));
+        ASSERT_TRUE(
+            wait_until([&] { return target.data_listener()->refused() >= refused; }, kWait, milliseconds(1)));
       }
     }
     const bool quick = Clock::now() - t0 < kHelloTimeout / 2;  // none timed out meanwhile
     ASSERT_TRUE(wait_until(
-        [&] { return target.counters().get(RejectReason::kQueueFull) - before[RejectReason::kQueueFull] >= 1; },
+        [&] {
+          return target.counters().get(RejectReason::kQueueFull) - before[RejectReason::kQueueFull] >= 1;
+        },
         kWait));
     if (quick) {
       EXPECT_TRUE(wait_until(
-          [&] { return target.data_listener()->refused() >= before.refused + kFlood - DataListener::kMaxPending; },
+          [&] {
+            return target.data_listener()->refused() >= before.refused + kFlood - DataListener::kMaxPending;
+          },
           kWait));
     }
     for (auto& c : flood) c->close();
-    ASSERT_TRUE(wait_until([&] { return target.data_listener()->refused() == before.refused + kFlood; }, kWait));
+    ASSERT_TRUE(
+        wait_until([&] { return target.data_listener()->refused() == before.refused + kFlood; }, kWait));
     const Tally after = Tally::of(target);
     const uint64_t full = after[RejectReason::kQueueFull] - before[RejectReason::kQueueFull];
     const uint64_t truncated = after[RejectReason::kTruncated] - before[RejectReason::kTruncated];

@@ -23,7 +23,9 @@ using testing::TestCluster;
 using testing::wait_until;
 
 // Integer-valued, so every summation order gives the same float.
-float input(size_t rank, size_t call, size_t i) { return static_cast<float>((i * 7 + rank * 13 + call * 3) % 101); }
+float input(size_t rank, size_t call, size_t i) {
+  return static_cast<float>((i * 7 + rank * 13 + call * 3) % 101);
+}
 
 std::vector<float> rank_input(size_t rank, size_t call, size_t count) {
   std::vector<float> v(count);
@@ -330,8 +332,8 @@ TEST(DataPath, ZmqAndTcpPathsAgree) {
     // And they did the work: the same sum on every rank, near the exact one;
     // reduce-scatter's block is allreduce's; allgather put each rank's block.
     EXPECT_TRUE(same_bits(tcp.allreduce[r].data(), tcp.allreduce[0].data(), kCount));
-    EXPECT_TRUE(same_bits(tcp.reduce_scatter[r].data() + own.begin, tcp.allreduce[r].data() + own.begin,
-                          own.size()));
+    EXPECT_TRUE(
+        same_bits(tcp.reduce_scatter[r].data() + own.begin, tcp.allreduce[r].data() + own.begin, own.size()));
     for (size_t i = 0; i < kCount; i += 97) {
       const double exact = double(inputs[0][i]) + double(inputs[1][i]) + double(inputs[2][i]);
       EXPECT_NEAR(tcp.allreduce[r][i], exact, 0.01) << i;

@@ -79,7 +79,8 @@ TEST(Allreduce, ChoosesAScheduleAndEqualsSerialSumAtEverySize) {
         out[r] = rank_input(r, count);
         Allreduce(g, out[r]).run();
       }));
-      for (size_t r = 0; r < n; ++r) ASSERT_EQ(out[r], expected) << n << " ranks, " << count << ", rank " << r;
+      for (size_t r = 0; r < n; ++r)
+        ASSERT_EQ(out[r], expected) << n << " ranks, " << count << ", rank " << r;
     }
   }
 }
@@ -102,7 +103,8 @@ TEST(UnevenRing, ReduceScatterThenAllgatherGiveTheSum) {
   }));
   for (size_t r = 0; r < n; ++r) {
     const size_t begin = std::accumulate(kCounts.begin(), kCounts.begin() + static_cast<long>(r), size_t{0});
-    for (size_t i = begin; i < begin + kCounts[r]; ++i) ASSERT_EQ(scattered[r][i], expected[i]) << "rank " << r;
+    for (size_t i = begin; i < begin + kCounts[r]; ++i)
+      ASSERT_EQ(scattered[r][i], expected[i]) << "rank " << r;
     ASSERT_EQ(gathered[r], expected) << "rank " << r;
   }
 }
