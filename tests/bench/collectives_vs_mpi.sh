@@ -14,6 +14,9 @@
 # Env: OPS="allreduce allgather reduce-scatter pingpong"  PROCS="2 4" (pingpong: 2 only)
 #      SIZES="8K 32K 128K 512K 2M 8M 32M 64M" (bytes; K/M suffixes)  REPS=30  RUNS=2
 #      PATHS="tcp" (and/or zmq: NodeOptions::data_path)  CHUNK_BYTES, SPIN_US (ours; unset: defaults)
+#      MPI_ARGS: more mpirun arguments, e.g. "--mca coll_tuned_use_dynamic_rules 1
+#      --mca coll_tuned_reduce_scatter_block_algorithm 2" (OpenMPI 4.1's default
+#      reduce_scatter_block is a linear reduce then scatter, slow over TCP)
 set -euo pipefail
 build="${1:-$(cd "$(dirname "$0")/../.." && pwd)/build}"
 gossipctl="$build/bin/gossipctl"
@@ -31,6 +34,8 @@ paths="${PATHS:-tcp}"
 # OpenMPI refuses root unless told; TCP only (no shared memory), loopback only.
 mpirun_args=(--oversubscribe --mca btl tcp,self --mca btl_tcp_if_include lo)
 [[ $(id -u) -eq 0 ]] && mpirun_args+=(--allow-run-as-root)
+read -r -a extra <<<"${MPI_ARGS:-}"
+mpirun_args+=("${extra[@]}")
 ours_extra=()
 [[ -n "${CHUNK_BYTES:-}" ]] && ours_extra+=(--chunk-bytes "$CHUNK_BYTES")
 [[ -n "${SPIN_US:-}" ]] && ours_extra+=(--spin-us "$SPIN_US")
