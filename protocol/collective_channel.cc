@@ -30,6 +30,22 @@ void add_floats(float* dst, const std::byte* src, size_t count) {
   }
 }
 
+void send_chunk(Node& node, const std::string& peer, const ChunkAddress& at, proto::DType dtype,
+                uint64_t count, OutFrame payload, std::chrono::milliseconds timeout) {
+  proto::Envelope env = node.envelope(proto::COLLECTIVE_CHUNK);
+  env.set_collective_tag(at.tag);
+  env.set_collective_seq(at.seq);
+  env.set_step(at.step);
+  env.set_chunk(at.chunk);
+  env.set_count(count);
+  env.set_dtype(dtype);
+  std::vector<OutFrame> frames;
+  frames.reserve(2);
+  frames.push_back(envelope_frame(env));
+  frames.push_back(std::move(payload));
+  node.transport().send(peer, std::move(frames), timeout);
+}
+
 namespace {
 
 // Pieces as ZeroMQ messages through the node's transport and mailbox.
@@ -40,19 +56,9 @@ class ZmqPath : public CollectiveChannel::Path {
 
   void send(size_t to_rank, uint32_t step, uint32_t chunk, std::span<const float> data,
             std::shared_ptr<const void> owner) override {
-    Node& node = group_.node();
-    proto::Envelope env = node.envelope(proto::COLLECTIVE_CHUNK);
-    env.set_collective_tag(group_.tag());
-    env.set_collective_seq(seq_);
-    env.set_step(step);
-    env.set_chunk(chunk);
-    env.set_count(data.size());
-    env.set_dtype(proto::DTYPE_FLOAT32);
-    std::vector<OutFrame> frames;
-    frames.reserve(2);
-    frames.push_back(envelope_frame(env));
-    frames.push_back(OutFrame::borrowed(data.data(), data.size_bytes(), std::move(owner)));
-    node.transport().send(group_.member(to_rank), std::move(frames), group_.options().timeout);
+    send_chunk(group_.node(), group_.member(to_rank), {group_.tag(), seq_, step, chunk}, proto::DTYPE_FLOAT32,
+               data.size(), OutFrame::borrowed(data.data(), data.size_bytes(), std::move(owner)),
+               group_.options().timeout);
   }
 
   std::optional<Message> next(size_t from_rank, uint32_t step, uint32_t chunk,

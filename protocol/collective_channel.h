@@ -71,6 +71,19 @@ class CollectiveChannel {
 std::unique_ptr<CollectiveChannel::Path> make_direct_path(Group& group, uint64_t seq,
                                                           const std::string& what);
 
+// Where a COLLECTIVE_CHUNK goes in the receiver's mailbox.
+struct ChunkAddress {
+  uint32_t tag = 0;
+  uint64_t seq = 0;
+  uint32_t step = 0;
+  uint32_t chunk = 0;
+};
+
+// Sends one COLLECTIVE_CHUNK over ZeroMQ: `payload` holds `count` elements
+// of `dtype`.
+void send_chunk(Node& node, const std::string& peer, const ChunkAddress& at, proto::DType dtype,
+                uint64_t count, OutFrame payload, std::chrono::milliseconds timeout);
+
 // dst[i] += src[i]; src is little-endian float32 of any alignment.
 void add_floats(float* dst, const std::byte* src, size_t count);
 

@@ -100,8 +100,7 @@ bool DataLink::closed(ssize_t n) {
     eof_ = true;
     return true;
   }
-  return fail({RejectReason::kTruncated, false,
-               n == 0 ? "connection closed by the peer" : std::string("receive: ") + std::strerror(errno)});
+  return fail({RejectReason::kTruncated, false, std::string("receive: ") + std::strerror(errno)});
 }
 
 void DataLink::consume(const std::byte* data, size_t n) {
@@ -143,6 +142,23 @@ void DataLink::finish_frame() {
   in_frame_.reset();
   in_payload_.reset();
   in_payload_have_ = 0;
+}
+
+std::optional<InFrame> DataLink::take(const Match& match, const Match& stale,
+                                      const std::function<void(const wire::FrameHeader&)>& on_stale) {
+  for (auto it = inbox_.begin(); it != inbox_.end();) {
+    const bool dead = stale(it->header);
+    if (!dead && !match(it->header)) {
+      ++it;
+      continue;
+    }
+    InFrame f = std::move(*it);
+    it = inbox_.erase(it);
+    inbox_bytes_ -= f.payload.size();
+    if (!dead) return f;
+    on_stale(f.header);
+  }
+  return std::nullopt;
 }
 
 void DataLink::drop_queued() {

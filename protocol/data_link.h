@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -59,9 +60,14 @@ class DataLink {
   // before stays to be taken.
   bool read_available();
   bool eof() const { return eof_; }
-  std::deque<InFrame>& inbox() { return inbox_; }
   size_t inbox_bytes() const { return inbox_bytes_; }
-  void took(const InFrame& f) { inbox_bytes_ -= f.payload.size(); }
+
+  // Removes and returns the first received frame `match` accepts, in
+  // arrival order; frames `stale` accepts on the way are removed and handed
+  // to `on_stale`.
+  using Match = std::function<bool(const wire::FrameHeader&)>;
+  std::optional<InFrame> take(const Match& match, const Match& stale,
+                              const std::function<void(const wire::FrameHeader&)>& on_stale);
 
   // Drops queued frames nobody will wait for (after a failed call). A frame
   // already partly written cannot be taken back: the link is closed then.

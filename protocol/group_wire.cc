@@ -6,6 +6,7 @@
 
 #include <cerrno>
 
+#include "protocol/collective_channel.h"
 #include "protocol/errors.h"
 #include "protocol/group.h"
 #include "protocol/tags.h"
@@ -92,15 +93,9 @@ DataLink& GroupWire::link(size_t rank) {
 void GroupWire::announce(const Pending& p) {
   Node& node = group_.node();
   const auto announcement = wire::encode(wire::Announcement{p.nonce, listener(p.rank).port()});
-  proto::Envelope env = node.envelope(proto::COLLECTIVE_CHUNK);
-  env.set_collective_tag(tags::first(tags::User::kDataPath));
-  env.set_collective_seq(group_.tag());
-  env.set_count(announcement.size());
-  env.set_dtype(proto::DTYPE_UINT8);
-  std::vector<OutFrame> frames;
-  frames.push_back(envelope_frame(env));
-  frames.push_back(OutFrame::copy_of(announcement.data(), announcement.size()));
-  node.transport().send(group_.member(p.rank), std::move(frames), group_.options().timeout);
+  send_chunk(node, group_.member(p.rank), {tags::first(tags::User::kDataPath), group_.tag()},
+             proto::DTYPE_UINT8, announcement.size(),
+             OutFrame::copy_of(announcement.data(), announcement.size()), group_.options().timeout);
 }
 
 bool GroupWire::advance(Pending& p, Clock::time_point now) {
@@ -178,8 +173,8 @@ void GroupWire::progress(Clock::time_point now, const std::string& during) {
 void GroupWire::wait(Clock::time_point deadline) {
   const auto now = Clock::now();
   const size_t limit = group_.node().options().max_queued_bytes;
-  std::vector<pollfd> fds;
-  fds.reserve(open_.size());
+  std::vector<pollfd>& fds = fds_;
+  fds.clear();
   // Pending connections complete on other threads: look again soon.
   auto until = pending_.empty() ? deadline : std::min(deadline, now + std::chrono::milliseconds(1));
   for (DataLink* l : open_) {
@@ -219,24 +214,10 @@ bool GroupWire::drive(const std::function<bool()>& done, Clock::time_point deadl
 
 std::optional<InFrame> GroupWire::take(size_t rank, const Match& match, const Match& stale) {
   DataLink& l = link(rank);
-  auto& inbox = l.inbox();
-  for (auto it = inbox.begin(); it != inbox.end();) {
-    if (stale(it->header)) {
-      group_.node().reject_log().reject(l.peer(), RejectReason::kStale,
-                                        "data frame of finished call " + std::to_string(it->header.seq));
-      l.took(*it);
-      it = inbox.erase(it);
-      continue;
-    }
-    if (match(it->header)) {
-      InFrame f = std::move(*it);
-      l.took(f);
-      inbox.erase(it);
-      return f;
-    }
-    ++it;
-  }
-  return std::nullopt;
+  return l.take(match, stale, [&](const wire::FrameHeader& h) {
+    group_.node().reject_log().reject(l.peer(), RejectReason::kStale,
+                                      "data frame of finished call " + std::to_string(h.seq));
+  });
 }
 
 bool GroupWire::all_sent() const {

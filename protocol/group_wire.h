@@ -1,5 +1,7 @@
 #pragma once
 
+#include <poll.h>
+
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -50,7 +52,7 @@ class GroupWire {
 
   // Removes and returns the first received frame from `rank` that `match`
   // accepts; frames `stale` says are dead are dropped (and counted) on the way.
-  using Match = std::function<bool(const wire::FrameHeader&)>;
+  using Match = DataLink::Match;
   std::optional<InFrame> take(size_t rank, const Match& match, const Match& stale);
 
   // Drops what is queued to `rank` (a failed call): the owners are released
@@ -81,6 +83,7 @@ class GroupWire {
   std::vector<std::unique_ptr<DataLink>> links_;  // by rank
   std::vector<DataLink*> open_;                   // the connected ones
   std::vector<Pending> pending_;                  // the others
+  std::vector<pollfd> fds_;                       // wait()'s, kept to spare an allocation per poll
 };
 
 }  // namespace gossipd::protocol

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "protocol/collective_channel.h"
 #include "protocol/errors.h"
 #include "protocol/group_wire.h"
 
@@ -29,16 +30,9 @@ TensorStream::SendHandle TensorStream::send(size_t to_rank, uint64_t seq, std::s
     w->send(to_rank, f, data.data(), h.tracker_->token(0));
     return h;
   }
-  Node& node = group_.node();
-  proto::Envelope env = node.envelope(proto::COLLECTIVE_CHUNK);
-  env.set_collective_tag(group_.tag());
-  env.set_collective_seq(seq);
-  env.set_count(data.size());
-  env.set_dtype(proto::DTYPE_FLOAT32);
-  std::vector<OutFrame> frames;
-  frames.push_back(envelope_frame(env));
-  frames.push_back(OutFrame::borrowed(data.data(), data.size_bytes(), h.tracker_->token(0)));
-  node.transport().send(group_.member(to_rank), std::move(frames), group_.options().timeout);
+  send_chunk(group_.node(), group_.member(to_rank), {group_.tag(), seq}, proto::DTYPE_FLOAT32, data.size(),
+             OutFrame::borrowed(data.data(), data.size_bytes(), h.tracker_->token(0)),
+             group_.options().timeout);
   return h;
 }
 

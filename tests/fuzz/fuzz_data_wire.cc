@@ -55,11 +55,10 @@ Yield stream(std::span<const std::byte> in, size_t chunk) {
   link.attach(Fd(sv[1]));
   Yield y;
   const auto take = [&] {
-    auto& inbox = link.inbox();
-    while (!inbox.empty()) {
-      InFrame f = std::move(inbox.front());
-      inbox.pop_front();
-      link.took(f);
+    const auto any = [](const wire::FrameHeader&) { return true; };
+    const auto none = [](const wire::FrameHeader&) { return false; };
+    while (auto got = link.take(any, none, [](const wire::FrameHeader&) {})) {
+      const InFrame& f = *got;
       require(f.header.bytes == f.payload.size(), "frame bytes differ from its header");
       require(valid(f.header), "invalid frame header yielded");
       y.headers.push_back(wire::encode(f.header));
