@@ -17,6 +17,7 @@
 
 #include "protocol/data_wire.h"
 #include "protocol/ring_collectives.h"
+#include "tests/protocol/collective_inputs.h"
 #include "tests/protocol/test_cluster.h"
 
 namespace gossipd::protocol {
@@ -120,19 +121,17 @@ TEST(DataPath, HostileClients) {
   std::vector<std::exception_ptr> errors;
   std::jthread ranks([&] {
     errors = cluster.run([&](size_t r) {
-      const auto input = [](size_t rank, int call, size_t i) {
-        return static_cast<float>((i * 7 + rank * 13 + static_cast<size_t>(call) * 5) % 101);
-      };
       Group g(cluster.node(r), 1, cluster.ids(), o);
       // The last element is a vote to stop: the ranks agree on it through
       // the allreduce itself, so all make the same calls.
-      for (int call = 0;; ++call) {
+      for (size_t call = 0;; ++call) {
         std::vector<float> v(kCount + 1);
-        for (size_t i = 0; i < kCount; ++i) v[i] = input(r, call, i);
+        for (size_t i = 0; i < kCount; ++i) v[i] = testing::input(r, i, call);
         v[kCount] = hostile_done.load() && call >= 3 ? 1.0f : 0.0f;
         AllreduceRing(g, v).run();
         for (size_t i = 0; i < kCount; ++i) {
-          if (v[i] != input(0, call, i) + input(1, call, i) + input(2, call, i)) ++wrong[r];
+          if (v[i] != testing::input(0, i, call) + testing::input(1, i, call) + testing::input(2, i, call))
+            ++wrong[r];
         }
         ++calls[r];
         if (v[kCount] > 0) break;

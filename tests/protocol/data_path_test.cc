@@ -11,6 +11,7 @@
 #include "protocol/curve.h"
 #include "protocol/errors.h"
 #include "protocol/ring_collectives.h"
+#include "tests/protocol/collective_inputs.h"
 #include "tests/protocol/test_cluster.h"
 #include "tests/support/temp_dir.h"
 
@@ -19,33 +20,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
+using testing::input;
+using testing::rank_input;
+using testing::serial_sum;
 using testing::TestCluster;
 using testing::wait_until;
-
-// Integer-valued, so every summation order gives the same float.
-float input(size_t rank, size_t call, size_t i) {
-  return static_cast<float>((i * 7 + rank * 13 + call * 3) % 101);
-}
-
-std::vector<float> rank_input(size_t rank, size_t call, size_t count) {
-  std::vector<float> v(count);
-  for (size_t i = 0; i < count; ++i) v[i] = input(rank, call, i);
-  return v;
-}
-
-std::vector<float> serial_sum(const std::vector<size_t>& ranks, size_t call, size_t count) {
-  std::vector<float> s(count, 0.0f);
-  for (size_t r : ranks) {
-    for (size_t i = 0; i < count; ++i) s[i] += input(r, call, i);
-  }
-  return s;
-}
-
-std::vector<size_t> all_ranks(size_t n) {
-  std::vector<size_t> out(n);
-  for (size_t r = 0; r < n; ++r) out[r] = r;
-  return out;
-}
 
 CollectiveOptions options(milliseconds timeout = std::chrono::seconds(10)) {
   CollectiveOptions o;
@@ -67,15 +46,15 @@ TEST(DataPath, FaultsOnTheDirectPath) {
     Group g(cluster.node(r), 1, cluster.ids(), options());
     // A first call makes this rank's connections (unarmed: only the delay
     // applies); from then on its frames on them are duplicated and reordered.
-    std::vector<float> v = rank_input(r, 0, kCount);
+    std::vector<float> v = rank_input(r, kCount, 0);
     AllreduceRing(g, v).run();
-    if (v != serial_sum(all_ranks(kRanks), 0, kCount)) ++wrong[r];
+    if (v != serial_sum(kRanks, kCount, 0)) ++wrong[r];
     ASSERT_NE(g.wire(), nullptr);
     cluster.node(r).arm_faults();
     for (size_t call = 1; call <= kCalls; ++call) {
-      v = rank_input(r, call, kCount);
+      v = rank_input(r, kCount, call);
       AllreduceRing(g, v).run();
-      if (v != serial_sum(all_ranks(kRanks), call, kCount)) ++wrong[r];
+      if (v != serial_sum(kRanks, kCount, call)) ++wrong[r];
     }
   }));
   EXPECT_EQ(wrong, (std::array<int, kRanks>{}));
@@ -111,9 +90,9 @@ TEST(DataPath, DropOnTheDirectPathIsPeerTimeoutNamingTheLeftNeighbour) {
   for (size_t r = 0; r < kRanks; ++r)
     groups.push_back(std::make_unique<Group>(cluster.node(r), 1, cluster.ids(), options(kTimeout)));
   testing::expect_no_errors(cluster.run([&](size_t r) {
-    std::vector<float> v = rank_input(r, 0, kCount);
+    std::vector<float> v = rank_input(r, kCount, 0);
     AllreduceRing(*groups[r], v).run();
-    ASSERT_EQ(v, serial_sum(all_ranks(kRanks), 0, kCount));
+    ASSERT_EQ(v, serial_sum(kRanks, kCount, 0));
   }));
   for (size_t r = 0; r < kRanks; ++r) cluster.node(r).arm_faults();
   struct Outcome {
@@ -123,7 +102,7 @@ TEST(DataPath, DropOnTheDirectPathIsPeerTimeoutNamingTheLeftNeighbour) {
   };
   std::vector<Outcome> outcomes(kRanks);
   const auto errors = cluster.run([&](size_t r) {
-    std::vector<float> v = rank_input(r, 1, kCount);
+    std::vector<float> v = rank_input(r, kCount, 1);
     const auto t0 = Clock::now();
     try {
       AllreduceRing(*groups[r], v).run();
@@ -160,18 +139,18 @@ TEST(DataPath, CurveTurnsThePathOff) {
   testing::expect_no_errors(cluster.run([&](size_t r) {
     Group g(cluster.node(r), 1, cluster.ids(), options());
     EXPECT_EQ(g.wire(), nullptr);
-    sum[r] = rank_input(r, 0, kCount);
+    sum[r] = rank_input(r, kCount, 0);
     AllreduceRing(g, sum[r]).run();
-    gathered[r] = rank_input(r, 1, kCount);
+    gathered[r] = rank_input(r, kCount, 1);
     AllgatherRing(g, gathered[r]).run();
   }));
   std::vector<float> want_gathered(kCount);
   for (size_t b = 0; b < kRanks; ++b) {
     const BlockRange range = block_range(kCount, kRanks, b);
-    for (size_t i = range.begin; i < range.end; ++i) want_gathered[i] = input(b, 1, i);
+    for (size_t i = range.begin; i < range.end; ++i) want_gathered[i] = input(b, i, 1);
   }
   for (size_t r = 0; r < kRanks; ++r) {
-    EXPECT_EQ(sum[r], serial_sum(all_ranks(kRanks), 0, kCount)) << r;
+    EXPECT_EQ(sum[r], serial_sum(kRanks, kCount, 0)) << r;
     EXPECT_EQ(gathered[r], want_gathered) << r;
   }
 }
@@ -191,9 +170,9 @@ TEST(DataPath, GroupsInFlightAtOnce) {
       Group g(cluster.node(r), tag, which == 0 ? forward : backward, options());
       for (size_t call = 0; call < kCalls; ++call) {
         // Different data per group: a piece crossing over would show.
-        std::vector<float> v = rank_input(r, call + 100 * which, kCount);
+        std::vector<float> v = rank_input(r, kCount, call + 100 * which);
         AllreduceRing(g, v).run();
-        if (v != serial_sum(all_ranks(kRanks), call + 100 * which, kCount)) ++wrong[which];
+        if (v != serial_sum(kRanks, kCount, call + 100 * which)) ++wrong[which];
       }
       if (g.wire()) ++direct[which];
       ++done;
@@ -244,7 +223,7 @@ TEST(DataPath, DeadPeerIsATypedError) {
     if (r == 2) o.stop = kill.get_token();
     auto g = std::make_unique<Group>(cluster.node(r), 1, cluster.ids(), o);
     for (size_t call = 0; !(r == 2 && kill.stop_requested()); ++call) {
-      std::vector<float> v = rank_input(r, call, kCount);
+      std::vector<float> v = rank_input(r, kCount, call);
       try {
         AllreduceRing(*g, v).run();
       } catch (const Aborted&) {
@@ -256,7 +235,7 @@ TEST(DataPath, DeadPeerIsATypedError) {
         outcomes[r] = {typed, e.peer(), e.what(), Clock::now()};
         return;
       }
-      if (v != serial_sum(all_ranks(kRanks), call, kCount)) ++wrong[r];
+      if (v != serial_sum(kRanks, kCount, call)) ++wrong[r];
       ++calls[r];
     }
     cluster.node(r).close();
