@@ -20,16 +20,6 @@ constexpr std::chrono::seconds kReleaseGrace{10};
 
 }  // namespace
 
-void add_floats(float* dst, const std::byte* src, size_t count) {
-  // memcpy per element compiles to unaligned vector loads: zmq payloads are
-  // not guaranteed to be 4-byte aligned.
-  for (size_t i = 0; i < count; ++i) {
-    float v;
-    std::memcpy(&v, src + i * sizeof(float), sizeof(float));
-    dst[i] += v;
-  }
-}
-
 void send_chunk(Node& node, const std::string& peer, const ChunkAddress& at, proto::DType dtype,
                 uint64_t count, OutFrame payload, std::chrono::milliseconds timeout) {
   proto::Envelope env = node.envelope(proto::COLLECTIVE_CHUNK);
@@ -71,7 +61,7 @@ class ZmqPath : public CollectiveChannel::Path {
     return tracker.wait_all(deadline);
   }
 
-  void release(SendTracker& tracker, std::initializer_list<size_t> to_ranks) override {
+  void release(SendTracker& tracker, std::span<const size_t> to_ranks) override {
     if (tracker.wait_all(Clock::now())) return;
     for (size_t r : to_ranks) {
       if (r % group_.size() != group_.rank()) group_.node().transport().reset(group_.member(r));
@@ -141,32 +131,54 @@ void CollectiveChannel::send(size_t to_rank, uint32_t step, uint32_t chunk, std:
 }
 
 Message CollectiveChannel::recv(size_t from_rank, uint32_t step, uint32_t chunk, size_t count) {
-  Node& node = group_.node();
-  const auto timeout = group_.options().timeout;
-  const auto deadline = Clock::now() + timeout;
+  const auto deadline = Clock::now() + group_.options().timeout;
   for (;;) {
     std::optional<Message> msg = path_->next(from_rank, step, chunk, deadline);
-    if (!msg) {
-      if (group_.options().stop.stop_requested()) throw Aborted(node.id(), what_);
-      throw PeerTimeout(
-          node.id(), group_.member(from_rank), timeout,
-          what_ + " (group " + std::to_string(group_.tag()) + ", step " + std::to_string(step) + ")");
-    }
-    const auto& env = msg->envelope;
-    if (env.count() != count || env.dtype() != proto::DTYPE_FLOAT32) {
-      node.reject_log().reject(group_.member(from_rank), RejectReason::kSizeMismatch,
-                               std::to_string(env.count()) + " elements, expected " + std::to_string(count));
-      continue;
-    }
-    return std::move(*msg);
+    if (!msg) missed(from_rank, step);
+    if (fits(*msg, from_rank, count)) return std::move(*msg);
   }
+}
+
+void CollectiveChannel::recv_into(size_t from_rank, uint32_t step, uint32_t chunk, std::span<float> dst,
+                                  Fold fold) {
+  const auto deadline = Clock::now() + group_.options().timeout;
+  for (;;) {
+    Path::Received got = path_->next_into(from_rank, step, chunk, dst, fold, deadline);
+    if (got.landed) return;
+    if (!got.msg) missed(from_rank, step);
+    if (!fits(*got.msg, from_rank, dst.size())) continue;
+    const std::byte* src = got.msg->payload[0].data();
+    if (fold == Fold::kAdd) {
+      add_floats(dst.data(), src, dst.size());
+    } else {
+      std::memcpy(dst.data(), src, dst.size_bytes());
+    }
+    return;
+  }
+}
+
+void CollectiveChannel::missed(size_t from_rank, uint32_t step) const {
+  Node& node = group_.node();
+  if (group_.options().stop.stop_requested()) throw Aborted(node.id(), what_);
+  throw PeerTimeout(
+      node.id(), group_.member(from_rank), group_.options().timeout,
+      what_ + " (group " + std::to_string(group_.tag()) + ", step " + std::to_string(step) + ")");
+}
+
+bool CollectiveChannel::fits(const Message& msg, size_t from_rank, size_t count) const {
+  const auto& env = msg.envelope;
+  if (env.count() == count && env.dtype() == proto::DTYPE_FLOAT32) return true;
+  group_.node().reject_log().reject(
+      group_.member(from_rank), RejectReason::kSizeMismatch,
+      std::to_string(env.count()) + " elements, expected " + std::to_string(count));
+  return false;
 }
 
 bool CollectiveChannel::wait_slot(SendTracker& tracker, size_t slot, Clock::time_point deadline) {
   return path_->wait_slot(tracker, slot, deadline);
 }
 
-void CollectiveChannel::release_sends(SendTracker& tracker, std::initializer_list<size_t> to_ranks) {
+void CollectiveChannel::release_sends(SendTracker& tracker, std::span<const size_t> to_ranks) {
   path_->release(tracker, to_ranks);
 }
 

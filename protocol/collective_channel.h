@@ -33,12 +33,22 @@ class CollectiveChannel {
   // Waits up to the group timeout for the piece (step, chunk) of `count` floats.
   Message recv(size_t from_rank, uint32_t step, uint32_t chunk, size_t count);
 
+  // How a received piece lands in the caller's buffer.
+  enum class Fold { kCopy, kAdd };
+  // recv() of the piece of dst.size() floats, copied or added into dst. The
+  // direct path receives it there as it arrives (no buffer of its own, no
+  // second pass): dst must not be read, or be on its way out, until this returns.
+  void recv_into(size_t from_rank, uint32_t step, uint32_t chunk, std::span<float> dst, Fold fold);
+
   // Waits until the sends holding `slot`'s tokens were handed to the kernel
   // (the buffer may change then); false at the deadline.
   bool wait_slot(SendTracker& tracker, size_t slot, Clock::time_point deadline);
   // After a failure: make the transport let go of our zero-copy sends
   // (resetting the peers we sent to) before the caller's buffer can change.
-  void release_sends(SendTracker& tracker, std::initializer_list<size_t> to_ranks);
+  void release_sends(SendTracker& tracker, std::span<const size_t> to_ranks);
+  void release_sends(SendTracker& tracker, std::initializer_list<size_t> to_ranks) {
+    release_sends(tracker, std::span<const size_t>(to_ranks.begin(), to_ranks.size()));
+  }
   // Normal end: waits until every send was handed to the kernel.
   void wait_sent(SendTracker& tracker, size_t to_rank);
 
@@ -53,13 +63,26 @@ class CollectiveChannel {
     // nullopt at the deadline.
     virtual std::optional<Message> next(size_t from_rank, uint32_t step, uint32_t chunk,
                                         Clock::time_point deadline) = 0;
+    // Like next(), but a piece of dst.size() floats may be folded into dst
+    // on arrival: then `landed` and no message. Default: next().
+    struct Received {
+      bool landed = false;
+      std::optional<Message> msg;
+    };
+    virtual Received next_into(size_t from_rank, uint32_t step, uint32_t chunk, std::span<float> dst,
+                               Fold fold, Clock::time_point deadline) {
+      (void)dst;
+      (void)fold;
+      return {false, next(from_rank, step, chunk, deadline)};
+    }
     virtual bool wait_slot(SendTracker& tracker, size_t slot, Clock::time_point deadline) = 0;
     virtual bool wait_all(SendTracker& tracker, Clock::time_point deadline) = 0;
-    virtual void release(SendTracker& tracker, std::initializer_list<size_t> to_ranks) = 0;
+    virtual void release(SendTracker& tracker, std::span<const size_t> to_ranks) = 0;
   };
 
  private:
-  Message accept(size_t from_rank, uint32_t step, uint32_t chunk, size_t count);
+  [[noreturn]] void missed(size_t from_rank, uint32_t step) const;      // the timeout or the stop
+  bool fits(const Message& msg, size_t from_rank, size_t count) const;  // false: rejected, counted
 
   Group& group_;
   std::string what_;
@@ -83,8 +106,5 @@ struct ChunkAddress {
 // of `dtype`.
 void send_chunk(Node& node, const std::string& peer, const ChunkAddress& at, proto::DType dtype,
                 uint64_t count, OutFrame payload, std::chrono::milliseconds timeout);
-
-// dst[i] += src[i]; src is little-endian float32 of any alignment.
-void add_floats(float* dst, const std::byte* src, size_t count);
 
 }  // namespace gossipd::protocol

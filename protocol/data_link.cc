@@ -19,8 +19,11 @@ bool would_block(ssize_t n) { return n < 0 && (errno == EAGAIN || errno == EWOUL
 
 }  // namespace
 
-DataLink::DataLink(std::string peer, uint64_t max_frame_bytes)
-    : peer_(std::move(peer)), max_frame_bytes_(max_frame_bytes), staging_(new std::byte[kStagingBytes]) {}
+DataLink::DataLink(std::string peer, uint64_t max_frame_bytes, uint32_t tag)
+    : peer_(std::move(peer)),
+      max_frame_bytes_(max_frame_bytes),
+      tag_(tag),
+      staging_(new std::byte[kStagingBytes]) {}
 
 bool DataLink::fail(LinkFailure f) {
   if (!broken_) failure_ = std::move(f);
@@ -79,18 +82,22 @@ bool DataLink::flush(Clock::time_point now) {
 bool DataLink::read_available() {
   while (!broken_ && !eof_) {
     const size_t missing = in_frame_ ? in_frame_->bytes - in_payload_have_ : 0;
-    if (missing >= kDirectReadBytes) {
-      const ssize_t n = ::recv(fd_.get(), in_payload_.get() + in_payload_have_, missing, MSG_DONTWAIT);
+    // Straight into place, unless the bytes are to be added (through staging).
+    std::byte* target = in_post_ ? (in_post_->add ? nullptr : in_post_->dst) : in_payload_.get();
+    if (missing >= kDirectReadBytes && target) {
+      const ssize_t n = ::recv(fd_.get(), target + in_payload_have_, missing, MSG_DONTWAIT);
       if (would_block(n)) return true;
       if (n <= 0) return closed(n);
       in_payload_have_ += static_cast<size_t>(n);
       if (in_payload_have_ == in_frame_->bytes) finish_frame();
+      if (static_cast<size_t>(n) < missing) return true;  // drained: spare the EAGAIN call
       continue;
     }
     const ssize_t n = ::recv(fd_.get(), staging_.get(), kStagingBytes, MSG_DONTWAIT);
     if (would_block(n)) return true;
     if (n <= 0) return closed(n);
     consume(staging_.get(), static_cast<size_t>(n));
+    if (static_cast<size_t>(n) < kStagingBytes) return !broken_;  // drained
   }
   return !broken_;
 }
@@ -115,7 +122,11 @@ void DataLink::consume(const std::byte* data, size_t n) {
       continue;
     }
     const size_t take = std::min(n, in_frame_->bytes - in_payload_have_);
-    std::memcpy(in_payload_.get() + in_payload_have_, data, take);
+    if (in_post_) {
+      land(data, take);
+    } else {
+      std::memcpy(in_payload_.get() + in_payload_have_, data, take);
+    }
     in_payload_have_ += take;
     data += take;
     n -= take;
@@ -127,14 +138,61 @@ bool DataLink::begin_payload() {
   in_header_have_ = 0;
   auto d = wire::decode(in_header_, max_frame_bytes_);
   if (!d.header) return fail({d.reason, true, d.detail});
+  if (d.header->tag != tag_) {
+    return fail({RejectReason::kUnexpected, true,
+                 "data frame for group " + std::to_string(d.header->tag) + " on a connection of group " +
+                     std::to_string(tag_)});
+  }
   in_frame_ = d.header;
-  in_payload_.reset(new std::byte[std::max<uint64_t>(1, d.header->bytes)]);
   in_payload_have_ = 0;
+  if (post_ && !post_->done && post_->bytes == d.header->bytes && (*post_->match)(*d.header)) {
+    in_post_ = post_;
+  } else {
+    in_payload_.reset(new std::byte[std::max<uint64_t>(1, d.header->bytes)]);
+  }
   if (d.header->bytes == 0) finish_frame();
   return true;
 }
 
+void DataLink::land(const std::byte* data, size_t n) {
+  size_t at = in_payload_have_;
+  if (!in_post_->add) {
+    std::memcpy(in_post_->dst + at, data, n);
+    return;
+  }
+  auto* dst = reinterpret_cast<float*>(in_post_->dst);
+  constexpr size_t kF = sizeof(float);
+  for (; n > 0 && at % kF != 0; --n, ++at) {  // the rest of a float the last read split
+    carry_[at % kF] = *data++;
+    if ((at + 1) % kF == 0) add_floats(dst + at / kF, carry_.data(), 1);
+  }
+  const size_t whole = n / kF;
+  add_floats(dst + at / kF, data, whole);
+  data += whole * kF;
+  at += whole * kF;
+  for (n -= whole * kF; n > 0; --n, ++at) carry_[at % kF] = *data++;  // finished by the next read
+}
+
+void DataLink::withdraw() {
+  post_ = nullptr;
+  if (!in_post_) return;
+  // Half of a frame is in the caller's buffer, which is going away: read the
+  // rest into a buffer of our own and drop the frame.
+  in_post_ = nullptr;
+  in_payload_.reset(new std::byte[std::max<uint64_t>(1, in_frame_->bytes)]);
+  in_discard_ = true;
+}
+
 void DataLink::finish_frame() {
+  if (in_post_ || in_discard_) {
+    if (in_post_) in_post_->done = true;
+    in_post_ = nullptr;
+    in_discard_ = false;
+    in_frame_.reset();
+    in_payload_.reset();
+    in_payload_have_ = 0;
+    return;
+  }
   const size_t bytes = in_frame_->bytes;
   std::shared_ptr<const void> owner(in_payload_, in_payload_.get());
   inbox_.push_back(InFrame{*in_frame_, Frame(in_payload_.get(), bytes, std::move(owner))});

@@ -2,6 +2,7 @@
 
 #include <sys/types.h>
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -39,8 +40,9 @@ class DataLink {
  public:
   using Clock = std::chrono::steady_clock;
 
-  // Not connected yet: frames queue until attach().
-  DataLink(std::string peer, uint64_t max_frame_bytes);
+  // Not connected yet: frames queue until attach(). Frames must carry `tag`
+  // (the group's): anything else breaks the link, counted as kUnexpected.
+  DataLink(std::string peer, uint64_t max_frame_bytes, uint32_t tag);
 
   void attach(Fd fd) { fd_ = std::move(fd); }
   bool connected() const { return bool(fd_); }
@@ -55,7 +57,8 @@ class DataLink {
   // When the first queued frame is due (for a poll timeout); max() when none.
   Clock::time_point next_due() const;
 
-  // Reads what is there; whole frames go to inbox(). False when broken (a
+  // Reads what is there (until a read comes back short); whole frames go to
+  // inbox() or a posted receive. False when broken (a
   // reset, junk); the peer's orderly close only sets eof(): what it sent
   // before stays to be taken.
   bool read_available();
@@ -68,6 +71,21 @@ class DataLink {
   using Match = std::function<bool(const wire::FrameHeader&)>;
   std::optional<InFrame> take(const Match& match, const Match& stale,
                               const std::function<void(const wire::FrameHeader&)>& on_stale);
+
+  // A receive the caller posts (MPI's posted receive): the next frame
+  // `match` accepts whose payload is exactly `bytes` goes into `dst` as it
+  // is read — copied, or added as float32 — instead of the inbox; `done` is
+  // set when it is all there. One at a time; withdraw before `dst` goes
+  // away: a frame half received into it is then read on and dropped.
+  struct Post {
+    const Match* match = nullptr;
+    std::byte* dst = nullptr;
+    size_t bytes = 0;
+    bool add = false;
+    bool done = false;
+  };
+  void post(Post* p) { post_ = p; }
+  void withdraw();
 
   // Drops queued frames nobody will wait for (after a failed call). A frame
   // already partly written cannot be taken back: the link is closed then.
@@ -90,10 +108,12 @@ class DataLink {
   void consume(const std::byte* data, size_t n);  // staged bytes into header / payload
   bool begin_payload();                           // a header is complete
   void finish_frame();
+  void land(const std::byte* data, size_t n);  // payload bytes into the post being received
 
   Fd fd_;
   std::string peer_;
   uint64_t max_frame_bytes_;
+  uint32_t tag_;
   std::deque<Out> out_;
   std::deque<InFrame> inbox_;
   size_t inbox_bytes_ = 0;
@@ -105,6 +125,10 @@ class DataLink {
   std::shared_ptr<std::byte[]> in_payload_;
   size_t in_payload_have_ = 0;
   std::unique_ptr<std::byte[]> staging_;
+  Post* post_ = nullptr;                          // posted by the caller
+  Post* in_post_ = nullptr;                       // the frame being received goes there
+  bool in_discard_ = false;                       // the frame being received is dropped when whole
+  std::array<std::byte, sizeof(float)> carry_{};  // a float split between reads (adding)
 
   bool broken_ = false;
   bool eof_ = false;

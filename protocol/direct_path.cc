@@ -11,6 +11,33 @@ namespace {
 
 using Clock = CollectiveChannel::Clock;
 
+// Which frames a receive of (seq, step, chunk) takes, and which it drops.
+struct Rules {
+  Rules(uint64_t seq, uint32_t step, uint32_t chunk) {
+    const auto key = std::make_pair(step, chunk);
+    match = [seq, key](const wire::FrameHeader& h) {
+      return h.kind == wire::FrameKind::kPiece && h.seq == seq && std::make_pair(h.step, h.chunk) == key;
+    };
+    // Calls finish in order and a peer's pieces of one call are taken in
+    // order: anything before the current piece is a stale or duplicate copy.
+    stale = [seq, key](const wire::FrameHeader& h) {
+      return h.kind == wire::FrameKind::kPiece &&
+             (h.seq < seq || (h.seq == seq && std::make_pair(h.step, h.chunk) < key));
+    };
+  }
+  DataLink::Match match, stale;
+};
+
+Message message_of(InFrame frame) {
+  Message m;
+  m.envelope.set_step(frame.header.step);
+  m.envelope.set_chunk(frame.header.chunk);
+  m.envelope.set_count(frame.header.bytes / sizeof(float));
+  m.envelope.set_dtype(static_cast<proto::DType>(frame.header.dtype));
+  m.payload.push_back(std::move(frame.payload));
+  return m;
+}
+
 class DirectPath : public CollectiveChannel::Path {
  public:
   DirectPath(Group& group, uint64_t seq, std::string what)
@@ -42,27 +69,40 @@ class DirectPath : public CollectiveChannel::Path {
 
   std::optional<Message> next(size_t from_rank, uint32_t step, uint32_t chunk,
                               Clock::time_point deadline) override {
-    const auto key = std::make_pair(step, chunk);
-    const auto match = [&](const wire::FrameHeader& h) {
-      return h.kind == wire::FrameKind::kPiece && h.seq == seq_ && std::make_pair(h.step, h.chunk) == key;
-    };
-    // Calls finish in order and a peer's pieces of one call are taken in
-    // order: anything before the current piece is a stale or duplicate copy.
-    const auto stale = [&](const wire::FrameHeader& h) {
-      return h.kind == wire::FrameKind::kPiece &&
-             (h.seq < seq_ || (h.seq == seq_ && std::make_pair(h.step, h.chunk) < key));
-    };
+    const Rules rules(seq_, step, chunk);
     std::optional<InFrame> frame;
-    const bool got = wire_.drive([&] { return bool(frame = wire_.take(from_rank, match, stale)); }, deadline,
-                                 what_, from_rank);
+    const bool got =
+        wire_.drive([&] { return bool(frame = wire_.take(from_rank, rules.match, rules.stale)); }, deadline,
+                    what_, from_rank);
     if (!got) return std::nullopt;
-    Message m;
-    m.envelope.set_step(step);
-    m.envelope.set_chunk(chunk);
-    m.envelope.set_count(frame->header.bytes / sizeof(float));
-    m.envelope.set_dtype(static_cast<proto::DType>(frame->header.dtype));
-    m.payload.push_back(std::move(frame->payload));
-    return m;
+    return message_of(std::move(*frame));
+  }
+
+  // A piece already here is taken as next() would; otherwise the receive is
+  // posted on the link, so the piece lands in dst as it is read.
+  Received next_into(size_t from_rank, uint32_t step, uint32_t chunk, std::span<float> dst,
+                     CollectiveChannel::Fold fold, Clock::time_point deadline) override {
+    const Rules rules(seq_, step, chunk);
+    if (auto frame = wire_.take(from_rank, rules.match, rules.stale))
+      return {false, message_of(std::move(*frame))};
+    const DataLink::Match floats = [&](const wire::FrameHeader& h) {
+      return h.dtype == proto::DTYPE_FLOAT32 && rules.match(h);
+    };
+    DataLink& link = wire_.link(from_rank);
+    DataLink::Post post{&floats, reinterpret_cast<std::byte*>(dst.data()), dst.size_bytes(),
+                        fold == CollectiveChannel::Fold::kAdd};
+    link.post(&post);
+    struct Withdraw {
+      DataLink& link;
+      ~Withdraw() { link.withdraw(); }
+    } withdraw{link};
+    std::optional<InFrame> frame;
+    const bool got = wire_.drive(
+        [&] { return post.done || bool(frame = wire_.take(from_rank, rules.match, rules.stale)); }, deadline,
+        what_, from_rank);
+    if (!got) return {};
+    if (post.done) return {true, std::nullopt};
+    return {false, message_of(std::move(*frame))};
   }
 
   bool wait_slot(SendTracker& tracker, size_t slot, Clock::time_point deadline) override {
@@ -74,7 +114,7 @@ class DirectPath : public CollectiveChannel::Path {
   }
 
   // What is queued is ours: dropping it releases the owners at once.
-  void release(SendTracker&, std::initializer_list<size_t> to_ranks) override {
+  void release(SendTracker&, std::span<const size_t> to_ranks) override {
     for (size_t r : to_ranks) wire_.drop_queued(r);
   }
 

@@ -1,11 +1,9 @@
 #include "protocol/doubling_allreduce.h"
 
 #include <algorithm>
-#include <vector>
 
 #include "protocol/collective_channel.h"
 #include "protocol/errors.h"
-#include "protocol/ring_collectives.h"
 
 namespace gossipd::protocol {
 namespace {
@@ -36,38 +34,21 @@ void AllreduceDoubling::run() {
         channel.send(partner, step, static_cast<uint32_t>(j), data_.subspan(p.begin, p.size()),
                      tracker.token(0));
       }
-      std::vector<Message> got;
-      got.reserve(pieces);
-      for (size_t j = 0; j < pieces; ++j) {
-        got.push_back(channel.recv(partner, step, static_cast<uint32_t>(j),
-                                   block_range(data_.size(), pieces, j).size()));
-      }
-      // Our buffer is still on its way to the partner until the kernel has it.
+      // Our buffer is on its way to the partner until the kernel has it; the
+      // partner's pieces wait in the link's inbox meanwhile.
       if (!channel.wait_slot(tracker, 0, std::chrono::steady_clock::now() + group_.options().timeout)) {
         throw PeerTimeout(group_.node().id(), group_.member(partner), group_.options().timeout,
                           "allreduce (send)");
       }
       for (size_t j = 0; j < pieces; ++j) {
         const BlockRange p = block_range(data_.size(), pieces, j);
-        add_floats(data_.data() + p.begin, got[j].payload[0].data(), p.size());
+        channel.recv_into(partner, step, static_cast<uint32_t>(j), data_.subspan(p.begin, p.size()),
+                          CollectiveChannel::Fold::kAdd);
       }
     }
   } catch (...) {
     channel.release_sends(tracker, {partner});
     throw;
-  }
-}
-
-Allreduce::Allreduce(Group& group, std::span<float> data)
-    : group_(group),
-      data_(data),
-      doubling_(power_of_two(group.size()) && data.size_bytes() <= kDoublingMaxBytes) {}
-
-void Allreduce::run() {
-  if (doubling_) {
-    AllreduceDoubling(group_, data_).run();
-  } else {
-    AllreduceRing(group_, data_).run();
   }
 }
 

@@ -10,7 +10,7 @@ namespace gossipd::protocol {
 // s every rank swaps its whole buffer with rank ^ 2^s and adds. k steps
 // instead of the ring's 2(n - 1), each moving the whole buffer: the faster
 // schedule while a step's latency outweighs its bytes (small buffers; see
-// Allreduce). Every rank computes the same sums in the same pairs (a + b on
+// Allreduce in collectives.h). Every rank computes the same sums in the same pairs (a + b on
 // one side, b + a on the other, equal in IEEE arithmetic), so replicas stay
 // bit-identical.
 class AllreduceDoubling {
@@ -22,21 +22,6 @@ class AllreduceDoubling {
  private:
   Group& group_;
   std::span<float> data_;
-};
-
-// Sum over the group, in place, by the schedule measured fastest for the
-// size (tests/bench/README.md): recursive doubling for buffers up to
-// kDoublingMaxBytes on a power-of-two group, the pipelined ring otherwise.
-class Allreduce {
- public:
-  static constexpr size_t kDoublingMaxBytes = size_t{256} << 10;
-  Allreduce(Group& group, std::span<float> data);
-  void run();
-
- private:
-  Group& group_;
-  std::span<float> data_;
-  bool doubling_;
 };
 
 }  // namespace gossipd::protocol

@@ -15,6 +15,26 @@ BlockRange block_range(size_t count, size_t parts, size_t index) {
   return {begin, begin + base + (index < extra ? 1 : 0)};
 }
 
+std::vector<BlockRange> block_layout(size_t count, size_t parts, std::span<const size_t> counts,
+                                     const std::string& what) {
+  if (!counts.empty() && counts.size() != parts) {
+    throw ProtocolConfigError(what + ": " + std::to_string(counts.size()) + " block counts for a group of " +
+                              std::to_string(parts));
+  }
+  std::vector<BlockRange> blocks;
+  blocks.reserve(parts);
+  size_t end = 0;
+  for (size_t b = 0; b < parts; ++b) {
+    blocks.push_back(counts.empty() ? block_range(count, parts, b) : BlockRange{end, end + counts[b]});
+    end = blocks.back().end;
+  }
+  if (!counts.empty() && end != count) {
+    throw ProtocolConfigError(what + ": block counts add up to " + std::to_string(end) +
+                              ", the buffer holds " + std::to_string(count));
+  }
+  return blocks;
+}
+
 Group::Group(Node& node, uint32_t tag, std::vector<std::string> members, CollectiveOptions options)
     : node_(node), tag_(tag), members_(std::move(members)), options_(std::move(options)) {
   auto it = std::find(members_.begin(), members_.end(), node_.id());

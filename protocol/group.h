@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <stop_token>
 #include <string>
 #include <vector>
@@ -36,6 +37,13 @@ struct BlockRange {
 // `count` elements split into `parts` contiguous blocks whose sizes differ by
 // at most one (the first count % parts get one more). Blocks may be empty.
 BlockRange block_range(size_t count, size_t parts, size_t index);
+
+// The blocks of a collective over `parts` ranks: block_range's even split,
+// or block r of `counts[r]` elements in order (the v-variants). Throws
+// ProtocolConfigError naming `what` when counts has the wrong length or
+// does not add up to `count`.
+std::vector<BlockRange> block_layout(size_t count, size_t parts, std::span<const size_t> counts,
+                                     const std::string& what);
 
 // An ordered list of members sharing a collective tag. Every member builds the
 // same Group (same tag and order) and calls the same collectives in the same

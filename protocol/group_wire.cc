@@ -82,8 +82,8 @@ DataLink& GroupWire::link(size_t rank) {
   if (links_[rank]) return *links_[rank];
   Pending p{rank, 0, Clock::now()};
   if (group_.rank() < rank) p.nonce = listener(rank).expect(group_.member(rank));
-  links_[rank] =
-      std::make_unique<DataLink>(group_.member(rank), group_.node().options().validation.max_message_bytes);
+  links_[rank] = std::make_unique<DataLink>(
+      group_.member(rank), group_.node().options().validation.max_message_bytes, group_.tag());
   // Pending before the announcement: if sending it throws, advance() sends it again.
   pending_.push_back(p);
   if (p.nonce) announce(p);
@@ -190,6 +190,7 @@ void GroupWire::wait(Clock::time_point deadline) {
 
 bool GroupWire::drive(const std::function<bool()>& done, Clock::time_point deadline,
                       const std::string& during, size_t from_rank) {
+  if (done()) return true;  // often so already (a send the kernel took): no system call
   const auto spin_until = Clock::now() + group_.options().spin;
   for (;;) {
     const auto now = Clock::now();

@@ -4,6 +4,16 @@
 
 namespace gossipd::protocol {
 
+void add_floats(float* dst, const std::byte* src, size_t count) {
+  // memcpy per element compiles to unaligned vector loads: zmq payloads are
+  // not guaranteed to be 4-byte aligned.
+  for (size_t i = 0; i < count; ++i) {
+    float v;
+    std::memcpy(&v, src + i * sizeof(float), sizeof(float));
+    dst[i] += v;
+  }
+}
+
 size_t dtype_size(proto::DType dtype) {
   switch (dtype) {
     case proto::DTYPE_FLOAT32:

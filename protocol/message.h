@@ -18,6 +18,9 @@ constexpr uint32_t kProtocolVersion = 1;
 // Bytes per element of a dtype; 0 for unknown ones.
 size_t dtype_size(proto::DType dtype);
 
+// dst[i] += src[i]; src is a float32 payload of any alignment.
+void add_floats(float* dst, const std::byte* src, size_t count);
+
 // True for the types whose payload is exactly one tensor frame.
 bool is_tensor_type(proto::MessageType type);
 

@@ -1,7 +1,6 @@
 #include "protocol/ring_collectives.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "protocol/errors.h"
 
@@ -20,22 +19,9 @@ RingPipeline::RingPipeline(Group& group, std::span<float> data, size_t shift, si
       steps_(steps),
       reduce_steps_(reduce_steps),
       name_(std::move(name)) {
-  const size_t n = group_.size();
-  if (!counts.empty() && counts.size() != n) {
-    throw ProtocolConfigError(name_ + ": " + std::to_string(counts.size()) + " block counts for a group of " +
-                              std::to_string(n));
-  }
-  blocks_.reserve(n);
-  size_t largest = 0, end = 0;
-  for (size_t b = 0; b < n; ++b) {
-    blocks_.push_back(counts.empty() ? block_range(data_.size(), n, b) : BlockRange{end, end + counts[b]});
-    end = blocks_.back().end;
-    largest = std::max(largest, blocks_.back().size());
-  }
-  if (!counts.empty() && end != data_.size()) {
-    throw ProtocolConfigError(name_ + ": block counts add up to " + std::to_string(end) +
-                              ", the buffer holds " + std::to_string(data_.size()));
-  }
+  blocks_ = block_layout(data_.size(), group_.size(), counts, name_);
+  size_t largest = 0;
+  for (const BlockRange& b : blocks_) largest = std::max(largest, b.size());
   // Every rank derives the same piece count from (count, size, chunk_bytes).
   const size_t chunk_elems = std::max<size_t>(1, group_.options().chunk_bytes / sizeof(float));
   pieces_ = std::max<size_t>(1, (largest + chunk_elems - 1) / chunk_elems);
@@ -90,13 +76,9 @@ void RingPipeline::run_steps(CollectiveChannel& channel, SendTracker& tracker) {
     for (size_t j = 0; j < pieces_; ++j) {
       const BlockRange p = piece(block, j);
       if (p.size() == 0) continue;
-      Message msg = channel.recv(left, static_cast<uint32_t>(s), static_cast<uint32_t>(j), p.size());
-      float* dst = data_.data() + p.begin;
-      if (reduce) {
-        add_floats(dst, msg.payload[0].data(), p.size());
-      } else {
-        std::memcpy(dst, msg.payload[0].data(), p.size() * sizeof(float));
-      }
+      channel.recv_into(left, static_cast<uint32_t>(s), static_cast<uint32_t>(j),
+                        data_.subspan(p.begin, p.size()),
+                        reduce ? CollectiveChannel::Fold::kAdd : CollectiveChannel::Fold::kCopy);
       if (s + 1 < steps_) send_piece(s + 1, block, j);
     }
   }

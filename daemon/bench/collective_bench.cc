@@ -16,9 +16,9 @@ struct BenchCommand {
 };
 
 constexpr BenchCommand kCommands[] = {
-    {"allreduce", "Our ring allreduce across P local processes (TCP loopback): N bytes in and out"},
-    {"allgather", "Our ring allgather across P local processes: N/P bytes contributed, N out"},
-    {"reduce-scatter", "Our ring reduce-scatter across P local processes: N bytes in, N/P out"},
+    {"allreduce", "Our allreduce across P local processes (TCP loopback): N bytes in and out"},
+    {"allgather", "Our allgather across P local processes: N/P bytes contributed, N out"},
+    {"reduce-scatter", "Our reduce-scatter across P local processes: N bytes in, N/P out"},
     {"pingpong", "N bytes from rank 0 to rank 1 and back over a collective channel (2 processes)"},
 };
 
@@ -59,6 +59,14 @@ void add_common_options(CLI::App& cmd, CollectiveBenchOptions& o, bool pingpong)
   cmd.add_option("--spin-us", o.spin_us, "How long a waiting call spins before blocking in poll(2)")
       ->check(CLI::Range(0, 10000000))
       ->capture_default_str();
+  if (!pingpong) {
+    cmd.add_option(
+           "--schedule", o.schedule,
+           "auto (what the modes use), ring, butterfly (recursive halving/doubling; power-of-two P) or,"
+           " for allreduce, doubling (recursive doubling of the whole buffer)")
+        ->check(CLI::IsMember({"auto", "ring", "butterfly", "doubling"}))
+        ->capture_default_str();
+  }
   cmd.add_option("--worker-rank", o.worker_rank, "internal: run one rank")->group("");
 }
 
@@ -82,29 +90,31 @@ CLI::App* add_command(CLI::App& bench, CollectiveBenchOptions& o, const BenchCom
 
 std::vector<std::string> worker_args(const CollectiveBenchOptions& o, int rank) {
   const auto str = [](auto v) { return std::to_string(v); };
-  return {"gossipctl",
-          "bench",
-          o.op,
-          "--procs",
-          str(o.procs),
-          "--bytes",
-          str(o.bytes),
-          "--reps",
-          str(o.reps),
-          "--warmup",
-          str(o.warmup),
-          "--chunk-bytes",
-          str(o.chunk_bytes),
-          "--timeout-ms",
-          str(o.timeout_ms),
-          "--bind-to",
-          o.bind_to,
-          "--path",
-          o.path,
-          "--spin-us",
-          str(o.spin_us),
-          "--worker-rank",
-          str(rank)};
+  std::vector<std::string> args{"gossipctl",
+                                "bench",
+                                o.op,
+                                "--procs",
+                                str(o.procs),
+                                "--bytes",
+                                str(o.bytes),
+                                "--reps",
+                                str(o.reps),
+                                "--warmup",
+                                str(o.warmup),
+                                "--chunk-bytes",
+                                str(o.chunk_bytes),
+                                "--timeout-ms",
+                                str(o.timeout_ms),
+                                "--bind-to",
+                                o.bind_to,
+                                "--path",
+                                o.path,
+                                "--spin-us",
+                                str(o.spin_us),
+                                "--worker-rank",
+                                str(rank)};
+  if (o.op != "pingpong") args.insert(args.end(), {"--schedule", o.schedule});
+  return args;
 }
 
 int run_worker(const CollectiveBenchOptions& o) {
@@ -128,10 +138,11 @@ void print_result(const CollectiveBenchOptions& o, const std::vector<WorkerRepor
       std::all_of(reports.begin(), reports.end(), [](const WorkerReport& r) { return r.exact; });
   const size_t bytes = bench_floats(o) * sizeof(float);
   std::printf(
-      "{\"bench\":\"%s\",\"impl\":\"gossipd\",\"path\":\"%s\",\"procs\":%d,\"bytes\":%zu,\"seconds\":%.9f,"
+      "{\"bench\":\"%s\",\"impl\":\"gossipd\",\"path\":\"%s\",\"schedule\":\"%s\",\"procs\":%d,\"bytes\":%zu,"
+      "\"seconds\":%.9f,"
       "\"min_seconds\":%.9f,\"algbw_gbps\":%.4f,\"exact\":%s}\n",
-      o.op.c_str(), o.path.c_str(), o.procs, bytes, seconds, fastest,
-      seconds > 0 ? static_cast<double>(bytes) / seconds * 1e-9 : 0.0, exact ? "true" : "false");
+      o.op.c_str(), o.path.c_str(), o.op == "pingpong" ? "-" : o.schedule.c_str(), o.procs, bytes, seconds,
+      fastest, seconds > 0 ? static_cast<double>(bytes) / seconds * 1e-9 : 0.0, exact ? "true" : "false");
   std::fflush(stdout);
 }
 

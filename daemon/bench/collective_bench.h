@@ -26,6 +26,9 @@ struct CollectiveBenchOptions {
   std::string bind_to = "core";
   std::string path = "tcp";  // NodeOptions::data_path: tcp (direct) or zmq
   int spin_us = 200;         // CollectiveOptions::spin
+  // auto: the schedule the modes get (Allreduce, ReduceScatter, Allgather);
+  // ring; butterfly (recursive doubling / halving, power-of-two groups).
+  std::string schedule = "auto";
   // Hidden worker mode: set in the child processes the parent spawns.
   int worker_rank = -1;
 };
@@ -48,7 +51,7 @@ std::vector<CLI::App*> add_collective_bench_commands(CLI::App& bench, Collective
 bool collective_bench_parsed(const std::vector<CLI::App*>& commands);
 
 // Spawns P workers (this executable in its hidden worker mode) on loopback
-// and prints one JSON line: bench, impl, path, procs, bytes, seconds (median
+// and prints one JSON line: bench, impl, path, schedule, procs, bytes, seconds (median
 // over repetitions of the slowest rank; pingpong: half the round trip),
 // min_seconds, algbw_gbps (bytes / seconds) and exact. In worker mode it
 // runs one rank instead.

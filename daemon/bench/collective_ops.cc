@@ -3,11 +3,15 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <functional>
+#include <span>
 #include <sstream>
 #include <stdexcept>
 
 #include "protocol/barrier.h"
+#include "protocol/butterfly_collectives.h"
 #include "protocol/collective_channel.h"
+#include "protocol/collectives.h"
 #include "protocol/doubling_allreduce.h"
 #include "protocol/ring_collectives.h"
 
@@ -44,35 +48,40 @@ std::string rank_id(size_t rank) {
   return s.str();
 }
 
+// One collective call on the whole buffer, by the schedule asked for.
+using Collective = std::function<void(gp::Group&, std::span<float>)>;
+
 // Allreduce and reduce-scatter: every rank sums its inputs in place; a
 // reduce-scatter's rank checks only its own block.
-template <class Ring>
 class ReduceOp : public BenchOp {
  public:
-  ReduceOp(gp::Group& group, size_t count, bool own_block_only)
-      : input_(inputs_of(group.rank(), count)),
+  ReduceOp(gp::Group& group, size_t count, bool own_block_only, Collective collective)
+      : group_(group),
+        input_(inputs_of(group.rank(), count)),
         expected_(serial_sum(group.size(), count)),
         data_(count),
         checked_(own_block_only ? gp::block_range(count, group.size(), group.rank())
                                 : gp::BlockRange{0, count}),
-        ring_(group, data_) {}
+        collective_(std::move(collective)) {}
   void reset() override { std::copy(input_.begin(), input_.end(), data_.begin()); }
-  void run() override { ring_.run(); }
+  void run() override { collective_(group_, data_); }
   bool check() const override {
     return same(data_.data() + checked_.begin, expected_.data() + checked_.begin, checked_.size());
   }
 
  private:
+  gp::Group& group_;
   std::vector<float> input_, expected_, data_;
   gp::BlockRange checked_;
-  Ring ring_;
+  Collective collective_;
 };
 
 // Each rank contributes its block; all blocks are poisoned before a
 // repetition, so a block that never arrived fails the check.
 class AllgatherOp : public BenchOp {
  public:
-  AllgatherOp(gp::Group& group, size_t count) : expected_(count), data_(count), ring_(group, data_) {
+  AllgatherOp(gp::Group& group, size_t count, Collective collective)
+      : group_(group), expected_(count), data_(count), collective_(std::move(collective)) {
     for (size_t r = 0; r < group.size(); ++r) {
       const gp::BlockRange b = gp::block_range(count, group.size(), r);
       for (size_t i = b.begin; i < b.end; ++i) expected_[i] = bench_input(r, i);
@@ -83,14 +92,36 @@ class AllgatherOp : public BenchOp {
     std::fill(data_.begin(), data_.end(), -1.0f);
     std::copy(expected_.begin() + own_.begin, expected_.begin() + own_.end, data_.begin() + own_.begin);
   }
-  void run() override { ring_.run(); }
+  void run() override { collective_(group_, data_); }
   bool check() const override { return same(data_.data(), expected_.data(), data_.size()); }
 
  private:
+  gp::Group& group_;
   std::vector<float> expected_, data_;
   gp::BlockRange own_;
-  gp::AllgatherRing ring_;
+  Collective collective_;
 };
+
+// The schedules of `op` by name (auto: what the modes call).
+Collective collective_of(const std::string& op, const std::string& schedule) {
+  using B = gp::Butterfly;
+  const bool ring = schedule == "ring", butterfly = schedule == "butterfly";
+  if (op == "allreduce") {
+    if (ring) return [](gp::Group& g, std::span<float> d) { gp::AllreduceRing(g, d).run(); };
+    if (butterfly) return [](gp::Group& g, std::span<float> d) { gp::AllreduceButterfly(g, d).run(); };
+    if (schedule == "doubling")
+      return [](gp::Group& g, std::span<float> d) { gp::AllreduceDoubling(g, d).run(); };
+    return [](gp::Group& g, std::span<float> d) { gp::Allreduce(g, d).run(); };
+  }
+  if (op == "reduce-scatter") {
+    if (ring) return [](gp::Group& g, std::span<float> d) { gp::ReduceScatterRing(g, d).run(); };
+    if (butterfly) return [](gp::Group& g, std::span<float> d) { B(g, d, B::Kind::kReduceScatter).run(); };
+    return [](gp::Group& g, std::span<float> d) { gp::ReduceScatter(g, d).run(); };
+  }
+  if (ring) return [](gp::Group& g, std::span<float> d) { gp::AllgatherRing(g, d).run(); };
+  if (butterfly) return [](gp::Group& g, std::span<float> d) { B(g, d, B::Kind::kAllgather).run(); };
+  return [](gp::Group& g, std::span<float> d) { gp::Allgather(g, d).run(); };
+}
 
 // Rank 0 sends its buffer to rank 1 in pieces of chunk_bytes (one channel
 // per repetition, step 0); rank 1 takes every piece into its buffer, then
@@ -151,8 +182,8 @@ void PingpongOp::send_all(gp::CollectiveChannel& ch, gp::SendTracker& tracker, c
 void PingpongOp::recv_all(gp::CollectiveChannel& ch, uint32_t step) {
   for (size_t j = 0; j < pieces_; ++j) {
     const gp::BlockRange p = gp::block_range(buffer_.size(), pieces_, j);
-    const gp::Message msg = ch.recv(1 - group_.rank(), step, static_cast<uint32_t>(j), p.size());
-    std::memcpy(buffer_.data() + p.begin, msg.payload[0].data(), p.size() * sizeof(float));
+    ch.recv_into(1 - group_.rank(), step, static_cast<uint32_t>(j),
+                 std::span<float>(buffer_).subspan(p.begin, p.size()), gp::CollectiveChannel::Fold::kCopy);
   }
 }
 
@@ -175,11 +206,14 @@ WorkerReport time_op(gp::Group& group, BenchOp& op, const CollectiveBenchOptions
 }  // namespace
 
 std::unique_ptr<BenchOp> make_bench_op(const std::string& op, gp::Group& group, size_t floats,
-                                       size_t chunk_bytes) {
-  if (op == "allreduce") return std::make_unique<ReduceOp<gp::Allreduce>>(group, floats, false);
-  if (op == "reduce-scatter") return std::make_unique<ReduceOp<gp::ReduceScatterRing>>(group, floats, true);
-  if (op == "allgather") return std::make_unique<AllgatherOp>(group, floats);
-  if (op == "pingpong") return std::make_unique<PingpongOp>(group, floats, chunk_bytes);
+                                       const CollectiveBenchOptions& o) {
+  if (o.schedule != "auto" && o.schedule != "ring" && o.schedule != "butterfly" &&
+      !(o.schedule == "doubling" && op == "allreduce"))
+    throw std::invalid_argument("bench: schedule " + o.schedule + " is not one of " + op + "'s");
+  if (op == "allreduce" || op == "reduce-scatter")
+    return std::make_unique<ReduceOp>(group, floats, op == "reduce-scatter", collective_of(op, o.schedule));
+  if (op == "allgather") return std::make_unique<AllgatherOp>(group, floats, collective_of(op, o.schedule));
+  if (op == "pingpong") return std::make_unique<PingpongOp>(group, floats, o.chunk_bytes);
   throw std::invalid_argument("bench: unknown op " + op);
 }
 
@@ -207,7 +241,7 @@ WorkerReport run_collective_rank(gp::Node& node, size_t rank, const std::vector<
   co.chunk_bytes = o.chunk_bytes;
   co.spin = std::chrono::microseconds(o.spin_us);
   gp::Group group(node, 0, ids, co);
-  const auto op = make_bench_op(o.op, group, bench_floats(o), o.chunk_bytes);
+  const auto op = make_bench_op(o.op, group, bench_floats(o), o);
   return time_op(group, *op, o);
 }
 

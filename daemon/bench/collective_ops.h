@@ -23,9 +23,10 @@ class BenchOp {
   virtual double time_factor() const { return 1.0; }
 };
 
-// The op named `op` on `floats` elements per rank; throws for an unknown name.
+// The op named `op` on `floats` elements per rank, by o.schedule (pingpong:
+// pieces of o.chunk_bytes); throws for an unknown name.
 std::unique_ptr<BenchOp> make_bench_op(const std::string& op, protocol::Group& group, size_t floats,
-                                       size_t chunk_bytes);
+                                       const CollectiveBenchOptions& o);
 
 // The Node a bench rank runs: id "r<rank>", cluster "bench", o.path, every
 // rank of o.procs a member from the start.

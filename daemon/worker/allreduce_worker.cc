@@ -8,7 +8,7 @@
 #include "daemon/worker/round_floats.h"
 #include "protocol/barrier.h"
 #include "protocol/broadcast_ring.h"
-#include "protocol/doubling_allreduce.h"
+#include "protocol/collectives.h"
 #include "protocol/errors.h"
 #include "protocol/ring_collectives.h"
 #include "protocol/tags.h"

@@ -1,9 +1,12 @@
 // The direct data path's bytes from outside (protocol/data_wire.h,
 // protocol/data_link.h): the input is decoded as a frame header, a Hello and
-// an announcement, and streamed into a DataLink over a socketpair twice,
-// whole and in 7-byte writes. Nothing may crash; what decodes re-encodes to
-// the same bytes; every frame a link yields is whole and valid; and how the
-// bytes were cut into writes changes nothing a link yields.
+// an announcement, and streamed into a DataLink over a socketpair: whole,
+// in 7-byte writes, and in 5-byte writes with a posted receive (copying, then
+// adding) waiting for the first float32 frame of the first header's size.
+// Nothing may crash; what decodes re-encodes to the same bytes; every frame a
+// link yields is whole and valid; how the bytes were cut into writes changes
+// nothing a link yields; a posted receive gets exactly the frame the inbox
+// would have had (added: its floats added to zeros), and only that one.
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -37,6 +40,14 @@ bool valid(const wire::FrameHeader& h) {
   return kind && element != 0 && h.bytes % element == 0 && h.bytes <= kMaxFrameBytes;
 }
 
+// A receive posted for the whole stream.
+struct Posting {
+  size_t bytes = 0;
+  bool add = false;
+  std::vector<float> into;  // bytes / 4 zeros before
+  bool done = false;
+};
+
 struct Yield {
   std::vector<wire::HeaderBytes> headers;  // re-encoded
   std::vector<std::vector<std::byte>> payloads;
@@ -47,12 +58,19 @@ struct Yield {
 
 // What a DataLink makes of `in` written `chunk` bytes at a time, the writer
 // closing at the end.
-Yield stream(std::span<const std::byte> in, size_t chunk) {
+Yield stream(std::span<const std::byte> in, size_t chunk, uint32_t tag, Posting* posting = nullptr) {
   int sv[2];
   require(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) == 0, "socketpair");
   Fd writer(sv[0]);
-  DataLink link("peer", kMaxFrameBytes);
+  DataLink link("peer", kMaxFrameBytes, tag);
   link.attach(Fd(sv[1]));
+  const DataLink::Match floats = [](const wire::FrameHeader& h) { return h.dtype == proto::DTYPE_FLOAT32; };
+  DataLink::Post post;
+  if (posting) {
+    posting->into.assign(posting->bytes / sizeof(float), 0.0f);
+    post = {&floats, reinterpret_cast<std::byte*>(posting->into.data()), posting->bytes, posting->add};
+    link.post(&post);
+  }
   Yield y;
   const auto take = [&] {
     const auto any = [](const wire::FrameHeader&) { return true; };
@@ -81,11 +99,49 @@ Yield stream(std::span<const std::byte> in, size_t chunk) {
     take();
   }
   require(link.inbox_bytes() == 0, "inbox bytes not back to 0");
+  link.withdraw();
+  if (posting) posting->done = post.done;
   y.broken = link.broken();
   y.reason = link.failure().reason;
   y.eof = link.eof();
   require(!y.broken || link.failure().rejected, "junk not marked as a reject");
   return y;
+}
+
+// Streams `in` with a receive posted (copying, then adding) and compares
+// with `plain`, the same stream unposted.
+void check_posted(std::span<const std::byte> in, uint32_t tag, const Yield& plain) {
+  size_t bytes = sizeof(float);
+  if (in.size() >= wire::kFrameHeaderBytes) {
+    if (const auto d = wire::decode(in.first<wire::kFrameHeaderBytes>(), kMaxFrameBytes).header;
+        d && d->dtype == proto::DTYPE_FLOAT32)
+      bytes = d->bytes;
+  }
+  // The frame the post should get: the first float32 one of that size.
+  size_t target = plain.headers.size();
+  for (size_t i = 0; i < plain.headers.size() && target == plain.headers.size(); ++i) {
+    const auto h = wire::decode(plain.headers[i], kMaxFrameBytes).header;
+    if (h->dtype == proto::DTYPE_FLOAT32 && h->bytes == bytes) target = i;
+  }
+  for (const bool add : {false, true}) {
+    Posting posting;
+    posting.bytes = bytes;
+    posting.add = add;
+    const Yield y = stream(in, 5, tag, &posting);
+    require(y.broken == plain.broken && y.reason == plain.reason, "a posted receive changed the link state");
+    require(posting.done == (target < plain.headers.size()), "the posted receive missed its frame");
+    auto rest_headers = plain.headers;
+    auto rest_payloads = plain.payloads;
+    if (posting.done) {
+      std::vector<float> want(bytes / sizeof(float), 0.0f);
+      add_floats(want.data(), plain.payloads[target].data(), want.size());
+      const void* expect = add ? static_cast<const void*>(want.data()) : plain.payloads[target].data();
+      require(std::memcmp(posting.into.data(), expect, bytes) == 0, "the posted receive got other bytes");
+      rest_headers.erase(rest_headers.begin() + static_cast<ptrdiff_t>(target));
+      rest_payloads.erase(rest_payloads.begin() + static_cast<ptrdiff_t>(target));
+    }
+    require(y.headers == rest_headers && y.payloads == rest_payloads, "a posted receive changed the inbox");
+  }
 }
 
 }  // namespace
@@ -120,11 +176,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     require(a->port != 0 && std::memcmp(again.data(), data, size) == 0, "announcement round trip");
   }
 
-  const Yield whole = stream(in, size + 1);
-  const Yield cut = stream(in, 7);
+  // The link expects the first header's group tag, so seeds get past it.
+  uint32_t tag = 0;
+  if (size >= 12) std::memcpy(&tag, data + 8, sizeof tag);
+  const Yield whole = stream(in, size + 1, tag);
+  const Yield cut = stream(in, 7, tag);
   require(whole.headers == cut.headers && whole.payloads == cut.payloads,
           "frames depend on how bytes were cut");
   require(whole.broken == cut.broken && whole.reason == cut.reason && whole.eof == cut.eof,
           "link state depends on how bytes were cut");
+  check_posted(in, tag, whole);
   return 0;
 }

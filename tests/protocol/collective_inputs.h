@@ -1,6 +1,9 @@
 #pragma once
 
+#include <chrono>
 #include <vector>
+
+#include "protocol/group.h"
 
 namespace gossipd::protocol::testing {
 
@@ -23,6 +26,20 @@ inline std::vector<float> serial_sum(size_t ranks, size_t count, size_t call = 0
     for (size_t i = 0; i < count; ++i) s[i] += input(r, i, call);
   }
   return s;
+}
+
+// A 20 s timeout and 4 KiB pieces: several pieces per step from 1000 floats.
+inline CollectiveOptions small_pieces() {
+  CollectiveOptions o;
+  o.timeout = std::chrono::seconds(20);
+  o.chunk_bytes = 4 << 10;
+  return o;
+}
+
+inline NodeOptions on_path(DataPath p) {
+  NodeOptions n;
+  n.data_path = p;
+  return n;
 }
 
 }  // namespace gossipd::protocol::testing

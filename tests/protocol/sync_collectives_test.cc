@@ -1,6 +1,6 @@
 // The collectives the synchronous modes build on, checked bit for bit
-// against serial references on integer-valued inputs: recursive doubling and
-// the schedule chooser, the uneven (v-variant) ring collectives, and
+// against serial references on integer-valued inputs: recursive doubling,
+// the uneven (v-variant) ring collectives, and
 // point-to-point tensors, on the direct data path and over ZeroMQ.
 #include <gtest/gtest.h>
 
@@ -17,24 +17,13 @@
 namespace gossipd::protocol {
 namespace {
 
+using testing::on_path;
 using testing::rank_input;
 using testing::serial_sum;
+using testing::small_pieces;
 using testing::TestCluster;
 
 constexpr uint32_t kTag = 9;
-
-CollectiveOptions options() {
-  CollectiveOptions o;
-  o.timeout = std::chrono::seconds(20);
-  o.chunk_bytes = 4 << 10;  // several pieces per step even at 1000 floats
-  return o;
-}
-
-NodeOptions path(DataPath p) {
-  NodeOptions n;
-  n.data_path = p;
-  return n;
-}
 
 class DoublingTest : public ::testing::TestWithParam<std::tuple<size_t, size_t>> {};
 
@@ -45,7 +34,7 @@ TEST_P(DoublingTest, AllreduceEqualsSerialSumOnEveryRank) {
   const auto expected = serial_sum(n, count);
   std::vector<std::vector<float>> out(n);
   testing::expect_no_errors(cluster.run([&](size_t r) {
-    Group g(cluster.node(r), kTag, cluster.ids(), options());
+    Group g(cluster.node(r), kTag, cluster.ids(), small_pieces());
     out[r] = rank_input(r, count);
     AllreduceDoubling(g, out[r]).run();
     AllreduceDoubling(g, out[r]).run();  // twice: the second call on the same links
@@ -63,26 +52,9 @@ INSTANTIATE_TEST_SUITE_P(PowersOfTwo, DoublingTest,
 
 TEST(Doubling, RefusesAGroupThatIsNotAPowerOfTwo) {
   TestCluster cluster(3);
-  Group g(cluster.node(0), kTag, cluster.ids(), options());
+  Group g(cluster.node(0), kTag, cluster.ids(), small_pieces());
   std::vector<float> v(10);
   EXPECT_THROW(AllreduceDoubling(g, v), ProtocolConfigError);
-}
-
-TEST(Allreduce, ChoosesAScheduleAndEqualsSerialSumAtEverySize) {
-  for (size_t n : {3, 4}) {
-    TestCluster cluster(n);
-    for (size_t count : {size_t{10}, Allreduce::kDoublingMaxBytes / sizeof(float) + 1}) {
-      const auto expected = serial_sum(n, count);
-      std::vector<std::vector<float>> out(n);
-      testing::expect_no_errors(cluster.run([&](size_t r) {
-        Group g(cluster.node(r), kTag, cluster.ids(), options());
-        out[r] = rank_input(r, count);
-        Allreduce(g, out[r]).run();
-      }));
-      for (size_t r = 0; r < n; ++r)
-        ASSERT_EQ(out[r], expected) << n << " ranks, " << count << ", rank " << r;
-    }
-  }
 }
 
 // Block r holds counts[r] elements, some of them empty.
@@ -95,7 +67,7 @@ TEST(UnevenRing, ReduceScatterThenAllgatherGiveTheSum) {
   const auto expected = serial_sum(n, count);
   std::vector<std::vector<float>> scattered(n), gathered(n);
   testing::expect_no_errors(cluster.run([&](size_t r) {
-    Group g(cluster.node(r), kTag, cluster.ids(), options());
+    Group g(cluster.node(r), kTag, cluster.ids(), small_pieces());
     scattered[r] = rank_input(r, count);
     ReduceScatterRing(g, scattered[r], kCounts).run();
     gathered[r] = scattered[r];
@@ -111,7 +83,7 @@ TEST(UnevenRing, ReduceScatterThenAllgatherGiveTheSum) {
 
 TEST(UnevenRing, CountsThatDoNotFitTheBufferAreAConfigError) {
   TestCluster cluster(2);
-  Group g(cluster.node(0), kTag, cluster.ids(), options());
+  Group g(cluster.node(0), kTag, cluster.ids(), small_pieces());
   std::vector<float> v(10);
   const std::vector<size_t> short_counts{4, 5}, too_many{5, 5, 0};
   EXPECT_THROW(AllgatherRing(g, v, short_counts), ProtocolConfigError);
@@ -121,11 +93,11 @@ TEST(UnevenRing, CountsThatDoNotFitTheBufferAreAConfigError) {
 class TensorTest : public ::testing::TestWithParam<DataPath> {};
 
 TEST_P(TensorTest, ReceivesByKeyWhateverTheOrderOfArrival) {
-  TestCluster cluster(2, path(GetParam()));
+  TestCluster cluster(2, on_path(GetParam()));
   constexpr size_t kTensors = 6;
   std::vector<std::vector<float>> got(kTensors, std::vector<float>(300));
   testing::expect_no_errors(cluster.run([&](size_t r) {
-    Group g(cluster.node(r), kTag, cluster.ids(), options());
+    Group g(cluster.node(r), kTag, cluster.ids(), small_pieces());
     TensorStream s(g);
     if (r == 0) {
       std::vector<std::vector<float>> sent;
@@ -145,10 +117,10 @@ TEST_P(TensorTest, ReceivesByKeyWhateverTheOrderOfArrival) {
 }
 
 TEST_P(TensorTest, AWrongSizeIsCountedAndTheRightOneStillArrives) {
-  TestCluster cluster(2, path(GetParam()));
+  TestCluster cluster(2, on_path(GetParam()));
   std::vector<float> got(50);
   testing::expect_no_errors(cluster.run([&](size_t r) {
-    Group g(cluster.node(r), kTag, cluster.ids(), options());
+    Group g(cluster.node(r), kTag, cluster.ids(), small_pieces());
     TensorStream s(g);
     if (r == 0) {
       const auto wrong = rank_input(1, 49), right = rank_input(2, 50);

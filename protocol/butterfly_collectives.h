@@ -1,0 +1,58 @@
+#pragma once
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "protocol/collective_channel.h"
+#include "protocol/group.h"
+
+namespace gossipd::protocol {
+
+// Reduce-scatter and allgather for groups of 2^k members in k steps instead
+// of the ring's n - 1 (Thakur, Rabenseifner and Gropp 2005). Each rank works
+// on a window of consecutive blocks. Recursive halving (reduce-scatter): at
+// distance n/2, n/4, ..., 1 a rank keeps the half of its window its rank bit
+// picks, sends the other half to rank ^ distance and adds that partner's copy
+// of the kept half; it ends with its own block. Recursive doubling
+// (allgather): at distance 1, 2, ..., n/2 a rank sends its window to rank ^
+// distance and receives the partner's, doubling the window. Every rank moves
+// the same bytes as on the ring ((n - 1)/n of the buffer) in fewer, larger
+// messages: fewer hops on the critical path, which is what small buffers and
+// oversubscribed hosts pay for. Same block layout and results as the rings
+// (ReduceScatterRing, AllgatherRing), v-variants included.
+class Butterfly {
+ public:
+  enum class Kind { kReduceScatter, kAllgather };
+  // Throws ProtocolConfigError unless the group size is a power of two, or
+  // when `counts` is given and does not describe the buffer.
+  Butterfly(Group& group, std::span<float> data, Kind kind, std::span<const size_t> counts = {});
+  void run();
+
+ private:
+  BlockRange span_of(size_t lo, size_t hi) const;  // blocks [lo, hi) as elements
+  void exchange(CollectiveChannel& channel, SendTracker& tracker, uint32_t step, size_t partner,
+                BlockRange out, BlockRange in);
+
+  Group& group_;
+  std::span<float> data_;
+  Kind kind_;
+  std::vector<BlockRange> blocks_;
+};
+
+// Sum over a group of 2^k members, in place: a halving reduce-scatter then a
+// doubling allgather (Rabenseifner's algorithm; MPICH's and OpenMPI's choice
+// for mid-sized buffers). 2k steps moving 2(n - 1)/n of the buffer, like the
+// ring's 2(n - 1) steps. Each block is summed once, on one rank, and copied
+// to the others: replicas stay bit-identical.
+class AllreduceButterfly {
+ public:
+  AllreduceButterfly(Group& group, std::span<float> data) : group_(group), data_(data) {}
+  void run();
+
+ private:
+  Group& group_;
+  std::span<float> data_;
+};
+
+}  // namespace gossipd::protocol

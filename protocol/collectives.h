@@ -1,0 +1,59 @@
+#pragma once
+
+#include <span>
+
+#include "protocol/group.h"
+
+namespace gossipd::protocol {
+
+// The collectives the modes call. Each picks its schedule by group size and
+// buffer size, from the measurements in tests/bench/README.md ("Choosing the
+// schedule"): on a power-of-two group recursive doubling (allreduce, up to
+// kDoublingMaxBytes) and the butterfly (up to kButterflyMaxBytes), where
+// fewer steps beat the ring's pipelining; the pipelined ring above that and
+// on every other group. All members pick the same schedule (the sizes are
+// the same everywhere), and every schedule gives the same results for
+// integer-valued inputs.
+constexpr size_t kDoublingMaxBytes = size_t{128} << 10;
+constexpr size_t kButterflyMaxBytes = size_t{2} << 20;
+
+// Sum over the group, in place.
+class Allreduce {
+ public:
+  Allreduce(Group& group, std::span<float> data) : group_(group), data_(data) {}
+  void run();
+
+ private:
+  Group& group_;
+  std::span<float> data_;
+};
+
+// Sum over the group, in place; afterwards block `rank` (block_range, or
+// counts[rank] elements) holds it.
+class ReduceScatter {
+ public:
+  ReduceScatter(Group& group, std::span<float> data, std::span<const size_t> counts = {})
+      : group_(group), data_(data), counts_(counts) {}
+  void run();
+
+ private:
+  Group& group_;
+  std::span<float> data_;
+  std::span<const size_t> counts_;
+};
+
+// Rank r contributes its block (block_range, or counts[r] elements);
+// afterwards every rank holds every block.
+class Allgather {
+ public:
+  Allgather(Group& group, std::span<float> data, std::span<const size_t> counts = {})
+      : group_(group), data_(data), counts_(counts) {}
+  void run();
+
+ private:
+  Group& group_;
+  std::span<float> data_;
+  std::span<const size_t> counts_;
+};
+
+}  // namespace gossipd::protocol
