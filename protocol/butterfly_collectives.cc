@@ -18,7 +18,8 @@ const char* name_of(Butterfly::Kind kind) {
 Butterfly::Butterfly(Group& group, std::span<float> data, Kind kind, std::span<const size_t> counts)
     : group_(group), data_(data), kind_(kind) {
   if (!power_of_two(group.size())) {
-    throw ProtocolConfigError(std::string(name_of(kind)) + ": the butterfly needs a power-of-two group, not " +
+    throw ProtocolConfigError(std::string(name_of(kind)) +
+                              ": the butterfly needs a power-of-two group, not " +
                               std::to_string(group.size()));
   }
   blocks_ = block_layout(data.size(), group.size(), counts, name_of(kind));

@@ -83,9 +83,12 @@ void DataListener::accept_all() {
     Fd fd(::accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
     if (!fd) return;
     Pending p{std::move(fd), {}, Clock::now() + hello_timeout_};
+    // Full: the oldest goes (a flood of silent connections must not keep a
+    // member's new connection waiting for the hello timeout).
     if (pending_.size() >= kMaxPending) {
-      refuse(p, RejectReason::kQueueFull, "(unknown)", "too many data-path connections owe their hello");
-      continue;
+      refuse(pending_.front(), RejectReason::kQueueFull, "(unknown)",
+             "evicted: too many data-path connections owe their hello");
+      pending_.erase(pending_.begin());
     }
     pending_.push_back(std::move(p));
   }

@@ -30,7 +30,8 @@ class DataListener {
  public:
   using Clock = std::chrono::steady_clock;
   static constexpr std::chrono::seconds kHelloTimeout{5};
-  static constexpr size_t kMaxPending = 64;  // connections still owing their Hello
+  // Connections still owing their Hello; a new one past it evicts the oldest.
+  static constexpr size_t kMaxPending = 64;
 
   DataListener(std::string node_id, const std::string& host, Validator& validator, int buffer_bytes,
                std::chrono::milliseconds hello_timeout = kHelloTimeout);

@@ -3,9 +3,13 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <memory>
+#include <stdexcept>
 
 #include "daemon/bench/collective_ops.h"
+#include "protocol/curve.h"
 
 namespace gossipd::daemon {
 namespace {
@@ -67,7 +71,9 @@ void add_common_options(CLI::App& cmd, CollectiveBenchOptions& o, bool pingpong)
         ->check(CLI::IsMember({"auto", "ring", "butterfly", "doubling"}))
         ->capture_default_str();
   }
+  cmd.add_flag("--curve", o.curve, "CURVE on (a generated key): collectives then go over encrypted ZeroMQ");
   cmd.add_option("--worker-rank", o.worker_rank, "internal: run one rank")->group("");
+  cmd.add_option("--curve-key", o.curve_key, "internal: the key file of a --curve run")->group("");
 }
 
 CLI::App* add_command(CLI::App& bench, CollectiveBenchOptions& o, const BenchCommand& c) {
@@ -114,6 +120,7 @@ std::vector<std::string> worker_args(const CollectiveBenchOptions& o, int rank) 
                                 "--worker-rank",
                                 str(rank)};
   if (o.op != "pingpong") args.insert(args.end(), {"--schedule", o.schedule});
+  if (!o.curve_key.empty()) args.insert(args.end(), {"--curve-key", o.curve_key});
   return args;
 }
 
@@ -141,10 +148,32 @@ void print_result(const CollectiveBenchOptions& o, const std::vector<WorkerRepor
       "{\"bench\":\"%s\",\"impl\":\"gossipd\",\"path\":\"%s\",\"schedule\":\"%s\",\"procs\":%d,\"bytes\":%zu,"
       "\"seconds\":%.9f,"
       "\"min_seconds\":%.9f,\"algbw_gbps\":%.4f,\"exact\":%s}\n",
-      o.op.c_str(), o.path.c_str(), o.op == "pingpong" ? "-" : o.schedule.c_str(), o.procs, bytes, seconds,
-      fastest, seconds > 0 ? static_cast<double>(bytes) / seconds * 1e-9 : 0.0, exact ? "true" : "false");
+      o.op.c_str(), o.curve ? "zmq+curve" : o.path.c_str(), o.op == "pingpong" ? "-" : o.schedule.c_str(),
+      o.procs, bytes, seconds, fastest, seconds > 0 ? static_cast<double>(bytes) / seconds * 1e-9 : 0.0,
+      exact ? "true" : "false");
   std::fflush(stdout);
 }
+
+// A fresh cluster key in a private temporary directory, removed with it.
+class BenchKeyFile {
+ public:
+  BenchKeyFile() {
+    std::string dir = (std::filesystem::temp_directory_path() / "gossipd-bench-XXXXXX").string();
+    if (!::mkdtemp(dir.data())) throw std::runtime_error("bench --curve: cannot make a temporary directory");
+    dir_ = dir;
+    protocol::write_secret_key_file(path(), protocol::generate_keypair());
+  }
+  ~BenchKeyFile() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  BenchKeyFile(const BenchKeyFile&) = delete;
+  BenchKeyFile& operator=(const BenchKeyFile&) = delete;
+  std::string path() const { return (dir_ / "cluster.key").string(); }
+
+ private:
+  std::filesystem::path dir_;
+};
 
 }  // namespace
 
@@ -158,8 +187,14 @@ bool collective_bench_parsed(const std::vector<CLI::App*>& commands) {
   return std::any_of(commands.begin(), commands.end(), [](const CLI::App* c) { return c->parsed(); });
 }
 
-int run_collective_bench(const CollectiveBenchOptions& o) {
-  if (o.worker_rank >= 0) return run_worker(o);
+int run_collective_bench(const CollectiveBenchOptions& options) {
+  if (options.worker_rank >= 0) return run_worker(options);
+  CollectiveBenchOptions o = options;
+  std::unique_ptr<BenchKeyFile> key;
+  if (o.curve) {
+    key = std::make_unique<BenchKeyFile>();
+    o.curve_key = key->path();
+  }
   // Each repetition may take up to a timeout per step: bound the whole run.
   const long long run_ms = static_cast<long long>(o.timeout_ms) * (o.reps + o.warmup + 2);
   const auto reports = run_bench_workers(

@@ -29,8 +29,13 @@ struct CollectiveBenchOptions {
   // auto: the schedule the modes get (Allreduce, ReduceScatter, Allgather);
   // ring; butterfly (recursive doubling / halving, power-of-two groups).
   std::string schedule = "auto";
-  // Hidden worker mode: set in the child processes the parent spawns.
+  // CURVE on every rank (one generated cluster key): the direct path is then
+  // off, so this measures what CURVE costs collectives (path "zmq+curve").
+  bool curve = false;
+  // Hidden worker mode: set in the child processes the parent spawns, with
+  // the key file the parent wrote when `curve`.
   int worker_rank = -1;
+  std::string curve_key;
 };
 
 // float32 elements each rank's buffer holds for `o`: bytes / 4, and for

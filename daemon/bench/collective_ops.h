@@ -28,8 +28,9 @@ class BenchOp {
 std::unique_ptr<BenchOp> make_bench_op(const std::string& op, protocol::Group& group, size_t floats,
                                        const CollectiveBenchOptions& o);
 
-// The Node a bench rank runs: id "r<rank>", cluster "bench", o.path, every
-// rank of o.procs a member from the start.
+// The Node a bench rank runs: id "r<rank>", cluster "bench", o.path, CURVE
+// with the key in o.curve_key when set, every rank of o.procs a member from
+// the start.
 protocol::NodeOptions bench_node_options(size_t rank, const std::string& listen,
                                          const CollectiveBenchOptions& o);
 

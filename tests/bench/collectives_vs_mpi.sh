@@ -13,7 +13,9 @@
 #   tests/bench/collectives_vs_mpi.sh [BUILD_DIR]      (default: ./build)
 # Env: OPS="allreduce allgather reduce-scatter pingpong"  PROCS="2 4" (pingpong: 2 only)
 #      SIZES="8K 32K 128K 512K 2M 8M 32M 64M" (bytes; K/M suffixes)  REPS=30  RUNS=2
-#      PATHS="tcp" (and/or zmq: NodeOptions::data_path)  CHUNK_BYTES, SPIN_US (ours; unset: defaults)
+#      PATHS="tcp" (and/or zmq: NodeOptions::data_path; curve: CURVE on, which turns the
+#      direct path off: encrypted ZeroMQ against MPI's plain TCP)
+#      CHUNK_BYTES, SPIN_US (ours; unset: defaults)
 #      MPI_ARGS: more mpirun arguments, e.g. "--mca coll_tuned_use_dynamic_rules 1
 #      --mca coll_tuned_reduce_scatter_block_algorithm 2" (OpenMPI 4.1's default
 #      reduce_scatter_block is a linear reduce then scatter, slow over TCP)
@@ -60,8 +62,10 @@ run_case() {
   local op=$1 path=$2 p=$3 bytes=$4 i out
   local -a om=() on=() mm=() mn=()
   local exact=yes
+  local -a path_args=(--path "$path")
+  [[ $path == curve ]] && path_args=(--path zmq --curve)
   for ((i = 0; i < runs; i++)); do
-    if ! out=$("$gossipctl" bench "$op" --procs "$p" --bytes "$bytes" --reps "$reps" --path "$path" \
+    if ! out=$("$gossipctl" bench "$op" --procs "$p" --bytes "$bytes" --reps "$reps" "${path_args[@]}" \
       "${ours_extra[@]}"); then
       exact="NO (ours failed)"; status=1; break
     fi

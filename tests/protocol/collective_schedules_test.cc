@@ -26,7 +26,6 @@ using testing::TestCluster;
 
 constexpr uint32_t kTag = 11;
 
-
 size_t offset_of(std::span<const size_t> counts, size_t rank) {
   return std::accumulate(counts.begin(), counts.begin() + static_cast<long>(rank), size_t{0});
 }
