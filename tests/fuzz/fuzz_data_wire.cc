@@ -136,7 +136,8 @@ void check_posted(std::span<const std::byte> in, uint32_t tag, const Yield& plai
       std::vector<float> want(bytes / sizeof(float), 0.0f);
       add_floats(want.data(), plain.payloads[target].data(), want.size());
       const void* expect = add ? static_cast<const void*>(want.data()) : plain.payloads[target].data();
-      require(std::memcmp(posting.into.data(), expect, bytes) == 0, "the posted receive got other bytes");
+      require(bytes == 0 || std::memcmp(posting.into.data(), expect, bytes) == 0,
+              "the posted receive got other bytes");
       rest_headers.erase(rest_headers.begin() + static_cast<ptrdiff_t>(target));
       rest_payloads.erase(rest_payloads.begin() + static_cast<ptrdiff_t>(target));
     }
