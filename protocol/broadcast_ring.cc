@@ -1,5 +1,6 @@
 #include "protocol/broadcast_ring.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "protocol/collective_channel.h"
@@ -10,8 +11,7 @@ namespace gossipd::protocol {
 BroadcastRing::BroadcastRing(Group& group, std::span<float> data, size_t root)
     : group_(group), data_(data), root_(root) {
   if (root_ >= group_.size()) throw ProtocolConfigError("broadcast: root rank out of range");
-  const size_t chunk_elems = std::max<size_t>(1, group_.options().chunk_bytes / sizeof(float));
-  pieces_ = std::max<size_t>(1, (data_.size() + chunk_elems - 1) / chunk_elems);
+  pieces_ = std::max<size_t>(1, piece_count(data_.size(), group_.options()));
 }
 
 void BroadcastRing::run() {

@@ -1,13 +1,9 @@
 #include "protocol/butterfly_collectives.h"
 
-#include <algorithm>
-
 #include "protocol/errors.h"
 
 namespace gossipd::protocol {
 namespace {
-
-bool power_of_two(size_t n) { return n > 0 && (n & (n - 1)) == 0; }
 
 const char* name_of(Butterfly::Kind kind) {
   return kind == Butterfly::Kind::kReduceScatter ? "reduce-scatter" : "allgather";
@@ -69,8 +65,7 @@ void Butterfly::run() {
 // in the call, so sends need no wait before the end.
 void Butterfly::exchange(CollectiveChannel& channel, SendTracker& tracker, uint32_t step, size_t partner,
                          BlockRange out, BlockRange in) {
-  const size_t chunk_elems = std::max<size_t>(1, group_.options().chunk_bytes / sizeof(float));
-  const auto pieces_of = [&](BlockRange r) { return (r.size() + chunk_elems - 1) / chunk_elems; };
+  const auto pieces_of = [&](BlockRange r) { return piece_count(r.size(), group_.options()); };
   const size_t out_pieces = pieces_of(out);
   for (size_t j = 0; j < out_pieces; ++j) {
     const BlockRange p = block_range(out.size(), out_pieces, j);

@@ -69,10 +69,8 @@ class CollectiveChannel {
       bool landed = false;
       std::optional<Message> msg;
     };
-    virtual Received next_into(size_t from_rank, uint32_t step, uint32_t chunk, std::span<float> dst,
-                               Fold fold, Clock::time_point deadline) {
-      (void)dst;
-      (void)fold;
+    virtual Received next_into(size_t from_rank, uint32_t step, uint32_t chunk, std::span<float> /*dst*/,
+                               Fold /*fold*/, Clock::time_point deadline) {
       return {false, next(from_rank, step, chunk, deadline)};
     }
     virtual bool wait_slot(SendTracker& tracker, size_t slot, Clock::time_point deadline) = 0;

@@ -7,8 +7,6 @@
 namespace gossipd::protocol {
 namespace {
 
-bool power_of_two(size_t n) { return n > 0 && (n & (n - 1)) == 0; }
-
 bool fits(const Group& group, std::span<const float> data, size_t max_bytes) {
   return power_of_two(group.size()) && data.size_bytes() <= max_bytes;
 }

@@ -1,16 +1,10 @@
 #include "protocol/doubling_allreduce.h"
 
-#include <algorithm>
-
 #include "protocol/collective_channel.h"
 #include "protocol/errors.h"
 
 namespace gossipd::protocol {
-namespace {
-
-bool power_of_two(size_t n) { return n > 0 && (n & (n - 1)) == 0; }
-
-}  // namespace
+namespace {}  // namespace
 
 AllreduceDoubling::AllreduceDoubling(Group& group, std::span<float> data) : group_(group), data_(data) {
   if (!power_of_two(group.size())) {
@@ -22,8 +16,7 @@ AllreduceDoubling::AllreduceDoubling(Group& group, std::span<float> data) : grou
 void AllreduceDoubling::run() {
   CollectiveChannel channel(group_, "allreduce");
   if (group_.size() == 1 || data_.empty()) return;
-  const size_t chunk_elems = std::max<size_t>(1, group_.options().chunk_bytes / sizeof(float));
-  const size_t pieces = (data_.size() + chunk_elems - 1) / chunk_elems;
+  const size_t pieces = piece_count(data_.size(), group_.options());
   SendTracker tracker(1);
   size_t partner = group_.rank();
   try {

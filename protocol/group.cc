@@ -15,6 +15,11 @@ BlockRange block_range(size_t count, size_t parts, size_t index) {
   return {begin, begin + base + (index < extra ? 1 : 0)};
 }
 
+size_t piece_count(size_t count, const CollectiveOptions& options) {
+  const size_t chunk_elems = std::max<size_t>(1, options.chunk_bytes / sizeof(float));
+  return (count + chunk_elems - 1) / chunk_elems;
+}
+
 std::vector<BlockRange> block_layout(size_t count, size_t parts, std::span<const size_t> counts,
                                      const std::string& what) {
   if (!counts.empty() && counts.size() != parts) {

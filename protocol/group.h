@@ -38,6 +38,14 @@ struct BlockRange {
 // at most one (the first count % parts get one more). Blocks may be empty.
 BlockRange block_range(size_t count, size_t parts, size_t index);
 
+// The pieces a collective cuts `count` floats into: whole pieces of
+// options.chunk_bytes and one shorter, rounded up; 0 for 0. Every rank
+// derives the same number from the same sizes.
+size_t piece_count(size_t count, const CollectiveOptions& options);
+
+// The group sizes recursive doubling and the butterfly work on.
+inline bool power_of_two(size_t n) { return n > 0 && (n & (n - 1)) == 0; }
+
 // The blocks of a collective over `parts` ranks: block_range's even split,
 // or block r of `counts[r]` elements in order (the v-variants). Throws
 // ProtocolConfigError naming `what` when counts has the wrong length or

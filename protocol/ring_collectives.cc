@@ -22,9 +22,7 @@ RingPipeline::RingPipeline(Group& group, std::span<float> data, size_t shift, si
   blocks_ = block_layout(data_.size(), group_.size(), counts, name_);
   size_t largest = 0;
   for (const BlockRange& b : blocks_) largest = std::max(largest, b.size());
-  // Every rank derives the same piece count from (count, size, chunk_bytes).
-  const size_t chunk_elems = std::max<size_t>(1, group_.options().chunk_bytes / sizeof(float));
-  pieces_ = std::max<size_t>(1, (largest + chunk_elems - 1) / chunk_elems);
+  pieces_ = std::max<size_t>(1, piece_count(largest, group_.options()));
 }
 
 BlockRange RingPipeline::piece(size_t block, size_t j) const {
@@ -87,14 +85,8 @@ void RingPipeline::run_steps(CollectiveChannel& channel, SendTracker& tracker) {
 AllreduceRing::AllreduceRing(Group& group, std::span<float> data)
     : pipeline_(group, data, 1, 2 * (group.size() - 1), group.size() - 1, "allreduce") {}
 
-ReduceScatterRing::ReduceScatterRing(Group& group, std::span<float> data)
-    : pipeline_(group, data, 1, group.size() - 1, group.size() - 1, "reduce-scatter") {}
-
 ReduceScatterRing::ReduceScatterRing(Group& group, std::span<float> data, std::span<const size_t> counts)
     : pipeline_(group, data, 1, group.size() - 1, group.size() - 1, "reduce-scatter", counts) {}
-
-AllgatherRing::AllgatherRing(Group& group, std::span<float> data)
-    : pipeline_(group, data, 0, group.size() - 1, 0, "allgather") {}
 
 AllgatherRing::AllgatherRing(Group& group, std::span<float> data, std::span<const size_t> counts)
     : pipeline_(group, data, 0, group.size() - 1, 0, "allgather", counts) {}

@@ -52,8 +52,7 @@ class AllreduceRing {
 // counts[r] elements (in order; they must add up to the buffer's size).
 class ReduceScatterRing {
  public:
-  ReduceScatterRing(Group& group, std::span<float> data);
-  ReduceScatterRing(Group& group, std::span<float> data, std::span<const size_t> counts);
+  ReduceScatterRing(Group& group, std::span<float> data, std::span<const size_t> counts = {});
   void run() { pipeline_.run(); }
 
  private:
@@ -65,8 +64,7 @@ class ReduceScatterRing {
 // contributes counts[r] elements at offset counts[0] + ... + counts[r-1].
 class AllgatherRing {
  public:
-  AllgatherRing(Group& group, std::span<float> data);
-  AllgatherRing(Group& group, std::span<float> data, std::span<const size_t> counts);
+  AllgatherRing(Group& group, std::span<float> data, std::span<const size_t> counts = {});
   void run() { pipeline_.run(); }
 
  private:
