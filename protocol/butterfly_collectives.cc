@@ -66,20 +66,23 @@ void Butterfly::run() {
 void Butterfly::exchange(CollectiveChannel& channel, SendTracker& tracker, uint32_t step, size_t partner,
                          BlockRange out, BlockRange in) {
   const auto pieces_of = [&](BlockRange r) { return piece_count(r.size(), group_.options()); };
+  const size_t in_pieces = pieces_of(in);
+  const auto fold =
+      kind_ == Kind::kReduceScatter ? CollectiveChannel::Fold::kAdd : CollectiveChannel::Fold::kCopy;
+  const auto in_piece = [&](size_t j) {
+    const BlockRange p = block_range(in.size(), in_pieces, j);
+    return data_.subspan(in.begin + p.begin, p.size());
+  };
+  for (size_t j = 0; j < in_pieces; ++j)
+    channel.expect(partner, step, static_cast<uint32_t>(j), in_piece(j), fold);
   const size_t out_pieces = pieces_of(out);
   for (size_t j = 0; j < out_pieces; ++j) {
     const BlockRange p = block_range(out.size(), out_pieces, j);
     channel.send(partner, step, static_cast<uint32_t>(j), data_.subspan(out.begin + p.begin, p.size()),
                  tracker.token(0));
   }
-  const size_t in_pieces = pieces_of(in);
-  const auto fold =
-      kind_ == Kind::kReduceScatter ? CollectiveChannel::Fold::kAdd : CollectiveChannel::Fold::kCopy;
-  for (size_t j = 0; j < in_pieces; ++j) {
-    const BlockRange p = block_range(in.size(), in_pieces, j);
-    channel.recv_into(partner, step, static_cast<uint32_t>(j), data_.subspan(in.begin + p.begin, p.size()),
-                      fold);
-  }
+  for (size_t j = 0; j < in_pieces; ++j)
+    channel.recv_into(partner, step, static_cast<uint32_t>(j), in_piece(j), fold);
 }
 
 void AllreduceButterfly::run() {

@@ -157,6 +157,11 @@ void CollectiveChannel::recv_into(size_t from_rank, uint32_t step, uint32_t chun
   }
 }
 
+void CollectiveChannel::expect(size_t from_rank, uint32_t step, uint32_t chunk, std::span<float> dst,
+                               Fold fold) {
+  path_->expect(from_rank, step, chunk, dst, fold);
+}
+
 void CollectiveChannel::missed(size_t from_rank, uint32_t step) const {
   Node& node = group_.node();
   if (group_.options().stop.stop_requested()) throw Aborted(node.id(), what_);

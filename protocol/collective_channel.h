@@ -39,6 +39,10 @@ class CollectiveChannel {
   // direct path receives it there as it arrives (no buffer of its own, no
   // second pass): dst must not be read, or be on its way out, until this returns.
   void recv_into(size_t from_rank, uint32_t step, uint32_t chunk, std::span<float> dst, Fold fold);
+  // Announces a recv_into() of the same piece, dst and fold to come: the
+  // direct path posts it now, so the piece lands in dst even if it arrives
+  // first (MPI's irecv before send). dst is the receive's from now on.
+  void expect(size_t from_rank, uint32_t step, uint32_t chunk, std::span<float> dst, Fold fold);
 
   // Waits until the sends holding `slot`'s tokens were handed to the kernel
   // (the buffer may change then); false at the deadline.
@@ -73,6 +77,9 @@ class CollectiveChannel {
                                Fold /*fold*/, Clock::time_point deadline) {
       return {false, next(from_rank, step, chunk, deadline)};
     }
+    // expect(); default: nothing (the piece waits where next() finds it).
+    virtual void expect(size_t /*from_rank*/, uint32_t /*step*/, uint32_t /*chunk*/, std::span<float> /*dst*/,
+                        Fold /*fold*/) {}
     virtual bool wait_slot(SendTracker& tracker, size_t slot, Clock::time_point deadline) = 0;
     virtual bool wait_all(SendTracker& tracker, Clock::time_point deadline) = 0;
     virtual void release(SendTracker& tracker, std::span<const size_t> to_ranks) = 0;

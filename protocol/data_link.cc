@@ -145,8 +145,11 @@ bool DataLink::begin_payload() {
   }
   in_frame_ = d.header;
   in_payload_have_ = 0;
-  if (post_ && !post_->done && post_->bytes == d.header->bytes && (*post_->match)(*d.header)) {
-    in_post_ = post_;
+  const auto takes = [&](const Post* p) { return p->bytes == d.header->bytes && (*p->match)(*d.header); };
+  if (const auto it = std::find_if(posts_.begin(), posts_.end(), takes); it != posts_.end()) {
+    in_post_ = *it;
+    in_post_->started = true;
+    posts_.erase(it);
   } else {
     in_payload_.reset(new std::byte[std::max<uint64_t>(1, d.header->bytes)]);
   }
@@ -173,9 +176,9 @@ void DataLink::land(const std::byte* data, size_t n) {
   for (n -= whole * kF; n > 0; --n, ++at) carry_[at % kF] = *data++;  // finished by the next read
 }
 
-void DataLink::withdraw() {
-  post_ = nullptr;
-  if (!in_post_) return;
+void DataLink::withdraw(Post* p) {
+  std::erase(posts_, p);
+  if (in_post_ != p) return;
   // Half of a frame is in the caller's buffer, which is going away: read the
   // rest into a buffer of our own and drop the frame.
   in_post_ = nullptr;

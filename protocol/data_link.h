@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "protocol/data_socket.h"
 #include "protocol/data_wire.h"
@@ -75,17 +76,19 @@ class DataLink {
   // A receive the caller posts (MPI's posted receive): the next frame
   // `match` accepts whose payload is exactly `bytes` goes into `dst` as it
   // is read — copied, or added as float32 — instead of the inbox; `done` is
-  // set when it is all there. One at a time; withdraw before `dst` goes
-  // away: a frame half received into it is then read on and dropped.
+  // set when it is all there. Several may be posted: a frame goes to the
+  // first (in posting order) that takes it. Withdraw a post before `dst`
+  // goes away: a frame half received into it is then read on and dropped.
   struct Post {
     const Match* match = nullptr;
     std::byte* dst = nullptr;
     size_t bytes = 0;
     bool add = false;
+    bool started = false;  // a frame is landing: it cannot be taken from elsewhere now
     bool done = false;
   };
-  void post(Post* p) { post_ = p; }
-  void withdraw();
+  void post(Post* p) { posts_.push_back(p); }
+  void withdraw(Post* p);
 
   // Drops queued frames nobody will wait for (after a failed call). A frame
   // already partly written cannot be taken back: the link is closed then.
@@ -125,7 +128,7 @@ class DataLink {
   std::shared_ptr<std::byte[]> in_payload_;
   size_t in_payload_have_ = 0;
   std::unique_ptr<std::byte[]> staging_;
-  Post* post_ = nullptr;                          // posted by the caller
+  std::vector<Post*> posts_;                      // posted by the caller, not done yet
   Post* in_post_ = nullptr;                       // the frame being received goes there
   bool in_discard_ = false;                       // the frame being received is dropped when whole
   std::array<std::byte, sizeof(float)> carry_{};  // a float split between reads (adding)

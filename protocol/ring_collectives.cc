@@ -71,12 +71,20 @@ void RingPipeline::run_steps(CollectiveChannel& channel, SendTracker& tracker) {
       throw PeerTimeout(group_.node().id(), group_.member(right), group_.options().timeout,
                         name_ + " (send)");
     }
+    const auto fold = reduce ? CollectiveChannel::Fold::kAdd : CollectiveChannel::Fold::kCopy;
+    // All of the step's pieces posted first: one that overtakes the one we
+    // wait for lands in place too.
+    for (size_t j = 0; j < pieces_; ++j) {
+      const BlockRange p = piece(block, j);
+      if (p.size() > 0)
+        channel.expect(left, static_cast<uint32_t>(s), static_cast<uint32_t>(j),
+                       data_.subspan(p.begin, p.size()), fold);
+    }
     for (size_t j = 0; j < pieces_; ++j) {
       const BlockRange p = piece(block, j);
       if (p.size() == 0) continue;
       channel.recv_into(left, static_cast<uint32_t>(s), static_cast<uint32_t>(j),
-                        data_.subspan(p.begin, p.size()),
-                        reduce ? CollectiveChannel::Fold::kAdd : CollectiveChannel::Fold::kCopy);
+                        data_.subspan(p.begin, p.size()), fold);
       if (s + 1 < steps_) send_piece(s + 1, block, j);
     }
   }

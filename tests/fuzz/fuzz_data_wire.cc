@@ -99,7 +99,7 @@ Yield stream(std::span<const std::byte> in, size_t chunk, uint32_t tag, Posting*
     take();
   }
   require(link.inbox_bytes() == 0, "inbox bytes not back to 0");
-  link.withdraw();
+  link.withdraw(&post);
   if (posting) posting->done = post.done;
   y.broken = link.broken();
   y.reason = link.failure().reason;
