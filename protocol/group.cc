@@ -8,13 +8,6 @@
 
 namespace gossipd::protocol {
 
-BlockRange block_range(size_t count, size_t parts, size_t index) {
-  const size_t base = count / parts;
-  const size_t extra = count % parts;
-  const size_t begin = index * base + std::min(index, extra);
-  return {begin, begin + base + (index < extra ? 1 : 0)};
-}
-
 size_t piece_count(size_t count, const CollectiveOptions& options) {
   const size_t chunk_elems = std::max<size_t>(1, options.chunk_bytes / sizeof(float));
   return (count + chunk_elems - 1) / chunk_elems;

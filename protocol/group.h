@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "protocol/node.h"
+#include "topology/split.h"
 
 namespace gossipd::protocol {
 
@@ -27,16 +28,9 @@ struct CollectiveOptions {
   std::chrono::microseconds spin{200};
 };
 
-// [begin, end) in elements.
-struct BlockRange {
-  size_t begin = 0;
-  size_t end = 0;
-  size_t size() const { return end - begin; }
-};
-
-// `count` elements split into `parts` contiguous blocks whose sizes differ by
-// at most one (the first count % parts get one more). Blocks may be empty.
-BlockRange block_range(size_t count, size_t parts, size_t index);
+// [begin, end) in elements; the even split is topology's (grids use it too).
+using topology::block_range;
+using topology::BlockRange;
 
 // The pieces a collective cuts `count` floats into: whole pieces of
 // options.chunk_bytes and one shorter, rounded up; 0 for 0. Every rank
