@@ -17,6 +17,15 @@ namespace gossipd::protocol {
 constexpr size_t kDoublingMaxBytes = size_t{128} << 10;
 constexpr size_t kButterflyMaxBytes = size_t{2} << 20;
 
+// The schedule Allreduce runs for `count` floats over `group_size` ranks.
+enum class AllreduceSchedule { kDoubling, kButterfly, kRing };
+AllreduceSchedule allreduce_schedule(size_t count, size_t group_size);
+
+// Floats one rank sends in that Allreduce, the mean over the ranks (what a
+// planner predicts): 2(p-1)/p of count for the ring and the butterfly (each
+// a reduce-scatter then an allgather), log2(p) times count for doubling.
+double allreduce_words_per_rank(size_t count, size_t group_size);
+
 // Sum over the group, in place.
 class Allreduce {
  public:

@@ -22,6 +22,10 @@ class Conv2D : public Layer {
   void forward(const float* in, float* out, int batch) override;
   void backward(const float* in, const float* out, const float* dout, float* din, int batch) override;
   void append_gemms(int batch, bool input_grad, std::vector<GemmShape>& out) const override;
+  Shape input_shape() const { return in_; }
+  int kernel() const { return kernel_; }
+  int stride() const { return stride_; }
+  int padding() const { return padding_; }
 
  private:
   int patch() const { return kernel_ * kernel_ * in_.channels; }

@@ -15,6 +15,7 @@ class MaxPool2D : public Layer {
   Shape output_shape() const override { return out_; }
   void forward(const float* in, float* out, int batch) override;
   void backward(const float* in, const float* out, const float* dout, float* din, int batch) override;
+  int size() const { return size_; }  // the window's side, also its stride
 
  private:
   Shape in_, out_;

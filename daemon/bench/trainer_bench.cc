@@ -1,11 +1,10 @@
 #include "daemon/bench/trainer_bench.h"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <chrono>
 
 #include "daemon/config/cli.h"
+#include "trainer/gemm_set.h"
 #include "trainer/models.h"
 #include "trainer/trainer.h"
 
@@ -32,17 +31,6 @@ trainer::Dataset synthetic_dataset(trainer::Shape shape, size_t samples, uint64_
   return d;
 }
 
-struct GemmBuffers {
-  std::vector<float> a, b, c;
-};
-
-void run_gemm(const trainer::GemmShape& g, GemmBuffers& buf) {
-  const int lda = g.trans_a ? g.m : g.k;
-  const int ldb = g.trans_b ? g.k : g.n;
-  cblas_sgemm(CblasRowMajor, g.trans_a ? CblasTrans : CblasNoTrans, g.trans_b ? CblasTrans : CblasNoTrans,
-              g.m, g.n, g.k, 1.0f, buf.a.data(), lda, buf.b.data(), ldb, 0.0f, buf.c.data(), g.n);
-}
-
 }  // namespace
 
 TrainerBenchResult bench_trainer(const TrainerBenchOptions& o, int threads) {
@@ -59,20 +47,10 @@ TrainerBenchResult bench_trainer(const TrainerBenchOptions& o, int threads) {
   to.optimizer.weight_decay = 5e-4f;
   trainer::Trainer t(std::move(model), data, to);
 
-  std::vector<GemmBuffers> bufs(shapes.size());
-  trainer::Rng rng(3);
+  trainer::GemmSet gemms(shapes);
   TrainerBenchResult r;
   r.threads = threads;
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    const auto& g = shapes[i];
-    bufs[i].a.resize(static_cast<size_t>(g.m) * g.k);
-    bufs[i].b.resize(static_cast<size_t>(g.k) * g.n);
-    bufs[i].c.resize(static_cast<size_t>(g.m) * g.n);
-    for (auto* v : {&bufs[i].a, &bufs[i].b}) {
-      for (auto& x : *v) x = static_cast<float>(rng.normal());
-    }
-    r.gemm_flops_per_step += g.flops();
-  }
+  r.gemm_flops_per_step = gemms.flops();
 
   auto train_steps = [&](int n) {
     for (int s = 0; s < n; ++s) {
@@ -85,9 +63,7 @@ TrainerBenchResult bench_trainer(const TrainerBenchOptions& o, int threads) {
     }
   };
   auto gemm_steps = [&](int n) {
-    for (int s = 0; s < n; ++s) {
-      for (size_t i = 0; i < shapes.size(); ++i) run_gemm(shapes[i], bufs[i]);
-    }
+    for (int s = 0; s < n; ++s) gemms.run();
   };
 
   train_steps(3);  // warm-up: buffers sized, caches and BLAS threads up

@@ -1,4 +1,4 @@
-// gossipctl: the operator tool (compare, collect, benchmarks, keys).
+// gossipctl: the operator tool (compare, collect, plan, benchmarks, keys).
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
@@ -9,6 +9,7 @@
 #include "daemon/ctl/collect.h"
 #include "daemon/ctl/compare.h"
 #include "daemon/ctl/compare_flags.h"
+#include "daemon/ctl/plan_command.h"
 #include "protocol/curve.h"
 #include "trainer/models.h"
 
@@ -89,10 +90,13 @@ int main(int argc, char** argv) {
   CLI::App* ccmd = add_compare_command(app, co);
   CollectOptions collect;
   CLI::App* collect_cmd = add_collect_command(app, collect);
+  PlanGridOptions plan_grid;
+  CLI::App* plan_grid_cmd = add_plan_command(app, plan_grid);
 
   return run_cli(app, argc, argv, [&]() -> int {
     if (ccmd->parsed()) return run_compare(co);
     if (collect_cmd->parsed()) return run_collect(collect);
+    if (plan_grid_cmd->parsed()) return run_plan_grid(plan_grid);
     if (keygen->parsed()) return run_keygen(key_dir, force);
     if (tcmd->parsed()) return run_trainer_bench(tb);
     if (collective_bench_parsed(collective_cmds)) return run_collective_bench(cb);

@@ -1,0 +1,138 @@
+#include "daemon/plan/grid_plan.h"
+
+#include <stdexcept>
+
+#include "protocol/collectives.h"
+#include "topology/split.h"
+
+namespace gossipd::daemon {
+namespace {
+
+using Kind = PlanLayer::Kind;
+using topology::GridShape;
+
+// Sums over the whole grid (floats and messages all processes send);
+// divided by P at the end.
+struct Totals {
+  GridWords words;
+  double messages = 0;
+};
+
+// Batch slices: column c takes block c of the batch.
+std::vector<size_t> column_batches(size_t batch, size_t cols) {
+  std::vector<size_t> b;
+  for (size_t c = 0; c < cols; ++c) b.push_back(topology::block_range(batch, cols, c).size());
+  return b;
+}
+
+// An allgather or reduce-scatter over each column of `per_sample` floats a
+// sample: every block goes to the Pr - 1 others (ring and butterfly alike).
+void column_pass(Totals& t, double& words, GridShape shape, size_t per_sample, size_t batch) {
+  if (shape.rows <= 1 || per_sample == 0) return;
+  words += static_cast<double>(shape.rows - 1) * static_cast<double>(per_sample * batch);
+  t.messages += static_cast<double>(shape.procs() * (shape.rows - 1));
+}
+
+// An Allreduce of `count` floats over each of `groups` groups of `size`.
+void allreduce(Totals& t, double& words, size_t groups, size_t size, size_t count) {
+  if (size <= 1 || count == 0) return;
+  words += static_cast<double>(groups * size) * protocol::allreduce_words_per_rank(count, size);
+  t.messages += static_cast<double>(groups * size * 2 * (size - 1));
+}
+
+void dense_layer(Totals& t, const PlanLayer& l, bool input_split, GridShape shape, const GridPlanInput& in) {
+  const size_t d_in = l.in.size(), d_out = l.out.size();
+  if (input_split) column_pass(t, t.words.forward, shape, d_in, in.batch);  // gather the feature map
+  column_pass(t, t.words.forward, shape, d_out, in.batch);
+  if (!l.input_grad || shape.rows == 1) return;
+  if (in.input_gradient == InputGradient::kReduceScatter) {
+    column_pass(t, t.words.input_gradient, shape, d_in, in.batch);
+    return;
+  }
+  for (size_t b : column_batches(in.batch, shape.cols)) allreduce(t, t.words.input_gradient, 1, shape.rows, d_in * b);
+}
+
+// Halo rows to the neighbours above and below: forward the input's, backward
+// the output gradient's.
+void conv_layer(Totals& t, const PlanLayer& l, GridShape shape, size_t batch) {
+  if (shape.rows == 1) return;
+  const double halo = l.kernel / 2, edges = static_cast<double>(2 * (shape.rows - 1));
+  const double row_in = static_cast<double>(l.in.width * l.in.channels);
+  const double row_out = static_cast<double>(l.out.width * l.out.channels);
+  const double b = static_cast<double>(batch);
+  t.words.halo += edges * halo * row_in * b;
+  t.messages += edges * static_cast<double>(shape.cols);
+  if (!l.input_grad) return;
+  t.words.halo += edges * halo * row_out * b;
+  t.messages += edges * static_cast<double>(shape.cols);
+}
+
+// The weight gradients, fused: dense rows allreduced over the Pc processes
+// of each grid row, conv weights over all P.
+void weight_gradients(Totals& t, const GridPlanInput& in, GridShape shape) {
+  size_t conv = 0;
+  std::vector<size_t> dense_rows(shape.rows, 0);
+  for (const PlanLayer& l : in.layers) {
+    if (l.kind == Kind::kConv) conv += l.params;
+    if (l.kind != Kind::kDense) continue;
+    const size_t per_row = l.params / l.out.size();  // weights of one output and its bias
+    for (size_t r = 0; r < shape.rows; ++r) dense_rows[r] += topology::block_range(l.out.size(), shape.rows, r).size() * per_row;
+  }
+  for (size_t rows : dense_rows) allreduce(t, t.words.weight_gradient, 1, shape.cols, rows);
+  allreduce(t, t.words.weight_gradient, 1, shape.procs(), conv);
+}
+
+}  // namespace
+
+std::optional<std::string> grid_refusal(const GridPlanInput& in, GridShape shape) {
+  if (in.batch < shape.cols) {
+    return "batch " + std::to_string(in.batch) + " is smaller than the " + std::to_string(shape.cols) +
+           " grid columns (each column takes at least one sample)";
+  }
+  bool conv_seen = false;
+  for (const PlanLayer& l : in.layers) {
+    if (l.kind == Kind::kDense && l.out.size() < shape.rows) {
+      return l.name + " has " + std::to_string(l.out.size()) + " rows, fewer than the " + std::to_string(shape.rows) +
+             " grid rows";
+    }
+    if (l.kind != Kind::kConv || conv_seen) continue;
+    conv_seen = true;
+    try {
+      topology::unit_split(static_cast<size_t>(l.in.height), shape.rows, static_cast<size_t>(row_unit(in.layers)));
+    } catch (const std::invalid_argument& e) {
+      return l.name + "'s image: " + e.what() + " (a pooling window may not straddle a split)";
+    }
+  }
+  return std::nullopt;
+}
+
+GridPlan plan_grid(const GridPlanInput& in, GridShape shape, const LinkModel& link, double flops_per_s) {
+  if (auto why = grid_refusal(in, shape)) throw std::invalid_argument("grid " + shape.name() + ": " + *why);
+  Totals t;
+  bool split = false;  // is the input of the next layer split by image rows?
+  double flops = 0;
+  for (const PlanLayer& l : in.layers) {
+    if (l.kind == Kind::kDense) {
+      dense_layer(t, l, split, shape, in);
+      split = false;
+      flops += 2.0 * static_cast<double>(l.in.size() * l.out.size()) * (l.input_grad ? 3 : 2);
+    } else if (l.kind == Kind::kConv) {
+      conv_layer(t, l, shape, in.batch);
+      split = shape.rows > 1;
+      const double per_pixel = 2.0 * l.kernel * l.kernel * l.in.channels * l.out.channels;
+      flops += per_pixel * static_cast<double>(l.out.height * l.out.width) * (l.input_grad ? 3 : 2);
+    }
+  }
+  weight_gradients(t, in, shape);
+  GridPlan plan;
+  plan.shape = shape;
+  const double procs = static_cast<double>(shape.procs());
+  plan.words = {t.words.forward / procs, t.words.input_gradient / procs, t.words.weight_gradient / procs,
+                t.words.halo / procs};
+  plan.messages = t.messages / procs;
+  plan.communication_s = link.seconds(plan.messages, plan.words.total() * sizeof(float));
+  plan.compute_s = flops * static_cast<double>(in.batch) / procs / flops_per_s;
+  return plan;
+}
+
+}  // namespace gossipd::daemon
