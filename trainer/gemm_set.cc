@@ -29,8 +29,8 @@ void GemmSet::run() {
     Buffers& b = buffers_[i];
     const int lda = g.trans_a ? g.m : g.k;
     const int ldb = g.trans_b ? g.k : g.n;
-    cblas_sgemm(CblasRowMajor, g.trans_a ? CblasTrans : CblasNoTrans, g.trans_b ? CblasTrans : CblasNoTrans, g.m,
-                g.n, g.k, 1.0f, b.a.data(), lda, b.b.data(), ldb, 0.0f, b.c.data(), g.n);
+    cblas_sgemm(CblasRowMajor, g.trans_a ? CblasTrans : CblasNoTrans, g.trans_b ? CblasTrans : CblasNoTrans,
+                g.m, g.n, g.k, 1.0f, b.a.data(), lda, b.b.data(), ldb, 0.0f, b.c.data(), g.n);
   }
 }
 

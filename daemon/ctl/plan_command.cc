@@ -26,38 +26,43 @@ std::string millions(double words) {
   return buf;
 }
 
-void print_table(const PlanGridOptions& o, const std::string& net, const std::vector<Row>& rows, size_t fastest,
-                 double flops) {
-  std::printf("gossipctl plan grid: %s (%s), batch %zu, %zu processes, %s, latency %.1f us, %.1f GFLOP/s per process%s\n",
-              o.model.c_str(), net.c_str(), o.batch, o.procs, o.bandwidth.c_str(), o.latency_us, flops / 1e9,
-              o.gflops > 0 ? "" : " (sgemm measured)");
+void print_table(const PlanGridOptions& o, const std::string& net, const std::vector<Row>& rows,
+                 size_t fastest, double flops) {
+  std::printf(
+      "gossipctl plan grid: %s (%s), batch %zu, %zu processes, %s, latency %.1f us, %.1f GFLOP/s per "
+      "process%s\n",
+      o.model.c_str(), net.c_str(), o.batch, o.procs, o.bandwidth.c_str(), o.latency_us, flops / 1e9,
+      o.gflops > 0 ? "" : " (sgemm measured)");
   std::printf("words: floats one process sends per step; input gradient %s\n\n", o.input_gradient.c_str());
-  std::printf("| grid | forward | input grad | weight grad | halo | total | comm ms | compute ms | step ms | |\n");
+  std::printf(
+      "| grid | forward | input grad | weight grad | halo | total | comm ms | compute ms | step ms | |\n");
   std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
   for (size_t i = 0; i < rows.size(); ++i) {
     const Row& r = rows[i];
     if (!r.plan) {
-      std::printf("| %s | - | - | - | - | - | - | - | - | refused: %s |\n", r.shape.name().c_str(), r.refused.c_str());
+      std::printf("| %s | - | - | - | - | - | - | - | - | refused: %s |\n", r.shape.name().c_str(),
+                  r.refused.c_str());
       continue;
     }
     const GridPlan& p = *r.plan;
     std::printf("| %s | %s | %s | %s | %s | %s | %.2f | %.2f | %.2f | %s |\n", r.shape.name().c_str(),
                 millions(p.words.forward).c_str(), millions(p.words.input_gradient).c_str(),
                 millions(p.words.weight_gradient).c_str(), millions(p.words.halo).c_str(),
-                millions(p.words.total()).c_str(), p.communication_s * 1e3, p.compute_s * 1e3, p.step_s() * 1e3,
-                i == fastest ? "fastest" : "");
+                millions(p.words.total()).c_str(), p.communication_s * 1e3, p.compute_s * 1e3,
+                p.step_s() * 1e3, i == fastest ? "fastest" : "");
   }
 }
 
 void print_json(const PlanGridOptions& o, const std::vector<Row>& rows, size_t fastest, double flops) {
-  std::printf("{\"plan\":\"grid\",\"model\":\"%s\",\"batch\":%zu,\"procs\":%zu,\"bandwidth_bytes_per_s\":%.0f,"
-              "\"latency_s\":%.9f,\"flops_per_s\":%.0f,\"input_gradient\":\"%s\",\"shapes\":[",
-              o.model.c_str(), o.batch, o.procs, parse_bandwidth(o.bandwidth), o.latency_us * 1e-6, flops,
-              o.input_gradient.c_str());
+  std::printf(
+      "{\"plan\":\"grid\",\"model\":\"%s\",\"batch\":%zu,\"procs\":%zu,\"bandwidth_bytes_per_s\":%.0f,"
+      "\"latency_s\":%.9f,\"flops_per_s\":%.0f,\"input_gradient\":\"%s\",\"shapes\":[",
+      o.model.c_str(), o.batch, o.procs, parse_bandwidth(o.bandwidth), o.latency_us * 1e-6, flops,
+      o.input_gradient.c_str());
   for (size_t i = 0; i < rows.size(); ++i) {
     const Row& r = rows[i];
-    std::printf("%s{\"grid\":\"%s\",\"rows\":%zu,\"cols\":%zu,", i ? "," : "", r.shape.name().c_str(), r.shape.rows,
-                r.shape.cols);
+    std::printf("%s{\"grid\":\"%s\",\"rows\":%zu,\"cols\":%zu,", i ? "," : "", r.shape.name().c_str(),
+                r.shape.rows, r.shape.cols);
     if (!r.plan) {
       std::string why = r.refused;
       for (char& c : why) c = c == '"' ? '\'' : c;
@@ -65,11 +70,12 @@ void print_json(const PlanGridOptions& o, const std::vector<Row>& rows, size_t f
       continue;
     }
     const GridPlan& p = *r.plan;
-    std::printf("\"words\":{\"forward\":%.1f,\"input_gradient\":%.1f,\"weight_gradient\":%.1f,\"halo\":%.1f,"
-                "\"total\":%.1f},\"messages\":%.2f,\"communication_s\":%.9f,\"compute_s\":%.9f,\"step_s\":%.9f,"
-                "\"fastest\":%s}",
-                p.words.forward, p.words.input_gradient, p.words.weight_gradient, p.words.halo, p.words.total(),
-                p.messages, p.communication_s, p.compute_s, p.step_s(), i == fastest ? "true" : "false");
+    std::printf(
+        "\"words\":{\"forward\":%.1f,\"input_gradient\":%.1f,\"weight_gradient\":%.1f,\"halo\":%.1f,"
+        "\"total\":%.1f},\"messages\":%.2f,\"communication_s\":%.9f,\"compute_s\":%.9f,\"step_s\":%.9f,"
+        "\"fastest\":%s}",
+        p.words.forward, p.words.input_gradient, p.words.weight_gradient, p.words.halo, p.words.total(),
+        p.messages, p.communication_s, p.compute_s, p.step_s(), i == fastest ? "true" : "false");
   }
   std::printf("]}\n");
 }
@@ -77,10 +83,12 @@ void print_json(const PlanGridOptions& o, const std::vector<Row>& rows, size_t f
 }  // namespace
 
 CLI::App* add_plan_command(CLI::App& app, PlanGridOptions& o) {
-  CLI::App* plan = app.add_subcommand("plan", "Predict what a synchronous mode's layouts move and cost per step");
+  CLI::App* plan =
+      app.add_subcommand("plan", "Predict what a synchronous mode's layouts move and cost per step");
   plan->require_subcommand(1);
   CLI::App* grid = plan->add_subcommand(
-      "grid", "Every Pr x Pc grid of --procs processes: words moved per step by kind, alpha-beta time, fastest");
+      "grid",
+      "Every Pr x Pc grid of --procs processes: words moved per step by kind, alpha-beta time, fastest");
   grid->add_option("--model", o.model, "Model")
       ->check(CLI::IsMember(trainer::model_names()))
       ->capture_default_str();
@@ -93,15 +101,18 @@ CLI::App* add_plan_command(CLI::App& app, PlanGridOptions& o) {
   grid->add_option("--procs", o.procs, "Processes P = Pr x Pc")
       ->check(CLI::Range(size_t{1}, size_t{4096}))
       ->capture_default_str();
-  grid->add_option("--bandwidth", o.bandwidth, "Link bandwidth: 100mbit, 1gbit, ... (default: this machine's loopback)")
+  grid->add_option("--bandwidth", o.bandwidth,
+                   "Link bandwidth: 100mbit, 1gbit, ... (default: this machine's loopback)")
       ->capture_default_str();
   grid->add_option("--latency-us", o.latency_us, "Per-message latency (alpha), microseconds")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  grid->add_option("--gflops", o.gflops, "Compute rate per process (default: sgemm measured on the model's shapes)")
+  grid->add_option("--gflops", o.gflops,
+                   "Compute rate per process (default: sgemm measured on the model's shapes)")
       ->check(CLI::PositiveNumber);
-  grid->add_option("--input-gradient", o.input_gradient,
-                   "How the input gradient is summed over Pr: reduce-scatter (what the grid runs) or allreduce")
+  grid->add_option(
+          "--input-gradient", o.input_gradient,
+          "How the input gradient is summed over Pr: reduce-scatter (what the grid runs) or allreduce")
       ->check(CLI::IsMember({"reduce-scatter", "allreduce"}))
       ->capture_default_str();
   grid->add_flag("--json", o.json, "One JSON object instead of the table");
@@ -128,9 +139,11 @@ int run_plan_grid(const PlanGridOptions& o) {
   GridPlanInput in;
   in.layers = plan_layers(*model);
   in.batch = o.batch;
-  in.input_gradient = o.input_gradient == "allreduce" ? InputGradient::kAllreduce : InputGradient::kReduceScatter;
+  in.input_gradient =
+      o.input_gradient == "allreduce" ? InputGradient::kAllreduce : InputGradient::kReduceScatter;
   const int per_process = static_cast<int>(std::max<size_t>(1, o.batch / o.procs));
-  const double flops = o.gflops > 0 ? o.gflops * 1e9 : trainer::sgemm_flops_per_s(model->gemm_shapes(per_process));
+  const double flops =
+      o.gflops > 0 ? o.gflops * 1e9 : trainer::sgemm_flops_per_s(model->gemm_shapes(per_process));
 
   std::vector<Row> rows;
   size_t fastest = std::numeric_limits<size_t>::max();

@@ -49,7 +49,8 @@ void dense_layer(Totals& t, const PlanLayer& l, bool input_split, GridShape shap
     column_pass(t, t.words.input_gradient, shape, d_in, in.batch);
     return;
   }
-  for (size_t b : column_batches(in.batch, shape.cols)) allreduce(t, t.words.input_gradient, 1, shape.rows, d_in * b);
+  for (size_t b : column_batches(in.batch, shape.cols))
+    allreduce(t, t.words.input_gradient, 1, shape.rows, d_in * b);
 }
 
 // Halo rows to the neighbours above and below: forward the input's, backward
@@ -76,7 +77,8 @@ void weight_gradients(Totals& t, const GridPlanInput& in, GridShape shape) {
     if (l.kind == Kind::kConv) conv += l.params;
     if (l.kind != Kind::kDense) continue;
     const size_t per_row = l.params / l.out.size();  // weights of one output and its bias
-    for (size_t r = 0; r < shape.rows; ++r) dense_rows[r] += topology::block_range(l.out.size(), shape.rows, r).size() * per_row;
+    for (size_t r = 0; r < shape.rows; ++r)
+      dense_rows[r] += topology::block_range(l.out.size(), shape.rows, r).size() * per_row;
   }
   for (size_t rows : dense_rows) allreduce(t, t.words.weight_gradient, 1, shape.cols, rows);
   allreduce(t, t.words.weight_gradient, 1, shape.procs(), conv);
@@ -92,13 +94,14 @@ std::optional<std::string> grid_refusal(const GridPlanInput& in, GridShape shape
   bool conv_seen = false;
   for (const PlanLayer& l : in.layers) {
     if (l.kind == Kind::kDense && l.out.size() < shape.rows) {
-      return l.name + " has " + std::to_string(l.out.size()) + " rows, fewer than the " + std::to_string(shape.rows) +
-             " grid rows";
+      return l.name + " has " + std::to_string(l.out.size()) + " rows, fewer than the " +
+             std::to_string(shape.rows) + " grid rows";
     }
     if (l.kind != Kind::kConv || conv_seen) continue;
     conv_seen = true;
     try {
-      topology::unit_split(static_cast<size_t>(l.in.height), shape.rows, static_cast<size_t>(row_unit(in.layers)));
+      topology::unit_split(static_cast<size_t>(l.in.height), shape.rows,
+                           static_cast<size_t>(row_unit(in.layers)));
     } catch (const std::invalid_argument& e) {
       return l.name + "'s image: " + e.what() + " (a pooling window may not straddle a split)";
     }

@@ -19,7 +19,7 @@ enum class InputGradient { kReduceScatter, kAllreduce };
 // Floats one process sends per training step, the mean over the grid's
 // processes, by what they are for.
 struct GridWords {
-  double forward = 0;          // allgather over Pr of dense outputs (and of the feature map a dense layer takes)
+  double forward = 0;  // allgather over Pr of dense outputs (and of the feature map a dense layer takes)
   double input_gradient = 0;   // reduce-scatter (or allreduce) over Pr of input-gradient partial sums
   double weight_gradient = 0;  // allreduce of weight gradients: dense over the Pc of a row, conv over all P
   double halo = 0;             // image rows to the neighbours above and below, forward and backward
@@ -38,9 +38,9 @@ struct GridPlanInput {
 struct GridPlan {
   topology::GridShape shape;
   GridWords words;
-  double messages = 0;            // per process per step, each costing the latency
-  double communication_s = 0;     // messages x latency + bytes / bandwidth
-  double compute_s = 0;           // the serial step's GEMM flops / P / flops_per_s
+  double messages = 0;         // per process per step, each costing the latency
+  double communication_s = 0;  // messages x latency + bytes / bandwidth
+  double compute_s = 0;        // the serial step's GEMM flops / P / flops_per_s
   double step_s() const { return communication_s + compute_s; }
 };
 

@@ -8,7 +8,8 @@
 namespace gossipd::daemon {
 
 double parse_bandwidth(const std::string& text) {
-  static const std::pair<const char*, double> kUnits[] = {{"gbit", 1e9}, {"mbit", 1e6}, {"kbit", 1e3}, {"bit", 1}};
+  static const std::pair<const char*, double> kUnits[] = {
+      {"gbit", 1e9}, {"mbit", 1e6}, {"kbit", 1e3}, {"bit", 1}};
   double scale = 1;
   std::string number = text;
   for (const auto& [unit, factor] : kUnits) {

@@ -18,10 +18,11 @@ PlanLayer describe(const trainer::Layer& layer, trainer::Shape in) {
     p.kind = PlanLayer::Kind::kDense;
   } else if (const auto* conv = dynamic_cast<const trainer::Conv2D*>(&layer)) {
     if (conv->stride() != 1 || conv->padding() != conv->kernel() / 2 || conv->kernel() % 2 == 0) {
-      throw std::invalid_argument("a " + std::to_string(conv->kernel()) + "x" + std::to_string(conv->kernel()) +
-                                  " convolution with stride " + std::to_string(conv->stride()) + " and padding " +
-                                  std::to_string(conv->padding()) +
-                                  " cannot be split by image rows (odd kernel, stride 1, padding kernel/2 only)");
+      throw std::invalid_argument(
+          "a " + std::to_string(conv->kernel()) + "x" + std::to_string(conv->kernel()) +
+          " convolution with stride " + std::to_string(conv->stride()) + " and padding " +
+          std::to_string(conv->padding()) +
+          " cannot be split by image rows (odd kernel, stride 1, padding kernel/2 only)");
     }
     p.kind = PlanLayer::Kind::kConv;
     p.kernel = conv->kernel();
@@ -52,7 +53,8 @@ std::vector<PlanLayer> plan_layers(const trainer::Model& model) {
 std::string describe(const std::vector<PlanLayer>& layers) {
   if (layers.empty()) return "";
   const trainer::Shape in = layers.front().in;
-  std::string s = std::to_string(in.height) + "x" + std::to_string(in.width) + "x" + std::to_string(in.channels);
+  std::string s =
+      std::to_string(in.height) + "x" + std::to_string(in.width) + "x" + std::to_string(in.channels);
   for (const PlanLayer& l : layers) {
     const std::string k = std::to_string(l.kernel);
     if (l.kind == PlanLayer::Kind::kDense) s += " d" + std::to_string(l.out.size());

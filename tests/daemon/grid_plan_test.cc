@@ -83,8 +83,9 @@ TEST(GridPlan, DefaultMlpTwoByTwoByHand) {
 // 2x2, batch 64: one halo row each way between the two row blocks.
 TEST(GridPlan, CnnHaloRowsByHand) {
   const GridPlan p = plan_grid(input("cnn", {}, 64), {2, 2}, k100Mbit, kFlops);
-  const double conv1 = 2 * 28 * 1 * 64.0;                  // forward only: conv1's input gradient is never needed
-  const double conv2 = 2 * 14 * 32 * 64.0 + 2 * 14 * 64 * 64.0;  // input rows forward, output gradient rows back
+  const double conv1 = 2 * 28 * 1 * 64.0;  // forward only: conv1's input gradient is never needed
+  const double conv2 =
+      2 * 14 * 32 * 64.0 + 2 * 14 * 64 * 64.0;  // input rows forward, output gradient rows back
   EXPECT_DOUBLE_EQ(p.words.halo, (conv1 + conv2) / 4);
   // The 7x7x64 feature map is gathered for dense1 and its gradient scattered back.
   EXPECT_DOUBLE_EQ(p.words.forward, (7 * 7 * 64 + 128 + 10) * 64.0 / 4);

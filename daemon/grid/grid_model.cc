@@ -1,0 +1,62 @@
+#include "daemon/grid/grid_model.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "topology/split.h"
+
+namespace gossipd::daemon {
+
+GridModel::GridModel(const std::vector<PlanLayer>& layers, topology::GridShape shape, topology::GridCoord coord)
+    : shape_(shape), coord_(coord) {
+  size_t serial = 0, local = 0;
+  for (const PlanLayer& l : layers) {
+    if (l.kind == PlanLayer::Kind::kOther && l.name == "relu" && !layers_.empty()) {
+      layers_.back().relu = true;
+      continue;
+    }
+    if (l.kind != PlanLayer::Kind::kDense) {
+      throw std::invalid_argument("the grid mode splits dense networks only so far: " + l.name + " is not a dense layer");
+    }
+    GridDense d;
+    d.in = l.in.size();
+    d.out = l.out.size();
+    for (size_t r = 0; r < shape.rows; ++r) d.rows.push_back(topology::block_range(d.out, shape.rows, r).size());
+    d.first_row = topology::block_range(d.out, shape.rows, coord.row).begin;
+    d.own_rows = d.rows[coord.row];
+    d.serial_offset = serial;
+    d.offset = local;
+    serial += l.params;
+    local += d.own_rows * (d.in + 1);
+    layers_.push_back(std::move(d));
+  }
+  if (layers_.empty()) throw std::invalid_argument("the grid mode needs a model with dense layers");
+  params_.assign(local, 0.0f);
+  grads_.assign(local, 0.0f);
+  for (GridDense& d : layers_) {
+    const size_t n = d.own_rows * (d.in + 1);
+    d.layer = std::make_unique<trainer::Dense>(static_cast<int>(d.in), static_cast<int>(d.own_rows));
+    d.layer->bind(std::span<float>(params_).subspan(d.offset, n), std::span<float>(grads_).subspan(d.offset, n));
+  }
+}
+
+void GridModel::load(std::span<const float> serial) {
+  for (const GridDense& d : layers_) {
+    const float* w = serial.data() + d.serial_offset + d.first_row * d.in;
+    const float* b = serial.data() + d.serial_offset + d.out * d.in + d.first_row;
+    std::copy(w, w + d.own_rows * d.in, params_.begin() + static_cast<ptrdiff_t>(d.offset));
+    std::copy(b, b + d.own_rows, params_.begin() + static_cast<ptrdiff_t>(d.offset + d.own_rows * d.in));
+  }
+}
+
+void GridModel::store(std::span<float> serial) const {
+  for (const GridDense& d : layers_) {
+    const auto w = params_.begin() + static_cast<ptrdiff_t>(d.offset);
+    const auto b = w + static_cast<ptrdiff_t>(d.own_rows * d.in);
+    std::copy(w, b, serial.begin() + static_cast<ptrdiff_t>(d.serial_offset + d.first_row * d.in));
+    std::copy(b, b + static_cast<ptrdiff_t>(d.own_rows),
+              serial.begin() + static_cast<ptrdiff_t>(d.serial_offset + d.out * d.in + d.first_row));
+  }
+}
+
+}  // namespace gossipd::daemon

@@ -1,0 +1,56 @@
+#pragma once
+
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "daemon/plan/plan_layers.h"
+#include "topology/grid.h"
+#include "trainer/dense.h"
+
+namespace gossipd::daemon {
+
+// One dense layer as a grid process holds it: the rows of its block of W
+// (and of b), which is itself a Dense(in, own rows): forward gives this
+// block of the outputs, backward this block's gradients and a partial sum
+// of the input gradient. The trainer needs nothing else to own a row block.
+struct GridDense {
+  size_t in = 0, out = 0;      // the whole layer
+  std::vector<size_t> rows;    // rows of each grid row's block (the even split of `out` over Pr)
+  size_t first_row = 0;        // of this process's block
+  size_t own_rows = 0;
+  bool relu = false;           // a ReLU follows, applied on the block
+  size_t serial_offset = 0;    // of W in the serial model's parameters (b follows W)
+  size_t offset = 0;           // of this block's W in ours (its b follows)
+  std::unique_ptr<trainer::Dense> layer;
+};
+
+// A grid process's share of one model replica: its row block of every
+// dense layer, in one contiguous parameter buffer and one of gradients (so
+// the weight-gradient allreduce over a grid row is one call). Only dense
+// networks so far: any other layer but a ReLU is refused by name.
+class GridModel {
+ public:
+  GridModel(const std::vector<PlanLayer>& layers, topology::GridShape shape, topology::GridCoord coord);
+
+  // This process's blocks of the serial model's parameters: a grid run
+  // starts where a serial run with the same seed does.
+  void load(std::span<const float> serial_params);
+  // This process's blocks into the serial layout (other blocks untouched).
+  void store(std::span<float> serial_params) const;
+
+  std::span<float> params() { return params_; }
+  std::span<float> grads() { return grads_; }
+  std::vector<GridDense>& layers() { return layers_; }
+  topology::GridShape shape() const { return shape_; }
+  topology::GridCoord coord() const { return coord_; }
+  size_t classes() const { return layers_.back().out; }
+
+ private:
+  topology::GridShape shape_;
+  topology::GridCoord coord_;
+  std::vector<GridDense> layers_;
+  std::vector<float> params_, grads_;
+};
+
+}  // namespace gossipd::daemon
