@@ -127,6 +127,7 @@ CollectiveChannel::~CollectiveChannel() = default;
 
 void CollectiveChannel::send(size_t to_rank, uint32_t step, uint32_t chunk, std::span<const float> data,
                              std::shared_ptr<const void> owner) {
+  group_.node().count_payload_sent(data.size_bytes());
   path_->send(to_rank, step, chunk, data, std::move(owner));
 }
 

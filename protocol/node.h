@@ -101,6 +101,12 @@ class Node {
   // What the injected faults hit (all 0 without --inject-*).
   FaultCounts fault_counts() const { return dice_ ? dice_->counts() : FaultCounts{}; }
 
+  // Payload bytes of the collective and tensor pieces this node has sent
+  // (either data path; headers and envelopes not counted): what a planner's
+  // words are compared with.
+  uint64_t payload_bytes_sent() const { return payload_sent_.load(std::memory_order_relaxed); }
+  void count_payload_sent(uint64_t bytes) { payload_sent_.fetch_add(bytes, std::memory_order_relaxed); }
+
   // Stops the receive thread and closes the sockets; idempotent.
   void close();
 
@@ -120,6 +126,7 @@ class Node {
   std::unique_ptr<Dispatcher> dispatcher_;
   mutable std::mutex peers_mu_;
   std::map<std::string, std::string> peer_endpoints_;
+  std::atomic<uint64_t> payload_sent_{0};
 };
 
 }  // namespace gossipd::protocol

@@ -21,6 +21,7 @@ TensorStream::SendHandle TensorStream::send(size_t to_rank, uint64_t seq, std::s
   SendHandle h;
   h.tracker_ = std::make_shared<SendTracker>(1);
   h.to_rank_ = to_rank;
+  group_.node().count_payload_sent(data.size_bytes());
   if (GroupWire* w = group_.wire()) {
     wire::FrameHeader f;
     f.kind = wire::FrameKind::kTensor;

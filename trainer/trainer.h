@@ -107,6 +107,7 @@ class Trainer {
   // their own step loop, e.g. with an allreduce between the two halves).
   void set_epoch_progress(double epoch) { epoch_progress_ = epoch; }
   Model& model() { return *model_; }
+  const Dataset& train_data() const { return train_; }
   Optimizer& optimizer() { return optimizer_; }
   // Evaluates this replica's model (what evaluate() runs).
   Evaluator& evaluator() { return evaluator_; }

@@ -125,6 +125,7 @@ void RunCommand::place() {
   for (const auto& [id, endpoint] : peers_) members_.push_back(id);
   std::sort(members_.begin(), members_.end());
   rank_ = static_cast<size_t>(std::find(members_.begin(), members_.end(), o_.id) - members_.begin());
+  if (mode_.check) mode_.check(o_, members_.size());
 }
 
 // The data, the model (or this process's shard of it), the segments, and

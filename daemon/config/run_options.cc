@@ -63,6 +63,9 @@ void check_run_options(const RunOptions& o) {
     throw UsageError("--overlap is for --algo crossover (for SGP use --algo osgp; allreduce is synchronous)");
   }
   if (o.hierarchical && o.algo != "crossover") throw UsageError("--hierarchical is for --algo crossover");
+  if (!o.grid.empty() && o.algo != "grid") throw UsageError("--grid is for --algo grid");
+  if (o.grid.empty() && o.algo == "grid")
+    throw UsageError("--algo grid needs --grid PRxPC (e.g. --grid 2x2)");
   if (o.hierarchical && o.overlap)
     throw UsageError("--hierarchical and --overlap do not combine yet; pick one");
   if (o.pace && ((o.algo != "crossover" && o.algo != "sgp") || o.hierarchical)) {

@@ -14,7 +14,8 @@ namespace gossipd::daemon {
 // options for its workers, so both read the defaults and limits from here.
 struct RunOptions {
   TrainFlags train;
-  std::string algo = "allreduce";  // allreduce | crossover | sgp | osgp
+  std::string algo = "allreduce";  // allreduce | crossover | sgp | osgp | grid
+  std::string grid;                // --algo grid: PRxPC (topology/grid.h)
   std::string segments = "fine";   // fine | coarse | N
   int segment_deadline_ms = 2000;
   bool overlap = false;

@@ -17,7 +17,8 @@ std::vector<std::string> pick(const std::vector<std::string>& members, const std
 }  // namespace
 
 GroupGridComm::GroupGridComm(protocol::Node& node, const std::vector<std::string>& members,
-                             topology::GridShape shape, size_t rank, protocol::CollectiveOptions options) {
+                             topology::GridShape shape, size_t rank, protocol::CollectiveOptions options)
+    : node_(node) {
   if (members.size() != shape.procs()) {
     throw std::invalid_argument("grid " + shape.name() + " needs " + std::to_string(shape.procs()) +
                                 " members, got " + std::to_string(members.size()));
@@ -31,14 +32,32 @@ GroupGridComm::GroupGridComm(protocol::Node& node, const std::vector<std::string
                                            pick(members, topology::row_ranks(shape, at.row)), options);
 }
 
+void GroupGridComm::set_stop(std::stop_token stop) {
+  column_->options().stop = stop;
+  row_->options().stop = stop;
+}
+
+template <typename F>
+void GroupGridComm::counted(uint64_t& kind, F&& collective) {
+  const uint64_t before = node_.payload_bytes_sent();
+  collective();
+  kind += node_.payload_bytes_sent() - before;
+}
+
 void GroupGridComm::allgather_column(std::span<float> data, std::span<const size_t> counts) {
-  protocol::Allgather(*column_, data, counts).run();
+  counted(bytes_.forward, [&] { protocol::Allgather(*column_, data, counts).run(); });
 }
 
 void GroupGridComm::reduce_scatter_column(std::span<float> data, std::span<const size_t> counts) {
-  protocol::ReduceScatter(*column_, data, counts).run();
+  counted(bytes_.input_gradient, [&] { protocol::ReduceScatter(*column_, data, counts).run(); });
 }
 
-void GroupGridComm::allreduce_row(std::span<float> data) { protocol::Allreduce(*row_, data).run(); }
+void GroupGridComm::allreduce_row(std::span<float> data) {
+  counted(bytes_.weight_gradient, [&] { protocol::Allreduce(*row_, data).run(); });
+}
+
+void GroupGridComm::gather_parameters(std::span<float> data, std::span<const size_t> counts) {
+  protocol::Allgather(*column_, data, counts).run();
+}
 
 }  // namespace gossipd::daemon

@@ -2,6 +2,7 @@
 
 #include <memory>
 #include <span>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,15 @@ class GridComm {
   virtual void allreduce_row(std::span<float> data) = 0;
 };
 
+// Payload bytes one process sent, by what for (gossipctl plan grid
+// predicts them: its words x 4).
+struct GridBytes {
+  uint64_t forward = 0;          // allgather of outputs over the column
+  uint64_t input_gradient = 0;   // reduce-scatter over the column
+  uint64_t weight_gradient = 0;  // allreduce over the row
+  uint64_t halo = 0;             // image rows to the neighbours
+};
+
 // GridComm over the node's transport (the direct data path where the node
 // has one): one Group per grid column and per grid row, tagged from the
 // grid's range, so both are in flight without meeting. `members` is the
@@ -35,9 +45,22 @@ class GroupGridComm : public GridComm {
   void allgather_column(std::span<float> data, std::span<const size_t> counts) override;
   void reduce_scatter_column(std::span<float> data, std::span<const size_t> counts) override;
   void allreduce_row(std::span<float> data) override;
+  // A stop request aborts a collective in progress (protocol::Aborted).
+  void set_stop(std::stop_token stop);
+  // Every cell's parameter block to the others of its column (for an
+  // evaluation of the whole model); not counted in bytes().
+  void gather_parameters(std::span<float> data, std::span<const size_t> counts);
+  // What the step's collectives sent since this was made.
+  const GridBytes& bytes() const { return bytes_; }
 
  private:
+  // Runs `collective`, adding the payload bytes this node sent meanwhile to `kind`.
+  template <typename F>
+  void counted(uint64_t& kind, F&& collective);
+
+  protocol::Node& node_;
   std::unique_ptr<protocol::Group> column_, row_;
+  GridBytes bytes_;
 };
 
 }  // namespace gossipd::daemon

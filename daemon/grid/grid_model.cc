@@ -7,7 +7,8 @@
 
 namespace gossipd::daemon {
 
-GridModel::GridModel(const std::vector<PlanLayer>& layers, topology::GridShape shape, topology::GridCoord coord)
+GridModel::GridModel(const std::vector<PlanLayer>& layers, topology::GridShape shape,
+                     topology::GridCoord coord)
     : shape_(shape), coord_(coord) {
   size_t serial = 0, local = 0;
   for (const PlanLayer& l : layers) {
@@ -16,12 +17,14 @@ GridModel::GridModel(const std::vector<PlanLayer>& layers, topology::GridShape s
       continue;
     }
     if (l.kind != PlanLayer::Kind::kDense) {
-      throw std::invalid_argument("the grid mode splits dense networks only so far: " + l.name + " is not a dense layer");
+      throw std::invalid_argument("the grid mode splits dense networks only so far: " + l.name +
+                                  " is not a dense layer");
     }
     GridDense d;
     d.in = l.in.size();
     d.out = l.out.size();
-    for (size_t r = 0; r < shape.rows; ++r) d.rows.push_back(topology::block_range(d.out, shape.rows, r).size());
+    for (size_t r = 0; r < shape.rows; ++r)
+      d.rows.push_back(topology::block_range(d.out, shape.rows, r).size());
     d.first_row = topology::block_range(d.out, shape.rows, coord.row).begin;
     d.own_rows = d.rows[coord.row];
     d.serial_offset = serial;
@@ -36,7 +39,8 @@ GridModel::GridModel(const std::vector<PlanLayer>& layers, topology::GridShape s
   for (GridDense& d : layers_) {
     const size_t n = d.own_rows * (d.in + 1);
     d.layer = std::make_unique<trainer::Dense>(static_cast<int>(d.in), static_cast<int>(d.own_rows));
-    d.layer->bind(std::span<float>(params_).subspan(d.offset, n), std::span<float>(grads_).subspan(d.offset, n));
+    d.layer->bind(std::span<float>(params_).subspan(d.offset, n),
+                  std::span<float>(grads_).subspan(d.offset, n));
   }
 }
 
@@ -49,14 +53,20 @@ void GridModel::load(std::span<const float> serial) {
   }
 }
 
-void GridModel::store(std::span<float> serial) const {
+void GridModel::store_row(size_t row, std::span<const float> blocks, std::span<float> serial) const {
+  const float* from = blocks.data();
   for (const GridDense& d : layers_) {
-    const auto w = params_.begin() + static_cast<ptrdiff_t>(d.offset);
-    const auto b = w + static_cast<ptrdiff_t>(d.own_rows * d.in);
-    std::copy(w, b, serial.begin() + static_cast<ptrdiff_t>(d.serial_offset + d.first_row * d.in));
-    std::copy(b, b + static_cast<ptrdiff_t>(d.own_rows),
-              serial.begin() + static_cast<ptrdiff_t>(d.serial_offset + d.out * d.in + d.first_row));
+    const size_t first = topology::block_range(d.out, shape_.rows, row).begin, n = d.rows[row];
+    std::copy_n(from, n * d.in, serial.data() + d.serial_offset + first * d.in);
+    std::copy_n(from + n * d.in, n, serial.data() + d.serial_offset + d.out * d.in + first);
+    from += n * (d.in + 1);
   }
+}
+
+size_t GridModel::row_params(size_t row) const {
+  size_t n = 0;
+  for (const GridDense& d : layers_) n += d.rows[row] * (d.in + 1);
+  return n;
 }
 
 }  // namespace gossipd::daemon

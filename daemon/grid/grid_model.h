@@ -15,13 +15,13 @@ namespace gossipd::daemon {
 // block of the outputs, backward this block's gradients and a partial sum
 // of the input gradient. The trainer needs nothing else to own a row block.
 struct GridDense {
-  size_t in = 0, out = 0;      // the whole layer
-  std::vector<size_t> rows;    // rows of each grid row's block (the even split of `out` over Pr)
-  size_t first_row = 0;        // of this process's block
+  size_t in = 0, out = 0;    // the whole layer
+  std::vector<size_t> rows;  // rows of each grid row's block (the even split of `out` over Pr)
+  size_t first_row = 0;      // of this process's block
   size_t own_rows = 0;
-  bool relu = false;           // a ReLU follows, applied on the block
-  size_t serial_offset = 0;    // of W in the serial model's parameters (b follows W)
-  size_t offset = 0;           // of this block's W in ours (its b follows)
+  bool relu = false;         // a ReLU follows, applied on the block
+  size_t serial_offset = 0;  // of W in the serial model's parameters (b follows W)
+  size_t offset = 0;         // of this block's W in ours (its b follows)
   std::unique_ptr<trainer::Dense> layer;
 };
 
@@ -37,7 +37,13 @@ class GridModel {
   // starts where a serial run with the same seed does.
   void load(std::span<const float> serial_params);
   // This process's blocks into the serial layout (other blocks untouched).
-  void store(std::span<float> serial_params) const;
+  void store(std::span<float> serial_params) const { store_row(coord_.row, params_, serial_params); }
+  // The blocks of grid row `row` (laid out as that row's params()) into the
+  // serial layout: a column's cells hold every row, so together they hold
+  // the whole model.
+  void store_row(size_t row, std::span<const float> blocks, std::span<float> serial_params) const;
+  // How many parameters a cell of grid row `row` holds.
+  size_t row_params(size_t row) const;
 
   std::span<float> params() { return params_; }
   std::span<float> grads() { return grads_; }

@@ -7,22 +7,28 @@ namespace {
 
 // Blocks of columns [b x rows_k], one after the other, <-> one [b x sum rows] matrix.
 void blocks_to_rows(const float* blocks, float* whole, size_t batch, std::span<const size_t> rows) {
-  const size_t width = [&] { size_t w = 0; for (size_t r : rows) w += r; return w; }();
+  const size_t width = [&] {
+    size_t w = 0;
+    for (size_t r : rows) w += r;
+    return w;
+  }();
   size_t first = 0;
   for (size_t k = 0; k < rows.size(); ++k) {
-    for (size_t s = 0; s < batch; ++s)
-      std::copy_n(blocks + s * rows[k], rows[k], whole + s * width + first);
+    for (size_t s = 0; s < batch; ++s) std::copy_n(blocks + s * rows[k], rows[k], whole + s * width + first);
     blocks += batch * rows[k];
     first += rows[k];
   }
 }
 
 void rows_to_blocks(const float* whole, float* blocks, size_t batch, std::span<const size_t> rows) {
-  const size_t width = [&] { size_t w = 0; for (size_t r : rows) w += r; return w; }();
+  const size_t width = [&] {
+    size_t w = 0;
+    for (size_t r : rows) w += r;
+    return w;
+  }();
   size_t first = 0;
   for (size_t k = 0; k < rows.size(); ++k) {
-    for (size_t s = 0; s < batch; ++s)
-      std::copy_n(whole + s * width + first, rows[k], blocks + s * rows[k]);
+    for (size_t s = 0; s < batch; ++s) std::copy_n(whole + s * width + first, rows[k], blocks + s * rows[k]);
     blocks += batch * rows[k];
     first += rows[k];
   }
@@ -80,7 +86,8 @@ void GridStep::gather(size_t l, size_t batch) {
     return;
   }
   blocks_.resize(batch * d.out);
-  std::copy(block_out_[l].begin(), block_out_[l].end(), blocks_.begin() + static_cast<ptrdiff_t>(batch * d.first_row));
+  std::copy(block_out_[l].begin(), block_out_[l].end(),
+            blocks_.begin() + static_cast<ptrdiff_t>(batch * d.first_row));
   const std::vector<size_t> counts = times(d.rows, batch);
   comm_.allgather_column(std::span<float>(blocks_).first(batch * d.out), counts);
   blocks_to_rows(blocks_.data(), whole_out_[l].data(), batch, d.rows);

@@ -29,8 +29,8 @@ class GridStep {
  private:
   void forward(const float* x, size_t batch);
   void backward(const float* x, size_t batch);
-  void gather(size_t l, size_t batch);                  // block outputs -> whole outputs
-  void scatter_input_grad(size_t l, size_t batch);      // partial input gradient -> layer l-1's block
+  void gather(size_t l, size_t batch);              // block outputs -> whole outputs
+  void scatter_input_grad(size_t l, size_t batch);  // partial input gradient -> layer l-1's block
 
   GridModel& model_;
   GridComm& comm_;

@@ -5,6 +5,7 @@
 #include "daemon/config/cli.h"
 #include "daemon/worker/allreduce_worker.h"
 #include "daemon/worker/gossip_worker.h"
+#include "daemon/worker/grid_worker.h"
 #include "trainer/models.h"
 
 namespace gossipd::daemon {
@@ -40,6 +41,21 @@ Mode data_parallel(std::string name, std::string summary,
       std::move(make)};
 }
 
+// One replica over a Pr x Pc grid (--grid): every member samples the
+// grid's batches, its column trains on its slice of each.
+Mode grid_mode() {
+  Mode m{"grid",
+         "Grid: one replica over a Pr x Pc process grid (dense rows over Pr, the batch over Pc)",
+         whole_model,
+         [](const RunOptions& o, const Placement&) { return trainer_options(o.train).sampler; },
+         [](size_t samples, size_t, size_t batch) { return data_parallel_steps(samples, 1, batch); },
+         false,
+         false,
+         make_grid_worker};
+  m.check = check_grid;
+  return m;
+}
+
 }  // namespace
 
 const std::vector<Mode>& modes() {
@@ -52,6 +68,7 @@ const std::vector<Mode>& modes() {
                     [](WorkerContext& c) { return make_gossip_worker(c, GossipAlgo::kSgp); }),
       data_parallel("osgp", "Overlapped SGP: messages folded in one round late",
                     [](WorkerContext& c) { return make_gossip_worker(c, GossipAlgo::kOsgp); }),
+      grid_mode(),
   };
   return all;
 }

@@ -42,6 +42,9 @@ struct Mode {
   // serves a joiner (ReplicaState: parameters, optimizer, step, its mode's extras).
   bool checkpoints = true;
   std::function<std::unique_ptr<Worker>(WorkerContext&)> make_worker;
+  // The mode's own checks once the members are known (throws UsageError);
+  // nullptr: none.
+  std::function<void(const RunOptions&, size_t members)> check = nullptr;
 };
 
 // Every mode, in the order --help lists them.

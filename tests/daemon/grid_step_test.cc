@@ -8,6 +8,7 @@
 #include <cmath>
 #include <mutex>
 
+#include "daemon/plan/grid_plan.h"
 #include "tests/protocol/test_cluster.h"
 #include "trainer/models.h"
 #include "trainer/optimizer.h"
@@ -139,7 +140,69 @@ TEST_P(GridExactness, HundredStepsMatchTheSerialTrainer) {
 
 INSTANTIATE_TEST_SUITE_P(FourProcesses, GridExactness,
                          ::testing::Values(GridShape{1, 4}, GridShape{4, 1}, GridShape{2, 2}),
-                         [](const ::testing::TestParamInfo<GridShape>& p) { return "grid" + p.param.name(); });
+                         [](const ::testing::TestParamInfo<GridShape>& p) {
+                           return "grid" + p.param.name();
+                         });
+
+// What the transport counts per step against what the planner predicts, per
+// kind: the mean over the grid's processes of the payload bytes they sent.
+struct BytesCase {
+  std::vector<int> hidden;
+  size_t batch;
+  GridShape shape;
+};
+
+class GridBytesAsPredicted : public ::testing::TestWithParam<BytesCase> {};
+
+TEST_P(GridBytesAsPredicted, TransportCountsMatchThePlanWithinOnePercent) {
+  const BytesCase& c = GetParam();
+  trainer::ModelOptions mo;
+  mo.name = "mlp";
+  mo.hidden = c.hidden;
+  auto reference = trainer::make_model(mo, kSeed);
+  GridPlanInput in;
+  in.layers = plan_layers(*reference);
+  in.batch = c.batch;
+  const GridPlan plan = plan_grid(in, c.shape, {1e-5, 1e9}, 1e10);
+  std::vector<float> x(c.batch * kInput, 0.5f);
+  std::vector<uint8_t> y(c.batch, 3);
+  protocol::testing::TestCluster cluster(c.shape.procs());
+  GridBytes sum;
+  std::mutex mu;
+  protocol::testing::expect_no_errors(cluster.run([&](size_t r) {
+    const topology::GridCoord at = topology::grid_coord(c.shape, r);
+    GridModel model(in.layers, c.shape, at);
+    model.load(reference->params());
+    protocol::CollectiveOptions co;
+    co.timeout = std::chrono::seconds(60);
+    GroupGridComm comm(cluster.node(r), cluster.ids(), c.shape, r, co);
+    GridStep step(model, comm);
+    const topology::BlockRange slice = topology::block_range(c.batch, c.shape.cols, at.col);
+    step.train(x.data() + slice.begin * kInput, {y.data() + slice.begin, slice.size()}, c.batch);
+    std::lock_guard lock(mu);
+    sum.forward += comm.bytes().forward;
+    sum.input_gradient += comm.bytes().input_gradient;
+    sum.weight_gradient += comm.bytes().weight_gradient;
+  }));
+  const double procs = static_cast<double>(c.shape.procs());
+  const auto expect_close = [&](uint64_t counted, double words, const char* kind) {
+    const double mean = static_cast<double>(counted) / procs;
+    EXPECT_NEAR(mean, words * sizeof(float), 0.01 * words * sizeof(float)) << kind << " " << c.shape.name();
+  };
+  expect_close(sum.forward, plan.words.forward, "forward");
+  expect_close(sum.input_gradient, plan.words.input_gradient, "input gradient");
+  expect_close(sum.weight_gradient, plan.words.weight_gradient, "weight gradient");
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryShapeOfFour, GridBytesAsPredicted,
+                         ::testing::Values(BytesCase{{}, 64, {1, 4}}, BytesCase{{}, 64, {2, 2}},
+                                           BytesCase{{}, 64, {4, 1}},
+                                           BytesCase{{2048, 2048, 2048}, 512, {1, 4}},
+                                           BytesCase{{2048, 2048, 2048}, 512, {2, 2}},
+                                           BytesCase{{2048, 2048, 2048}, 512, {4, 1}}),
+                         [](const ::testing::TestParamInfo<BytesCase>& p) {
+                           return std::string(p.param.hidden.empty() ? "mlp" : "wide") + p.param.shape.name();
+                         });
 
 TEST(GridModel, RefusesLayersItCannotSplitYet) {
   trainer::ModelOptions mo;

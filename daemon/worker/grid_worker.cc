@@ -1,0 +1,208 @@
+#include "daemon/worker/grid_worker.h"
+
+#include <spdlog/spdlog.h>
+
+#include <array>
+#include <thread>
+
+#include "daemon/config/cli.h"
+#include "daemon/grid/grid_step.h"
+#include "daemon/plan/grid_plan.h"
+#include "protocol/barrier.h"
+#include "protocol/collectives.h"
+#include "protocol/errors.h"
+#include "protocol/tags.h"
+#include "trainer/models.h"
+
+namespace gossipd::daemon {
+namespace {
+
+class GridWorker : public Worker {
+ public:
+  // Keeps what it needs of `c` (the context lives only while the worker is made).
+  GridWorker(WorkerContext& c, topology::GridShape shape)
+      : node_(c.node),
+        members_(c.members),
+        membership_(c.membership),
+        trainer_(c.trainer),
+        loop_(c.loop),
+        options_(c.options),
+        steps_per_epoch_(c.steps_per_epoch),
+        shape_(shape),
+        at_(topology::grid_coord(shape, rank(c))),
+        model_(plan_layers(c.trainer.model()), shape, at_),
+        comm_(c.node, c.members, shape, rank(c), options(c.options)),
+        step_(model_, comm_, c.options.train.label_smoothing),
+        optimizer_(c.trainer.optimizer().options(), {{"grid", 0, model_.params().size()}},
+                   model_.params().size()),
+        slice_(topology::block_range(c.options.train.batch, shape.cols, at_.col)) {
+    model_.load(c.trainer.model().params());
+    const std::string help = "Payload bytes the grid step's collectives sent, by kind";
+    for (const char* kind : {"forward", "input_gradient", "weight_gradient", "halo"})
+      bytes_.push_back(&c.metrics.counter("gossipd_grid_payload_bytes_total", help, {{"kind", kind}}));
+    const std::string shape_help = "The grid's shape (dim rows = Pr, cols = Pc) and this cell's place in it";
+    c.metrics.gauge("gossipd_grid_shape", shape_help, {{"dim", "rows"}}).set(static_cast<double>(shape.rows));
+    c.metrics.gauge("gossipd_grid_shape", shape_help, {{"dim", "cols"}}).set(static_cast<double>(shape.cols));
+    c.metrics.gauge("gossipd_grid_cell", shape_help, {{"dim", "row"}}).set(static_cast<double>(at_.row));
+    c.metrics.gauge("gossipd_grid_cell", shape_help, {{"dim", "col"}}).set(static_cast<double>(at_.col));
+  }
+
+  void run(std::stop_token stop) override {
+    protocol::CollectiveOptions start = options(options_);
+    start.timeout = std::chrono::milliseconds(options_.startup_timeout_ms);
+    start.stop = stop;
+    protocol::Group all(node_, protocol::tags::range(protocol::tags::User::kGrid).at(kAllTag), members_, start);
+    protocol::Barrier(all).run();  // every cell is up before the first step
+    comm_.set_stop(stop);
+    membership_.arm();
+    spdlog::info("node '{}': grid {} cell (row {}, column {}): {} of {} parameters, samples [{}, {}) of each batch",
+                 node_.id(), shape_.name(), at_.row, at_.col, model_.params().size(),
+                 trainer_.model().params().size(), slice_.begin, slice_.end);
+    loop_.run(steps_per_epoch_, stop, [&](std::span<const uint32_t> idx) { return guarded(idx, stop); },
+              [&] { assemble(); });
+  }
+
+ private:
+  static constexpr uint64_t kAllTag = uint64_t{1} << 23;  // above every column's and row's tag
+
+  static size_t rank(const WorkerContext& c) {
+    return static_cast<size_t>(std::find(c.members.begin(), c.members.end(), c.node.id()) - c.members.begin());
+  }
+  static protocol::CollectiveOptions options(const RunOptions& run) {
+    protocol::CollectiveOptions o;
+    o.timeout = std::chrono::milliseconds(run.timeout_ms);
+    return o;
+  }
+
+  // A grid cannot go on without a cell. When a step fails, the cell that is
+  // gone is named once membership has dropped it (every cell learns it by
+  // heartbeat, also those that share no group with it); otherwise the
+  // step's own error stands.
+  trainer::StepResult guarded(std::span<const uint32_t> idx, std::stop_token stop) {
+    try {
+      return train(idx);
+    } catch (const protocol::Aborted&) {
+      throw;
+    } catch (const protocol::TransportError& e) {
+      const auto deadline = std::chrono::steady_clock::now() +
+                            std::chrono::milliseconds(options_.failure_timeout_ms + options_.timeout_ms);
+      while (std::chrono::steady_clock::now() < deadline && !stop.stop_requested()) {
+        const topology::View view = membership_.view_at(trainer_.step_count() + 1);
+        for (const std::string& m : members_) {
+          if (!view.contains(m)) {
+            throw protocol::TransportError(
+                node_.id(), m,
+                "node '" + node_.id() + "': grid cell '" + m + "' is gone (" + e.what() +
+                    "); a grid cannot train without a cell: restart every cell with the same --grid");
+          }
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+      throw;
+    }
+  }
+
+  trainer::StepResult train(std::span<const uint32_t> idx) {
+    const trainer::Dataset& data = trainer_.train_data();
+    const size_t b = std::min(slice_.end, idx.size()) - std::min(slice_.begin, idx.size());
+    x_.resize(b * data.sample_size());
+    y_.resize(b);
+    for (size_t i = 0; i < b; ++i) {
+      const uint32_t s = idx[slice_.begin + i];
+      std::copy_n(data.image(s), data.sample_size(), x_.begin() + static_cast<ptrdiff_t>(i * data.sample_size()));
+      y_[i] = data.labels[s];
+    }
+    trainer::LossResult r;
+    {
+      TrainingLoop::CommTimer comm(loop_);  // the whole step: compute and collectives interleave
+      r = step_.train(x_.data(), y_, idx.size());
+    }
+    optimizer_.step(model_.params(), model_.grads(), trainer_.current_lr());
+    trainer_.count_step();
+    publish_bytes();
+    return {r.loss, r.correct, static_cast<int>(b)};
+  }
+
+  void publish_bytes() {
+    const GridBytes& b = comm_.bytes();
+    const uint64_t now[] = {b.forward, b.input_gradient, b.weight_gradient, b.halo};
+    for (size_t k = 0; k < bytes_.size(); ++k) {
+      bytes_[k]->add(static_cast<double>(now[k] - published_[k]));
+      published_[k] = now[k];
+    }
+  }
+
+  // The whole model into the trainer's, for an evaluation: the cells of a
+  // grid column hold every row block between them.
+  void assemble() {
+    std::vector<size_t> counts;
+    size_t before = 0;
+    for (size_t r = 0; r < shape_.rows; ++r) {
+      counts.push_back(model_.row_params(r));
+      if (r < at_.row) before += counts.back();
+    }
+    size_t total = 0;
+    for (size_t n : counts) total += n;
+    all_.resize(total);
+    std::copy(model_.params().begin(), model_.params().end(), all_.begin() + static_cast<ptrdiff_t>(before));
+    if (shape_.rows > 1) comm_.gather_parameters(all_, counts);
+    const float* block = all_.data();
+    for (size_t r = 0; r < shape_.rows; ++r) {
+      model_.store_row(r, {block, counts[r]}, trainer_.model().params());
+      block += counts[r];
+    }
+  }
+
+  protocol::Node& node_;
+  std::vector<std::string> members_;
+  Membership& membership_;
+  trainer::Trainer& trainer_;
+  TrainingLoop& loop_;
+  const RunOptions& options_;
+  size_t steps_per_epoch_;
+  topology::GridShape shape_;
+  topology::GridCoord at_;
+  GridModel model_;
+  GroupGridComm comm_;
+  GridStep step_;
+  trainer::Optimizer optimizer_;
+  topology::BlockRange slice_;
+  std::vector<float> x_;
+  std::vector<uint8_t> y_;
+  std::vector<float> all_;  // the column's parameter blocks, for an evaluation
+  std::vector<Counter*> bytes_;       // gossipd_grid_payload_bytes_total by kind
+  std::array<uint64_t, 4> published_{};  // what bytes_ holds of comm_.bytes()
+};
+
+}  // namespace
+
+void check_grid(const RunOptions& o, size_t members) {
+  topology::GridShape shape;
+  try {
+    shape = topology::parse_grid_shape(o.grid);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--grid: ") + e.what());
+  }
+  if (shape.procs() != members) {
+    throw UsageError("--grid " + shape.name() + " has " + std::to_string(shape.procs()) + " cells, the cluster " +
+                     std::to_string(members) + " members (this one and --peers)");
+  }
+  if (o.train.optimizer != "sgd") {
+    throw UsageError("--algo grid runs --optimizer sgd only so far (lars needs each layer's norms across the grid)");
+  }
+  GridPlanInput in;
+  in.layers = plan_layers(*trainer::make_model(model_options(o.train), o.train.seed));
+  in.batch = o.train.batch;
+  if (auto why = grid_refusal(in, shape)) throw UsageError("--grid " + shape.name() + ": " + *why);
+  try {
+    GridModel probe(in.layers, shape, {0, 0});
+  } catch (const std::invalid_argument& e) {
+    throw UsageError("--grid " + shape.name() + ": " + e.what());
+  }
+}
+
+std::unique_ptr<Worker> make_grid_worker(WorkerContext& c) {
+  return std::make_unique<GridWorker>(c, topology::parse_grid_shape(c.options.grid));
+}
+
+}  // namespace gossipd::daemon

@@ -1,0 +1,120 @@
+// gossipd run --algo grid across real processes: the cells end identical,
+// as accurate as the serial trainer with the same seed and batch, and bad
+// shapes are one line and exit 2.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <regex>
+#include <set>
+
+#include "tests/support/cluster.h"
+#include "tests/support/http_client.h"
+#include "tests/support/process.h"
+#include "tests/support/wait.h"
+
+namespace gossipd::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+const std::vector<std::string> kData{"--train-limit", "3200", "--test-limit", "500", "--batch", "32", "--threads", "1"};
+
+std::vector<std::string> with(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+const std::vector<std::string> kOneEpoch = with(kData, {"--epochs", "1"});
+
+double serial_accuracy() {
+  const RunResult r = run(with({bin("gossipd"), "train"}, kOneEpoch), 120s);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::smatch m;
+  EXPECT_TRUE(std::regex_search(r.out, m, std::regex("test_acc ([0-9.]+)"))) << r.out;
+  return m.empty() ? -1 : std::stod(m[1]);
+}
+
+TEST(GridRun, CellsEndIdenticalAndAsAccurateAsTheSerialRun) {
+  Cluster c(4, with(kOneEpoch, {"--algo", "grid", "--grid", "2x2", "--quiet", "--timeout-ms", "10000"}));
+  std::set<std::string> hashes;
+  double accuracy = -1;
+  for (int i = 0; i < c.size(); ++i) {
+    ASSERT_TRUE(c.proc(i).wait(180s)) << "cell " << i << " did not finish";
+    ASSERT_EQ(c.proc(i).exit_code(), 0) << c.proc(i).err();
+    std::smatch m;
+    const std::string out = c.proc(i).out();
+    ASSERT_TRUE(std::regex_search(
+        out, m, std::regex("done: round ([0-9]+) test_accuracy ([0-9.]+) param_hash ([0-9a-f]+)")))
+        << out;
+    EXPECT_EQ(std::stoi(m[1]), 3200 / 32);  // one replica: the whole set per epoch
+    accuracy = std::stod(m[2]);
+    hashes.insert(m[3]);
+  }
+  EXPECT_EQ(hashes.size(), 1u) << "the cells assembled different models";
+  EXPECT_NEAR(accuracy, serial_accuracy(), 0.005);
+}
+
+TEST(GridRun, MetricsShowTheShapeTheCellAndTheBytesByKind) {
+  Cluster c(4, with(kData, {"--algo", "grid", "--grid", "2x2", "--quiet", "--epochs", "1000"}));
+  const uint16_t port = c.http_port(3);
+  ASSERT_GT(port, 0) << c.proc(3).out() << c.proc(3).err();
+  ASSERT_TRUE(wait_until([&] { return fetch_metrics(port).value("gossipd_rounds_total").value_or(0) >= 2; }, 60s));
+  const MetricsText m = fetch_metrics(port);
+  EXPECT_EQ(m.value("gossipd_grid_shape", {{"dim", "rows"}}), 2) << m;
+  EXPECT_EQ(m.value("gossipd_grid_shape", {{"dim", "cols"}}), 2) << m;
+  EXPECT_EQ(m.value("gossipd_grid_cell", {{"dim", "row"}}), 1) << m;  // w3: rank 3 = row 1 of column 1
+  EXPECT_EQ(m.value("gossipd_grid_cell", {{"dim", "col"}}), 1) << m;
+  for (const char* kind : {"forward", "input_gradient", "weight_gradient"})
+    EXPECT_GT(m.value("gossipd_grid_payload_bytes_total", {{"kind", kind}}).value_or(0), 0) << kind << m;
+  EXPECT_EQ(m.value("gossipd_grid_payload_bytes_total", {{"kind", "halo"}}), 0) << m;  // no convolutions
+}
+
+TEST(GridRun, ADeadCellStopsEveryOtherCellNamingIt) {
+  Cluster c(4, with(kData, {"--algo", "grid", "--grid", "2x2", "--quiet", "--epochs", "1000", "--timeout-ms", "2000",
+                            "--heartbeat-ms", "100", "--failure-timeout-ms", "1500"}));
+  for (int i = 0; i < c.size(); ++i) {
+    const uint16_t port = c.http_port(i);
+    ASSERT_GT(port, 0) << c.proc(i).err();
+    ASSERT_TRUE(wait_until([&] { return fetch_metrics(port).value("gossipd_rounds_total").value_or(0) >= 2; }, 60s));
+  }
+  c.proc(2).signal(SIGKILL);
+  for (int i : {0, 1, 3}) {
+    // The step's timeout, then at most the failure timeout for membership to drop it.
+    ASSERT_TRUE(c.proc(i).wait(15s)) << "cell " << i << " hangs";
+    EXPECT_EQ(c.proc(i).exit_code(), 1) << c.proc(i).err();
+    EXPECT_NE(c.proc(i).err().find("grid cell 'w2' is gone"), std::string::npos) << c.proc(i).err();
+  }
+}
+
+void expect_refused(const std::vector<std::string>& extra, const std::string& needle) {
+  const RunResult r = run(with({bin("gossipd"), "run", "--id", "w0", "--listen", "tcp://127.0.0.1:0", "--peers",
+                                "w1=tcp://127.0.0.1:9,w2=tcp://127.0.0.1:9,w3=tcp://127.0.0.1:9", "--quiet"},
+                               extra),
+                          60s);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+}
+
+TEST(GridRun, ShapesThatDoNotFitAreOneLineAndExitTwo) {
+  expect_refused({"--algo", "grid", "--grid", "3x2"}, "--grid 3x2 has 6 cells, the cluster 4 members");
+  expect_refused({"--algo", "grid", "--grid", "2by2"}, "is not PRxPC");
+  expect_refused({"--algo", "grid"}, "--algo grid needs --grid PRxPC");
+  expect_refused({"--algo", "allreduce", "--grid", "2x2"}, "--grid is for --algo grid");
+  expect_refused({"--algo", "grid", "--grid", "1x4", "--batch", "3"}, "batch 3 is smaller than the 4 grid columns");
+  expect_refused({"--algo", "grid", "--grid", "4x1", "--hidden", "256,3"}, "dense2 has 3 rows, fewer than the 4");
+  expect_refused({"--algo", "grid", "--grid", "2x2", "--optimizer", "lars"}, "--optimizer sgd only");
+  expect_refused({"--algo", "grid", "--grid", "2x2", "--checkpoint-dir", "/tmp/x"}, "writes no checkpoints");
+}
+
+TEST(GridRun, AJoinerIsRefusedInOneLine) {
+  const RunResult r = run({bin("gossipd"), "run", "--algo", "grid", "--grid", "1x1", "--id", "late", "--listen",
+                           "tcp://127.0.0.1:0", "--join", "tcp://127.0.0.1:9"},
+                          60s);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--algo grid takes no joiners"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace gossipd::testing
