@@ -22,6 +22,7 @@
 #include "daemon/config/run_options.h"
 #include "daemon/config/train_flags.h"
 #include "daemon/ctl/child_process.h"
+#include "daemon/ctl/compare_entry.h"
 #include "daemon/ctl/compare_hosts.h"
 #include "daemon/ctl/compare_presets.h"
 #include "daemon/ctl/compare_report.h"
@@ -175,13 +176,21 @@ class Comparison {
   }
   // Steps per epoch of `algo`'s workers (the mode decides).
   size_t steps(const std::string& algo) const {
-    return find_mode(algo).steps_per_epoch(train_samples(), static_cast<size_t>(o_.workers), o_.batch);
+    const CompareEntry e = parse_compare_entry(algo);
+    const auto workers = static_cast<size_t>(o_.workers);
+    return find_mode(e.mode).steps_per_epoch(train_samples(), workers, e.batch(o_.batch, workers));
+  }
+  // The entry as a file and cluster-id name ("grid:4x2" -> "grid-4x2").
+  static std::string plain(std::string algo) {
+    std::replace(algo.begin(), algo.end(), ':', '-');
+    return algo;
   }
   size_t train_samples() const {
     return o_.train_limit > 0 ? std::min<size_t>(o_.train_limit, 60000) : 60000;
   }
 
   std::vector<std::string> worker_argv(const std::string& algo, int i, const std::string& dir) {
+    const CompareEntry entry = parse_compare_entry(algo);
     std::string peers;
     for (int k = 0; k < o_.workers; ++k) {
       peers += (k ? "," : "") + ("w" + std::to_string(k)) + "=" + endpoint(k);
@@ -198,13 +207,13 @@ class Comparison {
                        "--peers",
                        peers,
                        "--algo",
-                       algo,
+                       entry.mode,
                        "--model",
                        o_.model,
                        "--epochs",
                        std::to_string(o_.epochs),
                        "--batch",
-                       std::to_string(o_.batch),
+                       std::to_string(entry.batch(o_.batch, static_cast<size_t>(o_.workers))),
                        "--lr",
                        format("%g", o_.lr),
                        "--seed",
@@ -217,7 +226,7 @@ class Comparison {
                        "--http",
                        http_host(i) + ":0",
                        "--cluster-id",
-                       "compare-" + algo,
+                       "compare-" + plain(algo),
                        "--consensus-every",
                        std::to_string(steps(algo)),
                        "--metrics-out",
@@ -237,6 +246,7 @@ class Comparison {
       a.insert(a.end(), {"--hierarchical", "--group", "g" + std::to_string(i % o_.groups)});
     }
     if (paces(algo)) a.push_back("--pace");
+    if (entry.grid) a.insert(a.end(), {"--grid", entry.grid->name()});
     if (const int kb = send_buffer_kb(o_); kb > 0)
       a.insert(a.end(), {"--send-buffer-kb", std::to_string(kb)});
     return a;
@@ -248,7 +258,7 @@ class Comparison {
     res.set_workers(static_cast<uint32_t>(o_.workers));
     res.set_epochs(static_cast<uint32_t>(o_.epochs));
     res.set_target_accuracy(o_.target);
-    const std::string dir = o_.out + "/" + algo;
+    const std::string dir = o_.out + "/" + plain(algo);
     fs::create_directories(dir);
     for (const auto& e : fs::directory_iterator(dir)) fs::remove(e.path());  // a rerun of this protocol only
     if (!hosts_) ports_ = free_ports(o_.workers);
@@ -420,6 +430,13 @@ int run_compare(const CompareOptions& o) {
   SignalWatcher signals(stop);
   if (o.groups > o.workers)
     throw UsageError("--groups " + std::to_string(o.groups) + " is more than --workers");
+  for (const std::string& algo : o.algos) {
+    const CompareEntry e = parse_compare_entry(algo);
+    if (e.grid && e.grid->procs() != static_cast<size_t>(o.workers)) {
+      throw UsageError("--algos " + algo + " has " + std::to_string(e.grid->procs()) +
+                       " cells, --workers is " + std::to_string(o.workers));
+    }
+  }
   if (o.groups > 1 && o.pace == "on" && o.algos == std::vector<std::string>{"crossover"}) {
     throw UsageError("--pace on is for flat crossover and sgp: drop --groups or --pace");
   }

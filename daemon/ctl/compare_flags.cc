@@ -3,8 +3,8 @@
 #include <CLI/CLI.hpp>
 
 #include "daemon/config/run_options.h"
+#include "daemon/ctl/compare_entry.h"
 #include "daemon/ctl/compare_hosts.h"
-#include "daemon/worker/modes.h"
 #include "trainer/models.h"
 
 // The flags of `gossipctl compare`.
@@ -16,9 +16,11 @@ CLI::App* add_compare_command(CLI::App& app, CompareOptions& o) {
   cmd->add_option("--workers", o.workers, "gossipd processes per protocol")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
-  cmd->add_option("--algos", o.algos, "Protocols to run, in order")
+  cmd->add_option("--algos", o.algos,
+                  "Protocols to run, in order: crossover, sgp, osgp, allreduce, or grid:PRxPC (one replica "
+                  "over --workers = PR x PC cells at --workers x --batch, the same global batch)")
       ->delimiter(',')
-      ->check(CLI::IsMember(mode_names()))
+      ->check(CLI::Validator(compare_entry_error, "MODE|grid:PRxPC"))
       ->capture_default_str();
   cmd->add_option("--model", o.model, "Model")
       ->check(CLI::IsMember(trainer::model_names()))

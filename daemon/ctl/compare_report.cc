@@ -13,6 +13,7 @@
 
 #include "daemon/config/cli.h"
 #include "daemon/ctl/child_process.h"
+#include "daemon/ctl/compare_entry.h"
 #include "daemon/observe/metrics_log.h"
 
 namespace gossipd::daemon {
@@ -113,14 +114,15 @@ std::string table(const proto::CompareSummary& summary, double target) {
       t << "| " << r.algo() << " | " << r.status() << " | | | | | | | | | | | |\n";
       continue;
     }
+    const bool one_replica = parse_compare_entry(r.algo()).synchronous();
     t << "| " << r.algo() << " | ok | " << format("%.4f", r.final_mean_accuracy()) << " | "
       << format("%.4f", r.best_mean_accuracy()) << " | "
       << (r.averaged_model_accuracy() < 0 ? "n/a" : format("%.4f", r.averaged_model_accuracy())) << " | "
       << time_to_target(r) << " | " << (r.epochs_to_target() < 0 ? "—" : format("%.3g", r.epochs_to_target()))
       << " | " << format("%.1f", r.rounds_per_second()) << " | " << format("%.1f", r.comm_ms_per_round())
-      << " | " << (r.algo() == "allreduce" ? "—" : format("%.0f", r.bytes_per_worker_per_round())) << " | "
+      << " | " << (one_replica ? "—" : format("%.0f", r.bytes_per_worker_per_round())) << " | "
       << r.segments_skipped() << " | "
-      << (r.algo() == "allreduce" ? "0 (exact)" : format("%.3g", r.final_consensus_distance())) << " | "
+      << (one_replica ? "0 (exact)" : format("%.3g", r.final_consensus_distance())) << " | "
       << format("%.1f", r.wall_seconds()) << " |\n";
   }
   return t.str();

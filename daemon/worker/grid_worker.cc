@@ -17,6 +17,29 @@
 namespace gossipd::daemon {
 namespace {
 
+// The step's collectives, each timed as communication (TrainingLoop::CommTimer):
+// comm ms per round is the time the step waited on them, as for the other modes.
+class TimedGridComm : public GridComm {
+ public:
+  TimedGridComm(GridComm& inner, TrainingLoop& loop) : inner_(inner), loop_(loop) {}
+  void allgather_column(std::span<float> data, std::span<const size_t> counts) override {
+    TrainingLoop::CommTimer t(loop_);
+    inner_.allgather_column(data, counts);
+  }
+  void reduce_scatter_column(std::span<float> data, std::span<const size_t> counts) override {
+    TrainingLoop::CommTimer t(loop_);
+    inner_.reduce_scatter_column(data, counts);
+  }
+  void allreduce_row(std::span<float> data) override {
+    TrainingLoop::CommTimer t(loop_);
+    inner_.allreduce_row(data);
+  }
+
+ private:
+  GridComm& inner_;
+  TrainingLoop& loop_;
+};
+
 class GridWorker : public Worker {
  public:
   // Keeps what it needs of `c` (the context lives only while the worker is made).
@@ -32,7 +55,8 @@ class GridWorker : public Worker {
         at_(topology::grid_coord(shape, rank(c))),
         model_(plan_layers(c.trainer.model()), shape, at_),
         comm_(c.node, c.members, shape, rank(c), options(c.options)),
-        step_(model_, comm_, c.options.train.label_smoothing),
+        timed_(comm_, c.loop),
+        step_(model_, timed_, c.options.train.label_smoothing),
         optimizer_(c.trainer.optimizer().options(), {{"grid", 0, model_.params().size()}},
                    model_.params().size()),
         slice_(topology::block_range(c.options.train.batch, shape.cols, at_.col)) {
@@ -51,22 +75,26 @@ class GridWorker : public Worker {
     protocol::CollectiveOptions start = options(options_);
     start.timeout = std::chrono::milliseconds(options_.startup_timeout_ms);
     start.stop = stop;
-    protocol::Group all(node_, protocol::tags::range(protocol::tags::User::kGrid).at(kAllTag), members_, start);
+    protocol::Group all(node_, protocol::tags::range(protocol::tags::User::kGrid).at(kAllTag), members_,
+                        start);
     protocol::Barrier(all).run();  // every cell is up before the first step
     comm_.set_stop(stop);
     membership_.arm();
-    spdlog::info("node '{}': grid {} cell (row {}, column {}): {} of {} parameters, samples [{}, {}) of each batch",
-                 node_.id(), shape_.name(), at_.row, at_.col, model_.params().size(),
-                 trainer_.model().params().size(), slice_.begin, slice_.end);
-    loop_.run(steps_per_epoch_, stop, [&](std::span<const uint32_t> idx) { return guarded(idx, stop); },
-              [&] { assemble(); });
+    spdlog::info(
+        "node '{}': grid {} cell (row {}, column {}): {} of {} parameters, samples [{}, {}) of each batch",
+        node_.id(), shape_.name(), at_.row, at_.col, model_.params().size(), trainer_.model().params().size(),
+        slice_.begin, slice_.end);
+    loop_.run(
+        steps_per_epoch_, stop, [&](std::span<const uint32_t> idx) { return guarded(idx, stop); },
+        [&] { assemble(); });
   }
 
  private:
   static constexpr uint64_t kAllTag = uint64_t{1} << 23;  // above every column's and row's tag
 
   static size_t rank(const WorkerContext& c) {
-    return static_cast<size_t>(std::find(c.members.begin(), c.members.end(), c.node.id()) - c.members.begin());
+    return static_cast<size_t>(std::find(c.members.begin(), c.members.end(), c.node.id()) -
+                               c.members.begin());
   }
   static protocol::CollectiveOptions options(const RunOptions& run) {
     protocol::CollectiveOptions o;
@@ -109,14 +137,11 @@ class GridWorker : public Worker {
     y_.resize(b);
     for (size_t i = 0; i < b; ++i) {
       const uint32_t s = idx[slice_.begin + i];
-      std::copy_n(data.image(s), data.sample_size(), x_.begin() + static_cast<ptrdiff_t>(i * data.sample_size()));
+      std::copy_n(data.image(s), data.sample_size(),
+                  x_.begin() + static_cast<ptrdiff_t>(i * data.sample_size()));
       y_[i] = data.labels[s];
     }
-    trainer::LossResult r;
-    {
-      TrainingLoop::CommTimer comm(loop_);  // the whole step: compute and collectives interleave
-      r = step_.train(x_.data(), y_, idx.size());
-    }
+    const trainer::LossResult r = step_.train(x_.data(), y_, idx.size());
     optimizer_.step(model_.params(), model_.grads(), trainer_.current_lr());
     trainer_.count_step();
     publish_bytes();
@@ -164,13 +189,14 @@ class GridWorker : public Worker {
   topology::GridCoord at_;
   GridModel model_;
   GroupGridComm comm_;
+  TimedGridComm timed_;
   GridStep step_;
   trainer::Optimizer optimizer_;
   topology::BlockRange slice_;
   std::vector<float> x_;
   std::vector<uint8_t> y_;
-  std::vector<float> all_;  // the column's parameter blocks, for an evaluation
-  std::vector<Counter*> bytes_;       // gossipd_grid_payload_bytes_total by kind
+  std::vector<float> all_;               // the column's parameter blocks, for an evaluation
+  std::vector<Counter*> bytes_;          // gossipd_grid_payload_bytes_total by kind
   std::array<uint64_t, 4> published_{};  // what bytes_ holds of comm_.bytes()
 };
 
@@ -184,11 +210,12 @@ void check_grid(const RunOptions& o, size_t members) {
     throw UsageError(std::string("--grid: ") + e.what());
   }
   if (shape.procs() != members) {
-    throw UsageError("--grid " + shape.name() + " has " + std::to_string(shape.procs()) + " cells, the cluster " +
-                     std::to_string(members) + " members (this one and --peers)");
+    throw UsageError("--grid " + shape.name() + " has " + std::to_string(shape.procs()) +
+                     " cells, the cluster " + std::to_string(members) + " members (this one and --peers)");
   }
   if (o.train.optimizer != "sgd") {
-    throw UsageError("--algo grid runs --optimizer sgd only so far (lars needs each layer's norms across the grid)");
+    throw UsageError(
+        "--algo grid runs --optimizer sgd only so far (lars needs each layer's norms across the grid)");
   }
   GridPlanInput in;
   in.layers = plan_layers(*trainer::make_model(model_options(o.train), o.train.seed));

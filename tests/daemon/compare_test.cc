@@ -107,6 +107,35 @@ TEST_F(CompareTest, ReplicasThatAgreeExactlyStillGetAConsensusPlot) {
   EXPECT_NE(daemon::read_file(out + "/report.md").find("| crossover | ok |"), std::string::npos);
 }
 
+TEST_F(CompareTest, AGridShapeIsAnEntryLikeTheProtocols) {
+  const std::string out = dir_ + "/report";
+  const auto r =
+      run({bin("gossipctl"), "compare", "--workers", "4", "--algos", "allreduce,grid:2x2", "--epochs", "1",
+           "--batch", "16", "--train-limit", "2000", "--test-limit", "200", "--out", out},
+          180s);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::string report = daemon::read_file(out + "/report.md");
+  EXPECT_NE(report.find("| allreduce | ok |"), std::string::npos) << report;
+  EXPECT_NE(report.find("| grid:2x2 | ok |"), std::string::npos) << report;
+  // One replica over 4 cells at 4 x 16 samples a step: the 2000 samples in 31 steps.
+  const auto records = read_records(out + "/grid-2x2/w3.jsonl");
+  ASSERT_FALSE(records.empty());
+  EXPECT_EQ(records.back().round(), 2000u / 64);
+}
+
+TEST_F(CompareTest, AGridEntryThatDoesNotFitIsOneLine) {
+  for (const auto& [algos, needle] : std::vector<std::pair<std::string, std::string>>{
+           {"grid:3x2", "--algos grid:3x2 has 6 cells, --workers is 4"},
+           {"grid", "needs its shape: grid:PRxPC"},
+           {"grid:4", "is not PRxPC"},
+           {"gird:2x2", "is not one of"}}) {
+    const auto r =
+        run({bin("gossipctl"), "compare", "--workers", "4", "--algos", algos, "--out", dir_ + "/x"}, 60s);
+    EXPECT_EQ(r.exit_code, 2) << algos << r.err;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << algos << ": " << r.err;
+  }
+}
+
 TEST_F(CompareTest, EvaluationsInsideEpochsRefineTheTimeToTarget) {
   const std::string out = dir_ + "/report";
   const auto r = run(

@@ -18,7 +18,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-const std::vector<std::string> kData{"--train-limit", "3200", "--test-limit", "500", "--batch", "32", "--threads", "1"};
+const std::vector<std::string> kData{"--train-limit", "3200", "--test-limit", "500",
+                                     "--batch",       "32",   "--threads",    "1"};
 
 std::vector<std::string> with(std::vector<std::string> a, const std::vector<std::string>& b) {
   a.insert(a.end(), b.begin(), b.end());
@@ -59,7 +60,8 @@ TEST(GridRun, MetricsShowTheShapeTheCellAndTheBytesByKind) {
   Cluster c(4, with(kData, {"--algo", "grid", "--grid", "2x2", "--quiet", "--epochs", "1000"}));
   const uint16_t port = c.http_port(3);
   ASSERT_GT(port, 0) << c.proc(3).out() << c.proc(3).err();
-  ASSERT_TRUE(wait_until([&] { return fetch_metrics(port).value("gossipd_rounds_total").value_or(0) >= 2; }, 60s));
+  ASSERT_TRUE(
+      wait_until([&] { return fetch_metrics(port).value("gossipd_rounds_total").value_or(0) >= 2; }, 60s));
   const MetricsText m = fetch_metrics(port);
   EXPECT_EQ(m.value("gossipd_grid_shape", {{"dim", "rows"}}), 2) << m;
   EXPECT_EQ(m.value("gossipd_grid_shape", {{"dim", "cols"}}), 2) << m;
@@ -71,12 +73,13 @@ TEST(GridRun, MetricsShowTheShapeTheCellAndTheBytesByKind) {
 }
 
 TEST(GridRun, ADeadCellStopsEveryOtherCellNamingIt) {
-  Cluster c(4, with(kData, {"--algo", "grid", "--grid", "2x2", "--quiet", "--epochs", "1000", "--timeout-ms", "2000",
-                            "--heartbeat-ms", "100", "--failure-timeout-ms", "1500"}));
+  Cluster c(4, with(kData, {"--algo", "grid", "--grid", "2x2", "--quiet", "--epochs", "1000", "--timeout-ms",
+                            "2000", "--heartbeat-ms", "100", "--failure-timeout-ms", "1500"}));
   for (int i = 0; i < c.size(); ++i) {
     const uint16_t port = c.http_port(i);
     ASSERT_GT(port, 0) << c.proc(i).err();
-    ASSERT_TRUE(wait_until([&] { return fetch_metrics(port).value("gossipd_rounds_total").value_or(0) >= 2; }, 60s));
+    ASSERT_TRUE(
+        wait_until([&] { return fetch_metrics(port).value("gossipd_rounds_total").value_or(0) >= 2; }, 60s));
   }
   c.proc(2).signal(SIGKILL);
   for (int i : {0, 1, 3}) {
@@ -88,10 +91,11 @@ TEST(GridRun, ADeadCellStopsEveryOtherCellNamingIt) {
 }
 
 void expect_refused(const std::vector<std::string>& extra, const std::string& needle) {
-  const RunResult r = run(with({bin("gossipd"), "run", "--id", "w0", "--listen", "tcp://127.0.0.1:0", "--peers",
-                                "w1=tcp://127.0.0.1:9,w2=tcp://127.0.0.1:9,w3=tcp://127.0.0.1:9", "--quiet"},
-                               extra),
-                          60s);
+  const RunResult r =
+      run(with({bin("gossipd"), "run", "--id", "w0", "--listen", "tcp://127.0.0.1:0", "--peers",
+                "w1=tcp://127.0.0.1:9,w2=tcp://127.0.0.1:9,w3=tcp://127.0.0.1:9", "--quiet"},
+               extra),
+          60s);
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
@@ -102,15 +106,17 @@ TEST(GridRun, ShapesThatDoNotFitAreOneLineAndExitTwo) {
   expect_refused({"--algo", "grid", "--grid", "2by2"}, "is not PRxPC");
   expect_refused({"--algo", "grid"}, "--algo grid needs --grid PRxPC");
   expect_refused({"--algo", "allreduce", "--grid", "2x2"}, "--grid is for --algo grid");
-  expect_refused({"--algo", "grid", "--grid", "1x4", "--batch", "3"}, "batch 3 is smaller than the 4 grid columns");
-  expect_refused({"--algo", "grid", "--grid", "4x1", "--hidden", "256,3"}, "dense2 has 3 rows, fewer than the 4");
+  expect_refused({"--algo", "grid", "--grid", "1x4", "--batch", "3"},
+                 "batch 3 is smaller than the 4 grid columns");
+  expect_refused({"--algo", "grid", "--grid", "4x1", "--hidden", "256,3"},
+                 "dense2 has 3 rows, fewer than the 4");
   expect_refused({"--algo", "grid", "--grid", "2x2", "--optimizer", "lars"}, "--optimizer sgd only");
   expect_refused({"--algo", "grid", "--grid", "2x2", "--checkpoint-dir", "/tmp/x"}, "writes no checkpoints");
 }
 
 TEST(GridRun, AJoinerIsRefusedInOneLine) {
-  const RunResult r = run({bin("gossipd"), "run", "--algo", "grid", "--grid", "1x1", "--id", "late", "--listen",
-                           "tcp://127.0.0.1:0", "--join", "tcp://127.0.0.1:9"},
+  const RunResult r = run({bin("gossipd"), "run", "--algo", "grid", "--grid", "1x1", "--id", "late",
+                           "--listen", "tcp://127.0.0.1:0", "--join", "tcp://127.0.0.1:9"},
                           60s);
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("--algo grid takes no joiners"), std::string::npos) << r.err;
