@@ -13,7 +13,8 @@ CompareEntry parse_compare_entry(const std::string& text) {
   const size_t colon = text.find(':');
   e.mode = text.substr(0, colon);
   if (e.mode == "grid") {
-    if (colon == std::string::npos) throw UsageError("--algos grid needs its shape: grid:PRxPC, e.g. grid:4x2");
+    if (colon == std::string::npos)
+      throw UsageError("--algos grid needs its shape: grid:PRxPC, e.g. grid:4x2");
     try {
       e.grid = topology::parse_grid_shape(text.substr(colon + 1));
     } catch (const std::invalid_argument& err) {
