@@ -47,6 +47,7 @@ class GridWorker : public Worker {
       : node_(c.node),
         members_(c.members),
         membership_(c.membership),
+        state_(c.state),
         trainer_(c.trainer),
         loop_(c.loop),
         options_(c.options),
@@ -148,6 +149,7 @@ class GridWorker : public Worker {
     return {r.loss, r.correct, static_cast<int>(b)};
   }
 
+  // The step's bytes by kind: counters in /metrics, per-step means in /status.
   void publish_bytes() {
     const GridBytes& b = comm_.bytes();
     const uint64_t now[] = {b.forward, b.input_gradient, b.weight_gradient, b.halo};
@@ -155,6 +157,18 @@ class GridWorker : public Worker {
       bytes_[k]->add(static_cast<double>(now[k] - published_[k]));
       published_[k] = now[k];
     }
+    const double steps = static_cast<double>(++steps_);
+    state_.update([&](proto::Status& s) {
+      proto::GridStatus& g = *s.mutable_grid();
+      g.set_rows(static_cast<uint32_t>(shape_.rows));
+      g.set_cols(static_cast<uint32_t>(shape_.cols));
+      g.set_row(static_cast<uint32_t>(at_.row));
+      g.set_col(static_cast<uint32_t>(at_.col));
+      g.set_forward_bytes_per_step(static_cast<double>(b.forward) / steps);
+      g.set_input_gradient_bytes_per_step(static_cast<double>(b.input_gradient) / steps);
+      g.set_weight_gradient_bytes_per_step(static_cast<double>(b.weight_gradient) / steps);
+      g.set_halo_bytes_per_step(static_cast<double>(b.halo) / steps);
+    });
   }
 
   // The whole model into the trainer's, for an evaluation: the cells of a
@@ -181,6 +195,7 @@ class GridWorker : public Worker {
   protocol::Node& node_;
   std::vector<std::string> members_;
   Membership& membership_;
+  WorkerState& state_;
   trainer::Trainer& trainer_;
   TrainingLoop& loop_;
   const RunOptions& options_;
@@ -198,6 +213,7 @@ class GridWorker : public Worker {
   std::vector<float> all_;               // the column's parameter blocks, for an evaluation
   std::vector<Counter*> bytes_;          // gossipd_grid_payload_bytes_total by kind
   std::array<uint64_t, 4> published_{};  // what bytes_ holds of comm_.bytes()
+  uint64_t steps_ = 0;                   // this run's steps, for the per-step means
 };
 
 }  // namespace

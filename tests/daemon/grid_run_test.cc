@@ -56,7 +56,7 @@ TEST(GridRun, CellsEndIdenticalAndAsAccurateAsTheSerialRun) {
   EXPECT_NEAR(accuracy, serial_accuracy(), 0.005);
 }
 
-TEST(GridRun, MetricsShowTheShapeTheCellAndTheBytesByKind) {
+TEST(GridRun, StatusAndMetricsShowTheShapeTheCellAndTheBytesByKind) {
   Cluster c(4, with(kData, {"--algo", "grid", "--grid", "2x2", "--quiet", "--epochs", "1000"}));
   const uint16_t port = c.http_port(3);
   ASSERT_GT(port, 0) << c.proc(3).out() << c.proc(3).err();
@@ -70,6 +70,16 @@ TEST(GridRun, MetricsShowTheShapeTheCellAndTheBytesByKind) {
   for (const char* kind : {"forward", "input_gradient", "weight_gradient"})
     EXPECT_GT(m.value("gossipd_grid_payload_bytes_total", {{"kind", kind}}).value_or(0), 0) << kind << m;
   EXPECT_EQ(m.value("gossipd_grid_payload_bytes_total", {{"kind", "halo"}}), 0) << m;  // no convolutions
+  const proto::Status status = fetch_status(port);
+  EXPECT_EQ(status.algo(), "grid");
+  const proto::GridStatus& g = status.grid();
+  EXPECT_EQ(std::vector<uint32_t>({g.rows(), g.cols(), g.row(), g.col()}),
+            std::vector<uint32_t>({2, 2, 1, 1}));
+  // The default MLP at batch 32 on 2 x 2 (gossipctl plan grid gives the same words):
+  // allgather of (256 + 128 + 10) outputs x 16 samples, one block of two sent.
+  EXPECT_DOUBLE_EQ(g.forward_bytes_per_step(), 4.0 * (128 + 64 + 5) * 16);
+  EXPECT_GT(g.weight_gradient_bytes_per_step(), 0.0);
+  EXPECT_EQ(g.halo_bytes_per_step(), 0.0);
 }
 
 TEST(GridRun, ADeadCellStopsEveryOtherCellNamingIt) {
