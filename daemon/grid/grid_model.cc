@@ -7,18 +7,39 @@
 
 namespace gossipd::daemon {
 
+namespace {
+
+bool relu_after_dense(const PlanLayer& l, bool after_dense) {
+  return after_dense && l.kind == PlanLayer::Kind::kOther && l.name == "relu";
+}
+
+}  // namespace
+
+std::optional<std::string> GridModel::refusal(const std::vector<PlanLayer>& layers) {
+  bool after_dense = false;
+  for (const PlanLayer& l : layers) {
+    if (relu_after_dense(l, after_dense)) {
+      after_dense = false;
+      continue;
+    }
+    if (l.kind != PlanLayer::Kind::kDense)
+      return "the grid mode splits dense networks only so far: " + l.name + " is not a dense layer";
+    after_dense = true;
+  }
+  if (layers.empty()) return "the grid mode needs a model with dense layers";
+  return std::nullopt;
+}
+
 GridModel::GridModel(const std::vector<PlanLayer>& layers, topology::GridShape shape,
                      topology::GridCoord coord)
     : shape_(shape), coord_(coord) {
+  if (auto why = refusal(layers)) throw std::invalid_argument(*why);
   size_t serial = 0, local = 0;
   for (const PlanLayer& l : layers) {
-    if (l.kind == PlanLayer::Kind::kOther && l.name == "relu" && !layers_.empty()) {
-      layers_.back().relu = true;
+    if (l.kind != PlanLayer::Kind::kDense) {  // a ReLU (refusal() lets nothing else by)
+      layers_.back().relu =
+          std::make_unique<trainer::ReLU>(trainer::Shape{1, 1, static_cast<int>(layers_.back().own_rows)});
       continue;
-    }
-    if (l.kind != PlanLayer::Kind::kDense) {
-      throw std::invalid_argument("the grid mode splits dense networks only so far: " + l.name +
-                                  " is not a dense layer");
     }
     GridDense d;
     d.in = l.in.size();
@@ -33,7 +54,6 @@ GridModel::GridModel(const std::vector<PlanLayer>& layers, topology::GridShape s
     local += d.own_rows * (d.in + 1);
     layers_.push_back(std::move(d));
   }
-  if (layers_.empty()) throw std::invalid_argument("the grid mode needs a model with dense layers");
   params_.assign(local, 0.0f);
   grads_.assign(local, 0.0f);
   for (GridDense& d : layers_) {

@@ -1,12 +1,15 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "daemon/plan/plan_layers.h"
 #include "topology/grid.h"
 #include "trainer/dense.h"
+#include "trainer/elementwise.h"
 
 namespace gossipd::daemon {
 
@@ -19,9 +22,9 @@ struct GridDense {
   std::vector<size_t> rows;  // rows of each grid row's block (the even split of `out` over Pr)
   size_t first_row = 0;      // of this process's block
   size_t own_rows = 0;
-  bool relu = false;         // a ReLU follows, applied on the block
-  size_t serial_offset = 0;  // of W in the serial model's parameters (b follows W)
-  size_t offset = 0;         // of this block's W in ours (its b follows)
+  std::unique_ptr<trainer::ReLU> relu;  // the ReLU that follows, on the block (null: none)
+  size_t serial_offset = 0;             // of W in the serial model's parameters (b follows W)
+  size_t offset = 0;                    // of this block's W in ours (its b follows)
   std::unique_ptr<trainer::Dense> layer;
 };
 
@@ -31,7 +34,12 @@ struct GridDense {
 // networks so far: any other layer but a ReLU is refused by name.
 class GridModel {
  public:
+  // Throws std::invalid_argument with refusal()'s reason.
   GridModel(const std::vector<PlanLayer>& layers, topology::GridShape shape, topology::GridCoord coord);
+
+  // Why these layers cannot be a grid model (a layer other than dense or a
+  // ReLU after one), or nullopt.
+  static std::optional<std::string> refusal(const std::vector<PlanLayer>& layers);
 
   // This process's blocks of the serial model's parameters: a grid run
   // starts where a serial run with the same seed does.

@@ -1,36 +1,25 @@
 #include "daemon/grid/grid_step.h"
 
 #include <algorithm>
+#include <numeric>
 
 namespace gossipd::daemon {
 namespace {
 
-// Blocks of columns [b x rows_k], one after the other, <-> one [b x sum rows] matrix.
-void blocks_to_rows(const float* blocks, float* whole, size_t batch, std::span<const size_t> rows) {
-  const size_t width = [&] {
-    size_t w = 0;
-    for (size_t r : rows) w += r;
-    return w;
-  }();
+// The collectives' layout, blocks [b x rows_k] one after the other, and the
+// layers', one row-major [b x sum rows] matrix: copies one into the other.
+enum class Into { kWhole, kBlocks };
+void relayout(float* blocks, float* whole, size_t batch, std::span<const size_t> rows, Into into) {
+  const size_t width = std::accumulate(rows.begin(), rows.end(), size_t{0});
   size_t first = 0;
-  for (size_t k = 0; k < rows.size(); ++k) {
-    for (size_t s = 0; s < batch; ++s) std::copy_n(blocks + s * rows[k], rows[k], whole + s * width + first);
-    blocks += batch * rows[k];
-    first += rows[k];
-  }
-}
-
-void rows_to_blocks(const float* whole, float* blocks, size_t batch, std::span<const size_t> rows) {
-  const size_t width = [&] {
-    size_t w = 0;
-    for (size_t r : rows) w += r;
-    return w;
-  }();
-  size_t first = 0;
-  for (size_t k = 0; k < rows.size(); ++k) {
-    for (size_t s = 0; s < batch; ++s) std::copy_n(whole + s * width + first, rows[k], blocks + s * rows[k]);
-    blocks += batch * rows[k];
-    first += rows[k];
+  for (const size_t n : rows) {
+    for (size_t s = 0; s < batch; ++s) {
+      float* block_row = blocks + s * n;
+      float* whole_row = whole + s * width + first;
+      into == Into::kWhole ? std::copy_n(block_row, n, whole_row) : std::copy_n(whole_row, n, block_row);
+    }
+    blocks += batch * n;
+    first += n;
   }
 }
 
@@ -54,7 +43,7 @@ trainer::LossResult GridStep::train(const float* x, std::span<const uint8_t> lab
   const size_t batch = labels.size();
   forward(x, batch);
   dlogits_.resize(batch * model_.classes());
-  trainer::LossResult result = loss_.compute(whole_out_.back().data(), labels, dlogits_);
+  trainer::LossResult result = loss_.compute(whole(model_.layers().size() - 1).data(), labels, dlogits_);
   // compute() took the mean over the slice; the step's loss is the mean over B.
   const float scale = static_cast<float>(batch) / static_cast<float>(grid_batch);
   for (float& g : dlogits_) g *= scale;
@@ -70,27 +59,22 @@ void GridStep::forward(const float* x, size_t batch) {
     GridDense& d = layers[l];
     block_out_[l].resize(batch * d.own_rows);
     d.layer->forward(in, block_out_[l].data(), static_cast<int>(batch));
-    if (d.relu) {
-      for (float& v : block_out_[l]) v = std::max(v, 0.0f);
-    }
+    if (d.relu) d.relu->forward(block_out_[l].data(), block_out_[l].data(), static_cast<int>(batch));
     gather(l, batch);
-    in = whole_out_[l].data();
+    in = whole(l).data();
   }
 }
 
 void GridStep::gather(size_t l, size_t batch) {
+  if (model_.shape().rows == 1) return;  // the block is the whole
   const GridDense& d = model_.layers()[l];
   whole_out_[l].resize(batch * d.out);
-  if (model_.shape().rows == 1) {
-    whole_out_[l] = block_out_[l];
-    return;
-  }
   blocks_.resize(batch * d.out);
   std::copy(block_out_[l].begin(), block_out_[l].end(),
             blocks_.begin() + static_cast<ptrdiff_t>(batch * d.first_row));
   const std::vector<size_t> counts = times(d.rows, batch);
   comm_.allgather_column(std::span<float>(blocks_).first(batch * d.out), counts);
-  blocks_to_rows(blocks_.data(), whole_out_[l].data(), batch, d.rows);
+  relayout(blocks_.data(), whole_out_[l].data(), batch, d.rows, Into::kWhole);
 }
 
 void GridStep::backward(const float* x, size_t batch) {
@@ -104,17 +88,14 @@ void GridStep::backward(const float* x, size_t batch) {
   for (size_t l = layers.size(); l-- > 0;) {
     GridDense& d = layers[l];
     std::vector<float>& dy = block_grad_[l];
-    if (d.relu) {
-      for (size_t i = 0; i < dy.size(); ++i) dy[i] = block_out_[l][i] > 0.0f ? dy[i] : 0.0f;
-    }
-    const float* in = l == 0 ? x : whole_out_[l - 1].data();
-    if (l == 0) {
-      d.layer->backward(in, block_out_[l].data(), dy.data(), nullptr, static_cast<int>(batch));
-      continue;
-    }
-    partial_.resize(batch * d.in);
-    d.layer->backward(in, block_out_[l].data(), dy.data(), partial_.data(), static_cast<int>(batch));
-    scatter_input_grad(l, batch);
+    if (d.relu)
+      d.relu->backward(nullptr, block_out_[l].data(), dy.data(), dy.data(), static_cast<int>(batch));
+    // The first layer's input gradient is never needed.
+    const float* in = l == 0 ? x : whole(l - 1).data();
+    partial_.resize(l == 0 ? 0 : batch * d.in);
+    d.layer->backward(in, block_out_[l].data(), dy.data(), l == 0 ? nullptr : partial_.data(),
+                      static_cast<int>(batch));
+    if (l > 0) scatter_input_grad(l, batch);
   }
 }
 
@@ -123,13 +104,13 @@ void GridStep::backward(const float* x, size_t batch) {
 void GridStep::scatter_input_grad(size_t l, size_t batch) {
   const GridDense& below = model_.layers()[l - 1];
   std::vector<float>& dy = block_grad_[l - 1];
-  dy.resize(batch * below.own_rows);
   if (model_.shape().rows == 1) {
-    dy = partial_;
+    dy.swap(partial_);  // the partial sum is the whole
     return;
   }
+  dy.resize(batch * below.own_rows);
   blocks_.resize(batch * below.out);
-  rows_to_blocks(partial_.data(), blocks_.data(), batch, below.rows);
+  relayout(blocks_.data(), partial_.data(), batch, below.rows, Into::kBlocks);
   const std::vector<size_t> counts = times(below.rows, batch);
   comm_.reduce_scatter_column(std::span<float>(blocks_).first(batch * below.out), counts);
   const auto own = blocks_.begin() + static_cast<ptrdiff_t>(batch * below.first_row);

@@ -31,12 +31,16 @@ class GridStep {
   void backward(const float* x, size_t batch);
   void gather(size_t l, size_t batch);              // block outputs -> whole outputs
   void scatter_input_grad(size_t l, size_t batch);  // partial input gradient -> layer l-1's block
+  // Layer l's whole outputs: gathered, or its block itself when Pr = 1.
+  const std::vector<float>& whole(size_t l) const {
+    return model_.shape().rows == 1 ? block_out_[l] : whole_out_[l];
+  }
 
   GridModel& model_;
   GridComm& comm_;
   trainer::SoftmaxCrossEntropy loss_;
   // Per layer, for the current batch: the block's outputs (after the ReLU),
-  // the whole outputs, the block's output gradient.
+  // the whole outputs (Pr > 1), the block's output gradient.
   std::vector<std::vector<float>> block_out_, whole_out_, block_grad_;
   std::vector<float> blocks_, partial_, dlogits_;  // scratch
 };

@@ -33,11 +33,11 @@ void column_pass(Totals& t, double& words, GridShape shape, size_t per_sample, s
   t.messages += static_cast<double>(shape.procs() * (shape.rows - 1));
 }
 
-// An Allreduce of `count` floats over each of `groups` groups of `size`.
-void allreduce(Totals& t, double& words, size_t groups, size_t size, size_t count) {
+// An Allreduce of `count` floats over one group of `size`.
+void allreduce(Totals& t, double& words, size_t size, size_t count) {
   if (size <= 1 || count == 0) return;
-  words += static_cast<double>(groups * size) * protocol::allreduce_words_per_rank(count, size);
-  t.messages += static_cast<double>(groups * size * 2 * (size - 1));
+  words += static_cast<double>(size) * protocol::allreduce_words_per_rank(count, size);
+  t.messages += static_cast<double>(size * 2 * (size - 1));
 }
 
 void dense_layer(Totals& t, const PlanLayer& l, bool input_split, GridShape shape, const GridPlanInput& in) {
@@ -50,7 +50,7 @@ void dense_layer(Totals& t, const PlanLayer& l, bool input_split, GridShape shap
     return;
   }
   for (size_t b : column_batches(in.batch, shape.cols))
-    allreduce(t, t.words.input_gradient, 1, shape.rows, d_in * b);
+    allreduce(t, t.words.input_gradient, shape.rows, d_in * b);
 }
 
 // Halo rows to the neighbours above and below: forward the input's, backward
@@ -80,8 +80,8 @@ void weight_gradients(Totals& t, const GridPlanInput& in, GridShape shape) {
     for (size_t r = 0; r < shape.rows; ++r)
       dense_rows[r] += topology::block_range(l.out.size(), shape.rows, r).size() * per_row;
   }
-  for (size_t rows : dense_rows) allreduce(t, t.words.weight_gradient, 1, shape.cols, rows);
-  allreduce(t, t.words.weight_gradient, 1, shape.procs(), conv);
+  for (size_t rows : dense_rows) allreduce(t, t.words.weight_gradient, shape.cols, rows);
+  allreduce(t, t.words.weight_gradient, shape.procs(), conv);
 }
 
 }  // namespace
