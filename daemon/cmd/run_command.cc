@@ -125,7 +125,6 @@ void RunCommand::place() {
   for (const auto& [id, endpoint] : peers_) members_.push_back(id);
   std::sort(members_.begin(), members_.end());
   rank_ = static_cast<size_t>(std::find(members_.begin(), members_.end(), o_.id) - members_.begin());
-  if (mode_.check) mode_.check(o_, members_.size());
 }
 
 // The data, the model (or this process's shard of it), the segments, and
@@ -133,11 +132,13 @@ void RunCommand::place() {
 void RunCommand::load() {
   trainer::TrainerOptions topts = trainer_options(f_);
   topts.sampler = mode_.sampler(o_, Placement{rank_, members_.size(), joining_});
+  std::unique_ptr<trainer::Model> model = mode_.model(o_);
+  if (mode_.check) mode_.check(o_, members_.size(), *model);  // before the data: a refusal is quick
   train_ = trainer::load_fashion_mnist(data_dir(f_), trainer::Split::kTrain);
   test_ = trainer::load_fashion_mnist(data_dir(f_), trainer::Split::kTest);
   if (f_.train_limit > 0) train_ = train_.head(f_.train_limit);
   if (f_.test_limit > 0) test_ = test_.head(f_.test_limit);
-  trainer_ = std::make_unique<trainer::Trainer>(mode_.model(o_), train_, topts);
+  trainer_ = std::make_unique<trainer::Trainer>(std::move(model), train_, topts);
   segments_ =
       make_segment_table(trainer_->model().segments(), trainer_->model().params().size(), o_.segments);
   for (size_t s = 0; s < segments_.size(); ++s) {

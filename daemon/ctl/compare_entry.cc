@@ -30,6 +30,8 @@ CompareEntry parse_compare_entry(const std::string& text) {
   throw UsageError("--algos " + text + " is not one of " + modes);
 }
 
+bool CompareEntry::one_replica() const { return find_mode(mode).one_replica; }
+
 std::string compare_entry_error(const std::string& text) {
   try {
     parse_compare_entry(text);

@@ -17,8 +17,8 @@ struct CompareEntry {
   // gossipd run --batch for this entry's workers: a grid is one replica,
   // so it takes the batch all `workers` data-parallel workers take together.
   size_t batch(size_t per_worker, size_t workers) const { return grid ? per_worker * workers : per_worker; }
-  // One replica, exact: no consensus distance, no gossip bytes.
-  bool synchronous() const { return mode == "allreduce" || mode == "grid"; }
+  // Mode::one_replica: no consensus distance, no gossip bytes.
+  bool one_replica() const;
 };
 
 // Throws UsageError naming the entry and what it may be.

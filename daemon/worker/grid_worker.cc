@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <array>
+#include <optional>
 #include <thread>
 
 #include "daemon/config/cli.h"
@@ -12,7 +13,6 @@
 #include "protocol/collectives.h"
 #include "protocol/errors.h"
 #include "protocol/tags.h"
-#include "trainer/models.h"
 
 namespace gossipd::daemon {
 namespace {
@@ -174,22 +174,18 @@ class GridWorker : public Worker {
   // The whole model into the trainer's, for an evaluation: the cells of a
   // grid column hold every row block between them.
   void assemble() {
-    std::vector<size_t> counts;
-    size_t before = 0;
+    std::vector<size_t> counts, offsets{0};  // row r's block: all_[offsets[r], offsets[r + 1])
     for (size_t r = 0; r < shape_.rows; ++r) {
       counts.push_back(model_.row_params(r));
-      if (r < at_.row) before += counts.back();
+      offsets.push_back(offsets.back() + counts.back());
     }
-    size_t total = 0;
-    for (size_t n : counts) total += n;
-    all_.resize(total);
-    std::copy(model_.params().begin(), model_.params().end(), all_.begin() + static_cast<ptrdiff_t>(before));
+    all_.resize(offsets.back());
+    std::copy(model_.params().begin(), model_.params().end(),
+              all_.begin() + static_cast<ptrdiff_t>(offsets[at_.row]));
     if (shape_.rows > 1) comm_.gather_parameters(all_, counts);
-    const float* block = all_.data();
-    for (size_t r = 0; r < shape_.rows; ++r) {
-      model_.store_row(r, {block, counts[r]}, trainer_.model().params());
-      block += counts[r];
-    }
+    for (size_t r = 0; r < shape_.rows; ++r)
+      model_.store_row(r, std::span<const float>(all_).subspan(offsets[r], counts[r]),
+                       trainer_.model().params());
   }
 
   protocol::Node& node_;
@@ -218,7 +214,7 @@ class GridWorker : public Worker {
 
 }  // namespace
 
-void check_grid(const RunOptions& o, size_t members) {
+void check_grid(const RunOptions& o, size_t members, const trainer::Model& model) {
   topology::GridShape shape;
   try {
     shape = topology::parse_grid_shape(o.grid);
@@ -234,14 +230,11 @@ void check_grid(const RunOptions& o, size_t members) {
         "--algo grid runs --optimizer sgd only so far (lars needs each layer's norms across the grid)");
   }
   GridPlanInput in;
-  in.layers = plan_layers(*trainer::make_model(model_options(o.train), o.train.seed));
+  in.layers = plan_layers(model);
   in.batch = o.train.batch;
-  if (auto why = grid_refusal(in, shape)) throw UsageError("--grid " + shape.name() + ": " + *why);
-  try {
-    GridModel probe(in.layers, shape, {0, 0});
-  } catch (const std::invalid_argument& e) {
-    throw UsageError("--grid " + shape.name() + ": " + e.what());
-  }
+  std::optional<std::string> why = grid_refusal(in, shape);
+  if (!why) why = GridModel::refusal(in.layers);
+  if (why) throw UsageError("--grid " + shape.name() + ": " + *why);
 }
 
 std::unique_ptr<Worker> make_grid_worker(WorkerContext& c) {

@@ -11,9 +11,9 @@ namespace gossipd::daemon {
 // batch --batch), its grid column trains on its slice of each.
 std::unique_ptr<Worker> make_grid_worker(WorkerContext& context);
 
-// The grid's checks once the members are known: the shape parses, has as
-// many cells as there are members, and the model and batch split into it
+// The grid's checks once the members and the model are known: the shape
+// parses, has as many cells as there are members, and the model and batch split into it
 // (throws UsageError naming what does not fit).
-void check_grid(const RunOptions& options, size_t members);
+void check_grid(const RunOptions& options, size_t members, const trainer::Model& model);
 
 }  // namespace gossipd::daemon

@@ -41,6 +41,11 @@ Mode data_parallel(std::string name, std::string summary,
       std::move(make)};
 }
 
+Mode one_replica(Mode m) {
+  m.one_replica = true;
+  return m;
+}
+
 // One replica over a Pr x Pc grid (--grid): every member samples the
 // grid's batches, its column trains on its slice of each.
 Mode grid_mode() {
@@ -53,15 +58,15 @@ Mode grid_mode() {
          false,
          make_grid_worker};
   m.check = check_grid;
-  return m;
+  return one_replica(std::move(m));
 }
 
 }  // namespace
 
 const std::vector<Mode>& modes() {
   static const std::vector<Mode> all{
-      data_parallel("allreduce", "AllReduce-SGD: ring allreduce of the gradients every step",
-                    make_allreduce_worker),
+      one_replica(data_parallel("allreduce", "AllReduce-SGD: ring allreduce of the gradients every step",
+                                make_allreduce_worker)),
       data_parallel("crossover", "Crossover-SGD: segments averaged with peers drawn by random derangements",
                     [](WorkerContext& c) { return make_gossip_worker(c, GossipAlgo::kCrossover); }),
       data_parallel("sgp", "Stochastic Gradient Push: push-sum over a time-varying exponential graph",

@@ -42,9 +42,12 @@ struct Mode {
   // serves a joiner (ReplicaState: parameters, optimizer, step, its mode's extras).
   bool checkpoints = true;
   std::function<std::unique_ptr<Worker>(WorkerContext&)> make_worker;
-  // The mode's own checks once the members are known (throws UsageError);
-  // nullptr: none.
-  std::function<void(const RunOptions&, size_t members)> check = nullptr;
+  // The mode's own checks once the members and the model are known (throws
+  // UsageError); nullptr: none.
+  std::function<void(const RunOptions&, size_t members, const trainer::Model&)> check = nullptr;
+  // Every member holds the one model exactly (no consensus distance, no
+  // gossip bytes to report): AllReduce-SGD, the grid.
+  bool one_replica = false;
 };
 
 // Every mode, in the order --help lists them.
