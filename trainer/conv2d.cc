@@ -9,11 +9,13 @@
 
 namespace gossipd::trainer {
 
-Conv2D::Conv2D(Shape in, int out_channels, int kernel, int stride, int padding)
+Conv2D::Conv2D(Shape in, int out_channels, int kernel, int stride, Padding padding)
     : in_(in), kernel_(kernel), stride_(stride), padding_(padding) {
-  if (kernel < 1 || stride < 1 || padding < 0) throw std::invalid_argument("conv2d: bad geometry");
-  out_shape_.height = (in.height + 2 * padding - kernel) / stride + 1;
-  out_shape_.width = (in.width + 2 * padding - kernel) / stride + 1;
+  if (kernel < 1 || stride < 1 || padding.rows < 0 || padding.cols < 0) {
+    throw std::invalid_argument("conv2d: bad geometry");
+  }
+  out_shape_.height = (in.height + 2 * padding.rows - kernel) / stride + 1;
+  out_shape_.width = (in.width + 2 * padding.cols - kernel) / stride + 1;
   out_shape_.channels = out_channels;
   if (out_shape_.height < 1 || out_shape_.width < 1) {
     throw std::invalid_argument("conv2d: kernel larger than the padded input");
@@ -51,9 +53,9 @@ void Conv2D::im2col(const float* in, int batch) {
       for (int ox = 0; ox < out_shape_.width; ++ox, row += row_len) {
         float* dst = row;
         for (int ky = 0; ky < kernel_; ++ky) {
-          const int iy = oy * stride_ - padding_ + ky;
+          const int iy = oy * stride_ - padding_.rows + ky;
           for (int kx = 0; kx < kernel_; ++kx, dst += c) {
-            const int ix = ox * stride_ - padding_ + kx;
+            const int ix = ox * stride_ - padding_.cols + kx;
             if (iy < 0 || iy >= in_.height || ix < 0 || ix >= in_.width) {
               std::memset(dst, 0, sizeof(float) * c);
             } else {
@@ -77,9 +79,9 @@ void Conv2D::col2im(float* din, int batch) const {
       for (int ox = 0; ox < out_shape_.width; ++ox, row += row_len) {
         const float* src = row;
         for (int ky = 0; ky < kernel_; ++ky) {
-          const int iy = oy * stride_ - padding_ + ky;
+          const int iy = oy * stride_ - padding_.rows + ky;
           for (int kx = 0; kx < kernel_; ++kx, src += c) {
-            const int ix = ox * stride_ - padding_ + kx;
+            const int ix = ox * stride_ - padding_.cols + kx;
             if (iy < 0 || iy >= in_.height || ix < 0 || ix >= in_.width) continue;
             float* dst = img + (static_cast<size_t>(iy) * in_.width + ix) * c;
             for (int ch = 0; ch < c; ++ch) dst[ch] += src[ch];

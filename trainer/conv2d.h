@@ -12,7 +12,16 @@ namespace gossipd::trainer {
 // GEMM is large even for small images.
 class Conv2D : public Layer {
  public:
-  Conv2D(Shape in, int out_channels, int kernel, int stride, int padding);
+  // Zero rows above and below the input, zero columns left and right of it.
+  // A slice of an image whose neighbours' rows are already in its input
+  // (a grid's halo) is padded by columns only.
+  struct Padding {
+    int rows = 0;
+    int cols = 0;
+  };
+  Conv2D(Shape in, int out_channels, int kernel, int stride, Padding padding);
+  Conv2D(Shape in, int out_channels, int kernel, int stride, int padding)
+      : Conv2D(in, out_channels, kernel, stride, Padding{padding, padding}) {}
 
   std::string kind() const override { return "conv2d"; }
   Shape output_shape() const override { return out_shape_; }
@@ -25,7 +34,7 @@ class Conv2D : public Layer {
   Shape input_shape() const { return in_; }
   int kernel() const { return kernel_; }
   int stride() const { return stride_; }
-  int padding() const { return padding_; }
+  Padding padding() const { return padding_; }
 
  private:
   int patch() const { return kernel_ * kernel_ * in_.channels; }
@@ -33,7 +42,8 @@ class Conv2D : public Layer {
   void col2im(float* din, int batch) const;
 
   Shape in_, out_shape_;
-  int kernel_, stride_, padding_;
+  int kernel_, stride_;
+  Padding padding_;
   float* w_ = nullptr;
   float* b_ = nullptr;
   float* dw_ = nullptr;

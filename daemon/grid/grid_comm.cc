@@ -1,5 +1,6 @@
 #include "daemon/grid/grid_comm.h"
 
+#include <optional>
 #include <stdexcept>
 
 #include "protocol/collectives.h"
@@ -26,15 +27,17 @@ GroupGridComm::GroupGridComm(protocol::Node& node, const std::vector<std::string
   namespace tags = protocol::tags;
   const topology::GridCoord at = topology::grid_coord(shape, rank);
   const tags::Range grid = tags::range(tags::User::kGrid);
-  column_ = std::make_unique<protocol::Group>(node, grid.at(2 * at.col),
-                                              pick(members, topology::column_ranks(shape, at.col)), options);
-  row_ = std::make_unique<protocol::Group>(node, grid.at(2 * at.row + 1),
+  const std::vector<std::string> column = pick(members, topology::column_ranks(shape, at.col));
+  column_ = std::make_unique<protocol::Group>(node, grid.at(4 * at.col), column, options);
+  row_ = std::make_unique<protocol::Group>(node, grid.at(4 * at.row + 1),
                                            pick(members, topology::row_ranks(shape, at.row)), options);
+  halo_ = std::make_unique<protocol::Group>(node, grid.at(4 * at.col + 2), column, options);
+  halo_stream_ = std::make_unique<protocol::TensorStream>(*halo_);
+  all_ = std::make_unique<protocol::Group>(node, grid.at(kStartTag + 1), members, options);
 }
 
 void GroupGridComm::set_stop(std::stop_token stop) {
-  column_->options().stop = stop;
-  row_->options().stop = stop;
+  for (protocol::Group* g : {column_.get(), row_.get(), halo_.get(), all_.get()}) g->options().stop = stop;
 }
 
 template <typename F>
@@ -54,6 +57,30 @@ void GroupGridComm::reduce_scatter_column(std::span<float> data, std::span<const
 
 void GroupGridComm::allreduce_row(std::span<float> data) {
   counted(bytes_.weight_gradient, [&] { protocol::Allreduce(*row_, data).run(); });
+}
+
+void GroupGridComm::allreduce_all(std::span<float> data) {
+  counted(bytes_.weight_gradient, [&] { protocol::Allreduce(*all_, data).run(); });
+}
+
+// Both receives posted before the sends (the neighbours send at once too).
+void GroupGridComm::exchange_halo(std::span<const float> up, std::span<const float> down,
+                                  std::span<float> from_up, std::span<float> from_down) {
+  counted(bytes_.halo, [&] {
+    const size_t me = halo_->rank(), seq = halo_seq_++;
+    using Recv = protocol::TensorStream::RecvHandle;
+    using Send = protocol::TensorStream::SendHandle;
+    std::optional<Recv> above, below;
+    std::optional<Send> sent_up, sent_down;
+    if (!from_up.empty()) above = halo_stream_->irecv(me - 1, seq, from_up);
+    if (!from_down.empty()) below = halo_stream_->irecv(me + 1, seq, from_down);
+    if (!up.empty()) sent_up = halo_stream_->send(me - 1, seq, up);
+    if (!down.empty()) sent_down = halo_stream_->send(me + 1, seq, down);
+    if (above) halo_stream_->wait(*above);
+    if (below) halo_stream_->wait(*below);
+    if (sent_up) halo_stream_->wait(*sent_up);
+    if (sent_down) halo_stream_->wait(*sent_down);
+  });
 }
 
 void GroupGridComm::gather_parameters(std::span<float> data, std::span<const size_t> counts) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "protocol/group.h"
+#include "protocol/tensor_stream.h"
 #include "topology/grid.h"
 
 namespace gossipd::daemon {
@@ -23,6 +24,13 @@ class GridComm {
   virtual void reduce_scatter_column(std::span<float> data, std::span<const size_t> counts) = 0;
   // Sum over the Pc processes of this grid row, in place.
   virtual void allreduce_row(std::span<float> data) = 0;
+  // Sum over all P processes, in place (the convolutions' weight gradients).
+  virtual void allreduce_all(std::span<float> data) = 0;
+  // Image rows with the neighbours in this grid column: `up` to the process
+  // of grid row - 1, `down` to row + 1; `from_up` and `from_down` receive
+  // theirs. At the column's ends the missing neighbour's spans are empty.
+  virtual void exchange_halo(std::span<const float> up, std::span<const float> down, std::span<float> from_up,
+                             std::span<float> from_down) = 0;
 };
 
 // Payload bytes one process sent, by what for (gossipctl plan grid
@@ -35,16 +43,23 @@ struct GridBytes {
 };
 
 // GridComm over the node's transport (the direct data path where the node
-// has one): one Group per grid column and per grid row, tagged from the
-// grid's range, so both are in flight without meeting. `members` is the
-// grid in rank order (the order of --peers).
+// has one): one Group per grid column, per grid row, for a column's halo
+// tensors and for the whole grid, tagged from the grid's range, so all are
+// in flight without meeting. `members` is the grid in rank order.
 class GroupGridComm : public GridComm {
  public:
+  // The index in the grid's tag range a worker's own all-grid group (its
+  // start barrier) may take: no group here uses it.
+  static constexpr uint64_t kStartTag = uint64_t{1} << 23;
+
   GroupGridComm(protocol::Node& node, const std::vector<std::string>& members, topology::GridShape shape,
                 size_t rank, protocol::CollectiveOptions options);
   void allgather_column(std::span<float> data, std::span<const size_t> counts) override;
   void reduce_scatter_column(std::span<float> data, std::span<const size_t> counts) override;
   void allreduce_row(std::span<float> data) override;
+  void allreduce_all(std::span<float> data) override;
+  void exchange_halo(std::span<const float> up, std::span<const float> down, std::span<float> from_up,
+                     std::span<float> from_down) override;
   // A stop request aborts a collective in progress (protocol::Aborted).
   void set_stop(std::stop_token stop);
   // Every cell's parameter block to the others of its column (for an
@@ -59,7 +74,9 @@ class GroupGridComm : public GridComm {
   void counted(uint64_t& kind, F&& collective);
 
   protocol::Node& node_;
-  std::unique_ptr<protocol::Group> column_, row_;
+  std::unique_ptr<protocol::Group> column_, row_, halo_, all_;
+  std::unique_ptr<protocol::TensorStream> halo_stream_;
+  uint64_t halo_seq_ = 0;
   GridBytes bytes_;
 };
 

@@ -9,24 +9,31 @@ namespace gossipd::daemon {
 
 namespace {
 
-bool relu_after_dense(const PlanLayer& l, bool after_dense) {
-  return after_dense && l.kind == PlanLayer::Kind::kOther && l.name == "relu";
+bool dense(const PlanLayer& l) { return l.kind == PlanLayer::Kind::kDense; }
+
+// The layers before the first dense one.
+std::span<const PlanLayer> front_of(const std::vector<PlanLayer>& layers) {
+  const auto first_dense = std::find_if(layers.begin(), layers.end(), dense);
+  return {layers.begin(), first_dense};
 }
 
 }  // namespace
 
 std::optional<std::string> GridModel::refusal(const std::vector<PlanLayer>& layers) {
+  const std::span<const PlanLayer> front = front_of(layers);
+  if (front.size() == layers.size()) return "the grid mode needs a model with dense layers";
+  if (!front.empty()) {
+    if (auto why = GridFront::refusal(front)) return why;
+  }
   bool after_dense = false;
-  for (const PlanLayer& l : layers) {
-    if (relu_after_dense(l, after_dense)) {
+  for (const PlanLayer& l : std::span<const PlanLayer>(layers).subspan(front.size())) {
+    if (after_dense && l.kind == PlanLayer::Kind::kOther && l.name == "relu") {
       after_dense = false;
       continue;
     }
-    if (l.kind != PlanLayer::Kind::kDense)
-      return "the grid mode splits dense networks only so far: " + l.name + " is not a dense layer";
+    if (!dense(l)) return "the grid mode takes dense layers and ReLUs after the first dense layer: " + l.name;
     after_dense = true;
   }
-  if (layers.empty()) return "the grid mode needs a model with dense layers";
   return std::nullopt;
 }
 
@@ -34,8 +41,10 @@ GridModel::GridModel(const std::vector<PlanLayer>& layers, topology::GridShape s
                      topology::GridCoord coord)
     : shape_(shape), coord_(coord) {
   if (auto why = refusal(layers)) throw std::invalid_argument(*why);
-  size_t serial = 0, local = 0;
-  for (const PlanLayer& l : layers) {
+  const std::span<const PlanLayer> front = front_of(layers);
+  if (!front.empty()) front_ = std::make_unique<GridFront>(front, shape, coord.row);
+  size_t serial = front_params(), local = front_params();
+  for (const PlanLayer& l : std::span<const PlanLayer>(layers).subspan(front.size())) {
     if (l.kind != PlanLayer::Kind::kDense) {  // a ReLU (refusal() lets nothing else by)
       layers_.back().relu =
           std::make_unique<trainer::ReLU>(trainer::Shape{1, 1, static_cast<int>(layers_.back().own_rows)});
@@ -56,6 +65,9 @@ GridModel::GridModel(const std::vector<PlanLayer>& layers, topology::GridShape s
   }
   params_.assign(local, 0.0f);
   grads_.assign(local, 0.0f);
+  if (front_)
+    front_->bind(std::span<float>(params_).first(front_params()),
+                 std::span<float>(grads_).first(front_params()));
   for (GridDense& d : layers_) {
     const size_t n = d.own_rows * (d.in + 1);
     d.layer = std::make_unique<trainer::Dense>(static_cast<int>(d.in), static_cast<int>(d.own_rows));
@@ -65,6 +77,7 @@ GridModel::GridModel(const std::vector<PlanLayer>& layers, topology::GridShape s
 }
 
 void GridModel::load(std::span<const float> serial) {
+  if (front_) front_->load(serial, params_);
   for (const GridDense& d : layers_) {
     const float* w = serial.data() + d.serial_offset + d.first_row * d.in;
     const float* b = serial.data() + d.serial_offset + d.out * d.in + d.first_row;
@@ -74,7 +87,8 @@ void GridModel::load(std::span<const float> serial) {
 }
 
 void GridModel::store_row(size_t row, std::span<const float> blocks, std::span<float> serial) const {
-  const float* from = blocks.data();
+  if (front_) front_->store(blocks, serial);
+  const float* from = blocks.data() + front_params();
   for (const GridDense& d : layers_) {
     const size_t first = topology::block_range(d.out, shape_.rows, row).begin, n = d.rows[row];
     std::copy_n(from, n * d.in, serial.data() + d.serial_offset + first * d.in);
@@ -84,7 +98,7 @@ void GridModel::store_row(size_t row, std::span<const float> blocks, std::span<f
 }
 
 size_t GridModel::row_params(size_t row) const {
-  size_t n = 0;
+  size_t n = front_params();
   for (const GridDense& d : layers_) n += d.rows[row] * (d.in + 1);
   return n;
 }

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/grid/grid_front.h"
 #include "daemon/plan/plan_layers.h"
 #include "topology/grid.h"
 #include "trainer/dense.h"
@@ -28,17 +29,18 @@ struct GridDense {
   std::unique_ptr<trainer::Dense> layer;
 };
 
-// A grid process's share of one model replica: its row block of every
-// dense layer, in one contiguous parameter buffer and one of gradients (so
-// the weight-gradient allreduce over a grid row is one call). Only dense
-// networks so far: any other layer but a ReLU is refused by name.
+// A grid process's share of one model replica: the convolutional front on
+// its image rows (GridFront; its parameters whole), then its row block of
+// every dense layer, in one contiguous parameter buffer and one of
+// gradients: [front | dense blocks], so each part's allreduce is one call.
+// Layers after the first dense one are dense layers or ReLUs.
 class GridModel {
  public:
   // Throws std::invalid_argument with refusal()'s reason.
   GridModel(const std::vector<PlanLayer>& layers, topology::GridShape shape, topology::GridCoord coord);
 
-  // Why these layers cannot be a grid model (a layer other than dense or a
-  // ReLU after one), or nullopt.
+  // Why these layers cannot be a grid model (a front GridFront refuses, a
+  // layer other than dense or a ReLU after the first dense), or nullopt.
   static std::optional<std::string> refusal(const std::vector<PlanLayer>& layers);
 
   // This process's blocks of the serial model's parameters: a grid run
@@ -55,6 +57,10 @@ class GridModel {
 
   std::span<float> params() { return params_; }
   std::span<float> grads() { return grads_; }
+  // The convolutional front (null for a dense network) and how many of
+  // params() are its (the first ones).
+  GridFront* front() { return front_.get(); }
+  size_t front_params() const { return front_ ? front_->param_count() : 0; }
   std::vector<GridDense>& layers() { return layers_; }
   topology::GridShape shape() const { return shape_; }
   topology::GridCoord coord() const { return coord_; }
@@ -63,6 +69,7 @@ class GridModel {
  private:
   topology::GridShape shape_;
   topology::GridCoord coord_;
+  std::unique_ptr<GridFront> front_;
   std::vector<GridDense> layers_;
   std::vector<float> params_, grads_;
 };

@@ -11,12 +11,15 @@
 namespace gossipd::daemon {
 
 // One training step of a grid process (Gholami et al.): its grid column's
-// slice of the batch, its row block of every dense layer. Forward: local
-// GEMM, allgather over the column to rebuild the layer's outputs. Backward:
-// the input gradient's partial sums reduce-scattered over the column (each
-// process needs only its own rows of it next), the weight gradients
-// allreduced over the grid row. Afterwards model.grads() holds this block
-// of the serial step's gradient, for the optimizer.
+// slice of the batch, its image rows of the convolutional front (if any),
+// its row block of every dense layer. Forward: the front with its halo
+// rows, the feature map allgathered over the column; per dense layer a
+// local GEMM, then an allgather over the column to rebuild its outputs.
+// Backward: the input gradient's partial sums reduce-scattered over the
+// column (each process needs only its own rows of it next: the block of the
+// layer below, or its rows of the feature map), the dense weight gradients
+// allreduced over the grid row, the front's over the whole grid. Afterwards
+// model.grads() holds this process's part of the serial step's gradient.
 class GridStep {
  public:
   GridStep(GridModel& model, GridComm& comm, float label_smoothing = 0.0f);
@@ -29,12 +32,19 @@ class GridStep {
  private:
   void forward(const float* x, size_t batch);
   void backward(const float* x, size_t batch);
-  void gather(size_t l, size_t batch);              // block outputs -> whole outputs
-  void scatter_input_grad(size_t l, size_t batch);  // partial input gradient -> layer l-1's block
+  // Our block of `batch` samples (sizes[k] floats a sample from grid row
+  // k) -> the whole [batch x sum sizes] in `whole`.
+  void gather(const std::vector<float>& block, std::span<const size_t> sizes, std::vector<float>& whole,
+              size_t batch);
+  // partial_ [batch x sum sizes], summed over the column -> our block of it in `own`.
+  void reduce_scatter(std::span<const size_t> sizes, std::vector<float>& own, size_t batch);
+  void sum_weight_gradients();
   // Layer l's whole outputs: gathered, or its block itself when Pr = 1.
   const std::vector<float>& whole(size_t l) const {
     return model_.shape().rows == 1 ? block_out_[l] : whole_out_[l];
   }
+  // The first dense layer's input: the samples, or the whole feature map.
+  const float* dense_input(const float* x) const;
 
   GridModel& model_;
   GridComm& comm_;
@@ -42,7 +52,9 @@ class GridStep {
   // Per layer, for the current batch: the block's outputs (after the ReLU),
   // the whole outputs (Pr > 1), the block's output gradient.
   std::vector<std::vector<float>> block_out_, whole_out_, block_grad_;
-  std::vector<float> blocks_, partial_, dlogits_;  // scratch
+  std::vector<float> whole_feature_, feature_grad_;  // with a front (Pr > 1: gathered)
+  const std::vector<float>* feature_ = nullptr;      // the front's output block
+  std::vector<float> blocks_, partial_, dlogits_;    // scratch
 };
 
 }  // namespace gossipd::daemon

@@ -54,18 +54,15 @@ void dense_layer(Totals& t, const PlanLayer& l, bool input_split, GridShape shap
 }
 
 // Halo rows to the neighbours above and below: forward the input's, backward
-// the output gradient's.
+// the gradient of those same rows (computed by the process below or above
+// and sent back to their owner).
 void conv_layer(Totals& t, const PlanLayer& l, GridShape shape, size_t batch) {
   if (shape.rows == 1) return;
-  const double halo = l.kernel / 2, edges = static_cast<double>(2 * (shape.rows - 1));
-  const double row_in = static_cast<double>(l.in.width * l.in.channels);
-  const double row_out = static_cast<double>(l.out.width * l.out.channels);
-  const double b = static_cast<double>(batch);
-  t.words.halo += edges * halo * row_in * b;
-  t.messages += edges * static_cast<double>(shape.cols);
-  if (!l.input_grad) return;
-  t.words.halo += edges * halo * row_out * b;
-  t.messages += edges * static_cast<double>(shape.cols);
+  const double rows = static_cast<double>(2 * (shape.rows - 1) * static_cast<size_t>(l.kernel / 2));
+  const double words = rows * static_cast<double>(l.in.width * l.in.channels) * static_cast<double>(batch);
+  const double passes = l.input_grad ? 2 : 1;
+  t.words.halo += passes * words;
+  t.messages += passes * static_cast<double>(2 * (shape.rows - 1) * shape.cols);
 }
 
 // The weight gradients, fused: dense rows allreduced over the Pc processes
@@ -84,6 +81,32 @@ void weight_gradients(Totals& t, const GridPlanInput& in, GridShape shape) {
   allreduce(t, t.words.weight_gradient, shape.procs(), conv);
 }
 
+// The image rows split over a column: in whole pooling units, and every
+// process holds at least the k/2 rows its neighbours take as a halo.
+std::optional<std::string> domain_refusal(const std::vector<PlanLayer>& layers, GridShape shape) {
+  size_t fewest = 0, pooled = 1;  // the fewest input rows a process holds; the pools' shrink so far
+  for (const PlanLayer& l : layers) {
+    if (l.kind == Kind::kPool) pooled *= static_cast<size_t>(l.kernel);
+    if (l.kind != Kind::kConv) continue;
+    if (fewest == 0) {
+      try {
+        const auto split = topology::unit_split(static_cast<size_t>(l.in.height), shape.rows,
+                                                static_cast<size_t>(row_unit(layers)));
+        fewest = split.back().size();  // the first blocks are the larger
+      } catch (const std::invalid_argument& e) {
+        return l.name + "'s image: " + e.what() + " (a pooling window may not straddle a split)";
+      }
+    }
+    const size_t rows = fewest / pooled, halo = static_cast<size_t>(l.kernel / 2);
+    if (shape.rows > 1 && rows < halo) {
+      return l.name + " takes " + std::to_string(halo) + " halo rows from each neighbour, more than the " +
+             std::to_string(rows) + " image rows a process of a " + std::to_string(shape.rows) +
+             "-row grid holds";
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<std::string> grid_refusal(const GridPlanInput& in, GridShape shape) {
@@ -91,22 +114,13 @@ std::optional<std::string> grid_refusal(const GridPlanInput& in, GridShape shape
     return "batch " + std::to_string(in.batch) + " is smaller than the " + std::to_string(shape.cols) +
            " grid columns (each column takes at least one sample)";
   }
-  bool conv_seen = false;
   for (const PlanLayer& l : in.layers) {
     if (l.kind == Kind::kDense && l.out.size() < shape.rows) {
       return l.name + " has " + std::to_string(l.out.size()) + " rows, fewer than the " +
              std::to_string(shape.rows) + " grid rows";
     }
-    if (l.kind != Kind::kConv || conv_seen) continue;
-    conv_seen = true;
-    try {
-      topology::unit_split(static_cast<size_t>(l.in.height), shape.rows,
-                           static_cast<size_t>(row_unit(in.layers)));
-    } catch (const std::invalid_argument& e) {
-      return l.name + "'s image: " + e.what() + " (a pooling window may not straddle a split)";
-    }
   }
-  return std::nullopt;
+  return domain_refusal(in.layers, shape);
 }
 
 GridPlan plan_grid(const GridPlanInput& in, GridShape shape, const LinkModel& link, double flops_per_s) {

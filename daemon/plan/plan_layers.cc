@@ -17,11 +17,13 @@ PlanLayer describe(const trainer::Layer& layer, trainer::Shape in) {
   if (p.name == "dense") {
     p.kind = PlanLayer::Kind::kDense;
   } else if (const auto* conv = dynamic_cast<const trainer::Conv2D*>(&layer)) {
-    if (conv->stride() != 1 || conv->padding() != conv->kernel() / 2 || conv->kernel() % 2 == 0) {
+    const trainer::Conv2D::Padding pad = conv->padding();
+    const int half = conv->kernel() / 2;
+    if (conv->stride() != 1 || pad.rows != half || pad.cols != half || conv->kernel() % 2 == 0) {
       throw std::invalid_argument(
           "a " + std::to_string(conv->kernel()) + "x" + std::to_string(conv->kernel()) +
           " convolution with stride " + std::to_string(conv->stride()) + " and padding " +
-          std::to_string(conv->padding()) +
+          std::to_string(pad.rows) + "x" + std::to_string(pad.cols) +
           " cannot be split by image rows (odd kernel, stride 1, padding kernel/2 only)");
     }
     p.kind = PlanLayer::Kind::kConv;

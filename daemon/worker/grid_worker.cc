@@ -34,6 +34,15 @@ class TimedGridComm : public GridComm {
     TrainingLoop::CommTimer t(loop_);
     inner_.allreduce_row(data);
   }
+  void allreduce_all(std::span<float> data) override {
+    TrainingLoop::CommTimer t(loop_);
+    inner_.allreduce_all(data);
+  }
+  void exchange_halo(std::span<const float> up, std::span<const float> down, std::span<float> from_up,
+                     std::span<float> from_down) override {
+    TrainingLoop::CommTimer t(loop_);
+    inner_.exchange_halo(up, down, from_up, from_down);
+  }
 
  private:
   GridComm& inner_;
@@ -76,8 +85,9 @@ class GridWorker : public Worker {
     protocol::CollectiveOptions start = options(options_);
     start.timeout = std::chrono::milliseconds(options_.startup_timeout_ms);
     start.stop = stop;
-    protocol::Group all(node_, protocol::tags::range(protocol::tags::User::kGrid).at(kAllTag), members_,
-                        start);
+    protocol::Group all(node_,
+                        protocol::tags::range(protocol::tags::User::kGrid).at(GroupGridComm::kStartTag),
+                        members_, start);
     protocol::Barrier(all).run();  // every cell is up before the first step
     comm_.set_stop(stop);
     membership_.arm();
@@ -91,8 +101,6 @@ class GridWorker : public Worker {
   }
 
  private:
-  static constexpr uint64_t kAllTag = uint64_t{1} << 23;  // above every column's and row's tag
-
   static size_t rank(const WorkerContext& c) {
     return static_cast<size_t>(std::find(c.members.begin(), c.members.end(), c.node.id()) -
                                c.members.begin());

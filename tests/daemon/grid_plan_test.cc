@@ -84,8 +84,8 @@ TEST(GridPlan, DefaultMlpTwoByTwoByHand) {
 TEST(GridPlan, CnnHaloRowsByHand) {
   const GridPlan p = plan_grid(input("cnn", {}, 64), {2, 2}, k100Mbit, kFlops);
   const double conv1 = 2 * 28 * 1 * 64.0;  // forward only: conv1's input gradient is never needed
-  const double conv2 =
-      2 * 14 * 32 * 64.0 + 2 * 14 * 64 * 64.0;  // input rows forward, output gradient rows back
+  // Input rows forward, the gradient of those rows back to their owner.
+  const double conv2 = 2 * (2 * 14 * 32 * 64.0);
   EXPECT_DOUBLE_EQ(p.words.halo, (conv1 + conv2) / 4);
   // The 7x7x64 feature map is gathered for dense1 and its gradient scattered back.
   EXPECT_DOUBLE_EQ(p.words.forward, (7 * 7 * 64 + 128 + 10) * 64.0 / 4);
@@ -111,6 +111,22 @@ TEST(GridPlan, RefusesShapesTheModelCannotTake) {
   EXPECT_NE(refusal(input("cnn", {}, 64), {8, 1}).find("pooling window"), std::string::npos);
   EXPECT_EQ(refusal(input("cnn", {}, 4), {2, 4}), "");  // domain x batch beyond the batch limit
   EXPECT_THROW(plan_grid(input("cnn", {}, 4), {1, 8}, k100Mbit, kFlops), std::invalid_argument);
+}
+
+// A 5x5 convolution on an 8-row image over 8 grid rows: each process holds
+// one row, its neighbours would need two of it.
+TEST(GridPlan, RefusesAHaloDeeperThanAProcesssRows) {
+  GridPlanInput in = input("cnn", {}, 8);
+  in.layers.erase(in.layers.begin() + 1, in.layers.end() - 3);  // conv1, then dense1, relu, dense2
+  PlanLayer& conv = in.layers.front();
+  conv.kernel = 5;
+  conv.in.height = conv.out.height = 8;
+  EXPECT_NE(grid_refusal(in, {8, 1})
+                .value_or("")
+                .find("conv1 takes 2 halo rows from each neighbour, more "
+                      "than the 1 image rows"),
+            std::string::npos);
+  EXPECT_EQ(grid_refusal(in, {4, 1}), std::nullopt);
 }
 
 TEST(GridPlan, CommandRefusesWhenNoShapeFits) {

@@ -1,6 +1,8 @@
 // The grid step (daemon/grid/grid_step.h) against the serial trainer with
 // the same seed and batches: every grid shape of 4 processes (ranks as
-// threads over the real transport), uneven row blocks and batch slices.
+// threads over the real transport), uneven row blocks and batch slices, the
+// MLP and the CNN (image rows split over the column, halos at the image's
+// borders and between processes).
 #include "daemon/grid/grid_step.h"
 
 #include <gtest/gtest.h>
@@ -47,6 +49,17 @@ trainer::ModelOptions mlp() {
   return mo;
 }
 
+// The CNN's layers with few channels (the test is about the split, not the
+// width): 28 image rows in units of 4 over 4 grid rows are 8, 8, 8, 4; the
+// feature map's 7 rows 2, 2, 2, 1; dense1's 7 rows 2, 2, 2, 1.
+trainer::ModelOptions small_cnn() {
+  trainer::ModelOptions mo;
+  mo.name = "cnn";
+  mo.conv_channels = {3, 4};
+  mo.hidden = {7};
+  return mo;
+}
+
 trainer::OptimizerOptions sgd() {
   trainer::OptimizerOptions o;
   o.momentum = 0.9f;
@@ -59,8 +72,8 @@ struct Trajectory {
   std::vector<double> losses;  // mean over the batch, per step
 };
 
-Trajectory serial_run(const Data& d) {
-  auto model = trainer::make_model(mlp(), kSeed);
+Trajectory serial_run(const Data& d, const trainer::ModelOptions& mo) {
+  auto model = trainer::make_model(mo, kSeed);
   const size_t n = model->params().size();
   trainer::Optimizer opt(sgd(), model->segments(), n);
   trainer::SoftmaxCrossEntropy loss(10);
@@ -77,9 +90,9 @@ Trajectory serial_run(const Data& d) {
   return run;
 }
 
-Trajectory grid_run(const Data& d, GridShape shape) {
+Trajectory grid_run(const Data& d, const trainer::ModelOptions& mo, GridShape shape) {
   protocol::testing::TestCluster cluster(shape.procs());
-  auto reference = trainer::make_model(mlp(), kSeed);
+  auto reference = trainer::make_model(mo, kSeed);
   const std::vector<PlanLayer> layers = plan_layers(*reference);
   Trajectory run;
   run.params.assign(reference->params().size(), 0.0f);
@@ -120,12 +133,18 @@ double relative_l2(const std::vector<float>& a, const std::vector<float>& b) {
   return std::sqrt(diff / norm);
 }
 
-class GridExactness : public ::testing::TestWithParam<GridShape> {};
+struct ExactCase {
+  std::string model;
+  GridShape shape;
+};
+
+class GridExactness : public ::testing::TestWithParam<ExactCase> {};
 
 TEST_P(GridExactness, HundredStepsMatchTheSerialTrainer) {
   const Data d = synthetic();
-  const Trajectory serial = serial_run(d);
-  const Trajectory grid = grid_run(d, GetParam());
+  const trainer::ModelOptions mo = GetParam().model == "cnn" ? small_cnn() : mlp();
+  const Trajectory serial = serial_run(d, mo);
+  const Trajectory grid = grid_run(d, mo, GetParam().shape);
   ASSERT_EQ(grid.params.size(), serial.params.size());
   EXPECT_LE(relative_l2(grid.params, serial.params), 1e-5);
   double worst = 0, scale = 0;
@@ -139,14 +158,17 @@ TEST_P(GridExactness, HundredStepsMatchTheSerialTrainer) {
 }
 
 INSTANTIATE_TEST_SUITE_P(FourProcesses, GridExactness,
-                         ::testing::Values(GridShape{1, 4}, GridShape{4, 1}, GridShape{2, 2}),
-                         [](const ::testing::TestParamInfo<GridShape>& p) {
-                           return "grid" + p.param.name();
+                         ::testing::Values(ExactCase{"mlp", {1, 4}}, ExactCase{"mlp", {4, 1}},
+                                           ExactCase{"mlp", {2, 2}}, ExactCase{"cnn", {1, 4}},
+                                           ExactCase{"cnn", {4, 1}}, ExactCase{"cnn", {2, 2}}),
+                         [](const ::testing::TestParamInfo<ExactCase>& p) {
+                           return p.param.model + p.param.shape.name();
                          });
 
 // What the transport counts per step against what the planner predicts, per
 // kind: the mean over the grid's processes of the payload bytes they sent.
 struct BytesCase {
+  std::string model;
   std::vector<int> hidden;
   size_t batch;
   GridShape shape;
@@ -157,7 +179,7 @@ class GridBytesAsPredicted : public ::testing::TestWithParam<BytesCase> {};
 TEST_P(GridBytesAsPredicted, TransportCountsMatchThePlanWithinOnePercent) {
   const BytesCase& c = GetParam();
   trainer::ModelOptions mo;
-  mo.name = "mlp";
+  mo.name = c.model;
   mo.hidden = c.hidden;
   auto reference = trainer::make_model(mo, kSeed);
   GridPlanInput in;
@@ -183,6 +205,7 @@ TEST_P(GridBytesAsPredicted, TransportCountsMatchThePlanWithinOnePercent) {
     sum.forward += comm.bytes().forward;
     sum.input_gradient += comm.bytes().input_gradient;
     sum.weight_gradient += comm.bytes().weight_gradient;
+    sum.halo += comm.bytes().halo;
   }));
   const double procs = static_cast<double>(c.shape.procs());
   const auto expect_close = [&](uint64_t counted, double words, const char* kind) {
@@ -192,27 +215,34 @@ TEST_P(GridBytesAsPredicted, TransportCountsMatchThePlanWithinOnePercent) {
   expect_close(sum.forward, plan.words.forward, "forward");
   expect_close(sum.input_gradient, plan.words.input_gradient, "input gradient");
   expect_close(sum.weight_gradient, plan.words.weight_gradient, "weight gradient");
+  expect_close(sum.halo, plan.words.halo, "halo");
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryShapeOfFour, GridBytesAsPredicted,
-                         ::testing::Values(BytesCase{{}, 64, {1, 4}}, BytesCase{{}, 64, {2, 2}},
-                                           BytesCase{{}, 64, {4, 1}},
-                                           BytesCase{{2048, 2048, 2048}, 512, {1, 4}},
-                                           BytesCase{{2048, 2048, 2048}, 512, {2, 2}},
-                                           BytesCase{{2048, 2048, 2048}, 512, {4, 1}}),
+                         ::testing::Values(BytesCase{"mlp", {}, 64, {1, 4}}, BytesCase{"mlp", {}, 64, {2, 2}},
+                                           BytesCase{"mlp", {}, 64, {4, 1}}, BytesCase{"cnn", {}, 16, {1, 4}},
+                                           BytesCase{"cnn", {}, 16, {2, 2}}, BytesCase{"cnn", {}, 16, {4, 1}},
+                                           BytesCase{"mlp", {2048, 2048, 2048}, 512, {1, 4}},
+                                           BytesCase{"mlp", {2048, 2048, 2048}, 512, {2, 2}},
+                                           BytesCase{"mlp", {2048, 2048, 2048}, 512, {4, 1}}),
                          [](const ::testing::TestParamInfo<BytesCase>& p) {
-                           return std::string(p.param.hidden.empty() ? "mlp" : "wide") + p.param.shape.name();
+                           return (p.param.hidden.empty() ? p.param.model : "wide") + p.param.shape.name();
                          });
 
-TEST(GridModel, RefusesLayersItCannotSplitYet) {
-  trainer::ModelOptions mo;
-  mo.name = "cnn";
-  auto cnn = trainer::make_model(mo, 1);
-  EXPECT_THROW(GridModel(plan_layers(*cnn), {2, 2}, {0, 0}), std::invalid_argument);
+TEST(GridModel, RefusesALayerAfterTheFirstDenseThatIsNotDenseOrAReLU) {
+  std::vector<PlanLayer> layers = plan_layers(*trainer::make_model(mlp(), 1));
+  PlanLayer pool;
+  pool.kind = PlanLayer::Kind::kPool;
+  pool.name = "maxpool";
+  layers.insert(layers.begin() + 1, pool);
+  EXPECT_THROW(GridModel(layers, {2, 2}, {0, 0}), std::invalid_argument);
+  EXPECT_NE(GridModel::refusal(layers).value_or("").find("maxpool"), std::string::npos);
 }
 
-TEST(GridModel, LoadThenStoreGivesTheSerialParametersBack) {
-  auto serial = trainer::make_model(mlp(), kSeed);
+class GridModelStore : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GridModelStore, LoadThenStoreGivesTheSerialParametersBack) {
+  auto serial = trainer::make_model(GetParam() == "cnn" ? small_cnn() : mlp(), kSeed);
   const std::vector<PlanLayer> layers = plan_layers(*serial);
   const GridShape shape{4, 1};
   std::vector<float> back(serial->params().size(), std::nanf(""));
@@ -223,6 +253,8 @@ TEST(GridModel, LoadThenStoreGivesTheSerialParametersBack) {
   }
   EXPECT_TRUE(std::equal(back.begin(), back.end(), serial->params().begin()));
 }
+
+INSTANTIATE_TEST_SUITE_P(Models, GridModelStore, ::testing::Values("mlp", "cnn"));
 
 }  // namespace
 }  // namespace gossipd::daemon

@@ -95,6 +95,14 @@ TEST(Gradient, Conv2DSamePadding) {
   Probe(c, {5, 4, 3}, 2, rng).check(1e-2, 2e-3);
 }
 
+// A slice of an image with its halo rows in the input: padded by columns only.
+TEST(Gradient, Conv2DPaddedByColumnsOnly) {
+  Rng rng(6);
+  Conv2D c(Shape{5, 4, 3}, 4, 3, 1, Conv2D::Padding{0, 1});
+  EXPECT_EQ(c.output_shape(), (Shape{3, 4, 4}));
+  Probe(c, {5, 4, 3}, 2, rng).check(1e-2, 2e-3);
+}
+
 TEST(Gradient, Conv2DStridedNoPadding) {
   Rng rng(5);
   Conv2D c(Shape{7, 7, 2}, 3, 3, 2, 0);
