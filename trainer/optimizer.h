@@ -33,6 +33,7 @@ class Optimizer {
 
   const OptimizerOptions& options() const { return options_; }
   std::span<float> state() { return velocity_; }
+  std::span<const float> state() const { return velocity_; }
   std::string name() const;
 
  private:

@@ -107,8 +107,10 @@ class Trainer {
   // their own step loop, e.g. with an allreduce between the two halves).
   void set_epoch_progress(double epoch) { epoch_progress_ = epoch; }
   Model& model() { return *model_; }
+  const Model& model() const { return *model_; }
   const Dataset& train_data() const { return train_; }
   Optimizer& optimizer() { return optimizer_; }
+  const Optimizer& optimizer() const { return optimizer_; }
   // Evaluates this replica's model (what evaluate() runs).
   Evaluator& evaluator() { return evaluator_; }
   BatchSampler& sampler() { return sampler_; }

@@ -150,7 +150,8 @@ void RunCommand::load() {
                        " bytes): every peer's copy of it would be rejected; raise it or use more --segments");
     }
   }
-  resume_ = find_resume_point(o_, *trainer_);
+  resume_ =
+      find_resume_point(o_, mode_.state_layout(o_, Placement{rank_, members_.size(), joining_}, *trainer_));
 }
 
 int RunCommand::report_config() const {
@@ -286,9 +287,12 @@ void RunCommand::start_or_resume() {
   membership_ = std::make_unique<Membership>(*node_, self_, peers_, membership_options_, state_, metrics_);
   if (!resume_) return;
   const proto::StateHeader& h = resume_->state.header;
-  std::copy(resume_->state.params.begin(), resume_->state.params.end(), trainer_->model().params().begin());
-  std::copy(resume_->state.optimizer.begin(), resume_->state.optimizer.end(),
-            trainer_->optimizer().state().begin());
+  if (h.layout()
+          .empty()) {  // a share of the replica is its worker's to restore (WorkerContext::resume_state)
+    std::copy(resume_->state.params.begin(), resume_->state.params.end(), trainer_->model().params().begin());
+    std::copy(resume_->state.optimizer.begin(), resume_->state.optimizer.end(),
+              trainer_->optimizer().state().begin());
+  }
   trainer_->set_step_count(h.step());
   push_sum_weights_.assign(h.push_sum_weights().begin(), h.push_sum_weights().end());
   std::printf("gossipd run: %s resumes from its checkpoint of round %llu (epoch %u, test accuracy %.4f)\n",
@@ -326,6 +330,7 @@ std::unique_ptr<Worker> RunCommand::make_worker() {
                         .topology_seed = topology_seed_,
                         .joined = joining_,
                         .resumed = resume_.has_value() && !joining_,
+                        .resume_state = resume_ && !joining_ ? &resume_->state : nullptr,
                         .push_sum_weights = push_sum_weights_,
                         .snapshot_header = header,
                         .checkpointer = checkpointer_.get()};

@@ -10,7 +10,13 @@
 
 namespace gossipd::daemon {
 
-std::optional<Checkpoint> find_resume_point(const RunOptions& o, trainer::Trainer& trainer) {
+namespace {
+
+std::string share(const std::string& layout) { return layout.empty() ? "a whole replica" : layout; }
+
+}  // namespace
+
+std::optional<Checkpoint> find_resume_point(const RunOptions& o, const StateLayout& expected) {
   if (o.checkpoint_dir.empty()) return std::nullopt;
   std::error_code ec;
   std::filesystem::create_directories(o.checkpoint_dir, ec);
@@ -27,13 +33,15 @@ std::optional<Checkpoint> find_resume_point(const RunOptions& o, trainer::Traine
   const proto::StateHeader& h = c->state.header;
   if (h.algo() != o.algo)
     throw UsageError(where + " are of --algo " + h.algo() + ": use it, or another --checkpoint-dir");
-  if (h.parameter_floats() != trainer.model().params().size() ||
-      h.optimizer_state_floats() != trainer.optimizer().state().size()) {
+  if (h.layout() != expected.name) {
+    throw UsageError(where + " hold " + share(h.layout()) + ", this worker is " + share(expected.name) +
+                     ": restart with the --grid they were written with, or use another --checkpoint-dir");
+  }
+  if (h.parameter_floats() != expected.params || h.optimizer_state_floats() != expected.optimizer) {
     throw UsageError(
         where + " hold " + std::to_string(h.parameter_floats()) + " parameters and " +
         std::to_string(h.optimizer_state_floats()) + " optimizer floats, this worker " +
-        std::to_string(trainer.model().params().size()) + " and " +
-        std::to_string(trainer.optimizer().state().size()) +
+        std::to_string(expected.params) + " and " + std::to_string(expected.optimizer) +
         ": use the --model, --hidden and --optimizer they were written with, or another --checkpoint-dir");
   }
   return c;

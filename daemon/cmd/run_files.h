@@ -6,14 +6,15 @@
 
 #include "daemon/cluster/checkpoint.h"
 #include "daemon/config/run_options.h"
-#include "trainer/trainer.h"
+#include "daemon/worker/modes.h"
 
 namespace gossipd::daemon {
 
 // The newest usable checkpoint in --checkpoint-dir (created if missing),
-// checked against this worker (id, mode, sizes: a mismatch is a UsageError
-// naming the flag); damaged ones are reported and skipped, never deleted.
-std::optional<Checkpoint> find_resume_point(const RunOptions& options, trainer::Trainer& trainer);
+// checked against this worker (id, mode, the share of the replica it holds,
+// sizes: a mismatch is a UsageError naming the flag); damaged ones are
+// reported and skipped, never deleted.
+std::optional<Checkpoint> find_resume_point(const RunOptions& options, const StateLayout& expected);
 
 // --params-out: raw float32, written next to the target and renamed, so a
 // reader never sees half a file.

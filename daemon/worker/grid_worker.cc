@@ -3,6 +3,8 @@
 #include <spdlog/spdlog.h>
 
 #include <array>
+#include <cstdio>
+#include <filesystem>
 #include <optional>
 #include <thread>
 
@@ -69,8 +71,15 @@ class GridWorker : public Worker {
         step_(model_, timed_, c.options.train.label_smoothing),
         optimizer_(c.trainer.optimizer().options(), {{"grid", 0, model_.params().size()}},
                    model_.params().size()),
-        slice_(topology::block_range(c.options.train.batch, shape.cols, at_.col)) {
-    model_.load(c.trainer.model().params());
+        slice_(topology::block_range(c.options.train.batch, shape.cols, at_.col)),
+        checkpointer_(c.checkpointer),
+        header_(c.snapshot_header) {
+    header_.set_layout(cell_name(shape_, at_));
+    if (c.resume_state) {
+      restore(*c.resume_state);
+    } else {
+      model_.load(c.trainer.model().params());
+    }
     const std::string help = "Payload bytes the grid step's collectives sent, by kind";
     for (const char* kind : {"forward", "input_gradient", "weight_gradient", "halo"})
       bytes_.push_back(&c.metrics.counter("gossipd_grid_payload_bytes_total", help, {{"kind", kind}}));
@@ -89,6 +98,7 @@ class GridWorker : public Worker {
                         protocol::tags::range(protocol::tags::User::kGrid).at(GroupGridComm::kStartTag),
                         members_, start);
     protocol::Barrier(all).run();  // every cell is up before the first step
+    agree_on_step(all);
     comm_.set_stop(stop);
     membership_.arm();
     spdlog::info(
@@ -98,6 +108,7 @@ class GridWorker : public Worker {
     loop_.run(
         steps_per_epoch_, stop, [&](std::span<const uint32_t> idx) { return guarded(idx, stop); },
         [&] { assemble(); });
+    if (checkpointer_) checkpointer_->write_now(capture());
   }
 
  private:
@@ -140,6 +151,7 @@ class GridWorker : public Worker {
   }
 
   trainer::StepResult train(std::span<const uint32_t> idx) {
+    if (checkpointer_) checkpointer_->at_step(trainer_.step_count(), [&] { return capture(); });
     const trainer::Dataset& data = trainer_.train_data();
     const size_t b = std::min(slice_.end, idx.size()) - std::min(slice_.begin, idx.size());
     x_.resize(b * data.sample_size());
@@ -155,6 +167,60 @@ class GridWorker : public Worker {
     trainer_.count_step();
     publish_bytes();
     return {r.loss, r.correct, static_cast<int>(b)};
+  }
+
+  // This cell's share of the replica, for its checkpoints.
+  ReplicaState capture() {
+    ReplicaState st;
+    st.header = header_;
+    st.header.set_step(trainer_.step_count());
+    st.header.set_epoch(static_cast<uint32_t>(trainer_.step_count() / std::max<size_t>(1, steps_per_epoch_)));
+    st.params.assign(model_.params().begin(), model_.params().end());
+    st.optimizer.assign(optimizer_.state().begin(), optimizer_.state().end());
+    return st;
+  }
+
+  void restore(const ReplicaState& st) {
+    std::copy(st.params.begin(), st.params.end(), model_.params().begin());
+    std::copy(st.optimizer.begin(), st.optimizer.end(), optimizer_.state().begin());
+    trainer_.set_step_count(st.header.step());
+  }
+
+  // Every cell starts from the same step. A cell whose newest checkpoint is
+  // newer than another cell's goes back to its checkpoint of that step.
+  void agree_on_step(protocol::Group& all) {
+    std::vector<float> steps(2 * members_.size());  // each step as two floats of 20 bits, exact
+    const size_t me = all.rank();
+    const uint64_t mine = trainer_.step_count();
+    steps[2 * me] = static_cast<float>(mine >> 20);
+    steps[2 * me + 1] = static_cast<float>(mine & 0xFFFFF);
+    protocol::Allgather(all, steps, std::vector<size_t>(members_.size(), 2)).run();
+    size_t oldest = me;
+    const auto step_of = [&](size_t r) {
+      return (static_cast<uint64_t>(steps[2 * r]) << 20) | static_cast<uint64_t>(steps[2 * r + 1]);
+    };
+    for (size_t r = 0; r < members_.size(); ++r) {
+      if (step_of(r) < step_of(oldest)) oldest = r;
+    }
+    if (oldest != me) go_back(step_of(oldest), members_[oldest]);
+  }
+
+  void go_back(uint64_t step, const std::string& cell) {
+    const std::filesystem::path file = std::filesystem::path(options_.checkpoint_dir) / checkpoint_name(step);
+    const std::string why = "node '" + node_.id() + "': grid cell '" + cell + "' starts at round " +
+                            std::to_string(step) + ", this cell at round " +
+                            std::to_string(trainer_.step_count());
+    if (options_.checkpoint_dir.empty() || !std::filesystem::exists(file)) {
+      throw UsageError(why + ", and it has no checkpoint of round " + std::to_string(step) +
+                       ": restart every cell from checkpoints of one round (or every one without)");
+    }
+    const Checkpoint back = read_checkpoint(file);
+    if (back.state.header.layout() != header_.layout() || back.state.params.size() != model_.params().size())
+      throw UsageError(why + ", and " + file.string() + " is not this cell's");
+    restore(back.state);
+    std::printf("gossipd run: %s goes back to its checkpoint of round %llu, where cell %s starts\n",
+                node_.id().c_str(), static_cast<unsigned long long>(step), cell.c_str());
+    std::fflush(stdout);
   }
 
   // The step's bytes by kind: counters in /metrics, per-step means in /status.
@@ -212,6 +278,8 @@ class GridWorker : public Worker {
   GridStep step_;
   trainer::Optimizer optimizer_;
   topology::BlockRange slice_;
+  Checkpointer* checkpointer_;
+  proto::StateHeader header_;  // the schedule, the mode and this cell's layout
   std::vector<float> x_;
   std::vector<uint8_t> y_;
   std::vector<float> all_;               // the column's parameter blocks, for an evaluation
@@ -243,6 +311,20 @@ void check_grid(const RunOptions& o, size_t members, const trainer::Model& model
   std::optional<std::string> why = grid_refusal(in, shape);
   if (!why) why = GridModel::refusal(in.layers);
   if (why) throw UsageError("--grid " + shape.name() + ": " + *why);
+}
+
+std::string cell_name(topology::GridShape shape, topology::GridCoord at) {
+  return "grid " + shape.name() + " cell (row " + std::to_string(at.row) + ", column " +
+         std::to_string(at.col) + ")";
+}
+
+StateLayout grid_state_layout(const RunOptions& o, const Placement& where, const trainer::Trainer& trainer) {
+  const topology::GridShape shape = topology::parse_grid_shape(o.grid);
+  const topology::GridCoord at = topology::grid_coord(shape, where.rank);
+  const GridModel model(plan_layers(trainer.model()), shape, at);
+  const size_t n = model.row_params(at.row);
+  const trainer::Optimizer optimizer(trainer.optimizer().options(), {{"grid", 0, n}}, n);
+  return {cell_name(shape, at), n, optimizer.state().size()};
 }
 
 std::unique_ptr<Worker> make_grid_worker(WorkerContext& c) {

@@ -2,7 +2,9 @@
 
 #include <memory>
 
+#include "daemon/worker/modes.h"
 #include "daemon/worker/worker.h"
+#include "topology/grid.h"
 
 namespace gossipd::daemon {
 
@@ -15,5 +17,14 @@ std::unique_ptr<Worker> make_grid_worker(WorkerContext& context);
 // parses, has as many cells as there are members, and the model and batch split into it
 // (throws UsageError naming what does not fit).
 void check_grid(const RunOptions& options, size_t members, const trainer::Model& model);
+
+// "grid 2x2 cell (row 1, column 0)": the layout its checkpoints carry.
+std::string cell_name(topology::GridShape shape, topology::GridCoord at);
+
+// What a grid cell's checkpoint holds: its blocks of the parameters and of
+// the optimizer state, named by the shape and the cell (a checkpoint of
+// another shape is refused by name).
+StateLayout grid_state_layout(const RunOptions& options, const Placement& where,
+                              const trainer::Trainer& trainer);
 
 }  // namespace gossipd::daemon

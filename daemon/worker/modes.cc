@@ -14,6 +14,10 @@ std::unique_ptr<trainer::Model> whole_model(const RunOptions& o) {
   return trainer::make_model(model_options(o.train), o.train.seed);
 }
 
+StateLayout whole_state(const RunOptions&, const Placement&, const trainer::Trainer& trainer) {
+  return {"", trainer.model().params().size(), trainer.optimizer().state().size()};
+}
+
 trainer::SamplerOptions shard_per_member(const RunOptions& o, const Placement& where) {
   trainer::SamplerOptions s = trainer_options(o.train).sampler;
   if (where.joining) {
@@ -38,7 +42,7 @@ Mode data_parallel(std::string name, std::string summary,
                    std::function<std::unique_ptr<Worker>(WorkerContext&)> make) {
   return Mode{
       std::move(name), std::move(summary), whole_model, shard_per_member, data_parallel_steps, true, true,
-      std::move(make)};
+      whole_state,     std::move(make)};
 }
 
 Mode one_replica(Mode m) {
@@ -55,7 +59,8 @@ Mode grid_mode() {
          [](const RunOptions& o, const Placement&) { return trainer_options(o.train).sampler; },
          [](size_t samples, size_t, size_t batch) { return data_parallel_steps(samples, 1, batch); },
          false,
-         false,
+         true,
+         grid_state_layout,
          make_grid_worker};
   m.check = check_grid;
   return one_replica(std::move(m));

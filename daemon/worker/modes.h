@@ -12,6 +12,7 @@
 #include "daemon/worker/worker.h"
 #include "trainer/model.h"
 #include "trainer/sampler.h"
+#include "trainer/trainer.h"
 
 namespace gossipd::daemon {
 
@@ -20,6 +21,15 @@ struct Placement {
   size_t rank = 0;       // among the initial members (sorted ids)
   size_t members = 1;    // initial members
   bool joining = false;  // entering a running cluster
+};
+
+// What a checkpoint of this process holds: `name` goes in its header
+// (StateHeader.layout; empty = the whole model and the trainer's optimizer
+// state), and how many floats of each.
+struct StateLayout {
+  std::string name;
+  size_t params = 0;
+  size_t optimizer = 0;
 };
 
 // One value of --algo: how gossipd run sets up a process of this mode. A new
@@ -41,6 +51,9 @@ struct Mode {
   // Whether --checkpoint-dir works: a checkpoint holds the state the worker
   // serves a joiner (ReplicaState: parameters, optimizer, step, its mode's extras).
   bool checkpoints = true;
+  // What its checkpoints hold: the whole replica (whole_state), or a share
+  // of it the worker restores itself (WorkerContext::resume_state).
+  std::function<StateLayout(const RunOptions&, const Placement&, const trainer::Trainer&)> state_layout;
   std::function<std::unique_ptr<Worker>(WorkerContext&)> make_worker;
   // The mode's own checks once the members and the model are known (throws
   // UsageError); nullptr: none.
@@ -58,6 +71,8 @@ std::vector<std::string> mode_names();
 
 // The data-parallel defaults, for modes to reuse.
 std::unique_ptr<trainer::Model> whole_model(const RunOptions& options);
+// A checkpoint holds the trainer's whole model and optimizer state.
+StateLayout whole_state(const RunOptions& options, const Placement& where, const trainer::Trainer& trainer);
 // The initial members split the data into shards; a joiner samples the whole
 // set, with a stream of its own.
 trainer::SamplerOptions shard_per_member(const RunOptions& options, const Placement& where);

@@ -82,12 +82,16 @@ void TrainingLoop::run(size_t steps, std::stop_token stop, const Step& step, con
   for (uint64_t g = trainer_.step_count(); g < total; g = trainer_.step_count()) {
     const int e = static_cast<int>(g / steps);
     if (e != epoch) {
-      if (epoch >= 0) evaluate(steps);
+      const bool first = epoch < 0;
+      if (!first) evaluate(steps);
       epoch = e;
       epoch_start = std::chrono::steady_clock::now();
       loss_sum = 0;
       correct = samples = 0;
       trainer_.sampler().start_epoch(static_cast<uint32_t>(e));
+      // A run resumed inside an epoch takes its batches up where an
+      // uninterrupted run would be, not from the epoch's first.
+      for (uint64_t k = 0; first && k < g % steps; ++k) trainer_.sampler().next_batch(batch);
     }
     if (stop.stop_requested()) throw protocol::Aborted(id_, "training");
     trainer_.set_epoch_progress(e + static_cast<double>(g % steps) / static_cast<double>(steps));

@@ -40,13 +40,14 @@ struct WorkerContext {
   WorkerState& state;
   MetricsRegistry& metrics;
   protocol::SegmentTable segments;
-  size_t steps_per_epoch = 1;            // the same on every member
-  uint64_t topology_seed = 1;            // the same on every member (a joiner's comes from its contact)
-  bool joined = false;                   // entered a running cluster: no start-up barrier
-  bool resumed = false;                  // restarted from its checkpoint with the other initial members
-  std::vector<double> push_sum_weights;  // SGP: the weights it starts from (joined or resumed)
-  proto::StateHeader snapshot_header;    // the schedule and mode, filled into every state it serves
-  Checkpointer* checkpointer = nullptr;  // nullptr: no checkpoints
+  size_t steps_per_epoch = 1;                  // the same on every member
+  uint64_t topology_seed = 1;                  // the same on every member (a joiner's comes from its contact)
+  bool joined = false;                         // entered a running cluster: no start-up barrier
+  bool resumed = false;                        // restarted from its checkpoint with the other initial members
+  const ReplicaState* resume_state = nullptr;  // that checkpoint's state (resumed only)
+  std::vector<double> push_sum_weights;        // SGP: the weights it starts from (joined or resumed)
+  proto::StateHeader snapshot_header;          // the schedule and mode, filled into every state it serves
+  Checkpointer* checkpointer = nullptr;        // nullptr: no checkpoints
 };
 
 }  // namespace gossipd::daemon

@@ -5,12 +5,15 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <regex>
 #include <set>
 
+#include "daemon/cluster/checkpoint.h"
 #include "tests/support/cluster.h"
 #include "tests/support/http_client.h"
 #include "tests/support/process.h"
+#include "tests/support/temp_dir.h"
 #include "tests/support/wait.h"
 
 namespace gossipd::testing {
@@ -54,11 +57,15 @@ void expect_refused_by(int members, const std::vector<std::string>& extra, const
 struct Done {
   int rounds = -1;
   double accuracy = -1;
+  std::string hash;
 };
-Done expect_identical_cells(Cluster& c, std::chrono::seconds timeout) {
+Done expect_identical_cells(Cluster& c, std::chrono::seconds timeout, std::vector<int> cells = {}) {
+  if (cells.empty()) {
+    for (int i = 0; i < c.size(); ++i) cells.push_back(i);
+  }
   std::set<std::string> hashes;
   Done done;
-  for (int i = 0; i < c.size(); ++i) {
+  for (int i : cells) {
     EXPECT_TRUE(c.proc(i).wait(timeout)) << "cell " << i << " did not finish";
     EXPECT_EQ(c.proc(i).exit_code(), 0) << c.proc(i).err();
     std::smatch m;
@@ -68,7 +75,7 @@ Done expect_identical_cells(Cluster& c, std::chrono::seconds timeout) {
       ADD_FAILURE() << "cell " << i << ": " << out;
       continue;
     }
-    done = {std::stoi(m[1]), std::stod(m[2])};
+    done = {std::stoi(m[1]), std::stod(m[2]), m[3]};
     hashes.insert(m[3]);
   }
   EXPECT_EQ(hashes.size(), 1u) << "the cells assembled different models";
@@ -98,6 +105,77 @@ TEST(GridRun, TheCnnTrainsOnEightProcessesAtBatchFourAsTwoByFour) {
   EXPECT_NEAR(done.accuracy, serial, 0.005);
   expect_refused_by(8, with(flags, {"--algo", "grid", "--grid", "1x8"}),
                     "batch 4 is smaller than the 8 grid columns");
+}
+
+uint64_t newest_round(const std::string& dir) {
+  const auto all = daemon::list_checkpoints(dir);
+  return all.empty() ? 0 : daemon::read_checkpoint(all[0]).state.header.step();
+}
+
+// Killed mid-run and restarted with the same command lines, the cells go on
+// from their own checkpoints (one cell's newest removed: the others go back
+// to that cell's round) and end where a run never stopped ends, bit for bit.
+// The same checkpoints under another shape are refused in one line.
+TEST(GridRun, ResumesFromItsCheckpointsAsIfNeverStopped) {
+  const std::vector<std::string> flags{"--train-limit", "2400",
+                                       "--test-limit",  "200",
+                                       "--batch",       "8",
+                                       "--threads",     "1",
+                                       "--epochs",      "1",
+                                       "--algo",        "grid",
+                                       "--quiet",       "--timeout-ms",
+                                       "10000"};
+  Cluster whole(4, with(flags, {"--grid", "2x2"}));
+  const std::string never_stopped = expect_identical_cells(whole, 120s).hash;
+
+  TempDir dir("gossipd_grid_ckpt");
+  const auto ckpt = [&](int i) { return dir.file(Cluster::id(i) + ".ckpt"); };
+  Cluster c(4, with(flags, {"--grid", "2x2", "--checkpoint-every", "20", "--checkpoint-keep", "3"}),
+            [&](int i) {
+              return std::vector<std::string>{"--checkpoint-dir", ckpt(i)};
+            });
+  ASSERT_TRUE(wait_until(
+      [&] {
+        for (int i = 0; i < 4; ++i)
+          if (newest_round(ckpt(i)) < 40) return false;
+        return true;
+      },
+      60s));
+  for (int i = 0; i < 4; ++i) c.proc(i).signal(SIGKILL);
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(c.proc(i).wait(10s));
+  ASSERT_LT(newest_round(ckpt(0)), 300u) << "the run ended before the kill";
+  std::filesystem::remove(daemon::list_checkpoints(ckpt(1)).at(0));
+  const uint64_t back_to = newest_round(ckpt(1));
+  std::vector<uint64_t> saved;
+  for (int i = 0; i < 4; ++i) saved.push_back(newest_round(ckpt(i)));
+  ASSERT_GT(*std::max_element(saved.begin(), saved.end()), back_to) << "no cell has to go back";
+
+  std::vector<int> again;
+  for (int i = 0; i < 4; ++i) again.push_back(c.restart(i));
+  const Done resumed = expect_identical_cells(c, 120s, again);
+  EXPECT_EQ(resumed.rounds, 300);
+  EXPECT_EQ(resumed.hash, never_stopped) << "resumed at round " << back_to;
+  EXPECT_NE(c.proc(again[1]).out().find("resumes from its checkpoint of round " + std::to_string(back_to)),
+            std::string::npos)
+      << c.proc(again[1]).out();
+  const std::string went_back = "goes back to its checkpoint of round " + std::to_string(back_to);
+  for (int i : {0, 2, 3}) {
+    EXPECT_EQ(c.proc(again[i]).out().find(went_back) != std::string::npos, saved[i] > back_to)
+        << "cell " << i << " saved round " << saved[i] << ": " << c.proc(again[i]).out();
+  }
+
+  const RunResult other =
+      run(with({bin("gossipd"), "run", "--id", "w0", "--listen", "tcp://127.0.0.1:0", "--peers",
+                "w1=tcp://127.0.0.1:9,w2=tcp://127.0.0.1:9,w3=tcp://127.0.0.1:9", "--checkpoint-dir", ckpt(0),
+                "--check-config"},
+               with(flags, {"--grid", "4x1"})),
+          60s);
+  EXPECT_EQ(other.exit_code, 2) << other.err;
+  EXPECT_EQ(std::count(other.err.begin(), other.err.end(), '\n'), 1) << other.err;
+  EXPECT_NE(other.err.find("hold grid 2x2 cell (row 0, column 0), this worker is grid 4x1 cell (row 0, "
+                           "column 0): restart with the --grid they were written with"),
+            std::string::npos)
+      << other.err;
 }
 
 TEST(GridRun, StatusAndMetricsShowTheShapeTheCellAndTheBytesByKind) {
@@ -158,7 +236,6 @@ TEST(GridRun, ShapesThatDoNotFitAreOneLineAndExitTwo) {
   expect_refused({"--algo", "grid", "--grid", "4x1", "--hidden", "256,3"},
                  "dense2 has 3 rows, fewer than the 4");
   expect_refused({"--algo", "grid", "--grid", "2x2", "--optimizer", "lars"}, "--optimizer sgd only");
-  expect_refused({"--algo", "grid", "--grid", "2x2", "--checkpoint-dir", "/tmp/x"}, "writes no checkpoints");
 }
 
 TEST(GridRun, AJoinerIsRefusedInOneLine) {
