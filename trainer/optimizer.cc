@@ -6,10 +6,10 @@
 namespace gossipd::trainer {
 namespace {
 
-double norm(std::span<const float> x) {
+double squared(std::span<const float> x) {
   double s = 0;
   for (float v : x) s += static_cast<double>(v) * v;
-  return std::sqrt(s);
+  return s;
 }
 
 }  // namespace
@@ -35,6 +35,10 @@ std::string Optimizer::name() const {
 }
 
 void Optimizer::step(std::span<float> params, std::span<const float> grads, float lr) {
+  step(params, grads, lr, nullptr);
+}
+
+void Optimizer::step(std::span<float> params, std::span<const float> grads, float lr, const NormSum& sum) {
   if (params.size() != velocity_.size() || grads.size() != velocity_.size()) {
     throw std::invalid_argument("optimizer: parameter and gradient sizes differ from its state");
   }
@@ -42,9 +46,17 @@ void Optimizer::step(std::span<float> params, std::span<const float> grads, floa
     sgd_step(params, grads, velocity_, lr);
     return;
   }
+  std::vector<double> squares;
   for (const auto& s : segments_) {
+    squares.push_back(squared(params.subspan(s.offset, s.length)));
+    squares.push_back(squared(grads.subspan(s.offset, s.length)));
+  }
+  if (sum) sum(squares);
+  for (size_t k = 0; k < segments_.size(); ++k) {
+    const ParamSegment& s = segments_[k];
     lars_step(params.subspan(s.offset, s.length), grads.subspan(s.offset, s.length),
-              std::span<float>(velocity_).subspan(s.offset, s.length), lr);
+              std::span<float>(velocity_).subspan(s.offset, s.length), lr, std::sqrt(squares[2 * k]),
+              std::sqrt(squares[2 * k + 1]));
   }
 }
 
@@ -68,9 +80,8 @@ void Optimizer::sgd_step(std::span<float> w, std::span<const float> g, std::span
   }
 }
 
-void Optimizer::lars_step(std::span<float> w, std::span<const float> g, std::span<float> v, float lr) const {
-  const double wn = norm(w);
-  const double gn = norm(g);
+void Optimizer::lars_step(std::span<float> w, std::span<const float> g, std::span<float> v, float lr,
+                          double wn, double gn) const {
   const float wd = options_.weight_decay;
   double local = 1.0;
   if (wn > 0 && gn > 0) local = options_.lars_eta * wn / (gn + wd * wn);

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -30,6 +31,12 @@ class Optimizer {
   Optimizer(OptimizerOptions options, std::vector<ParamSegment> segments, size_t param_count);
 
   void step(std::span<float> params, std::span<const float> grads, float lr);
+  // Sums, over the processes that each hold a part of the same segments,
+  // the squared norms LARS takes of them: |w|^2 and |g|^2 of segment s at
+  // 2s and 2s + 1 (this process's parts in, the whole segments' out).
+  using NormSum = std::function<void(std::span<double> squares)>;
+  // A step on this process's part of the segments (model parallelism).
+  void step(std::span<float> params, std::span<const float> grads, float lr, const NormSum& sum);
 
   const OptimizerOptions& options() const { return options_; }
   std::span<float> state() { return velocity_; }
@@ -38,7 +45,8 @@ class Optimizer {
 
  private:
   void sgd_step(std::span<float> w, std::span<const float> g, std::span<float> v, float lr) const;
-  void lars_step(std::span<float> w, std::span<const float> g, std::span<float> v, float lr) const;
+  void lars_step(std::span<float> w, std::span<const float> g, std::span<float> v, float lr, double wn,
+                 double gn) const;
 
   OptimizerOptions options_;
   std::vector<ParamSegment> segments_;

@@ -63,6 +63,8 @@ void GroupGridComm::allreduce_all(std::span<float> data) {
   counted(bytes_.weight_gradient, [&] { protocol::Allreduce(*all_, data).run(); });
 }
 
+void GroupGridComm::sum_column(std::span<float> data) { protocol::Allreduce(*column_, data).run(); }
+
 // Both receives posted before the sends (the neighbours send at once too).
 void GroupGridComm::exchange_halo(std::span<const float> up, std::span<const float> down,
                                   std::span<float> from_up, std::span<float> from_down) {

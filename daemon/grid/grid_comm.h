@@ -26,6 +26,9 @@ class GridComm {
   virtual void allreduce_row(std::span<float> data) = 0;
   // Sum over all P processes, in place (the convolutions' weight gradients).
   virtual void allreduce_all(std::span<float> data) = 0;
+  // Sum over this grid column, in place: LARS's squared norms of the row
+  // blocks (a few floats; in no kind of GridBytes).
+  virtual void sum_column(std::span<float> data) = 0;
   // Image rows with the neighbours in this grid column: `up` to the process
   // of grid row - 1, `down` to row + 1; `from_up` and `from_down` receive
   // theirs. At the column's ends the missing neighbour's spans are empty.
@@ -58,6 +61,7 @@ class GroupGridComm : public GridComm {
   void reduce_scatter_column(std::span<float> data, std::span<const size_t> counts) override;
   void allreduce_row(std::span<float> data) override;
   void allreduce_all(std::span<float> data) override;
+  void sum_column(std::span<float> data) override;
   void exchange_halo(std::span<const float> up, std::span<const float> down, std::span<float> from_up,
                      std::span<float> from_down) override;
   // A stop request aborts a collective in progress (protocol::Aborted).

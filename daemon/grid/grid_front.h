@@ -52,6 +52,7 @@ class GridFront {
   // Floats per sample of the feature map's rows each grid row holds, in
   // order: together the flattened feature map the first dense layer takes.
   const std::vector<size_t>& feature_counts() const { return feature_; }
+  const std::vector<FrontLayer>& layers() const { return layers_; }
 
   // `x`: whole samples, `batch` of them. Returns this process's rows of
   // their feature map, [batch x feature_counts()[grid row]].

@@ -104,3 +104,20 @@ size_t GridModel::row_params(size_t row) const {
 }
 
 }  // namespace gossipd::daemon
+
+namespace gossipd::daemon {
+
+std::vector<trainer::ParamSegment> GridModel::segments() const {
+  std::vector<trainer::ParamSegment> all;
+  if (front_) {
+    for (const FrontLayer& l : front_->layers()) {
+      if (l.params > 0) all.push_back({"front", l.serial_offset, l.params});
+    }
+  }
+  for (const GridDense& d : layers_) all.push_back({"dense", d.offset, d.own_rows * (d.in + 1)});
+  return all;
+}
+
+size_t GridModel::front_segments() const { return segments().size() - layers_.size(); }
+
+}  // namespace gossipd::daemon

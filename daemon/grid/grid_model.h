@@ -54,6 +54,11 @@ class GridModel {
   void store_row(size_t row, std::span<const float> blocks, std::span<float> serial_params) const;
   // How many parameters a cell of grid row `row` holds.
   size_t row_params(size_t row) const;
+  // The serial model's segments (one per layer with parameters) as this
+  // process holds them: the front's first, whole, then the dense layers'
+  // row blocks (parts of segments the rest of the column holds the rest of).
+  std::vector<trainer::ParamSegment> segments() const;
+  size_t front_segments() const;
 
   std::span<float> params() { return params_; }
   std::span<float> grads() { return grads_; }

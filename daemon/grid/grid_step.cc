@@ -61,6 +61,16 @@ trainer::LossResult GridStep::train(const float* x, std::span<const uint8_t> lab
   return result;
 }
 
+void GridStep::update(trainer::Optimizer& optimizer, float lr) {
+  const size_t whole = 2 * model_.front_segments();  // the front's squares are whole already
+  optimizer.step(model_.params(), model_.grads(), lr, [&](std::span<double> squares) {
+    if (model_.shape().rows == 1) return;  // so are the blocks: one block a layer
+    std::vector<float> blocks(squares.begin() + static_cast<ptrdiff_t>(whole), squares.end());
+    comm_.sum_column(blocks);
+    std::copy(blocks.begin(), blocks.end(), squares.begin() + static_cast<ptrdiff_t>(whole));
+  });
+}
+
 void GridStep::sum_weight_gradients() {
   const std::span<float> grads = model_.grads();
   const size_t front = model_.front_params();

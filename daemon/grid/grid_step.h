@@ -7,6 +7,7 @@
 #include "daemon/grid/grid_comm.h"
 #include "daemon/grid/grid_model.h"
 #include "trainer/loss.h"
+#include "trainer/optimizer.h"
 
 namespace gossipd::daemon {
 
@@ -28,6 +29,9 @@ class GridStep {
   // `grid_batch` the whole grid's B (the loss is the mean over B). The loss
   // and correct count returned are over the slice.
   trainer::LossResult train(const float* x, std::span<const uint8_t> labels, size_t grid_batch);
+  // The optimizer's step on this process's parameters (made over
+  // model.segments()); LARS's norms of the row blocks summed over the column.
+  void update(trainer::Optimizer& optimizer, float lr);
 
  private:
   void forward(const float* x, size_t batch);

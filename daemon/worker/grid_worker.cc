@@ -40,6 +40,10 @@ class TimedGridComm : public GridComm {
     TrainingLoop::CommTimer t(loop_);
     inner_.allreduce_all(data);
   }
+  void sum_column(std::span<float> data) override {
+    TrainingLoop::CommTimer t(loop_);
+    inner_.sum_column(data);
+  }
   void exchange_halo(std::span<const float> up, std::span<const float> down, std::span<float> from_up,
                      std::span<float> from_down) override {
     TrainingLoop::CommTimer t(loop_);
@@ -69,8 +73,7 @@ class GridWorker : public Worker {
         comm_(c.node, c.members, shape, rank(c), options(c.options)),
         timed_(comm_, c.loop),
         step_(model_, timed_, c.options.train.label_smoothing),
-        optimizer_(c.trainer.optimizer().options(), {{"grid", 0, model_.params().size()}},
-                   model_.params().size()),
+        optimizer_(c.trainer.optimizer().options(), model_.segments(), model_.params().size()),
         slice_(topology::block_range(c.options.train.batch, shape.cols, at_.col)),
         checkpointer_(c.checkpointer),
         header_(c.snapshot_header) {
@@ -163,7 +166,7 @@ class GridWorker : public Worker {
       y_[i] = data.labels[s];
     }
     const trainer::LossResult r = step_.train(x_.data(), y_, idx.size());
-    optimizer_.step(model_.params(), model_.grads(), trainer_.current_lr());
+    step_.update(optimizer_, trainer_.current_lr());
     trainer_.count_step();
     publish_bytes();
     return {r.loss, r.correct, static_cast<int>(b)};
@@ -301,10 +304,6 @@ void check_grid(const RunOptions& o, size_t members, const trainer::Model& model
     throw UsageError("--grid " + shape.name() + " has " + std::to_string(shape.procs()) +
                      " cells, the cluster " + std::to_string(members) + " members (this one and --peers)");
   }
-  if (o.train.optimizer != "sgd") {
-    throw UsageError(
-        "--algo grid runs --optimizer sgd only so far (lars needs each layer's norms across the grid)");
-  }
   GridPlanInput in;
   in.layers = plan_layers(model);
   in.batch = o.train.batch;
@@ -323,7 +322,7 @@ StateLayout grid_state_layout(const RunOptions& o, const Placement& where, const
   const topology::GridCoord at = topology::grid_coord(shape, where.rank);
   const GridModel model(plan_layers(trainer.model()), shape, at);
   const size_t n = model.row_params(at.row);
-  const trainer::Optimizer optimizer(trainer.optimizer().options(), {{"grid", 0, n}}, n);
+  const trainer::Optimizer optimizer(trainer.optimizer().options(), model.segments(), n);
   return {cell_name(shape, at), n, optimizer.state().size()};
 }
 

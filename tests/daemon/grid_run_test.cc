@@ -235,7 +235,6 @@ TEST(GridRun, ShapesThatDoNotFitAreOneLineAndExitTwo) {
                  "batch 3 is smaller than the 4 grid columns");
   expect_refused({"--algo", "grid", "--grid", "4x1", "--hidden", "256,3"},
                  "dense2 has 3 rows, fewer than the 4");
-  expect_refused({"--algo", "grid", "--grid", "2x2", "--optimizer", "lars"}, "--optimizer sgd only");
 }
 
 TEST(GridRun, AJoinerIsRefusedInOneLine) {

@@ -67,15 +67,24 @@ trainer::OptimizerOptions sgd() {
   return o;
 }
 
+// LARS: each layer's step scaled by its norms, which the grid sums over the
+// processes holding its blocks.
+trainer::OptimizerOptions lars() {
+  trainer::OptimizerOptions o = sgd();
+  o.kind = trainer::OptimizerKind::kLars;
+  o.lars_eta = 0.02f;
+  return o;
+}
+
 struct Trajectory {
   std::vector<float> params;
   std::vector<double> losses;  // mean over the batch, per step
 };
 
-Trajectory serial_run(const Data& d, const trainer::ModelOptions& mo) {
+Trajectory serial_run(const Data& d, const trainer::ModelOptions& mo, const trainer::OptimizerOptions& oo) {
   auto model = trainer::make_model(mo, kSeed);
   const size_t n = model->params().size();
-  trainer::Optimizer opt(sgd(), model->segments(), n);
+  trainer::Optimizer opt(oo, model->segments(), n);
   trainer::SoftmaxCrossEntropy loss(10);
   std::vector<float> dlogits(kBatch * 10);
   Trajectory run;
@@ -90,7 +99,8 @@ Trajectory serial_run(const Data& d, const trainer::ModelOptions& mo) {
   return run;
 }
 
-Trajectory grid_run(const Data& d, const trainer::ModelOptions& mo, GridShape shape) {
+Trajectory grid_run(const Data& d, const trainer::ModelOptions& mo, const trainer::OptimizerOptions& oo,
+                    GridShape shape) {
   protocol::testing::TestCluster cluster(shape.procs());
   auto reference = trainer::make_model(mo, kSeed);
   const std::vector<PlanLayer> layers = plan_layers(*reference);
@@ -106,14 +116,14 @@ Trajectory grid_run(const Data& d, const trainer::ModelOptions& mo, GridShape sh
     co.timeout = std::chrono::seconds(20);
     GroupGridComm comm(cluster.node(r), cluster.ids(), shape, r, co);
     GridStep step(model, comm);
-    trainer::Optimizer opt(sgd(), {{"grid", 0, model.params().size()}}, model.params().size());
+    trainer::Optimizer opt(oo, model.segments(), model.params().size());
     const topology::BlockRange slice = topology::block_range(kBatch, shape.cols, at.col);
     std::vector<double> losses;
     for (size_t t = 0; t < kSteps; ++t) {
       const size_t first = first_sample(t) + slice.begin;
       const auto got = step.train(d.x.data() + first * kInput, {d.y.data() + first, slice.size()}, kBatch);
       losses.push_back(got.loss * static_cast<double>(slice.size()) / kBatch);
-      opt.step(model.params(), model.grads(), kLr);
+      step.update(opt, kLr);
     }
     std::lock_guard lock(mu);
     if (at.row == 0) {
@@ -136,15 +146,21 @@ double relative_l2(const std::vector<float>& a, const std::vector<float>& b) {
 struct ExactCase {
   std::string model;
   GridShape shape;
+  std::string optimizer = "sgd";
 };
+
+void PrintTo(const ExactCase& c, std::ostream* os) {
+  *os << c.model << " " << c.shape.name() << " " << c.optimizer;
+}
 
 class GridExactness : public ::testing::TestWithParam<ExactCase> {};
 
 TEST_P(GridExactness, HundredStepsMatchTheSerialTrainer) {
   const Data d = synthetic();
   const trainer::ModelOptions mo = GetParam().model == "cnn" ? small_cnn() : mlp();
-  const Trajectory serial = serial_run(d, mo);
-  const Trajectory grid = grid_run(d, mo, GetParam().shape);
+  const trainer::OptimizerOptions oo = GetParam().optimizer == "lars" ? lars() : sgd();
+  const Trajectory serial = serial_run(d, mo, oo);
+  const Trajectory grid = grid_run(d, mo, oo, GetParam().shape);
   ASSERT_EQ(grid.params.size(), serial.params.size());
   EXPECT_LE(relative_l2(grid.params, serial.params), 1e-5);
   double worst = 0, scale = 0;
@@ -157,13 +173,14 @@ TEST_P(GridExactness, HundredStepsMatchTheSerialTrainer) {
   EXPECT_LT(serial.losses.back(), serial.losses.front());  // it trained
 }
 
-INSTANTIATE_TEST_SUITE_P(FourProcesses, GridExactness,
-                         ::testing::Values(ExactCase{"mlp", {1, 4}}, ExactCase{"mlp", {4, 1}},
-                                           ExactCase{"mlp", {2, 2}}, ExactCase{"cnn", {1, 4}},
-                                           ExactCase{"cnn", {4, 1}}, ExactCase{"cnn", {2, 2}}),
-                         [](const ::testing::TestParamInfo<ExactCase>& p) {
-                           return p.param.model + p.param.shape.name();
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    FourProcesses, GridExactness,
+    ::testing::Values(ExactCase{"mlp", {1, 4}}, ExactCase{"mlp", {4, 1}}, ExactCase{"mlp", {2, 2}},
+                      ExactCase{"cnn", {1, 4}}, ExactCase{"cnn", {4, 1}}, ExactCase{"cnn", {2, 2}},
+                      ExactCase{"mlp", {2, 2}, "lars"}, ExactCase{"cnn", {2, 2}, "lars"}),
+    [](const ::testing::TestParamInfo<ExactCase>& p) {
+      return p.param.model + p.param.shape.name() + (p.param.optimizer == "sgd" ? "" : p.param.optimizer);
+    });
 
 // What the transport counts per step against what the planner predicts, per
 // kind: the mean over the grid's processes of the payload bytes they sent.
