@@ -67,7 +67,8 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
       ->check(CLI::IsMember({"spread", "root"}))
       ->capture_default_str();
   cmd->add_option("--grid", o.grid,
-                  "--algo grid: PRxPC, Pr processes split every dense layer's rows, Pc columns split --batch "
+                  "--algo grid: PRxPC, Pr processes split every dense layer's rows and the images' rows, Pc "
+                  "columns split --batch "
                   "(the grid's batch); rank r (members sorted by id) is row r mod Pr of column r / Pr");
   cmd->add_option("--http", o.http, "Serve /status and /metrics on IP:PORT (port 0 = any)");
   cmd->add_option("--cluster-id", o.cluster_id, "Messages from other clusters are rejected")

@@ -53,15 +53,16 @@ Mode one_replica(Mode m) {
 // One replica over a Pr x Pc grid (--grid): every member samples the
 // grid's batches, its column trains on its slice of each.
 Mode grid_mode() {
-  Mode m{"grid",
-         "Grid: one replica over a Pr x Pc process grid (dense rows over Pr, the batch over Pc)",
-         whole_model,
-         [](const RunOptions& o, const Placement&) { return trainer_options(o.train).sampler; },
-         [](size_t samples, size_t, size_t batch) { return data_parallel_steps(samples, 1, batch); },
-         false,
-         true,
-         grid_state_layout,
-         make_grid_worker};
+  Mode m{
+      "grid",
+      "Grid: one replica over a Pr x Pc process grid (dense rows and image rows over Pr, the batch over Pc)",
+      whole_model,
+      [](const RunOptions& o, const Placement&) { return trainer_options(o.train).sampler; },
+      [](size_t samples, size_t, size_t batch) { return data_parallel_steps(samples, 1, batch); },
+      false,
+      true,
+      grid_state_layout,
+      make_grid_worker};
   m.check = check_grid;
   return one_replica(std::move(m));
 }
