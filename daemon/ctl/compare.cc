@@ -111,9 +111,17 @@ uint64_t json_uint(const std::string& json, const std::string& field) {
   return std::stoull(m[1]);
 }
 
+// "2048,2048,2048": --hidden as gossipd run takes it.
+std::string join_widths(const std::vector<int>& widths) {
+  std::string s;
+  for (int w : widths) s += (s.empty() ? "" : ",") + std::to_string(w);
+  return s;
+}
+
 TrainFlags train_flags(const CompareOptions& o) {
   TrainFlags f;
   f.model = o.model;
+  f.hidden = o.hidden;
   f.epochs = o.epochs;
   f.batch = o.batch;
   f.lr = o.lr;
@@ -180,11 +188,6 @@ class Comparison {
     const auto workers = static_cast<size_t>(o_.workers);
     return find_mode(e.mode).steps_per_epoch(train_samples(), workers, e.batch(o_.batch, workers));
   }
-  // The entry as a file and cluster-id name ("grid:4x2" -> "grid-4x2").
-  static std::string plain(std::string algo) {
-    std::replace(algo.begin(), algo.end(), ':', '-');
-    return algo;
-  }
   size_t train_samples() const {
     return o_.train_limit > 0 ? std::min<size_t>(o_.train_limit, 60000) : 60000;
   }
@@ -226,7 +229,7 @@ class Comparison {
                        "--http",
                        http_host(i) + ":0",
                        "--cluster-id",
-                       "compare-" + plain(algo),
+                       "compare-" + entry_dir(algo),
                        "--consensus-every",
                        std::to_string(steps(algo)),
                        "--metrics-out",
@@ -235,6 +238,7 @@ class Comparison {
                        dir + "/" + id + ".params",
                        "--evals-per-epoch",
                        std::to_string(o_.evals_per_epoch)});
+    if (!o_.hidden.empty()) a.insert(a.end(), {"--hidden", join_widths(o_.hidden)});
     if (o_.optimizer != "sgd")
       a.insert(a.end(), {"--optimizer", o_.optimizer, "--lars-eta", format("%g", o_.lars_eta)});
     if (o_.warmup_epochs > 0) a.insert(a.end(), {"--warmup-epochs", format("%g", o_.warmup_epochs)});
@@ -258,7 +262,7 @@ class Comparison {
     res.set_workers(static_cast<uint32_t>(o_.workers));
     res.set_epochs(static_cast<uint32_t>(o_.epochs));
     res.set_target_accuracy(o_.target);
-    const std::string dir = o_.out + "/" + plain(algo);
+    const std::string dir = o_.out + "/" + entry_dir(algo);
     fs::create_directories(dir);
     for (const auto& e : fs::directory_iterator(dir)) fs::remove(e.path());  // a rerun of this protocol only
     if (!hosts_) ports_ = free_ports(o_.workers);
@@ -396,7 +400,8 @@ class Comparison {
                           : std::string())
       << (send_buffer_kb(o_) > 0 ? ", " + std::to_string(send_buffer_kb(o_)) + " KiB send buffers"
                                  : std::string())
-      << ", model " << o_.model << ", " << o_.epochs << " epochs of " << summary_.train_samples()
+      << ", model " << o_.model << (o_.hidden.empty() ? std::string() : " --hidden " + join_widths(o_.hidden))
+      << ", " << o_.epochs << " epochs of " << summary_.train_samples()
       << " Fashion-MNIST training samples shared among them, batch " << o_.batch
       << " per worker, learning rate " << o_.lr << " (cosine"
       << (o_.warmup_epochs > 0 ? ", " + format("%g", o_.warmup_epochs) + " epochs of warm-up" : std::string())

@@ -12,6 +12,7 @@ struct CompareOptions {
   int workers = 4;
   std::vector<std::string> algos{"crossover", "sgp", "allreduce"};
   std::string model = "mlp";
+  std::vector<int> hidden;  // empty: the model's default widths
   int epochs = 3;
   size_t batch = 64;
   float lr = 0.05f;

@@ -1,11 +1,17 @@
 #include "daemon/ctl/compare_entry.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "daemon/config/cli.h"
 #include "daemon/worker/modes.h"
 
 namespace gossipd::daemon {
+
+std::string entry_dir(std::string label) {
+  std::replace(label.begin(), label.end(), ':', '-');
+  return label;
+}
 
 CompareEntry parse_compare_entry(const std::string& text) {
   CompareEntry e;

@@ -21,6 +21,9 @@ struct CompareEntry {
   bool one_replica() const;
 };
 
+// The entry as a directory and cluster-id name ("grid:4x2" -> "grid-4x2").
+std::string entry_dir(std::string label);
+
 // Throws UsageError naming the entry and what it may be.
 CompareEntry parse_compare_entry(const std::string& text);
 

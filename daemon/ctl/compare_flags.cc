@@ -25,6 +25,9 @@ CLI::App* add_compare_command(CLI::App& app, CompareOptions& o) {
   cmd->add_option("--model", o.model, "Model")
       ->check(CLI::IsMember(trainer::model_names()))
       ->capture_default_str();
+  cmd->add_option("--hidden", o.hidden, "Hidden dense widths, e.g. 2048,2048,2048 (default: the model's)")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 65536));
   cmd->add_option("--epochs", o.epochs, "Epochs of data per worker")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();

@@ -83,7 +83,7 @@ void plot(const std::string& out, const proto::CompareSummary& summary) {
     // and so are two Crossover replicas after every round.
     std::vector<std::string> algos;
     for (const auto& a : finished) {
-      if (!p.logscale || has_positive(out + "/" + a + "/curve.dat", p.y)) algos.push_back(a);
+      if (!p.logscale || has_positive(out + "/" + entry_dir(a) + "/curve.dat", p.y)) algos.push_back(a);
     }
     if (algos.empty()) {
       gp << "unset logscale y\nset label 1 'no data: no protocol that measures this finished' at graph "
@@ -93,7 +93,7 @@ void plot(const std::string& out, const proto::CompareSummary& summary) {
     }
     gp << "plot ";
     for (size_t i = 0; i < algos.size(); ++i) {
-      gp << (i ? ", " : "") << "'" << out << "/" << algos[i] << "/curve.dat' using " << p.x << ":"
+      gp << (i ? ", " : "") << "'" << out << "/" << entry_dir(algos[i]) << "/curve.dat' using " << p.x << ":"
          << (p.logscale ? "($" + std::to_string(p.y) + " > 0 ? $" + std::to_string(p.y) + " : NaN)"
                         : std::to_string(p.y))
          << " with linespoints title '" << algos[i] << "'";
@@ -328,9 +328,9 @@ void write_preset_report(const std::string& out, const proto::ComparePreset& p,
     gp << "plot ";
     bool first = true;
     for (auto& [algo, rows] : per_algo) {
-      std::ofstream(out + "/" + algo + ".dat") << rows.str();
-      gp << (first ? "" : ", ") << "'" << out << "/" << algo << ".dat' using 1:2 with linespoints title '"
-         << algo << "'";
+      std::ofstream(out + "/" + entry_dir(algo) + ".dat") << rows.str();
+      gp << (first ? "" : ", ") << "'" << out << "/" << entry_dir(algo)
+         << ".dat' using 1:2 with linespoints title '" << algo << "'";
       first = false;
     }
     gp << "\n";

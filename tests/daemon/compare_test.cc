@@ -109,10 +109,10 @@ TEST_F(CompareTest, ReplicasThatAgreeExactlyStillGetAConsensusPlot) {
 
 TEST_F(CompareTest, AGridShapeIsAnEntryLikeTheProtocols) {
   const std::string out = dir_ + "/report";
-  const auto r =
-      run({bin("gossipctl"), "compare", "--workers", "4", "--algos", "allreduce,grid:2x2", "--epochs", "1",
-           "--batch", "16", "--train-limit", "2000", "--test-limit", "200", "--out", out},
-          180s);
+  const auto r = run(
+      {bin("gossipctl"), "compare", "--workers", "4", "--algos", "allreduce,grid:2x2", "--epochs", "1",
+       "--batch", "16", "--hidden", "64,32", "--train-limit", "2000", "--test-limit", "200", "--out", out},
+      180s);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const std::string report = daemon::read_file(out + "/report.md");
   EXPECT_NE(report.find("| allreduce | ok |"), std::string::npos) << report;
@@ -121,6 +121,12 @@ TEST_F(CompareTest, AGridShapeIsAnEntryLikeTheProtocols) {
   const auto records = read_records(out + "/grid-2x2/w3.jsonl");
   ASSERT_FALSE(records.empty());
   EXPECT_EQ(records.back().round(), 2000u / 64);
+  // --hidden reaches every worker: the parameters written are the 64,32 MLP's.
+  const size_t params = 784 * 64 + 64 + 64 * 32 + 32 + 32 * 10 + 10;
+  EXPECT_EQ(std::filesystem::file_size(out + "/grid-2x2/w0.params"), params * sizeof(float));
+  EXPECT_EQ(std::filesystem::file_size(out + "/allreduce/w0.params"), params * sizeof(float));
+  // The plots draw the grid's curve from its directory.
+  EXPECT_NE(daemon::read_file(out + "/plots.gp").find(out + "/grid-2x2/curve.dat"), std::string::npos);
 }
 
 TEST_F(CompareTest, AGridEntryThatDoesNotFitIsOneLine) {
