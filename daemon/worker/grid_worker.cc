@@ -11,6 +11,7 @@
 #include "daemon/config/cli.h"
 #include "daemon/grid/grid_step.h"
 #include "daemon/plan/grid_plan.h"
+#include "daemon/worker/timed_grid_comm.h"
 #include "protocol/barrier.h"
 #include "protocol/collectives.h"
 #include "protocol/errors.h"
@@ -18,42 +19,6 @@
 
 namespace gossipd::daemon {
 namespace {
-
-// The step's collectives, each timed as communication (TrainingLoop::CommTimer):
-// comm ms per round is the time the step waited on them, as for the other modes.
-class TimedGridComm : public GridComm {
- public:
-  TimedGridComm(GridComm& inner, TrainingLoop& loop) : inner_(inner), loop_(loop) {}
-  void allgather_column(std::span<float> data, std::span<const size_t> counts) override {
-    TrainingLoop::CommTimer t(loop_);
-    inner_.allgather_column(data, counts);
-  }
-  void reduce_scatter_column(std::span<float> data, std::span<const size_t> counts) override {
-    TrainingLoop::CommTimer t(loop_);
-    inner_.reduce_scatter_column(data, counts);
-  }
-  void allreduce_row(std::span<float> data) override {
-    TrainingLoop::CommTimer t(loop_);
-    inner_.allreduce_row(data);
-  }
-  void allreduce_all(std::span<float> data) override {
-    TrainingLoop::CommTimer t(loop_);
-    inner_.allreduce_all(data);
-  }
-  void sum_column(std::span<float> data) override {
-    TrainingLoop::CommTimer t(loop_);
-    inner_.sum_column(data);
-  }
-  void exchange_halo(std::span<const float> up, std::span<const float> down, std::span<float> from_up,
-                     std::span<float> from_down) override {
-    TrainingLoop::CommTimer t(loop_);
-    inner_.exchange_halo(up, down, from_up, from_down);
-  }
-
- private:
-  GridComm& inner_;
-  TrainingLoop& loop_;
-};
 
 class GridWorker : public Worker {
  public:
@@ -84,8 +49,12 @@ class GridWorker : public Worker {
       model_.load(c.trainer.model().params());
     }
     const std::string help = "Payload bytes the grid step's collectives sent, by kind";
-    for (const char* kind : {"forward", "input_gradient", "weight_gradient", "halo"})
+    const std::string seconds_help = "Seconds the grid step waited on its collectives, by kind";
+    for (const char* kind : TimedGridComm::kKindNames) {
       bytes_.push_back(&c.metrics.counter("gossipd_grid_payload_bytes_total", help, {{"kind", kind}}));
+      seconds_.push_back(
+          &c.metrics.counter("gossipd_grid_comm_seconds_total", seconds_help, {{"kind", kind}}));
+    }
     const std::string shape_help = "The grid's shape (dim rows = Pr, cols = Pc) and this cell's place in it";
     c.metrics.gauge("gossipd_grid_shape", shape_help, {{"dim", "rows"}}).set(static_cast<double>(shape.rows));
     c.metrics.gauge("gossipd_grid_shape", shape_help, {{"dim", "cols"}}).set(static_cast<double>(shape.cols));
@@ -168,7 +137,7 @@ class GridWorker : public Worker {
     const trainer::LossResult r = step_.train(x_.data(), y_, idx.size());
     step_.update(optimizer_, trainer_.current_lr());
     trainer_.count_step();
-    publish_bytes();
+    publish();
     return {r.loss, r.correct, static_cast<int>(b)};
   }
 
@@ -226,13 +195,17 @@ class GridWorker : public Worker {
     std::fflush(stdout);
   }
 
-  // The step's bytes by kind: counters in /metrics, per-step means in /status.
-  void publish_bytes() {
+  // The step's bytes and communication seconds by kind: counters in
+  // /metrics, per-step means in /status.
+  void publish() {
     const GridBytes& b = comm_.bytes();
     const uint64_t now[] = {b.forward, b.input_gradient, b.weight_gradient, b.halo};
+    const auto& seconds = timed_.seconds();
     for (size_t k = 0; k < bytes_.size(); ++k) {
       bytes_[k]->add(static_cast<double>(now[k] - published_[k]));
       published_[k] = now[k];
+      seconds_[k]->add(seconds[k] - published_seconds_[k]);
+      published_seconds_[k] = seconds[k];
     }
     const double steps = static_cast<double>(++steps_);
     state_.update([&](proto::Status& s) {
@@ -245,6 +218,10 @@ class GridWorker : public Worker {
       g.set_input_gradient_bytes_per_step(static_cast<double>(b.input_gradient) / steps);
       g.set_weight_gradient_bytes_per_step(static_cast<double>(b.weight_gradient) / steps);
       g.set_halo_bytes_per_step(static_cast<double>(b.halo) / steps);
+      g.set_forward_seconds_per_step(seconds[TimedGridComm::kForward] / steps);
+      g.set_input_gradient_seconds_per_step(seconds[TimedGridComm::kInputGradient] / steps);
+      g.set_weight_gradient_seconds_per_step(seconds[TimedGridComm::kWeightGradient] / steps);
+      g.set_halo_seconds_per_step(seconds[TimedGridComm::kHalo] / steps);
     });
   }
 
@@ -288,7 +265,9 @@ class GridWorker : public Worker {
   std::vector<float> all_;               // the column's parameter blocks, for an evaluation
   std::vector<Counter*> bytes_;          // gossipd_grid_payload_bytes_total by kind
   std::array<uint64_t, 4> published_{};  // what bytes_ holds of comm_.bytes()
-  uint64_t steps_ = 0;                   // this run's steps, for the per-step means
+  std::vector<Counter*> seconds_;        // gossipd_grid_comm_seconds_total by kind
+  std::array<double, 4> published_seconds_{};
+  uint64_t steps_ = 0;  // this run's steps, for the per-step means
 };
 
 }  // namespace

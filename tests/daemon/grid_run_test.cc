@@ -189,8 +189,10 @@ TEST(GridRun, StatusAndMetricsShowTheShapeTheCellAndTheBytesByKind) {
   EXPECT_EQ(m.value("gossipd_grid_shape", {{"dim", "cols"}}), 2) << m;
   EXPECT_EQ(m.value("gossipd_grid_cell", {{"dim", "row"}}), 1) << m;  // w3: rank 3 = row 1 of column 1
   EXPECT_EQ(m.value("gossipd_grid_cell", {{"dim", "col"}}), 1) << m;
-  for (const char* kind : {"forward", "input_gradient", "weight_gradient"})
+  for (const char* kind : {"forward", "input_gradient", "weight_gradient"}) {
     EXPECT_GT(m.value("gossipd_grid_payload_bytes_total", {{"kind", kind}}).value_or(0), 0) << kind << m;
+    EXPECT_GT(m.value("gossipd_grid_comm_seconds_total", {{"kind", kind}}).value_or(0), 0) << kind << m;
+  }
   EXPECT_EQ(m.value("gossipd_grid_payload_bytes_total", {{"kind", "halo"}}), 0) << m;  // no convolutions
   const proto::Status status = fetch_status(port);
   EXPECT_EQ(status.algo(), "grid");
@@ -202,6 +204,9 @@ TEST(GridRun, StatusAndMetricsShowTheShapeTheCellAndTheBytesByKind) {
   EXPECT_DOUBLE_EQ(g.forward_bytes_per_step(), 4.0 * (128 + 64 + 5) * 16);
   EXPECT_GT(g.weight_gradient_bytes_per_step(), 0.0);
   EXPECT_EQ(g.halo_bytes_per_step(), 0.0);
+  EXPECT_GT(g.forward_seconds_per_step(), 0.0);
+  EXPECT_GT(g.weight_gradient_seconds_per_step(), 0.0);
+  EXPECT_EQ(g.halo_seconds_per_step(), 0.0);
 }
 
 TEST(GridRun, ADeadCellStopsEveryOtherCellNamingIt) {
