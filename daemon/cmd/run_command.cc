@@ -150,8 +150,9 @@ void RunCommand::load() {
                        " bytes): every peer's copy of it would be rejected; raise it or use more --segments");
     }
   }
-  resume_ =
-      find_resume_point(o_, mode_.state_layout(o_, Placement{rank_, members_.size(), joining_}, *trainer_));
+  if (o_.checkpoint_dir.empty()) return;
+  const Placement here{rank_, members_.size(), joining_};
+  resume_ = find_resume_point(o_, mode_.state_layout(o_, here, *trainer_));
 }
 
 int RunCommand::report_config() const {
@@ -287,8 +288,8 @@ void RunCommand::start_or_resume() {
   membership_ = std::make_unique<Membership>(*node_, self_, peers_, membership_options_, state_, metrics_);
   if (!resume_) return;
   const proto::StateHeader& h = resume_->state.header;
-  if (h.layout()
-          .empty()) {  // a share of the replica is its worker's to restore (WorkerContext::resume_state)
+  // A share of the replica is its worker's to restore (WorkerContext::resume_state).
+  if (h.layout().empty()) {
     std::copy(resume_->state.params.begin(), resume_->state.params.end(), trainer_->model().params().begin());
     std::copy(resume_->state.optimizer.begin(), resume_->state.optimizer.end(),
               trainer_->optimizer().state().begin());

@@ -34,8 +34,9 @@ std::optional<Checkpoint> find_resume_point(const RunOptions& o, const StateLayo
   if (h.algo() != o.algo)
     throw UsageError(where + " are of --algo " + h.algo() + ": use it, or another --checkpoint-dir");
   if (h.layout() != expected.name) {
-    throw UsageError(where + " hold " + share(h.layout()) + ", this worker is " + share(expected.name) +
-                     ": restart with the --grid they were written with, or use another --checkpoint-dir");
+    throw UsageError(
+        where + " hold " + share(h.layout()) + ", this worker is " + share(expected.name) +
+        ": restart with the --grid and --peers they were written with, or use another --checkpoint-dir");
   }
   if (h.parameter_floats() != expected.params || h.optimizer_state_floats() != expected.optimizer) {
     throw UsageError(

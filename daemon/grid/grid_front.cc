@@ -144,20 +144,19 @@ void GridFront::conv_forward(FrontLayer& l, const float* in, float* out, size_t 
   l.layer->forward(padded_.data(), out, static_cast<int>(batch));
 }
 
-void GridFront::backward(std::vector<float>& dfeature, size_t batch, GridComm& comm) {
-  std::vector<float> din;
-  grad_.swap(dfeature);
+void GridFront::backward(std::span<const float> dfeature, size_t batch, GridComm& comm) {
+  grad_.assign(dfeature.begin(), dfeature.end());
   for (size_t i = layers_.size(); i-- > 0;) {
     FrontLayer& l = layers_[i];
     if (!l.layer) continue;  // the flatten: the same floats
-    din.resize(l.input_grad ? acts_[i].size() : 0);
-    float* to = l.input_grad ? din.data() : nullptr;
+    din_.resize(l.input_grad ? acts_[i].size() : 0);
+    float* to = l.input_grad ? din_.data() : nullptr;
     if (l.kind == Kind::kConv) {
       conv_backward(l, grad_.data(), to, batch, comm);
     } else {
       l.layer->backward(acts_[i].data(), acts_[i + 1].data(), grad_.data(), to, static_cast<int>(batch));
     }
-    grad_.swap(din);
+    grad_.swap(din_);
   }
 }
 

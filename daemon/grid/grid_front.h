@@ -57,9 +57,9 @@ class GridFront {
   // `x`: whole samples, `batch` of them. Returns this process's rows of
   // their feature map, [batch x feature_counts()[grid row]].
   const std::vector<float>& forward(const float* x, size_t batch, GridComm& comm);
-  // `dfeature`: the gradient of those rows (overwritten). Leaves this
-  // process's partial parameter gradients in the bound buffer.
-  void backward(std::vector<float>& dfeature, size_t batch, GridComm& comm);
+  // `dfeature`: the gradient of those rows. Leaves this process's partial
+  // parameter gradients in the bound buffer.
+  void backward(std::span<const float> dfeature, size_t batch, GridComm& comm);
 
  private:
   size_t own(const FrontLayer& l) const { return l.rows[row_].size(); }
@@ -73,7 +73,7 @@ class GridFront {
   size_t params_ = 0;
   // acts_[i]: layer i's input rows for the current batch (acts_.back() the output).
   std::vector<std::vector<float>> acts_;
-  std::vector<float> padded_, up_, down_, from_up_, from_down_, grad_;  // scratch
+  std::vector<float> padded_, up_, down_, from_up_, from_down_, grad_, din_;  // scratch
 };
 
 }  // namespace gossipd::daemon

@@ -103,10 +103,6 @@ size_t GridModel::row_params(size_t row) const {
   return n;
 }
 
-}  // namespace gossipd::daemon
-
-namespace gossipd::daemon {
-
 std::vector<trainer::ParamSegment> GridModel::segments() const {
   std::vector<trainer::ParamSegment> all;
   if (front_) {

@@ -57,7 +57,7 @@ void dense_layer(Totals& t, const PlanLayer& l, bool input_split, GridShape shap
 // the gradient of those same rows (computed by the process below or above
 // and sent back to their owner).
 void conv_layer(Totals& t, const PlanLayer& l, GridShape shape, size_t batch) {
-  if (shape.rows == 1) return;
+  if (shape.rows == 1 || l.kernel / 2 == 0) return;  // one block, or a 1x1 kernel: no halo
   const double rows = static_cast<double>(2 * (shape.rows - 1) * static_cast<size_t>(l.kernel / 2));
   const double words = rows * static_cast<double>(l.in.width * l.in.channels) * static_cast<double>(batch);
   const double passes = l.input_grad ? 2 : 1;
@@ -84,19 +84,21 @@ void weight_gradients(Totals& t, const GridPlanInput& in, GridShape shape) {
 // The image rows split over a column: in whole pooling units, and every
 // process holds at least the k/2 rows its neighbours take as a halo.
 std::optional<std::string> domain_refusal(const std::vector<PlanLayer>& layers, GridShape shape) {
-  size_t fewest = 0, pooled = 1;  // the fewest input rows a process holds; the pools' shrink so far
+  if (layers.empty() || layers.front().kind == Kind::kDense) return std::nullopt;  // no image to split
+  const PlanLayer& first = layers.front();
+  size_t fewest = 0;  // the fewest image rows a process holds (the first blocks are the larger)
+  try {
+    fewest = topology::unit_split(static_cast<size_t>(first.in.height), shape.rows,
+                                  static_cast<size_t>(row_unit(layers)))
+                 .back()
+                 .size();
+  } catch (const std::invalid_argument& e) {
+    return first.name + "'s image: " + e.what() + " (a pooling window may not straddle a split)";
+  }
+  size_t pooled = 1;  // the pools' shrink so far
   for (const PlanLayer& l : layers) {
     if (l.kind == Kind::kPool) pooled *= static_cast<size_t>(l.kernel);
     if (l.kind != Kind::kConv) continue;
-    if (fewest == 0) {
-      try {
-        const auto split = topology::unit_split(static_cast<size_t>(l.in.height), shape.rows,
-                                                static_cast<size_t>(row_unit(layers)));
-        fewest = split.back().size();  // the first blocks are the larger
-      } catch (const std::invalid_argument& e) {
-        return l.name + "'s image: " + e.what() + " (a pooling window may not straddle a split)";
-      }
-    }
     const size_t rows = fewest / pooled, halo = static_cast<size_t>(l.kernel / 2);
     if (shape.rows > 1 && rows < halo) {
       return l.name + " takes " + std::to_string(halo) + " halo rows from each neighbour, more than the " +

@@ -11,6 +11,7 @@
 #include "daemon/config/cli.h"
 #include "daemon/grid/grid_step.h"
 #include "daemon/plan/grid_plan.h"
+#include "daemon/worker/grid_resume.h"
 #include "daemon/worker/timed_grid_comm.h"
 #include "protocol/barrier.h"
 #include "protocol/collectives.h"
@@ -70,7 +71,7 @@ class GridWorker : public Worker {
                         protocol::tags::range(protocol::tags::User::kGrid).at(GroupGridComm::kStartTag),
                         members_, start);
     protocol::Barrier(all).run();  // every cell is up before the first step
-    agree_on_step(all);
+    agree_on_round_with(all);
     comm_.set_stop(stop);
     membership_.arm();
     spdlog::info(
@@ -158,40 +159,33 @@ class GridWorker : public Worker {
     trainer_.set_step_count(st.header.step());
   }
 
-  // Every cell starts from the same step. A cell whose newest checkpoint is
-  // newer than another cell's goes back to its checkpoint of that step.
-  void agree_on_step(protocol::Group& all) {
-    std::vector<float> steps(2 * members_.size());  // each step as two floats of 20 bits, exact
-    const size_t me = all.rank();
+  // Every cell starts from the same round: the newest every cell has a
+  // checkpoint of (grid_resume.h).
+  void agree_on_round_with(protocol::Group& all) {
     const uint64_t mine = trainer_.step_count();
-    steps[2 * me] = static_cast<float>(mine >> 20);
-    steps[2 * me + 1] = static_cast<float>(mine & 0xFFFFF);
-    protocol::Allgather(all, steps, std::vector<size_t>(members_.size(), 2)).run();
-    size_t oldest = me;
-    const auto step_of = [&](size_t r) {
-      return (static_cast<uint64_t>(steps[2 * r]) << 20) | static_cast<uint64_t>(steps[2 * r + 1]);
-    };
-    for (size_t r = 0; r < members_.size(); ++r) {
-      if (step_of(r) < step_of(oldest)) oldest = r;
-    }
-    if (oldest != me) go_back(step_of(oldest), members_[oldest]);
+    const uint64_t round = agree_on_round(all, resumable_rounds(options_.checkpoint_dir, mine));
+    if (round != mine) go_back(round);
   }
 
-  void go_back(uint64_t step, const std::string& cell) {
-    const std::filesystem::path file = std::filesystem::path(options_.checkpoint_dir) / checkpoint_name(step);
-    const std::string why = "node '" + node_.id() + "': grid cell '" + cell + "' starts at round " +
-                            std::to_string(step) + ", this cell at round " +
-                            std::to_string(trainer_.step_count());
-    if (options_.checkpoint_dir.empty() || !std::filesystem::exists(file)) {
-      throw UsageError(why + ", and it has no checkpoint of round " + std::to_string(step) +
-                       ": restart every cell from checkpoints of one round (or every one without)");
+  void go_back(uint64_t round) {
+    const std::filesystem::path dir(options_.checkpoint_dir);
+    const std::filesystem::path file = dir / checkpoint_name(round);
+    const std::string why = "node '" + node_.id() + "': going back to round " + std::to_string(round) +
+                            ", the newest every grid cell has a checkpoint of: " + file.string();
+    Checkpoint back;
+    try {
+      back = read_checkpoint(file);
+    } catch (const CheckpointError& e) {
+      throw UsageError(why + ": " + e.what());
     }
-    const Checkpoint back = read_checkpoint(file);
     if (back.state.header.layout() != header_.layout() || back.state.params.size() != model_.params().size())
-      throw UsageError(why + ", and " + file.string() + " is not this cell's");
+      throw UsageError(why + " is not this cell's (" + back.state.header.layout() + ")");
     restore(back.state);
-    std::printf("gossipd run: %s goes back to its checkpoint of round %llu, where cell %s starts\n",
-                node_.id().c_str(), static_cast<unsigned long long>(step), cell.c_str());
+    abandon_after(dir, round);
+    std::printf(
+        "gossipd run: %s goes back to its checkpoint of round %llu, the newest every cell has (newer ones "
+        "renamed *.abandoned)\n",
+        node_.id().c_str(), static_cast<unsigned long long>(round));
     std::fflush(stdout);
   }
 
@@ -299,10 +293,8 @@ std::string cell_name(topology::GridShape shape, topology::GridCoord at) {
 StateLayout grid_state_layout(const RunOptions& o, const Placement& where, const trainer::Trainer& trainer) {
   const topology::GridShape shape = topology::parse_grid_shape(o.grid);
   const topology::GridCoord at = topology::grid_coord(shape, where.rank);
-  const GridModel model(plan_layers(trainer.model()), shape, at);
-  const size_t n = model.row_params(at.row);
-  const trainer::Optimizer optimizer(trainer.optimizer().options(), model.segments(), n);
-  return {cell_name(shape, at), n, optimizer.state().size()};
+  const size_t n = GridModel(plan_layers(trainer.model()), shape, at).row_params(at.row);
+  return {cell_name(shape, at), n, n};  // the optimizer's state: a velocity per parameter
 }
 
 std::unique_ptr<Worker> make_grid_worker(WorkerContext& c) {

@@ -173,7 +173,7 @@ TEST(GridRun, ResumesFromItsCheckpointsAsIfNeverStopped) {
   EXPECT_EQ(other.exit_code, 2) << other.err;
   EXPECT_EQ(std::count(other.err.begin(), other.err.end(), '\n'), 1) << other.err;
   EXPECT_NE(other.err.find("hold grid 2x2 cell (row 0, column 0), this worker is grid 4x1 cell (row 0, "
-                           "column 0): restart with the --grid they were written with"),
+                           "column 0): restart with the --grid and --peers they were written with"),
             std::string::npos)
       << other.err;
 }

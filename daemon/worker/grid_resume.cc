@@ -1,0 +1,84 @@
+#include "daemon/worker/grid_resume.h"
+
+#include <algorithm>
+#include <set>
+
+#include "daemon/cluster/checkpoint.h"
+#include "daemon/config/cli.h"
+#include "daemon/worker/round_floats.h"
+#include "protocol/collectives.h"
+
+namespace gossipd::daemon {
+namespace {
+
+// ckpt-000000001234.gsck -> 1234 (list_checkpoints only lists such names).
+uint64_t round_of(const std::filesystem::path& file) {
+  return std::stoull(file.filename().string().substr(5, 12));
+}
+
+std::string describe(const std::vector<std::string>& members, const std::vector<std::vector<uint64_t>>& rounds) {
+  std::string s;
+  for (size_t r = 0; r < members.size(); ++r) {
+    s += (r ? "; " : "") + members[r] + ":";
+    if (rounds[r].empty()) s += " none";
+    for (uint64_t round : rounds[r]) s += " " + std::to_string(round);
+  }
+  return s;
+}
+
+}  // namespace
+
+std::vector<uint64_t> resumable_rounds(const std::filesystem::path& dir, uint64_t current) {
+  std::vector<uint64_t> rounds;
+  if (current > 0) rounds.push_back(current);
+  if (dir.empty() || current == 0) return rounds;
+  for (const auto& file : list_checkpoints(dir)) {  // newest first
+    if (rounds.size() == kGridResumeRounds) break;
+    if (const uint64_t r = round_of(file); r < current) rounds.push_back(r);
+  }
+  return rounds;
+}
+
+std::optional<uint64_t> common_round(const std::vector<std::vector<uint64_t>>& rounds) {
+  if (std::all_of(rounds.begin(), rounds.end(), [](const auto& r) { return r.empty(); })) return 0;
+  if (rounds.empty()) return 0;
+  std::set<uint64_t> common(rounds[0].begin(), rounds[0].end());
+  for (const auto& r : rounds) {
+    std::set<uint64_t> both;
+    for (uint64_t round : r) {
+      if (common.count(round)) both.insert(round);
+    }
+    common.swap(both);
+  }
+  if (common.empty()) return std::nullopt;
+  return *common.rbegin();
+}
+
+uint64_t agree_on_round(protocol::Group& all, const std::vector<uint64_t>& mine) {
+  const size_t slots = 2 * kGridResumeRounds, cells = all.size();
+  std::vector<float> table(cells * slots, 0.0f);  // round + 1 per slot, 0 for none
+  for (size_t k = 0; k < mine.size() && k < kGridResumeRounds; ++k) {
+    const auto f = round_to_floats(mine[k] + 1);
+    std::copy(f.begin(), f.end(), table.begin() + static_cast<ptrdiff_t>(all.rank() * slots + 2 * k));
+  }
+  protocol::Allgather(all, table, std::vector<size_t>(cells, slots)).run();
+  std::vector<std::vector<uint64_t>> rounds(cells);
+  for (size_t c = 0; c < cells; ++c) {
+    for (size_t k = 0; k < kGridResumeRounds; ++k) {
+      if (const uint64_t r = round_from_floats(&table[c * slots + 2 * k]); r > 0) rounds[c].push_back(r - 1);
+    }
+  }
+  if (const std::optional<uint64_t> round = common_round(rounds)) return *round;
+  throw UsageError("the grid's cells have no checkpoint of one round in common (" +
+                   describe(all.members(), rounds) +
+                   "): restart every cell with the --checkpoint-dir it wrote, or move every cell's "
+                   "checkpoints away to start over");
+}
+
+void abandon_after(const std::filesystem::path& dir, uint64_t round) {
+  for (const auto& file : list_checkpoints(dir)) {
+    if (round_of(file) > round) std::filesystem::rename(file, file.string() + ".abandoned");
+  }
+}
+
+}  // namespace gossipd::daemon

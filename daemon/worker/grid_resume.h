@@ -1,0 +1,37 @@
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "protocol/group.h"
+
+namespace gossipd::daemon {
+
+// Where a restarted grid goes on from. Every cell holds only its share of
+// the replica, so all must take their checkpoints of one round: the newest
+// round every cell has one of. A cell whose newest is newer goes back to
+// that round; its newer checkpoints, of a run that no longer continues, are
+// renamed *.abandoned (kept, never taken again).
+
+// The rounds a cell can start from: `current` (the checkpoint it loaded, 0
+// for none) and those of its older checkpoint files in `dir`, newest first,
+// at most kGridResumeRounds.
+constexpr size_t kGridResumeRounds = 8;
+std::vector<uint64_t> resumable_rounds(const std::filesystem::path& dir, uint64_t current);
+
+// The newest round in every list; 0 when every list is empty (a fresh
+// start); nullopt when there are checkpoints but no round common to all.
+std::optional<uint64_t> common_round(const std::vector<std::vector<uint64_t>>& rounds);
+
+// Every cell's resumable rounds, allgathered over `all` (every member calls
+// it with its own): the common round, or UsageError with the same line on
+// every cell naming each cell's rounds.
+uint64_t agree_on_round(protocol::Group& all, const std::vector<uint64_t>& mine);
+
+// Renames the checkpoints in `dir` newer than `round` to *.abandoned.
+void abandon_after(const std::filesystem::path& dir, uint64_t round);
+
+}  // namespace gossipd::daemon
