@@ -31,6 +31,9 @@ cd "$(dirname "$0")/.."
 SANITIZE_SKIP='^Protocols/Join\.AFifthWorker|^FiveWorkers\.|^Protocols/LossyNetwork\.GossipStillReaches'
 SANITIZE_SKIP+='|^Protocols/GossipTraining\.|^GroupOwners/Hierarchical\.|^MemberRestart\.'
 SANITIZE_SKIP+='|^Protocols/WholeClusterRestart\.|^CompareTest\.|^CurveCluster\.'
+# The grid's 8-process CNN run and its kill-and-restart run (three clusters);
+# the grid step itself runs under the sanitizers in grid_tests.
+SANITIZE_SKIP+='|^GridRun\.TheCnnTrains|^GridRun\.ResumesFromItsCheckpoints'
 
 ctest_sanitized() {  # DIR [ctest args]
   local dir=$1
