@@ -16,7 +16,8 @@ uint64_t round_of(const std::filesystem::path& file) {
   return std::stoull(file.filename().string().substr(5, 12));
 }
 
-std::string describe(const std::vector<std::string>& members, const std::vector<std::vector<uint64_t>>& rounds) {
+std::string describe(const std::vector<std::string>& members,
+                     const std::vector<std::vector<uint64_t>>& rounds) {
   std::string s;
   for (size_t r = 0; r < members.size(); ++r) {
     s += (r ? "; " : "") + members[r] + ":";
