@@ -70,6 +70,13 @@ GridFront::GridFront(std::span<const PlanLayer> layers, topology::GridShape shap
     f.input_grad = l.input_grad;
     f.serial_offset = params_;
     f.params = l.params;
+    for (const topology::BlockRange& r : rows) {
+      if (shape.rows > 1 && r.size() < f.halo) {  // the planner refuses such shapes (grid_refusal)
+        throw std::invalid_argument(l.name + " takes " + std::to_string(f.halo) +
+                                    " halo rows from each neighbour, more than the " +
+                                    std::to_string(r.size()) + " image rows a process holds");
+      }
+    }
     f.layer = make_local(l, rows[row_].size());
     params_ += l.params;
     if (l.kind == Kind::kPool) {
@@ -122,6 +129,16 @@ const std::vector<float>& GridFront::forward(const float* x, size_t batch, GridC
   return acts_.back();
 }
 
+// `floats` each way, none where there is no neighbour (an empty span
+// tells exchange_halo so).
+void GridFront::size_halos(size_t floats) {
+  const bool above = row_ > 0, below = row_ + 1 < grid_rows_;
+  up_.resize(above ? floats : 0);
+  down_.resize(below ? floats : 0);
+  from_up_.resize(up_.size());
+  from_down_.resize(down_.size());
+}
+
 // Our rows between the halo rows of the neighbours (zeros beyond the image).
 void GridFront::conv_forward(FrontLayer& l, const float* in, float* out, size_t batch, GridComm& comm) {
   const size_t rows = own(l), h = l.halo, rf = l.row_floats;
@@ -130,10 +147,7 @@ void GridFront::conv_forward(FrontLayer& l, const float* in, float* out, size_t 
   padded_.assign(batch * padded_plane, 0.0f);
   copy_rows(in, plane, 0, rows, rf, padded_.data() + halo, padded_plane, batch);
   if (above || below) {
-    up_.resize(above ? batch * halo : 0);
-    down_.resize(below ? batch * halo : 0);
-    from_up_.resize(up_.size());
-    from_down_.resize(down_.size());
+    size_halos(batch * halo);
     if (above) copy_rows(in, plane, 0, h, rf, up_.data(), halo, batch);
     if (below) copy_rows(in, plane, rows - h, h, rf, down_.data(), halo, batch);
     comm.exchange_halo(up_, down_, from_up_, from_down_);
@@ -174,10 +188,7 @@ void GridFront::conv_backward(FrontLayer& l, const float* dout, float* din, size
   l.layer->backward(nullptr, nullptr, dout, padded_.data(), static_cast<int>(batch));
   copy_rows(padded_.data(), padded_plane, h, rows, rf, din, plane, batch);
   if (!above && !below) return;
-  up_.resize(above ? batch * halo : 0);
-  down_.resize(below ? batch * halo : 0);
-  from_up_.resize(up_.size());
-  from_down_.resize(down_.size());
+  size_halos(batch * halo);
   if (above) copy_rows(padded_.data(), padded_plane, 0, h, rf, up_.data(), halo, batch);
   if (below) copy_rows(padded_.data(), padded_plane, h + rows, h, rf, down_.data(), halo, batch);
   comm.exchange_halo(up_, down_, from_up_, from_down_);

@@ -65,6 +65,7 @@ class GridFront {
   size_t own(const FrontLayer& l) const { return l.rows[row_].size(); }
   void conv_forward(FrontLayer& l, const float* in, float* out, size_t batch, GridComm& comm);
   void conv_backward(FrontLayer& l, const float* dout, float* din, size_t batch, GridComm& comm);
+  void size_halos(size_t floats);
 
   size_t row_ = 0, grid_rows_ = 1;
   size_t image_floats_ = 0;  // per whole input sample

@@ -256,6 +256,22 @@ TEST(GridModel, RefusesALayerAfterTheFirstDenseThatIsNotDenseOrAReLU) {
   EXPECT_NE(GridModel::refusal(layers).value_or("").find("maxpool"), std::string::npos);
 }
 
+// A 5x5 convolution over 8 grid rows of an 8-row image: one row a process,
+// two wanted by each neighbour (the planner refuses the shape first).
+TEST(GridModel, RefusesAHaloDeeperThanAProcesssRows) {
+  std::vector<PlanLayer> layers = plan_layers(*trainer::make_model(small_cnn(), 1));
+  layers.erase(layers.begin() + 1, layers.end() - 3);  // conv1, then dense1, relu, dense2
+  layers.front().kernel = 5;
+  layers.front().in.height = layers.front().out.height = 8;
+  try {
+    GridModel(layers, {8, 1}, {0, 0});
+    ADD_FAILURE() << "built";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("conv1 takes 2 halo rows from each neighbour"), std::string::npos)
+        << e.what();
+  }
+}
+
 class GridModelStore : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(GridModelStore, LoadThenStoreGivesTheSerialParametersBack) {
