@@ -1,5 +1,9 @@
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
+#include <span>
+#include <utility>
 #include <vector>
 
 #include "proto/gossip.pb.h"
@@ -16,5 +20,19 @@ struct ReplicaState {
   std::vector<float> params;
   std::vector<float> optimizer;
 };
+
+// The state after `step` steps of a run whose epochs have `steps_per_epoch`:
+// `header` (the schedule and mode) with the step and epoch set, and copies
+// of the floats.
+inline ReplicaState replica_state(proto::StateHeader header, uint64_t step, size_t steps_per_epoch,
+                                  std::span<const float> params, std::span<const float> optimizer) {
+  ReplicaState st;
+  st.header = std::move(header);
+  st.header.set_step(step);
+  st.header.set_epoch(static_cast<uint32_t>(step / std::max<size_t>(1, steps_per_epoch)));
+  st.params.assign(params.begin(), params.end());
+  st.optimizer.assign(optimizer.begin(), optimizer.end());
+  return st;
+}
 
 }  // namespace gossipd::daemon

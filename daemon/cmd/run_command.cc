@@ -118,7 +118,7 @@ void RunCommand::place() {
   joining_ = !o_.join.empty();
   if (joining_ && !mode_.accepts_joins)
     throw UsageError("--algo " + o_.algo + " takes no joiners: drop --join");
-  if (!o_.checkpoint_dir.empty() && !mode_.checkpoints) {
+  if (!o_.checkpoint_dir.empty() && !mode_.state_layout) {
     throw UsageError("--algo " + o_.algo + " writes no checkpoints: drop --checkpoint-dir");
   }
   members_ = {o_.id};

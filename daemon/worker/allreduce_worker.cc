@@ -53,16 +53,8 @@ void AllreduceWorker::run(std::stop_token stop) {
 }
 
 ReplicaState AllreduceWorker::capture() const {
-  ReplicaState st;
-  st.header = options_.snapshot_header;
-  st.header.set_step(trainer_.step_count());
-  st.header.set_epoch(
-      static_cast<uint32_t>(trainer_.step_count() / std::max<size_t>(1, options_.steps_per_epoch)));
-  auto p = trainer_.model().params();
-  st.params.assign(p.begin(), p.end());
-  auto opt = trainer_.optimizer().state();
-  st.optimizer.assign(opt.begin(), opt.end());
-  return st;
+  return replica_state(options_.snapshot_header, trainer_.step_count(), options_.steps_per_epoch,
+                       trainer_.model().params(), trainer_.optimizer().state());
 }
 
 trainer::StepResult AllreduceWorker::step(std::span<const uint32_t> idx, std::stop_token stop) {

@@ -212,17 +212,11 @@ void GossipWorker::account(const protocol::RoundStats& stats) {
 }
 
 ReplicaState GossipWorker::capture(std::span<const float> x, const protocol::PushSumGossip* push_sum) const {
-  ReplicaState st;
-  st.header = options_.snapshot_header;
-  st.header.set_step(trainer_.step_count());
-  st.header.set_epoch(
-      static_cast<uint32_t>(trainer_.step_count() / std::max<size_t>(1, options_.steps_per_epoch)));
+  ReplicaState st = replica_state(options_.snapshot_header, trainer_.step_count(), options_.steps_per_epoch,
+                                  x, trainer_.optimizer().state());
   if (push_sum) {
     for (double v : push_sum->weights()) st.header.add_push_sum_weights(v);
   }
-  st.params.assign(x.begin(), x.end());
-  auto opt = trainer_.optimizer().state();
-  st.optimizer.assign(opt.begin(), opt.end());
   return st;
 }
 

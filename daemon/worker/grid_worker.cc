@@ -144,13 +144,8 @@ class GridWorker : public Worker {
 
   // This cell's share of the replica, for its checkpoints.
   ReplicaState capture() {
-    ReplicaState st;
-    st.header = header_;
-    st.header.set_step(trainer_.step_count());
-    st.header.set_epoch(static_cast<uint32_t>(trainer_.step_count() / std::max<size_t>(1, steps_per_epoch_)));
-    st.params.assign(model_.params().begin(), model_.params().end());
-    st.optimizer.assign(optimizer_.state().begin(), optimizer_.state().end());
-    return st;
+    return replica_state(header_, trainer_.step_count(), steps_per_epoch_, model_.params(),
+                         optimizer_.state());
   }
 
   void restore(const ReplicaState& st) {

@@ -40,9 +40,8 @@ namespace {
 // A data-parallel mode: the whole model on every member, a shard of the data each.
 Mode data_parallel(std::string name, std::string summary,
                    std::function<std::unique_ptr<Worker>(WorkerContext&)> make) {
-  return Mode{
-      std::move(name), std::move(summary), whole_model, shard_per_member, data_parallel_steps, true, true,
-      whole_state,     std::move(make)};
+  return Mode{std::move(name), std::move(summary), whole_model, shard_per_member, data_parallel_steps, true,
+              whole_state,     std::move(make)};
 }
 
 Mode one_replica(Mode m) {
@@ -60,7 +59,6 @@ Mode grid_mode() {
       [](const RunOptions& o, const Placement&) { return trainer_options(o.train).sampler; },
       [](size_t samples, size_t, size_t batch) { return data_parallel_steps(samples, 1, batch); },
       false,
-      true,
       grid_state_layout,
       make_grid_worker};
   m.check = check_grid;

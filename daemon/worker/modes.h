@@ -48,11 +48,9 @@ struct Mode {
   std::function<size_t(size_t samples, size_t members, size_t batch)> steps_per_epoch;
   // Whether a worker may enter a running cluster (--join).
   bool accepts_joins = true;
-  // Whether --checkpoint-dir works: a checkpoint holds the state the worker
-  // serves a joiner (ReplicaState: parameters, optimizer, step, its mode's extras).
-  bool checkpoints = true;
-  // What its checkpoints hold: the whole replica (whole_state), or a share
-  // of it the worker restores itself (WorkerContext::resume_state).
+  // What its checkpoints (--checkpoint-dir) hold: the whole replica
+  // (whole_state), or a share of it the worker restores itself
+  // (WorkerContext::resume_state); nullptr: the mode writes none.
   std::function<StateLayout(const RunOptions&, const Placement&, const trainer::Trainer&)> state_layout;
   std::function<std::unique_ptr<Worker>(WorkerContext&)> make_worker;
   // The mode's own checks once the members and the model are known (throws
