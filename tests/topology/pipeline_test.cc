@@ -1,0 +1,132 @@
+// Pipeline schedules (topology/pipeline.h) and their timing
+// (topology/pipeline_timing.h): every schedule runs each micro-batch's
+// forward then its backward once, backwards in micro-batch order; 1f1b
+// holds at most K - stage micro-batches, gpipe all M; the schedules never
+// deadlock across stages, and GPipe's bubble is (K-1)/(M+K-1).
+#include "topology/pipeline.h"
+
+#include <gtest/gtest.h>
+
+#include "topology/pipeline_timing.h"
+
+namespace gossipd::topology {
+namespace {
+
+constexpr PipelineSchedule kAll[] = {PipelineSchedule::kGpipe, PipelineSchedule::kOneFOneB,
+                                     PipelineSchedule::kOneFOneBAsync};
+
+TEST(PipelineSchedule, EveryMicroBatchRunsForwardThenBackwardOnceBackwardsInOrder) {
+  for (PipelineSchedule s : kAll) {
+    for (size_t k = 1; k <= 5; ++k) {
+      for (size_t m = 1; m <= 9; ++m) {
+        for (size_t stage = 0; stage < k; ++stage) {
+          const std::vector<PipelineOp> ops = pipeline_ops(s, k, m, stage);
+          ASSERT_EQ(ops.size(), 2 * m);
+          std::vector<int> forwarded(m, 0);
+          uint64_t next_backward = 0;
+          for (const PipelineOp& op : ops) {
+            ASSERT_LT(op.micro, m);
+            if (op.kind == PipelineOp::kForward) {
+              ++forwarded[op.micro];
+            } else {
+              EXPECT_EQ(forwarded[op.micro], 1) << schedule_name(s) << " K=" << k << " M=" << m;
+              EXPECT_EQ(op.micro, next_backward++);
+            }
+          }
+          EXPECT_EQ(next_backward, m);
+          for (int f : forwarded) EXPECT_EQ(f, 1);
+        }
+      }
+    }
+  }
+}
+
+TEST(PipelineSchedule, OneFOneBHoldsAtMostKMinusStageGpipeAllM) {
+  for (size_t k = 1; k <= 5; ++k) {
+    for (size_t m = 1; m <= 9; ++m) {
+      for (size_t stage = 0; stage < k; ++stage) {
+        EXPECT_EQ(max_in_flight(pipeline_ops(PipelineSchedule::kGpipe, k, m, stage)), m);
+        EXPECT_EQ(max_in_flight(pipeline_ops(PipelineSchedule::kOneFOneB, k, m, stage)),
+                  std::min(k - stage, m));
+      }
+    }
+  }
+}
+
+TEST(PipelineSchedule, OneFOneBAlternatesInTheSteadyState) {
+  const std::vector<PipelineOp> ops = pipeline_ops(PipelineSchedule::kOneFOneB, 4, 8, 1);
+  using P = PipelineOp;
+  const std::vector<PipelineOp> expected{
+      {P::kForward, 0}, {P::kForward, 1},  {P::kForward, 2},  {P::kBackward, 0},
+      {P::kForward, 3}, {P::kBackward, 1}, {P::kForward, 4},  {P::kBackward, 2},
+      {P::kForward, 5}, {P::kBackward, 3}, {P::kForward, 6},  {P::kBackward, 4},
+      {P::kForward, 7}, {P::kBackward, 5}, {P::kBackward, 6}, {P::kBackward, 7}};
+  EXPECT_EQ(ops, expected);
+}
+
+StageTimes equal_stages(size_t k, double forward, double backward, double transfer) {
+  StageTimes t;
+  t.forward.assign(k, forward);
+  t.backward.assign(k, backward);
+  t.to_next.assign(k - 1, transfer);
+  t.to_prev.assign(k - 1, transfer);
+  t.update.assign(k, 0.0);
+  return t;
+}
+
+TEST(PipelineTiming, NoScheduleDeadlocks) {
+  for (PipelineSchedule s : kAll) {
+    for (size_t k = 1; k <= 6; ++k) {
+      for (size_t m = 1; m <= 12; ++m) {
+        EXPECT_TRUE(simulate_pipeline(s, m, equal_stages(k, 1.0, 2.0, 0.3)).has_value())
+            << schedule_name(s) << " K=" << k << " M=" << m;
+      }
+    }
+  }
+}
+
+TEST(PipelineTiming, GpipeBubbleIsKMinusOneOverMPlusKMinusOne) {
+  for (size_t k = 1; k <= 6; ++k) {
+    for (size_t m = 1; m <= 12; ++m) {
+      for (PipelineSchedule s : {PipelineSchedule::kGpipe, PipelineSchedule::kOneFOneB}) {
+        const auto timing = simulate_pipeline(s, m, equal_stages(k, 1.0, 1.0, 0.0));
+        ASSERT_TRUE(timing);
+        EXPECT_DOUBLE_EQ(timing->step, 2.0 * static_cast<double>(m + k - 1));
+        for (double b : timing->bubble) EXPECT_NEAR(b, gpipe_bubble(k, m), 1e-12);
+      }
+    }
+  }
+}
+
+TEST(PipelineTiming, TheSlowestStageAndTheTransfersSetTheStep) {
+  StageTimes t = equal_stages(2, 1.0, 2.0, 0.5);
+  t.forward[1] = 3.0;  // stage 1: 3 + 2 per micro-batch, stage 0: 1 + 2
+  const auto timing = simulate_pipeline(PipelineSchedule::kGpipe, 4, t);
+  ASSERT_TRUE(timing);
+  // Stage 1 starts after F0 at stage 0 (1) and its transfer (0.5), runs 4
+  // forwards (12) and 4 backwards (8); stage 0's last backward follows B3
+  // at stage 1 (21.5) by the transfer (0.5) and its own 2.
+  EXPECT_DOUBLE_EQ(timing->step, 24.0);
+}
+
+TEST(LayerCounts, ParsesAndRefusesWithAReason) {
+  const LayerRanges r = parse_layer_counts("2,3,4", 9);
+  EXPECT_EQ(r.stages(), 3u);
+  EXPECT_EQ(r.begin(1), 2u);
+  EXPECT_EQ(r.end(2), 9u);
+  EXPECT_EQ(layer_counts(r), "2,3,4");
+  for (const char* bad : {"", "2,,3", "2,0,7", "a,3", "2,3,", "-1,10"}) {
+    EXPECT_THROW(parse_layer_counts(bad, 9), std::invalid_argument) << bad;
+  }
+  try {
+    parse_layer_counts("2,3", 9);
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("covers 5 layers, the model has 9"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(parse_schedule("1f1b-async"), PipelineSchedule::kOneFOneBAsync);
+  EXPECT_THROW(parse_schedule("pipedream"), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace gossipd::topology

@@ -1,0 +1,64 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gossipd::topology {
+
+// A pipeline holds one model replica in K stages of consecutive layers
+// (Akintoye et al.; GPipe; PipeDream); a batch is split into M
+// micro-batches that flow through the stages. The schedule says, for one
+// stage, in which order it runs its micro-batches' forward and backward
+// passes. Pure functions of (schedule, K, M, stage).
+enum class PipelineSchedule {
+  kGpipe,          // all forwards, then all backwards; one update per batch
+  kOneFOneB,       // warm-up forwards, then one forward and one backward in turn; one update per batch
+  kOneFOneBAsync,  // 1F1B without a flush: an update after every backward (weight stashing)
+};
+
+std::string schedule_name(PipelineSchedule s);  // "gpipe", "1f1b", "1f1b-async"
+// Throws std::invalid_argument naming the schedules there are.
+PipelineSchedule parse_schedule(std::string_view text);
+
+struct PipelineOp {
+  enum Kind : uint8_t { kForward, kBackward } kind = kForward;
+  uint64_t micro = 0;  // which micro-batch, 0 .. M-1
+  bool operator==(const PipelineOp&) const = default;
+};
+
+// The ordered forward and backward passes stage `stage` (0 .. K-1) runs for
+// M micro-batches. Every micro-batch's forward comes before its backward and
+// backwards run in micro-batch order, so gradients accumulate in the same
+// order under every schedule. gpipe holds all M micro-batches' activations
+// at once; 1f1b (PipeDream-flush) at most K - stage. 1f1b-async has the
+// order of 1f1b over the whole run: its M is every micro-batch of the
+// epoch, so the pipeline never drains between batches.
+std::vector<PipelineOp> pipeline_ops(PipelineSchedule schedule, size_t stages, size_t micros, size_t stage);
+
+// The most micro-batches whose forward has run and whose backward has not,
+// at any point of `ops`.
+size_t max_in_flight(const std::vector<PipelineOp>& ops);
+
+// GPipe's bubble: the fraction of a step a stage idles, (K-1)/(M+K-1), with
+// equal stages and free transfers.
+double gpipe_bubble(size_t stages, size_t micros);
+
+// A contiguous partition of L layers into stages: stage k runs layers
+// [first[k], first[k+1]) (first[0] = 0, first[K] = L).
+struct LayerRanges {
+  std::vector<size_t> first;
+  size_t stages() const { return first.empty() ? 0 : first.size() - 1; }
+  size_t begin(size_t stage) const { return first.at(stage); }
+  size_t end(size_t stage) const { return first.at(stage + 1); }
+};
+
+// "L,L,..." — the number of layers in each stage; throws
+// std::invalid_argument saying what is wrong (not a list of positive
+// counts, or not adding up to `layers`).
+LayerRanges parse_layer_counts(std::string_view text, size_t layers);
+std::string layer_counts(const LayerRanges& ranges);  // "2,3,4"
+
+}  // namespace gossipd::topology

@@ -1,0 +1,79 @@
+#include "topology/pipeline_timing.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace gossipd::topology {
+namespace {
+
+constexpr double kNotYet = std::numeric_limits<double>::infinity();
+
+struct Progress {
+  std::vector<std::vector<PipelineOp>> ops;      // per stage
+  std::vector<size_t> next;                      // per stage: index of its next op
+  std::vector<double> free_at;                   // per stage
+  std::vector<std::vector<double>> forward_end;  // [stage][micro]
+  std::vector<std::vector<double>> backward_end;
+};
+
+// When op `op` of stage `k` may start as far as its input goes, or kNotYet.
+double input_ready(const Progress& p, const StageTimes& t, size_t k, const PipelineOp& op) {
+  const size_t last = p.ops.size() - 1;
+  if (op.kind == PipelineOp::kForward) {
+    if (k == 0) return 0;
+    const double at = p.forward_end[k - 1][op.micro];
+    return at == kNotYet ? kNotYet : at + t.to_next[k - 1];
+  }
+  if (k == last) return p.forward_end[k][op.micro];
+  const double at = p.backward_end[k + 1][op.micro];
+  return at == kNotYet ? kNotYet : at + t.to_prev[k];
+}
+
+// Runs stage k's next op if its input is there; false when it cannot yet.
+bool advance(Progress& p, const StageTimes& t, PipelineSchedule schedule, size_t k) {
+  if (p.next[k] == p.ops[k].size()) return false;
+  const PipelineOp& op = p.ops[k][p.next[k]];
+  const double ready = input_ready(p, t, k, op);
+  if (ready == kNotYet) return false;
+  const double start = std::max(p.free_at[k], ready);
+  if (op.kind == PipelineOp::kForward) {
+    p.free_at[k] = p.forward_end[k][op.micro] = start + t.forward[k];
+  } else {
+    p.free_at[k] = p.backward_end[k][op.micro] = start + t.backward[k];
+    if (schedule == PipelineSchedule::kOneFOneBAsync) p.free_at[k] += t.update[k];
+  }
+  ++p.next[k];
+  return true;
+}
+
+}  // namespace
+
+std::optional<PipelineTiming> simulate_pipeline(PipelineSchedule schedule, size_t micros,
+                                                const StageTimes& t) {
+  const size_t stages = t.forward.size();
+  Progress p;
+  for (size_t k = 0; k < stages; ++k) p.ops.push_back(pipeline_ops(schedule, stages, micros, k));
+  p.next.assign(stages, 0);
+  p.free_at.assign(stages, 0);
+  p.forward_end.assign(stages, std::vector<double>(micros, kNotYet));
+  p.backward_end = p.forward_end;
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (size_t k = 0; k < stages; ++k) {
+      while (advance(p, t, schedule, k)) moved = true;
+    }
+  }
+  PipelineTiming out;
+  for (size_t k = 0; k < stages; ++k) {
+    if (p.next[k] != p.ops[k].size()) return std::nullopt;
+    const bool once = schedule != PipelineSchedule::kOneFOneBAsync;
+    const double end = p.free_at[k] + (once ? t.update[k] : 0);
+    out.step = std::max(out.step, end);
+    const double updates = once ? 1.0 : static_cast<double>(micros);
+    out.busy.push_back(static_cast<double>(micros) * (t.forward[k] + t.backward[k]) + updates * t.update[k]);
+  }
+  for (double b : out.busy) out.bubble.push_back(out.step > 0 ? 1.0 - b / out.step : 0.0);
+  return out;
+}
+
+}  // namespace gossipd::topology

@@ -1,0 +1,37 @@
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <vector>
+
+#include "topology/pipeline.h"
+
+namespace gossipd::topology {
+
+// What one micro-batch costs at each stage, in seconds: its forward and
+// backward compute, and the transfers between stage k and k + 1 (the
+// activation forward, its gradient back), which overlap compute.
+struct StageTimes {
+  std::vector<double> forward;   // per stage
+  std::vector<double> backward;  // per stage
+  std::vector<double> to_next;   // per boundary k -> k+1 (K - 1 of them)
+  std::vector<double> to_prev;   // per boundary k+1 -> k
+  std::vector<double> update;    // per stage: one optimizer step
+};
+
+struct PipelineTiming {
+  double step = 0;             // from the first forward's start to the last stage's finish
+  std::vector<double> busy;    // per stage: seconds computing
+  std::vector<double> bubble;  // per stage: 1 - busy / step
+};
+
+// Runs every stage's ops in order, as the workers do: an op starts when its
+// stage is free and its input has arrived (a forward needs the previous
+// stage's forward of the micro-batch, a backward the next stage's backward).
+// A synchronous schedule ends with one update per stage; 1f1b-async updates
+// after every backward. std::nullopt when the ops can never finish (a
+// schedule that deadlocks), which the schedules in pipeline.h never do.
+std::optional<PipelineTiming> simulate_pipeline(PipelineSchedule schedule, size_t micros,
+                                                const StageTimes& t);
+
+}  // namespace gossipd::topology
