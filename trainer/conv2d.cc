@@ -46,6 +46,8 @@ void Conv2D::im2col(const float* in, int batch) {
   const int c = in_.channels;
   const size_t row_len = static_cast<size_t>(patch());
   cols_.resize(static_cast<size_t>(batch) * out_shape_.height * out_shape_.width * row_len);
+  cols_in_ = in;
+  cols_batch_ = batch;
   float* row = cols_.data();
   for (int n = 0; n < batch; ++n) {
     const float* img = in + static_cast<size_t>(n) * in_.size();
@@ -103,7 +105,7 @@ void Conv2D::forward(const float* in, float* out, int batch) {
 }
 
 void Conv2D::backward(const float* in, const float*, const float* dout, float* din, int batch) {
-  (void)in;  // the forward pass's im2col of `in` is still in cols_
+  if (in != nullptr && (in != cols_in_ || batch != cols_batch_)) im2col(in, batch);
   const int rows = batch * out_shape_.height * out_shape_.width;
   const int co = out_shape_.channels;
   // dW[co, patch] = dY^T[co, rows] * cols[rows, patch]

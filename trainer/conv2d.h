@@ -9,7 +9,9 @@ namespace gossipd::trainer {
 // 2-D convolution on NHWC activations through im2col + one GEMM per batch.
 // Weights [out_channels, k, k, in_channels] row-major, then bias[out_channels].
 // The im2col matrix has one row per output pixel of the whole batch, so the
-// GEMM is large even for small images.
+// GEMM is large even for small images. backward() reuses the forward's
+// im2col when it is of the same input buffer (or `in` is null: the last
+// forward's input), and makes it again otherwise.
 class Conv2D : public Layer {
  public:
   // Zero rows above and below the input, zero columns left and right of it.
@@ -48,7 +50,11 @@ class Conv2D : public Layer {
   float* b_ = nullptr;
   float* dw_ = nullptr;
   float* db_ = nullptr;
-  std::vector<float> cols_;   // [batch * out pixels, patch]
+  std::vector<float> cols_;  // [batch * out pixels, patch]
+  // The input and batch cols_ holds the im2col of: a backward of another
+  // input (a pipeline stage's earlier micro-batch) makes it again.
+  const float* cols_in_ = nullptr;
+  int cols_batch_ = 0;
   std::vector<float> dcols_;  // same shape, for the input gradient
 };
 

@@ -12,46 +12,45 @@ MaxPool2D::MaxPool2D(Shape in, int size) : in_(in), size_(size) {
   out_ = Shape{in.height / size, in.width / size, in.channels};
 }
 
-void MaxPool2D::forward(const float* in, float* out, int batch) {
+void MaxPool2D::pool(const float* img, float* o, uint32_t* am) const {
   const int c = in_.channels;
-  argmax_.resize(out_.size() * static_cast<size_t>(batch));
-  for (int n = 0; n < batch; ++n) {
-    const float* img = in + static_cast<size_t>(n) * in_.size();
-    float* o = out + static_cast<size_t>(n) * out_.size();
-    uint32_t* am = argmax_.data() + static_cast<size_t>(n) * out_.size();
-    for (int oy = 0; oy < out_.height; ++oy) {
-      for (int ox = 0; ox < out_.width; ++ox) {
-        const size_t obase = (static_cast<size_t>(oy) * out_.width + ox) * c;
-        // Start from the window's first element so argmax is set even for NaN input.
-        const size_t first = (static_cast<size_t>(oy * size_) * in_.width + ox * size_) * c;
-        for (int ch = 0; ch < c; ++ch) {
-          o[obase + ch] = img[first + ch];
-          am[obase + ch] = static_cast<uint32_t>(first + ch);
-        }
-        for (int ky = 0; ky < size_; ++ky) {
-          for (int kx = 0; kx < size_; ++kx) {
-            const size_t ibase = (static_cast<size_t>(oy * size_ + ky) * in_.width + ox * size_ + kx) * c;
-            for (int ch = 0; ch < c; ++ch) {
-              if (img[ibase + ch] > o[obase + ch]) {
-                o[obase + ch] = img[ibase + ch];
-                am[obase + ch] = static_cast<uint32_t>(ibase + ch);
-              }
-            }
+  for (int oy = 0; oy < out_.height; ++oy) {
+    for (int ox = 0; ox < out_.width; ++ox) {
+      const size_t obase = (static_cast<size_t>(oy) * out_.width + ox) * c;
+      // Start from the window's first element so argmax is set even for NaN input.
+      const size_t first = (static_cast<size_t>(oy * size_) * in_.width + ox * size_) * c;
+      for (int ch = 0; ch < c; ++ch) am[obase + ch] = static_cast<uint32_t>(first + ch);
+      for (int ky = 0; ky < size_; ++ky) {
+        for (int kx = 0; kx < size_; ++kx) {
+          const size_t ibase = (static_cast<size_t>(oy * size_ + ky) * in_.width + ox * size_ + kx) * c;
+          for (int ch = 0; ch < c; ++ch) {
+            if (img[ibase + ch] > img[am[obase + ch]]) am[obase + ch] = static_cast<uint32_t>(ibase + ch);
           }
         }
       }
+      if (o == nullptr) continue;
+      for (int ch = 0; ch < c; ++ch) o[obase + ch] = img[am[obase + ch]];
     }
   }
 }
 
-void MaxPool2D::backward(const float*, const float*, const float* dout, float* din, int batch) {
+void MaxPool2D::forward(const float* in, float* out, int batch) {
+  argmax_.resize(out_.size());
+  for (int n = 0; n < batch; ++n) {
+    pool(in + static_cast<size_t>(n) * in_.size(), out + static_cast<size_t>(n) * out_.size(),
+         argmax_.data());
+  }
+}
+
+void MaxPool2D::backward(const float* in, const float*, const float* dout, float* din, int batch) {
   if (din == nullptr) return;
   std::memset(din, 0, sizeof(float) * in_.size() * batch);
+  argmax_.resize(out_.size());
   for (int n = 0; n < batch; ++n) {
+    pool(in + static_cast<size_t>(n) * in_.size(), nullptr, argmax_.data());
     float* d = din + static_cast<size_t>(n) * in_.size();
     const float* g = dout + static_cast<size_t>(n) * out_.size();
-    const uint32_t* am = argmax_.data() + static_cast<size_t>(n) * out_.size();
-    for (size_t i = 0; i < out_.size(); ++i) d[am[i]] += g[i];
+    for (size_t i = 0; i < out_.size(); ++i) d[argmax_[i]] += g[i];
   }
 }
 

@@ -7,7 +7,10 @@
 
 namespace gossipd::trainer {
 
-// Max pooling over size x size windows with stride = size, NHWC.
+// Max pooling over size x size windows with stride = size, NHWC. Nothing is
+// kept between forward and backward: backward finds each window's maximum
+// in its input again, so the passes of several batches (a pipeline stage's
+// micro-batches) may interleave.
 class MaxPool2D : public Layer {
  public:
   MaxPool2D(Shape in, int size);
@@ -20,7 +23,11 @@ class MaxPool2D : public Layer {
  private:
   Shape in_, out_;
   int size_;
-  std::vector<uint32_t> argmax_;  // per output element: index into the sample's input
+  // One sample's windows: each maximum into `out` (may be null) and its
+  // index in the sample's input into `argmax` (the first of equal maxima).
+  void pool(const float* img, float* out, uint32_t* argmax) const;
+
+  std::vector<uint32_t> argmax_;  // one sample's, scratch
 };
 
 }  // namespace gossipd::trainer

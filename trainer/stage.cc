@@ -1,0 +1,131 @@
+#include "trainer/stage.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace gossipd::trainer {
+
+Stage::Stage(Model& model, size_t first, size_t last) : model_(model), first_(first), last_(last) {
+  const auto& layers = model.layers();
+  if (first >= last || last > layers.size()) {
+    throw std::invalid_argument("stage: layers [" + std::to_string(first) + ", " + std::to_string(last) +
+                                ") are not a range of the model's " + std::to_string(layers.size()));
+  }
+  for (size_t i = 0; i < last; ++i) (i < first ? offset_ : count_) += layers[i]->param_count();
+  for (const ParamSegment& s : model.segments()) {
+    const bool inside = s.offset >= offset_ && s.offset + s.length <= offset_ + count_;
+    const bool outside = s.offset + s.length <= offset_ || s.offset >= offset_ + count_;
+    if (!inside && !outside)
+      throw std::invalid_argument("stage: its first or last layer splits block " + s.name);
+    if (inside) segments_.push_back({s.name, s.offset - offset_, s.length});
+  }
+  accumulated_.assign(count_, 0.0f);
+}
+
+Shape Stage::input_shape() const {
+  return first_ == 0 ? model_.input_shape() : model_.layers()[first_ - 1]->output_shape();
+}
+
+Shape Stage::output_shape() const { return model_.layers()[last_ - 1]->output_shape(); }
+
+std::span<float> Stage::params() { return model_.params().subspan(offset_, count_); }
+
+void Stage::zero_grads() { std::fill(accumulated_.begin(), accumulated_.end(), 0.0f); }
+
+size_t Stage::stash_floats(const Model& model, size_t first, size_t last, int batch) {
+  const Shape in = first == 0 ? model.input_shape() : model.layers()[first - 1]->output_shape();
+  size_t per_sample = in.size();
+  for (size_t i = first; i < last; ++i) per_sample += model.layers()[i]->output_shape().size();
+  return per_sample * static_cast<size_t>(batch);
+}
+
+size_t Stage::Stash::floats() const {
+  size_t n = input.size();
+  for (const auto& o : outputs) n += o.size();
+  return n;
+}
+
+Stage::Stash& Stage::take(uint64_t micro, int batch) {
+  for (const Stash& s : live_) {
+    if (s.micro == micro)
+      throw std::logic_error("stage: micro-batch " + std::to_string(micro) + " is already in flight");
+  }
+  if (free_.empty()) free_.emplace_back();
+  live_.push_back(std::move(free_.back()));
+  free_.pop_back();
+  Stash& s = live_.back();
+  s.micro = micro;
+  s.batch = batch;
+  s.input.resize(input_shape().size() * static_cast<size_t>(batch));
+  s.outputs.resize(last_ - first_);
+  for (size_t i = first_; i < last_; ++i)
+    s.outputs[i - first_].resize(model_.layers()[i]->output_shape().size() * static_cast<size_t>(batch));
+  stashed_ += s.floats();
+  most_stashed_ = std::max(most_stashed_, stashed_);
+  most_in_flight_ = std::max(most_in_flight_, live_.size());
+  return s;
+}
+
+Stage::Stash& Stage::find(uint64_t micro) {
+  for (Stash& s : live_) {
+    if (s.micro == micro) return s;
+  }
+  throw std::logic_error("stage: backward of micro-batch " + std::to_string(micro) +
+                         ", which is not in flight");
+}
+
+void Stage::release(uint64_t micro) {
+  const auto it = std::find_if(live_.begin(), live_.end(), [&](const Stash& s) { return s.micro == micro; });
+  stashed_ -= it->floats();
+  free_.push_back(std::move(*it));
+  live_.erase(it);
+}
+
+std::span<const float> Stage::forward(uint64_t micro, std::span<const float> in, int batch) {
+  Stash& s = take(micro, batch);
+  if (in.size() != s.input.size()) {
+    release(micro);
+    throw std::invalid_argument("stage: input of " + std::to_string(in.size()) + " floats, expected " +
+                                std::to_string(input_shape().size() * static_cast<size_t>(batch)));
+  }
+  std::copy(in.begin(), in.end(), s.input.begin());
+  if (stash_weights_) s.weights.assign(params().begin(), params().end());
+  const float* x = s.input.data();
+  for (size_t i = first_; i < last_; ++i) {
+    model_.layers()[i]->forward(x, s.outputs[i - first_].data(), batch);
+    x = s.outputs[i - first_].data();
+  }
+  return s.outputs.back();
+}
+
+void Stage::backward(uint64_t micro, std::span<const float> dout, std::span<float> din) {
+  Stash& s = find(micro);
+  if (dout.size() != s.outputs.back().size() || (!din.empty() && din.size() != s.input.size()))
+    throw std::invalid_argument("stage: gradient sizes do not match micro-batch " + std::to_string(micro));
+  if (stash_weights_) std::swap_ranges(s.weights.begin(), s.weights.end(), params().begin());
+  run_backward(s, dout, din);
+  if (stash_weights_) std::swap_ranges(s.weights.begin(), s.weights.end(), params().begin());
+  const std::span<const float> g = model_.grads().subspan(offset_, count_);
+  for (size_t i = 0; i < count_; ++i) accumulated_[i] += g[i];
+  release(micro);
+}
+
+void Stage::run_backward(Stash& s, std::span<const float> dout, std::span<float> din) {
+  const float* d = dout.data();
+  for (size_t i = last_; i-- > first_;) {
+    const float* in = i == first_ ? s.input.data() : s.outputs[i - first_ - 1].data();
+    float* dst = nullptr;
+    if (i > first_) {
+      std::vector<float>& buf = dbuf_[i % 2];
+      buf.resize(s.outputs[i - first_ - 1].size());
+      dst = buf.data();
+    } else if (!din.empty()) {
+      dst = din.data();
+    }
+    model_.layers()[i]->backward(in, s.outputs[i - first_].data(), d, dst, s.batch);
+    d = dst;
+  }
+}
+
+}  // namespace gossipd::trainer

@@ -1,0 +1,91 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "trainer/model.h"
+
+namespace gossipd::trainer {
+
+// A contiguous range of a model's layers, [first, last), run for
+// micro-batches in whatever order a pipeline schedule asks: each
+// micro-batch's forward stashes its activations until its backward, which
+// adds its parameter gradients to an accumulator and returns the gradient
+// with respect to its input. Knows nothing about the network: a pipeline
+// stage feeds it what arrived and sends what it returns.
+//
+// The range's parameters are the model's own (contiguous, since layers
+// bind their parameters in order); the model's other layers are not run.
+class Stage {
+ public:
+  // `model` is finalized and outlives the stage.
+  Stage(Model& model, size_t first, size_t last);
+  Stage(const Stage&) = delete;
+  Stage& operator=(const Stage&) = delete;
+
+  size_t first() const { return first_; }
+  size_t last() const { return last_; }
+  Shape input_shape() const;
+  Shape output_shape() const;
+  // The range's parameters, a view into the model's buffer; offset() is
+  // where they start in it.
+  std::span<float> params();
+  size_t offset() const { return offset_; }
+  // The model's segments in the range, offsets relative to params().
+  const std::vector<ParamSegment>& segments() const { return segments_; }
+  // The sum of the parameter gradients of every backward since zero_grads().
+  std::span<const float> grads() const { return accumulated_; }
+  void zero_grads();
+
+  // Weight stashing (PipeDream): each micro-batch's backward runs with the
+  // parameters its forward ran with, though updates came in between.
+  void stash_weights(bool on) { stash_weights_ = on; }
+
+  // Runs micro-batch `micro` (`batch` samples, input_shape() each) forward;
+  // the output is valid until its backward. Throws std::logic_error if it
+  // is already in flight.
+  std::span<const float> forward(uint64_t micro, std::span<const float> in, int batch);
+  // Runs it backward from the gradient of its output, adds its parameter
+  // gradients to grads() and writes the gradient of its input into `din`
+  // unless `din` is empty (the first stage needs none). Frees its stash.
+  void backward(uint64_t micro, std::span<const float> dout, std::span<float> din);
+
+  size_t in_flight() const { return live_.size(); }
+  // High-water marks since construction: micro-batches in flight, and the
+  // activation floats their stashes held (input and every layer's output).
+  size_t most_in_flight() const { return most_in_flight_; }
+  size_t most_stashed_floats() const { return most_stashed_; }
+
+  // The floats one micro-batch of `batch` samples stashes in layers
+  // [first, last) of `model`: its input and every layer's output.
+  static size_t stash_floats(const Model& model, size_t first, size_t last, int batch);
+
+ private:
+  struct Stash {
+    uint64_t micro = 0;
+    int batch = 0;
+    std::vector<float> input;
+    std::vector<std::vector<float>> outputs;  // per layer of the range
+    std::vector<float> weights;               // with weight stashing
+    size_t floats() const;
+  };
+  Stash& take(uint64_t micro, int batch);
+  Stash& find(uint64_t micro);
+  void release(uint64_t micro);
+  void run_backward(Stash& s, std::span<const float> dout, std::span<float> din);
+
+  Model& model_;
+  size_t first_, last_;
+  size_t offset_ = 0, count_ = 0;
+  std::vector<ParamSegment> segments_;
+  std::vector<float> accumulated_;
+  std::vector<Stash> live_;  // micro-batches in flight
+  std::vector<Stash> free_;  // their buffers, for reuse
+  std::vector<float> dbuf_[2];
+  bool stash_weights_ = false;
+  size_t stashed_ = 0, most_stashed_ = 0, most_in_flight_ = 0;
+};
+
+}  // namespace gossipd::trainer
