@@ -13,6 +13,12 @@ size_t piece_count(size_t count, const CollectiveOptions& options) {
   return (count + chunk_elems - 1) / chunk_elems;
 }
 
+std::vector<std::string> members_at(const std::vector<std::string>& members, std::span<const size_t> ranks) {
+  std::vector<std::string> ids;
+  for (size_t r : ranks) ids.push_back(members.at(r));
+  return ids;
+}
+
 std::vector<BlockRange> block_layout(size_t count, size_t parts, std::span<const size_t> counts,
                                      const std::string& what) {
   if (!counts.empty() && counts.size() != parts) {

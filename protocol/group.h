@@ -47,6 +47,10 @@ inline bool power_of_two(size_t n) { return n > 0 && (n & (n - 1)) == 0; }
 std::vector<BlockRange> block_layout(size_t count, size_t parts, std::span<const size_t> counts,
                                      const std::string& what);
 
+// The ids of `ranks` in `members` (a mode's groups: a grid column, a
+// pipeline's stages), in the order of `ranks`.
+std::vector<std::string> members_at(const std::vector<std::string>& members, std::span<const size_t> ranks);
+
 // An ordered list of members sharing a collective tag. Every member builds the
 // same Group (same tag and order) and calls the same collectives in the same
 // order; several groups may run at once over one Node if their tags differ.

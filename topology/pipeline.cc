@@ -66,6 +66,18 @@ double gpipe_bubble(size_t stages, size_t micros) {
   return static_cast<double>(stages - 1) / static_cast<double>(micros + stages - 1);
 }
 
+std::vector<size_t> pipeline_ranks(PipelineShape shape, size_t replica) {
+  std::vector<size_t> ranks;
+  for (size_t k = 0; k < shape.stages; ++k) ranks.push_back(replica * shape.stages + k);
+  return ranks;
+}
+
+std::vector<size_t> stage_ranks(PipelineShape shape, size_t stage) {
+  std::vector<size_t> ranks;
+  for (size_t d = 0; d < shape.replicas; ++d) ranks.push_back(d * shape.stages + stage);
+  return ranks;
+}
+
 LayerRanges parse_layer_counts(std::string_view text, size_t layers) {
   std::string what(1, '\'');
   what.append(text).push_back('\'');

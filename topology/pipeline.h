@@ -46,6 +46,26 @@ size_t max_in_flight(const std::vector<PipelineOp>& ops);
 // equal stages and free transfers.
 double gpipe_bubble(size_t stages, size_t micros);
 
+// K stages x D replicas (pipelines): the D processes holding the same stage
+// allreduce its gradients. Rank r is stage r mod K of pipeline r / K: a
+// pipeline's stages, which talk at every micro-batch, are consecutive ranks
+// (placed in order, they share a host where they can).
+struct PipelineShape {
+  size_t stages = 1;
+  size_t replicas = 1;
+  size_t procs() const { return stages * replicas; }
+};
+struct PipelineCoord {
+  size_t stage = 0;
+  size_t replica = 0;
+};
+inline PipelineCoord pipeline_coord(PipelineShape shape, size_t rank) {
+  return {rank % shape.stages, rank / shape.stages};
+}
+// The K ranks of pipeline `replica`, by stage; the D ranks holding `stage`.
+std::vector<size_t> pipeline_ranks(PipelineShape shape, size_t replica);
+std::vector<size_t> stage_ranks(PipelineShape shape, size_t stage);
+
 // A contiguous partition of L layers into stages: stage k runs layers
 // [first[k], first[k+1]) (first[0] = 0, first[K] = L).
 struct LayerRanges {

@@ -7,16 +7,6 @@
 #include "protocol/tags.h"
 
 namespace gossipd::daemon {
-namespace {
-
-std::vector<std::string> pick(const std::vector<std::string>& members, const std::vector<size_t>& ranks) {
-  std::vector<std::string> ids;
-  for (size_t r : ranks) ids.push_back(members.at(r));
-  return ids;
-}
-
-}  // namespace
-
 GroupGridComm::GroupGridComm(protocol::Node& node, const std::vector<std::string>& members,
                              topology::GridShape shape, size_t rank, protocol::CollectiveOptions options)
     : node_(node) {
@@ -27,10 +17,12 @@ GroupGridComm::GroupGridComm(protocol::Node& node, const std::vector<std::string
   namespace tags = protocol::tags;
   const topology::GridCoord at = topology::grid_coord(shape, rank);
   const tags::Range grid = tags::range(tags::User::kGrid);
-  const std::vector<std::string> column = pick(members, topology::column_ranks(shape, at.col));
+  const std::vector<std::string> column =
+      protocol::members_at(members, topology::column_ranks(shape, at.col));
   column_ = std::make_unique<protocol::Group>(node, grid.at(4 * at.col), column, options);
   row_ = std::make_unique<protocol::Group>(node, grid.at(4 * at.row + 1),
-                                           pick(members, topology::row_ranks(shape, at.row)), options);
+                                           protocol::members_at(members, topology::row_ranks(shape, at.row)),
+                                           options);
   halo_ = std::make_unique<protocol::Group>(node, grid.at(4 * at.col + 2), column, options);
   halo_stream_ = std::make_unique<protocol::TensorStream>(*halo_);
   all_ = std::make_unique<protocol::Group>(node, grid.at(kStartTag + 1), members, options);

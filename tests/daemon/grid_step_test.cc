@@ -12,6 +12,7 @@
 
 #include "daemon/plan/grid_plan.h"
 #include "tests/protocol/test_cluster.h"
+#include "tests/support/synthetic_data.h"
 #include "trainer/models.h"
 #include "trainer/optimizer.h"
 #include "trainer/rng.h"
@@ -25,19 +26,8 @@ constexpr size_t kSamples = 120, kInput = 28 * 28, kBatch = 10, kSteps = 100;
 constexpr uint64_t kSeed = 5;
 constexpr float kLr = 0.05f;
 
-struct Data {
-  std::vector<float> x;
-  std::vector<uint8_t> y;
-};
-
-Data synthetic() {
-  Data d;
-  trainer::Rng rng(11);
-  d.x.resize(kSamples * kInput);
-  for (float& v : d.x) v = static_cast<float>(rng.normal());
-  for (size_t i = 0; i < kSamples; ++i) d.y.push_back(static_cast<uint8_t>(rng.below(10)));
-  return d;
-}
+using Data = gossipd::testing::SyntheticData;
+Data synthetic() { return gossipd::testing::synthetic_data(kSamples, kInput); }
 
 // The batch of step t: samples [t B, (t + 1) B) modulo the set.
 size_t first_sample(size_t step) { return step * kBatch % kSamples; }
@@ -60,12 +50,7 @@ trainer::ModelOptions small_cnn() {
   return mo;
 }
 
-trainer::OptimizerOptions sgd() {
-  trainer::OptimizerOptions o;
-  o.momentum = 0.9f;
-  o.weight_decay = 5e-4f;
-  return o;
-}
+trainer::OptimizerOptions sgd() { return gossipd::testing::momentum_sgd(); }
 
 // LARS: each layer's step scaled by its norms, which the grid sums over the
 // processes holding its blocks.
@@ -163,12 +148,7 @@ TEST_P(GridExactness, HundredStepsMatchTheSerialTrainer) {
   const Trajectory grid = grid_run(d, mo, oo, GetParam().shape);
   ASSERT_EQ(grid.params.size(), serial.params.size());
   EXPECT_LE(relative_l2(grid.params, serial.params), 1e-5);
-  double worst = 0, scale = 0;
-  for (size_t i = 0; i < serial.params.size(); ++i) {
-    worst = std::max(worst, std::abs(static_cast<double>(grid.params[i]) - serial.params[i]));
-    scale = std::max(scale, std::abs(static_cast<double>(serial.params[i])));
-  }
-  EXPECT_LE(worst, 1e-5 * scale);
+  EXPECT_LE(gossipd::testing::max_relative_error(grid.params, serial.params), 1e-5);
   for (size_t t = 0; t < kSteps; ++t) ASSERT_NEAR(grid.losses[t], serial.losses[t], 1e-4) << "step " << t;
   EXPECT_LT(serial.losses.back(), serial.losses.front());  // it trained
 }

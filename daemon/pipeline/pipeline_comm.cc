@@ -1,0 +1,61 @@
+#include "daemon/pipeline/pipeline_comm.h"
+
+#include <stdexcept>
+
+#include "protocol/collectives.h"
+#include "protocol/tags.h"
+
+namespace gossipd::daemon {
+// Tags: pipeline d's group 2d, stage k's replica group 2k + 1.
+PipelineComm::PipelineComm(protocol::Node& node, const std::vector<std::string>& members,
+                           topology::PipelineShape shape, size_t rank, protocol::CollectiveOptions options)
+    : node_(node), shape_(shape), at_(topology::pipeline_coord(shape, rank)) {
+  if (members.size() != shape.procs()) {
+    throw std::invalid_argument("a pipeline of " + std::to_string(shape.stages) + " stages x " +
+                                std::to_string(shape.replicas) + " replicas needs " +
+                                std::to_string(shape.procs()) + " members, got " +
+                                std::to_string(members.size()));
+  }
+  namespace tags = protocol::tags;
+  const tags::Range range = tags::range(tags::User::kPipeline);
+  const std::vector<std::string> pipeline =
+      protocol::members_at(members, topology::pipeline_ranks(shape, at_.replica));
+  pipeline_ = std::make_unique<protocol::Group>(node, range.at(2 * at_.replica), pipeline, options);
+  replicas_ = std::make_unique<protocol::Group>(
+      node, range.at(2 * at_.stage + 1),
+      protocol::members_at(members, topology::stage_ranks(shape, at_.stage)), options);
+  stream_ = std::make_unique<protocol::TensorStream>(*pipeline_);
+}
+
+void PipelineComm::set_stop(std::stop_token stop) {
+  for (protocol::Group* g : {pipeline_.get(), replicas_.get()}) g->options().stop = stop;
+}
+
+PipelineComm::SendHandle PipelineComm::send_activation(uint64_t micro, std::span<const float> data) {
+  bytes_.activation += data.size_bytes();
+  return stream_->send(at_.stage + 1, 2 * micro, data);
+}
+
+void PipelineComm::recv_activation(uint64_t micro, std::span<float> out) {
+  stream_->recv(at_.stage - 1, 2 * micro, out);
+}
+
+PipelineComm::SendHandle PipelineComm::send_gradient(uint64_t micro, std::span<const float> data) {
+  bytes_.input_gradient += data.size_bytes();
+  return stream_->send(at_.stage - 1, 2 * micro + 1, data);
+}
+
+void PipelineComm::recv_gradient(uint64_t micro, std::span<float> out) {
+  stream_->recv(at_.stage + 1, 2 * micro + 1, out);
+}
+
+void PipelineComm::wait(const SendHandle& handle) { stream_->wait(handle); }
+
+void PipelineComm::allreduce_replicas(std::span<float> data) {
+  if (shape_.replicas == 1) return;
+  const uint64_t before = node_.payload_bytes_sent();
+  protocol::Allreduce(*replicas_, data).run();
+  bytes_.weight_gradient += node_.payload_bytes_sent() - before;
+}
+
+}  // namespace gossipd::daemon

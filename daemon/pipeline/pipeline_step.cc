@@ -1,0 +1,152 @@
+#include "daemon/pipeline/pipeline_step.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace gossipd::daemon {
+namespace {
+
+using topology::PipelineOp;
+using topology::PipelineSchedule;
+
+bool asynchronous(const PipelineStepOptions& o) { return o.schedule == PipelineSchedule::kOneFOneBAsync; }
+
+// Micro-batches per schedule: a batch's, or an epoch's without draining.
+size_t scheduled_micros(const PipelineStepOptions& o) {
+  return asynchronous(o) ? o.micros * o.steps_per_epoch : o.micros;
+}
+
+}  // namespace
+
+PipelineStep::PipelineStep(trainer::Stage& stage, PipelineComm& comm, trainer::Optimizer& optimizer,
+                           PipelineStepOptions o)
+    : stage_(stage),
+      comm_(comm),
+      optimizer_(optimizer),
+      o_(o),
+      micro_batch_(o.micros == 0 ? 0 : o.batch / o.micros),
+      loss_(static_cast<int>(stage.output_shape().size()), o.label_smoothing),
+      ops_(topology::pipeline_ops(o.schedule, o.stages, scheduled_micros(o), comm.at().stage)),
+      slots_(2),
+      slot_sends_(2) {
+  if (o.micros == 0 || o.batch % o.micros != 0)
+    throw std::invalid_argument("pipeline: " + std::to_string(o.micros) +
+                                " micro-batches do not divide the batch of " + std::to_string(o.batch));
+  stage_.stash_weights(asynchronous(o));
+  stage_.zero_grads();
+}
+
+trainer::LossResult PipelineStep::train(std::span<const float> x, std::span<const uint8_t> y, float lr) {
+  const uint64_t batch = batches_++;
+  Batch b{x, y, batch * o_.micros};
+  size_t end = ops_.size();
+  if (asynchronous(o_)) {
+    const uint64_t in_epoch = batch % o_.steps_per_epoch;
+    if (in_epoch == 0) {
+      next_op_ = 0;
+      epoch_base_ = b.base;
+    }
+    // Up to the next batch's first forward; the epoch's last batch drains.
+    const uint64_t stop_at = (in_epoch + 1) * o_.micros;
+    for (end = next_op_; end < ops_.size(); ++end) {
+      if (ops_[end].kind == PipelineOp::kForward && ops_[end].micro >= stop_at) break;
+    }
+    b.base = epoch_base_;  // ops count the epoch's micro-batches
+  } else {
+    next_op_ = 0;
+  }
+  trainer::LossResult sum;
+  busy_ = 0;
+  const Clock::time_point start = Clock::now();
+  for (; next_op_ < end; ++next_op_) run(ops_[next_op_], b, lr, sum);
+  span_ = std::chrono::duration<double>(Clock::now() - start).count();
+  if (!asynchronous(o_)) update(lr);
+  sum.loss /= static_cast<double>(o_.micros);
+  return sum;
+}
+
+void PipelineStep::run(const PipelineOp& op, const Batch& b, float lr, trainer::LossResult& sum) {
+  const uint64_t key = b.base + op.micro;
+  if (op.kind == PipelineOp::kForward) {
+    forward(key, b, sum);
+  } else {
+    backward(key, lr);
+  }
+}
+
+void PipelineStep::forward(uint64_t key, const Batch& b, trainer::LossResult& sum) {
+  const size_t in_floats = stage_.input_shape().size() * micro_batch_;
+  const size_t m = (key - b.base) % o_.micros;  // within its batch
+  std::span<const float> in;
+  if (comm_.first()) {
+    in = b.x.subspan(m * in_floats, in_floats);
+  } else {
+    input_.resize(in_floats);
+    comm_.recv_activation(key, input_);
+    in = input_;
+  }
+  const Clock::time_point start = Clock::now();
+  const std::span<const float> out = stage_.forward(key, in, static_cast<int>(micro_batch_));
+  if (comm_.last()) {
+    std::vector<float>& d = dlogits_[key];
+    d.resize(out.size());
+    const trainer::LossResult r = loss_.compute(out.data(), b.y.subspan(m * micro_batch_, micro_batch_), d);
+    // d(mean over the batch) = d(mean over the micro-batch) / M.
+    for (float& v : d) v /= static_cast<float>(o_.micros);
+    sum.loss += r.loss;
+    sum.correct += r.correct;
+  }
+  busy_ += std::chrono::duration<double>(Clock::now() - start).count();
+  if (!comm_.last()) sent_outputs_[key] = comm_.send_activation(key, out);
+}
+
+void PipelineStep::backward(uint64_t key, float lr) {
+  std::span<const float> dout;
+  if (comm_.last()) {
+    dout = dlogits_.at(key);
+  } else {
+    dout_.resize(stage_.output_shape().size() * micro_batch_);
+    comm_.recv_gradient(key, dout_);
+    dout = dout_;
+    comm_.wait(sent_outputs_.at(key));  // the output lives in the stash its backward frees
+    sent_outputs_.erase(key);
+  }
+  std::vector<float>* din = comm_.first() ? nullptr : &gradient_slot();
+  if (din) din->resize(stage_.input_shape().size() * micro_batch_);
+  const Clock::time_point start = Clock::now();
+  stage_.backward(key, dout, din ? std::span<float>(*din) : std::span<float>());
+  busy_ += std::chrono::duration<double>(Clock::now() - start).count();
+  dlogits_.erase(key);
+  if (din) slot_sends_[next_slot_] = comm_.send_gradient(key, *din);
+  next_slot_ = (next_slot_ + 1) % slots_.size();
+  if (asynchronous(o_)) update(lr);
+}
+
+std::vector<float>& PipelineStep::gradient_slot() {
+  comm_.wait(slot_sends_[next_slot_]);
+  return slots_[next_slot_];
+}
+
+// The accumulated gradients, averaged over the replicas, into one step.
+void PipelineStep::update(float lr) {
+  std::span<const float> g = stage_.grads();
+  if (o_.replicas > 1) {
+    grads_.assign(g.begin(), g.end());
+    comm_.allreduce_replicas(grads_);
+    for (float& v : grads_) v /= static_cast<float>(o_.replicas);
+    g = grads_;
+  }
+  optimizer_.step(stage_.params(), g, lr);
+  stage_.zero_grads();
+}
+
+// Input gradients still on their way read the slots: they go before the
+// slots do (a failed peer's are abandoned with the transport's error).
+PipelineStep::~PipelineStep() {
+  try {
+    for (const auto& h : slot_sends_) comm_.wait(h);
+  } catch (const std::exception&) {
+  }
+}
+
+}  // namespace gossipd::daemon
