@@ -14,28 +14,35 @@ MaxPool2D::MaxPool2D(Shape in, int size) : in_(in), size_(size) {
 
 void MaxPool2D::pool(const float* img, float* o, uint32_t* am) const {
   const int c = in_.channels;
+  float* best = best_.data();
   for (int oy = 0; oy < out_.height; ++oy) {
     for (int ox = 0; ox < out_.width; ++ox) {
       const size_t obase = (static_cast<size_t>(oy) * out_.width + ox) * c;
       // Start from the window's first element so argmax is set even for NaN input.
       const size_t first = (static_cast<size_t>(oy * size_) * in_.width + ox * size_) * c;
-      for (int ch = 0; ch < c; ++ch) am[obase + ch] = static_cast<uint32_t>(first + ch);
+      for (int ch = 0; ch < c; ++ch) {
+        best[ch] = img[first + ch];
+        am[obase + ch] = static_cast<uint32_t>(first + ch);
+      }
       for (int ky = 0; ky < size_; ++ky) {
         for (int kx = 0; kx < size_; ++kx) {
           const size_t ibase = (static_cast<size_t>(oy * size_ + ky) * in_.width + ox * size_ + kx) * c;
           for (int ch = 0; ch < c; ++ch) {
-            if (img[ibase + ch] > img[am[obase + ch]]) am[obase + ch] = static_cast<uint32_t>(ibase + ch);
+            if (img[ibase + ch] > best[ch]) {
+              best[ch] = img[ibase + ch];
+              am[obase + ch] = static_cast<uint32_t>(ibase + ch);
+            }
           }
         }
       }
-      if (o == nullptr) continue;
-      for (int ch = 0; ch < c; ++ch) o[obase + ch] = img[am[obase + ch]];
+      if (o != nullptr) std::memcpy(o + obase, best, sizeof(float) * c);
     }
   }
 }
 
 void MaxPool2D::forward(const float* in, float* out, int batch) {
   argmax_.resize(out_.size());
+  best_.resize(static_cast<size_t>(in_.channels));
   for (int n = 0; n < batch; ++n) {
     pool(in + static_cast<size_t>(n) * in_.size(), out + static_cast<size_t>(n) * out_.size(),
          argmax_.data());
@@ -46,6 +53,7 @@ void MaxPool2D::backward(const float* in, const float*, const float* dout, float
   if (din == nullptr) return;
   std::memset(din, 0, sizeof(float) * in_.size() * batch);
   argmax_.resize(out_.size());
+  best_.resize(static_cast<size_t>(in_.channels));
   for (int n = 0; n < batch; ++n) {
     pool(in + static_cast<size_t>(n) * in_.size(), nullptr, argmax_.data());
     float* d = din + static_cast<size_t>(n) * in_.size();

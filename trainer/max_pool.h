@@ -27,7 +27,8 @@ class MaxPool2D : public Layer {
   // index in the sample's input into `argmax` (the first of equal maxima).
   void pool(const float* img, float* out, uint32_t* argmax) const;
 
-  std::vector<uint32_t> argmax_;  // one sample's, scratch
+  std::vector<uint32_t> argmax_;     // one sample's, scratch
+  mutable std::vector<float> best_;  // one window's maxima by channel, scratch
 };
 
 }  // namespace gossipd::trainer

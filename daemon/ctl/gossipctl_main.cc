@@ -10,6 +10,7 @@
 #include "daemon/ctl/compare.h"
 #include "daemon/ctl/compare_flags.h"
 #include "daemon/ctl/plan_command.h"
+#include "daemon/ctl/plan_pipeline.h"
 #include "protocol/curve.h"
 #include "trainer/models.h"
 
@@ -92,11 +93,14 @@ int main(int argc, char** argv) {
   CLI::App* collect_cmd = add_collect_command(app, collect);
   PlanGridOptions plan_grid;
   CLI::App* plan_grid_cmd = add_plan_command(app, plan_grid);
+  PlanPipelineOptions plan_pipeline;
+  CLI::App* plan_pipeline_cmd = add_plan_pipeline(*app.get_subcommand("plan"), plan_pipeline);
 
   return run_cli(app, argc, argv, [&]() -> int {
     if (ccmd->parsed()) return run_compare(co);
     if (collect_cmd->parsed()) return run_collect(collect);
     if (plan_grid_cmd->parsed()) return run_plan_grid(plan_grid);
+    if (plan_pipeline_cmd->parsed()) return run_plan_pipeline(plan_pipeline);
     if (keygen->parsed()) return run_keygen(key_dir, force);
     if (tcmd->parsed()) return run_trainer_bench(tb);
     if (collective_bench_parsed(collective_cmds)) return run_collective_bench(cb);

@@ -82,6 +82,29 @@ void print_json(const PlanGridOptions& o, const std::vector<Row>& rows, size_t f
 
 }  // namespace
 
+std::unique_ptr<trainer::Model> plan_model(const std::string& what, const std::string& name,
+                                           const std::vector<int>& hidden) {
+  trainer::ModelOptions mo;
+  mo.name = name;
+  mo.hidden = hidden;
+  try {
+    return trainer::make_model(mo, 1);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(what + ": " + e.what());
+  }
+}
+
+LinkModel plan_link(const std::string& what, const std::string& bandwidth, double latency_us) {
+  LinkModel link;
+  try {
+    link.bytes_per_s = parse_bandwidth(bandwidth);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(what + ": --bandwidth: " + e.what());
+  }
+  link.latency_s = latency_us * 1e-6;
+  return link;
+}
+
 CLI::App* add_plan_command(CLI::App& app, PlanGridOptions& o) {
   CLI::App* plan =
       app.add_subcommand("plan", "Predict what a synchronous mode's layouts move and cost per step");
@@ -120,22 +143,8 @@ CLI::App* add_plan_command(CLI::App& app, PlanGridOptions& o) {
 }
 
 int run_plan_grid(const PlanGridOptions& o) {
-  trainer::ModelOptions mo;
-  mo.name = o.model;
-  mo.hidden = o.hidden;
-  std::unique_ptr<trainer::Model> model;
-  try {
-    model = trainer::make_model(mo, 1);
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(std::string("plan grid: ") + e.what());
-  }
-  LinkModel link;
-  try {
-    link.bytes_per_s = parse_bandwidth(o.bandwidth);
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(std::string("plan grid: --bandwidth: ") + e.what());
-  }
-  link.latency_s = o.latency_us * 1e-6;
+  const std::unique_ptr<trainer::Model> model = plan_model("plan grid", o.model, o.hidden);
+  const LinkModel link = plan_link("plan grid", o.bandwidth, o.latency_us);
   GridPlanInput in;
   in.layers = plan_layers(*model);
   in.batch = o.batch;

@@ -1,7 +1,11 @@
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "daemon/plan/link_model.h"
+#include "trainer/model.h"
 
 namespace CLI {
 class App;
@@ -24,6 +28,12 @@ struct PlanGridOptions {
   std::string input_gradient = "reduce-scatter";
   bool json = false;
 };
+
+// What every plan subcommand reads: the model by name and widths, and the
+// link; both throw UsageError prefixed with `what` ("plan grid").
+std::unique_ptr<trainer::Model> plan_model(const std::string& what, const std::string& name,
+                                           const std::vector<int>& hidden);
+LinkModel plan_link(const std::string& what, const std::string& bandwidth, double latency_us);
 
 // Adds `plan` with its `grid` subcommand; returns the `grid` command.
 CLI::App* add_plan_command(CLI::App& app, PlanGridOptions& o);

@@ -1,0 +1,150 @@
+#include "daemon/ctl/plan_pipeline.h"
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <stdexcept>
+
+#include "daemon/config/cli.h"
+#include "daemon/ctl/plan_command.h"
+#include "daemon/plan/pipeline_plan.h"
+#include "daemon/plan/plan_layers.h"
+#include "trainer/models.h"
+
+namespace gossipd::daemon {
+namespace {
+
+using topology::PipelineSchedule;
+
+constexpr PipelineSchedule kSchedules[] = {PipelineSchedule::kGpipe, PipelineSchedule::kOneFOneB,
+                                           PipelineSchedule::kOneFOneBAsync};
+
+// The chosen partition's predicted step under each schedule.
+std::vector<double> step_by_schedule(PipelinePlanInput in, const topology::LayerRanges& ranges) {
+  std::vector<double> out;
+  for (PipelineSchedule s : kSchedules) {
+    in.schedule = s;
+    out.push_back(price_partition(in, ranges).step_s);
+  }
+  return out;
+}
+
+std::string layer_kinds(const PipelinePlanInput& in, const StagePlan& s) {
+  std::string kinds;
+  for (size_t i = s.first; i < s.last; ++i) kinds += (kinds.empty() ? "" : " ") + in.layers[i].kind;
+  return kinds;
+}
+
+void print_table(const PlanPipelineOptions& o, const std::string& net, const PipelinePlanInput& in,
+                 const PipelineChoice& c, const std::vector<double>& steps) {
+  std::printf(
+      "gossipctl plan pipeline: %s (%s), batch %zu in %zu micro-batches of %zu, at most %zu stages, "
+      "partitioned for %s, %s, latency %.1f us (layers timed on this machine)\n\n",
+      o.model.c_str(), net.c_str(), o.batch, o.micros, in.micro_batch, o.stages, o.schedule.c_str(),
+      o.bandwidth.c_str(), o.latency_us);
+  std::printf(
+      "| stage | layers | forward ms | backward ms | params | boundary MB | in flight | memory MB |\n");
+  std::printf("| --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  for (size_t k = 0; k < c.plan.stages.size(); ++k) {
+    const StagePlan& s = c.plan.stages[k];
+    std::printf("| %zu | %zu-%zu %s | %.3f | %.3f | %zu | %.3f | %zu | %.2f |\n", k, s.first, s.last - 1,
+                layer_kinds(in, s).c_str(), s.forward_s * 1e3, s.backward_s * 1e3, s.params,
+                s.boundary_bytes / 1e6, s.in_flight, s.memory_bytes / 1e6);
+  }
+  std::printf("\nbubble %.3f (GPipe's (K-1)/(M+K-1) = %.3f); predicted step:", c.plan.bubble,
+              topology::gpipe_bubble(c.plan.stages.size(), o.micros));
+  for (size_t i = 0; i < steps.size(); ++i)
+    std::printf("%s %s %.3f ms", i ? "," : "", topology::schedule_name(kSchedules[i]).c_str(),
+                steps[i] * 1e3);
+  std::printf("\n\n| stages | fastest partition | step ms | |\n| --- | --- | --- | --- |\n");
+  for (const PipelinePlan& p : c.by_count) {
+    std::printf("| %zu | %s | %.3f | %s |\n", p.stages.size(), topology::layer_counts(p.ranges).c_str(),
+                p.step_s * 1e3, p.ranges.first == c.plan.ranges.first ? "chosen" : "");
+  }
+  if (!c.why.empty()) std::printf("\n%s\n", c.why.c_str());
+}
+
+void print_json(const PlanPipelineOptions& o, const PipelinePlanInput& in, const PipelineChoice& c,
+                const std::vector<double>& steps) {
+  std::printf(
+      "{\"plan\":\"pipeline\",\"model\":\"%s\",\"batch\":%zu,\"micros\":%zu,\"micro_batch\":%zu,"
+      "\"schedule\":\"%s\",\"stages_asked\":%zu,\"bandwidth_bytes_per_s\":%.0f,\"latency_s\":%.9f,"
+      "\"partition\":\"%s\",\"bubble\":%.6f,\"stages\":[",
+      o.model.c_str(), o.batch, o.micros, in.micro_batch, o.schedule.c_str(), o.stages, in.link.bytes_per_s,
+      in.link.latency_s, topology::layer_counts(c.plan.ranges).c_str(), c.plan.bubble);
+  for (size_t k = 0; k < c.plan.stages.size(); ++k) {
+    const StagePlan& s = c.plan.stages[k];
+    std::printf(
+        "%s{\"first\":%zu,\"last\":%zu,\"forward_s\":%.9f,\"backward_s\":%.9f,\"params\":%zu,"
+        "\"boundary_bytes\":%.0f,\"in_flight\":%zu,\"stash_floats\":%zu,\"memory_bytes\":%.0f}",
+        k ? "," : "", s.first, s.last, s.forward_s, s.backward_s, s.params, s.boundary_bytes, s.in_flight,
+        s.stash_floats, s.memory_bytes);
+  }
+  std::printf("],\"step_s\":{");
+  for (size_t i = 0; i < steps.size(); ++i)
+    std::printf("%s\"%s\":%.9f", i ? "," : "", topology::schedule_name(kSchedules[i]).c_str(), steps[i]);
+  std::printf("},\"by_count\":[");
+  for (size_t i = 0; i < c.by_count.size(); ++i) {
+    std::printf("%s{\"stages\":%zu,\"partition\":\"%s\",\"step_s\":%.9f}", i ? "," : "",
+                c.by_count[i].stages.size(), topology::layer_counts(c.by_count[i].ranges).c_str(),
+                c.by_count[i].step_s);
+  }
+  std::printf("],\"why\":\"%s\"}\n", c.why.c_str());
+}
+
+}  // namespace
+
+CLI::App* add_plan_pipeline(CLI::App& plan, PlanPipelineOptions& o) {
+  CLI::App* cmd = plan.add_subcommand(
+      "pipeline",
+      "Profile a model's layers here, partition them into at most --stages stages, merge, predict");
+  cmd->add_option("--model", o.model, "Model")
+      ->check(CLI::IsMember(trainer::model_names()))
+      ->capture_default_str();
+  cmd->add_option("--hidden", o.hidden, "Hidden dense widths (default: the model's)")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 65536));
+  cmd->add_option("--stages", o.stages, "Most stages K")->check(CLI::Range(1, 1024))->capture_default_str();
+  cmd->add_option("--batch", o.batch, "One pipeline's batch")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 20))
+      ->capture_default_str();
+  cmd->add_option("--micro-batches", o.micros, "Micro-batches M per batch (M divides --batch)")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 16))
+      ->capture_default_str();
+  cmd->add_option("--schedule", o.schedule, "The schedule the partition is chosen for")
+      ->check(CLI::IsMember({"gpipe", "1f1b", "1f1b-async"}))
+      ->capture_default_str();
+  cmd->add_option("--bandwidth", o.bandwidth, "Link bandwidth between stages: 100mbit, 1gbit, ...")
+      ->capture_default_str();
+  cmd->add_option("--latency-us", o.latency_us, "Per-message latency (alpha), microseconds")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--reps", o.reps, "Timed passes per layer (the median is taken)")
+      ->check(CLI::Range(1, 10000))
+      ->capture_default_str();
+  cmd->add_flag("--json", o.json, "One JSON object instead of the tables");
+  return cmd;
+}
+
+int run_plan_pipeline(const PlanPipelineOptions& o) {
+  const std::unique_ptr<trainer::Model> model = plan_model("plan pipeline", o.model, o.hidden);
+  if (o.batch % o.micros != 0)
+    throw UsageError("plan pipeline: --micro-batches " + std::to_string(o.micros) +
+                     " does not divide --batch " + std::to_string(o.batch));
+  if (o.stages > model->layers().size())
+    throw UsageError("plan pipeline: --stages " + std::to_string(o.stages) + " is more than the " + o.model +
+                     "'s " + std::to_string(model->layers().size()) + " layers");
+  PipelinePlanInput in = measure_pipeline(*model, trainer::OptimizerOptions{}, o.batch / o.micros, o.reps);
+  in.micros = o.micros;
+  in.schedule = topology::parse_schedule(o.schedule);
+  in.link = plan_link("plan pipeline", o.bandwidth, o.latency_us);
+  const PipelineChoice c = plan_pipeline(in, o.stages);
+  const std::vector<double> steps = step_by_schedule(in, c.plan.ranges);
+  if (o.json) {
+    print_json(o, in, c, steps);
+  } else {
+    print_table(o, describe(plan_layers(*model)), in, c, steps);
+  }
+  return kExitOk;
+}
+
+}  // namespace gossipd::daemon

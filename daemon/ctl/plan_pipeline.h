@@ -1,0 +1,33 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace CLI {
+class App;
+}
+
+namespace gossipd::daemon {
+
+// gossipctl plan pipeline: a model profiled layer by layer on this machine,
+// partitioned into at most --stages stages and merged where a boundary
+// costs more than it saves (daemon/plan/pipeline_plan.h).
+struct PlanPipelineOptions {
+  std::string model = "cnn";
+  std::vector<int> hidden;  // empty: the model's default widths
+  size_t stages = 2;
+  size_t batch = 64;  // one pipeline's batch
+  size_t micros = 4;
+  std::string schedule = "1f1b";  // the schedule the partition is chosen for
+  // Defaults: this machine's loopback (as gossipctl plan grid).
+  std::string bandwidth = "32gbit";
+  double latency_us = 10;
+  int reps = 20;  // timed passes per layer
+  bool json = false;
+};
+
+// Adds `pipeline` to gossipctl's `plan` command; returns it.
+CLI::App* add_plan_pipeline(CLI::App& plan, PlanPipelineOptions& o);
+int run_plan_pipeline(const PlanPipelineOptions& o);
+
+}  // namespace gossipd::daemon

@@ -1,0 +1,74 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "daemon/plan/link_model.h"
+#include "topology/pipeline.h"
+#include "topology/pipeline_timing.h"
+#include "trainer/layer_timing.h"
+#include "trainer/optimizer.h"
+
+namespace gossipd::daemon {
+
+// What the pipeline planner prices a partition from: every layer's time on
+// one micro-batch (trainer::time_layers on this machine), the link between
+// stages, and the optimizer's time per parameter.
+struct PipelinePlanInput {
+  std::vector<trainer::LayerTiming> layers;
+  size_t input_floats = 0;  // one sample of the model's input
+  size_t micro_batch = 1;
+  size_t micros = 1;  // M
+  topology::PipelineSchedule schedule = topology::PipelineSchedule::kOneFOneB;
+  LinkModel link;
+  double update_s_per_param = 0;
+};
+
+struct StagePlan {
+  size_t first = 0, last = 0;            // layers [first, last)
+  double forward_s = 0, backward_s = 0;  // per micro-batch
+  size_t params = 0;
+  size_t in_flight = 0;       // most micro-batches it holds under the schedule
+  size_t stash_floats = 0;    // what one micro-batch stashes (trainer::Stage::stash_floats)
+  double boundary_bytes = 0;  // its output per micro-batch, sent to the next stage (0 for the last)
+  // Parameters, their gradients and the optimizer's velocity, the
+  // activations of the micro-batches in flight, and (1f1b-async) one
+  // stashed copy of the weights per micro-batch in flight.
+  double memory_bytes = 0;
+};
+
+struct PipelinePlan {
+  topology::LayerRanges ranges;
+  std::vector<StagePlan> stages;
+  double step_s = 0;  // one batch under the input's schedule
+  double bubble = 0;  // the mean over stages of the fraction of the step a stage idles
+};
+
+// What a plan of `model` needs from this machine: every layer timed on one
+// micro-batch (the median of `reps` passes) and the optimizer's step per
+// parameter. The caller sets the schedule, M and the link.
+PipelinePlanInput measure_pipeline(trainer::Model& model, const trainer::OptimizerOptions& optimizer,
+                                   size_t micro_batch, int reps);
+
+// One partition, priced: the stages' op lists run through
+// topology::simulate_pipeline with transfers of latency + bytes / bandwidth
+// each way. 1f1b-async is priced per batch in the steady state (eight
+// batches' micro-batches without a drain, over eight).
+PipelinePlan price_partition(const PipelinePlanInput& in, const topology::LayerRanges& ranges);
+
+// The fastest contiguous partition into exactly `stages` stages (every one
+// tried: C(L-1, K-1) of them).
+PipelinePlan best_partition(const PipelinePlanInput& in, size_t stages);
+
+// The plan for at most `stages` stages: the fastest partition of each
+// stage count, merged down to fewer stages wherever that is predicted
+// faster (a boundary's transfer costing more than the split saves).
+struct PipelineChoice {
+  PipelinePlan plan;                   // the one to run
+  std::vector<PipelinePlan> by_count;  // the fastest of 1 .. `stages` stages
+  std::string why;                     // why it has fewer stages than asked, or empty
+};
+// Throws std::invalid_argument when `stages` is 0 or more than the layers.
+PipelineChoice plan_pipeline(const PipelinePlanInput& in, size_t stages);
+
+}  // namespace gossipd::daemon

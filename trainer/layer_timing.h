@@ -1,0 +1,27 @@
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "trainer/model.h"
+
+namespace gossipd::trainer {
+
+// What one layer of a model costs on this machine for one batch: the
+// pipeline planner's profile (gossipctl plan pipeline).
+struct LayerTiming {
+  std::string kind;       // the layer's kind (dense, conv2d, relu, ...)
+  double forward_s = 0;   // median seconds of a forward pass
+  double backward_s = 0;  // median seconds of a backward pass (with its input gradient)
+  size_t out_floats = 0;  // its output per sample
+  size_t params = 0;
+};
+
+// Times every layer of `model` forward and backward on `batch` samples of
+// random input, the median of `reps` passes after one untimed. The model's
+// parameters and gradients are used as they are (the gradients are
+// overwritten).
+std::vector<LayerTiming> time_layers(Model& model, int batch, int reps);
+
+}  // namespace gossipd::trainer
