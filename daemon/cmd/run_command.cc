@@ -210,7 +210,7 @@ void RunCommand::open_node() {
 // Into the cluster: through a join, or as one of the members started
 // together (from round 0 or from its checkpoint).
 void RunCommand::enter() {
-  steps_ = mode_.steps_per_epoch(train_.size(), members_.size(), trainer_->options().batch);
+  steps_ = mode_.steps_per_epoch(o_, train_.size(), members_.size(), trainer_->options().batch);
   epochs_ = f_.epochs;
   topology_seed_ = f_.seed;
   std::optional<JoinResult> joined;

@@ -70,6 +70,30 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
                   "--algo grid: PRxPC, Pr processes split every dense layer's rows and the images' rows, Pc "
                   "columns split --batch "
                   "(the grid's batch); rank r (members sorted by id) is row r mod Pr of column r / Pr");
+  cmd->add_option(
+         "--stages", o.stages,
+         "--algo pipeline: K stages of consecutive layers, one process each; rank r (members sorted by "
+         "id) is stage r mod K of pipeline r / K")
+      ->check(CLI::Range(size_t{1}, size_t{1024}));
+  cmd->add_option("--micro-batches", o.micro_batches,
+                  "--algo pipeline: M micro-batches per batch (M divides --batch, one pipeline's batch)")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 16))
+      ->capture_default_str();
+  cmd->add_option("--schedule", o.schedule,
+                  "--algo pipeline: gpipe (all forwards, then all backwards), 1f1b (at most K micro-batches "
+                  "held), 1f1b-async (no drain: an update per micro-batch, weight stashing)")
+      ->check(CLI::IsMember({"gpipe", "1f1b", "1f1b-async"}))
+      ->capture_default_str();
+  cmd->add_option(
+         "--partition", o.partition,
+         "--algo pipeline: auto (planned here: gossipctl plan pipeline), L,L,... (layers per stage), "
+         "or the JSON a plan printed (--json)")
+      ->capture_default_str();
+  cmd->add_option("--replicas", o.replicas,
+                  "--algo pipeline: D pipelines, each on its shard of the data, averaging each stage's "
+                  "gradients (K x D members)")
+      ->check(CLI::Range(size_t{1}, size_t{4096}))
+      ->capture_default_str();
   cmd->add_option("--http", o.http, "Serve /status and /metrics on IP:PORT (port 0 = any)");
   cmd->add_option("--cluster-id", o.cluster_id, "Messages from other clusters are rejected")
       ->capture_default_str();

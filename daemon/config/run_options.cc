@@ -66,6 +66,10 @@ void check_run_options(const RunOptions& o) {
   if (!o.grid.empty() && o.algo != "grid") throw UsageError("--grid is for --algo grid");
   if (o.grid.empty() && o.algo == "grid")
     throw UsageError("--algo grid needs --grid PRxPC (e.g. --grid 2x2)");
+  if (o.stages != 0 && o.algo != "pipeline") throw UsageError("--stages is for --algo pipeline");
+  if (o.stages == 0 && o.algo == "pipeline")
+    throw UsageError("--algo pipeline needs --stages K (e.g. --stages 2)");
+  if (o.replicas != 1 && o.algo != "pipeline") throw UsageError("--replicas is for --algo pipeline");
   if (o.hierarchical && o.overlap)
     throw UsageError("--hierarchical and --overlap do not combine yet; pick one");
   if (o.pace && ((o.algo != "crossover" && o.algo != "sgp") || o.hierarchical)) {

@@ -14,9 +14,15 @@ namespace gossipd::daemon {
 // options for its workers, so both read the defaults and limits from here.
 struct RunOptions {
   TrainFlags train;
-  std::string algo = "allreduce";  // allreduce | crossover | sgp | osgp | grid
+  std::string algo = "allreduce";  // allreduce | crossover | sgp | osgp | grid | pipeline
   std::string grid;                // --algo grid: PRxPC (topology/grid.h)
-  std::string segments = "fine";   // fine | coarse | N
+  // --algo pipeline (topology/pipeline.h): K stages x D replicas, M micro-batches.
+  size_t stages = 0;  // 0: not given
+  size_t micro_batches = 8;
+  std::string schedule = "1f1b";
+  std::string partition = "auto";  // auto | L,L,... (layers per stage) | a plan's JSON file
+  size_t replicas = 1;
+  std::string segments = "fine";  // fine | coarse | N
   int segment_deadline_ms = 2000;
   bool overlap = false;
   bool pace = false;

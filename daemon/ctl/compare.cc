@@ -186,7 +186,8 @@ class Comparison {
   size_t steps(const std::string& algo) const {
     const CompareEntry e = parse_compare_entry(algo);
     const auto workers = static_cast<size_t>(o_.workers);
-    return find_mode(e.mode).steps_per_epoch(train_samples(), workers, e.batch(o_.batch, workers));
+    return find_mode(e.mode).steps_per_epoch(RunOptions{}, train_samples(), workers,
+                                             e.batch(o_.batch, workers));
   }
   size_t train_samples() const {
     return o_.train_limit > 0 ? std::min<size_t>(o_.train_limit, 60000) : 60000;

@@ -6,7 +6,8 @@
 #include "protocol/tags.h"
 
 namespace gossipd::daemon {
-// Tags: pipeline d's group 2d, stage k's replica group 2k + 1.
+// Tags: pipeline d's tensors 3d, its collectives 3d + 1 (a tensor stream's
+// group takes no collectives); stage k's replica group 3k + 2.
 PipelineComm::PipelineComm(protocol::Node& node, const std::vector<std::string>& members,
                            topology::PipelineShape shape, size_t rank, protocol::CollectiveOptions options)
     : node_(node), shape_(shape), at_(topology::pipeline_coord(shape, rank)) {
@@ -20,15 +21,16 @@ PipelineComm::PipelineComm(protocol::Node& node, const std::vector<std::string>&
   const tags::Range range = tags::range(tags::User::kPipeline);
   const std::vector<std::string> pipeline =
       protocol::members_at(members, topology::pipeline_ranks(shape, at_.replica));
-  pipeline_ = std::make_unique<protocol::Group>(node, range.at(2 * at_.replica), pipeline, options);
+  pipeline_ = std::make_unique<protocol::Group>(node, range.at(3 * at_.replica), pipeline, options);
+  gather_ = std::make_unique<protocol::Group>(node, range.at(3 * at_.replica + 1), pipeline, options);
   replicas_ = std::make_unique<protocol::Group>(
-      node, range.at(2 * at_.stage + 1),
+      node, range.at(3 * at_.stage + 2),
       protocol::members_at(members, topology::stage_ranks(shape, at_.stage)), options);
   stream_ = std::make_unique<protocol::TensorStream>(*pipeline_);
 }
 
 void PipelineComm::set_stop(std::stop_token stop) {
-  for (protocol::Group* g : {pipeline_.get(), replicas_.get()}) g->options().stop = stop;
+  for (protocol::Group* g : {pipeline_.get(), gather_.get(), replicas_.get()}) g->options().stop = stop;
 }
 
 PipelineComm::SendHandle PipelineComm::send_activation(uint64_t micro, std::span<const float> data) {
@@ -56,6 +58,10 @@ void PipelineComm::allreduce_replicas(std::span<float> data) {
   const uint64_t before = node_.payload_bytes_sent();
   protocol::Allreduce(*replicas_, data).run();
   bytes_.weight_gradient += node_.payload_bytes_sent() - before;
+}
+
+void PipelineComm::gather_parameters(std::span<float> data, std::span<const size_t> counts) {
+  if (shape_.stages > 1) protocol::Allgather(*gather_, data, counts).run();
 }
 
 }  // namespace gossipd::daemon

@@ -59,6 +59,10 @@ class PipelineComm {
   void wait(const SendHandle& handle);
   // Sum over the replicas of this stage, in place; nothing with one replica.
   void allreduce_replicas(std::span<float> data);
+  // Every stage's block of `data` to the others of its pipeline (block k,
+  // `counts[k]` floats, after block k - 1): the whole model's parameters
+  // for an evaluation; not counted in bytes().
+  void gather_parameters(std::span<float> data, std::span<const size_t> counts);
 
   // A stop request aborts a transfer in progress (protocol::Aborted).
   void set_stop(std::stop_token stop);
@@ -68,7 +72,7 @@ class PipelineComm {
   protocol::Node& node_;
   topology::PipelineShape shape_;
   topology::PipelineCoord at_;
-  std::unique_ptr<protocol::Group> pipeline_, replicas_;
+  std::unique_ptr<protocol::Group> pipeline_, gather_, replicas_;
   std::unique_ptr<protocol::TensorStream> stream_;
   PipelineBytes bytes_;
 };

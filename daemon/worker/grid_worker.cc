@@ -11,6 +11,7 @@
 #include "daemon/config/cli.h"
 #include "daemon/grid/grid_step.h"
 #include "daemon/plan/grid_plan.h"
+#include "daemon/worker/gone_member.h"
 #include "daemon/worker/grid_resume.h"
 #include "daemon/worker/timed_grid_comm.h"
 #include "protocol/barrier.h"
@@ -95,32 +96,15 @@ class GridWorker : public Worker {
     return o;
   }
 
-  // A grid cannot go on without a cell. When a step fails, the cell that is
-  // gone is named once membership has dropped it (every cell learns it by
-  // heartbeat, also those that share no group with it); otherwise the
-  // step's own error stands.
+  // A grid cannot go on without a cell: a failed step names the one gone.
   trainer::StepResult guarded(std::span<const uint32_t> idx, std::stop_token stop) {
-    try {
-      return train(idx);
-    } catch (const protocol::Aborted&) {
-      throw;
-    } catch (const protocol::TransportError& e) {
-      const auto deadline = std::chrono::steady_clock::now() +
-                            std::chrono::milliseconds(options_.failure_timeout_ms + options_.timeout_ms);
-      while (std::chrono::steady_clock::now() < deadline && !stop.stop_requested()) {
-        const topology::View view = membership_.view_at(trainer_.step_count() + 1);
-        for (const std::string& m : members_) {
-          if (!view.contains(m)) {
-            throw protocol::TransportError(
-                node_.id(), m,
-                "node '" + node_.id() + "': grid cell '" + m + "' is gone (" + e.what() +
-                    "); a grid cannot train without a cell: restart every cell with the same --grid");
-          }
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      }
-      throw;
-    }
+    const GoneMember gone{membership_,
+                          members_,
+                          node_.id(),
+                          "grid cell",
+                          "restart every cell with the same --grid",
+                          std::chrono::milliseconds(options_.failure_timeout_ms + options_.timeout_ms)};
+    return naming_the_gone(gone, trainer_.step_count() + 1, stop, [&] { return train(idx); });
   }
 
   trainer::StepResult train(std::span<const uint32_t> idx) {

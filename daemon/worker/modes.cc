@@ -6,6 +6,7 @@
 #include "daemon/worker/allreduce_worker.h"
 #include "daemon/worker/gossip_worker.h"
 #include "daemon/worker/grid_worker.h"
+#include "daemon/worker/pipeline_worker.h"
 #include "trainer/models.h"
 
 namespace gossipd::daemon {
@@ -35,12 +36,16 @@ size_t data_parallel_steps(size_t samples, size_t members, size_t batch) {
   return std::max<size_t>(1, per_member / std::max<size_t>(batch, 1));
 }
 
+size_t data_parallel_epoch(const RunOptions&, size_t samples, size_t members, size_t batch) {
+  return data_parallel_steps(samples, members, batch);
+}
+
 namespace {
 
 // A data-parallel mode: the whole model on every member, a shard of the data each.
 Mode data_parallel(std::string name, std::string summary,
                    std::function<std::unique_ptr<Worker>(WorkerContext&)> make) {
-  return Mode{std::move(name), std::move(summary), whole_model, shard_per_member, data_parallel_steps, true,
+  return Mode{std::move(name), std::move(summary), whole_model, shard_per_member, data_parallel_epoch, true,
               whole_state,     std::move(make)};
 }
 
@@ -57,11 +62,30 @@ Mode grid_mode() {
       "Grid: one replica over a Pr x Pc process grid (dense rows and image rows over Pr, the batch over Pc)",
       whole_model,
       [](const RunOptions& o, const Placement&) { return trainer_options(o.train).sampler; },
-      [](size_t samples, size_t, size_t batch) { return data_parallel_steps(samples, 1, batch); },
+      [](const RunOptions&, size_t samples, size_t, size_t batch) {
+        return data_parallel_steps(samples, 1, batch);
+      },
       false,
       grid_state_layout,
       make_grid_worker};
   m.check = check_grid;
+  return one_replica(std::move(m));
+}
+
+// One replica over K stages of consecutive layers, times D replicas
+// (--stages, --replicas): a pipeline's processes sample its shard of the
+// data, the first stage reads the samples, the last the labels.
+Mode pipeline_mode() {
+  Mode m{"pipeline",
+         "Pipeline: one replica over K stages of consecutive layers (--stages), micro-batches in flight, "
+         "x D replicas",
+         whole_model,
+         pipeline_shard,
+         [](const RunOptions& o, size_t samples, size_t, size_t) { return pipeline_steps(o, samples); },
+         false,
+         nullptr,
+         make_pipeline_worker};
+  m.check = check_pipeline;
   return one_replica(std::move(m));
 }
 
@@ -78,6 +102,7 @@ const std::vector<Mode>& modes() {
       data_parallel("osgp", "Overlapped SGP: messages folded in one round late",
                     [](WorkerContext& c) { return make_gossip_worker(c, GossipAlgo::kOsgp); }),
       grid_mode(),
+      pipeline_mode(),
   };
   return all;
 }

@@ -45,7 +45,7 @@ struct Mode {
   // The samples this process trains on.
   std::function<trainer::SamplerOptions(const RunOptions&, const Placement&)> sampler;
   // Steps per epoch, the same on every process of the cluster.
-  std::function<size_t(size_t samples, size_t members, size_t batch)> steps_per_epoch;
+  std::function<size_t(const RunOptions&, size_t samples, size_t members, size_t batch)> steps_per_epoch;
   // Whether a worker may enter a running cluster (--join).
   bool accepts_joins = true;
   // What its checkpoints (--checkpoint-dir) hold: the whole replica
@@ -76,5 +76,6 @@ StateLayout whole_state(const RunOptions& options, const Placement& where, const
 trainer::SamplerOptions shard_per_member(const RunOptions& options, const Placement& where);
 // Every member makes the same number of steps: the data over the members, in batches.
 size_t data_parallel_steps(size_t samples, size_t members, size_t batch);
+size_t data_parallel_epoch(const RunOptions& options, size_t samples, size_t members, size_t batch);
 
 }  // namespace gossipd::daemon

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "daemon/cluster/checkpoint.h"
+#include "tests/daemon/sync_run.h"
 #include "tests/support/cluster.h"
 #include "tests/support/http_client.h"
 #include "tests/support/process.h"
@@ -24,62 +25,10 @@ using namespace std::chrono_literals;
 const std::vector<std::string> kData{"--train-limit", "3200", "--test-limit", "500",
                                      "--batch",       "32",   "--threads",    "1"};
 
-std::vector<std::string> with(std::vector<std::string> a, const std::vector<std::string>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
-
 const std::vector<std::string> kOneEpoch = with(kData, {"--epochs", "1"});
 
 double serial_accuracy(const std::vector<std::string>& flags = kOneEpoch) {
-  const RunResult r = run(with({bin("gossipd"), "train"}, flags), 120s);
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  std::smatch m;
-  EXPECT_TRUE(std::regex_search(r.out, m, std::regex("test_acc ([0-9.]+)"))) << r.out;
-  return m.empty() ? -1 : std::stod(m[1]);
-}
-
-// A member of `members` (peers that are never reached) started with `extra`.
-void expect_refused_by(int members, const std::vector<std::string>& extra, const std::string& needle) {
-  std::string peers;
-  for (int i = 1; i < members; ++i) peers += (i > 1 ? ",w" : "w") + std::to_string(i) + "=tcp://127.0.0.1:9";
-  const RunResult r = run(with({bin("gossipd"), "run", "--id", "w0", "--listen", "tcp://127.0.0.1:0",
-                                "--peers", peers, "--quiet"},
-                               extra),
-                          60s);
-  EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-  EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
-}
-
-// Every cell's "done" line: the rounds, the accuracy, the parameter hash;
-// fails unless all cells finished cleanly with the same model.
-struct Done {
-  int rounds = -1;
-  double accuracy = -1;
-  std::string hash;
-};
-Done expect_identical_cells(Cluster& c, std::chrono::seconds timeout, std::vector<int> cells = {}) {
-  if (cells.empty()) {
-    for (int i = 0; i < c.size(); ++i) cells.push_back(i);
-  }
-  std::set<std::string> hashes;
-  Done done;
-  for (int i : cells) {
-    EXPECT_TRUE(c.proc(i).wait(timeout)) << "cell " << i << " did not finish";
-    EXPECT_EQ(c.proc(i).exit_code(), 0) << c.proc(i).err();
-    std::smatch m;
-    const std::string out = c.proc(i).out();
-    if (!std::regex_search(
-            out, m, std::regex("done: round ([0-9]+) test_accuracy ([0-9.]+) param_hash ([0-9a-f]+)"))) {
-      ADD_FAILURE() << "cell " << i << ": " << out;
-      continue;
-    }
-    done = {std::stoi(m[1]), std::stod(m[2]), m[3]};
-    hashes.insert(m[3]);
-  }
-  EXPECT_EQ(hashes.size(), 1u) << "the cells assembled different models";
-  return done;
+  return serial_test_accuracy(flags);
 }
 
 TEST(GridRun, CellsEndIdenticalAndAsAccurateAsTheSerialRun) {
@@ -212,19 +161,10 @@ TEST(GridRun, StatusAndMetricsShowTheShapeTheCellAndTheBytesByKind) {
 TEST(GridRun, ADeadCellStopsEveryOtherCellNamingIt) {
   Cluster c(4, with(kData, {"--algo", "grid", "--grid", "2x2", "--quiet", "--epochs", "1000", "--timeout-ms",
                             "2000", "--heartbeat-ms", "100", "--failure-timeout-ms", "1500"}));
-  for (int i = 0; i < c.size(); ++i) {
-    const uint16_t port = c.http_port(i);
-    ASSERT_GT(port, 0) << c.proc(i).err();
-    ASSERT_TRUE(
-        wait_until([&] { return fetch_metrics(port).value("gossipd_rounds_total").value_or(0) >= 2; }, 60s));
-  }
+  wait_for_rounds(c, 2);
   c.proc(2).signal(SIGKILL);
-  for (int i : {0, 1, 3}) {
-    // The step's timeout, then at most the failure timeout for membership to drop it.
-    ASSERT_TRUE(c.proc(i).wait(15s)) << "cell " << i << " hangs";
-    EXPECT_EQ(c.proc(i).exit_code(), 1) << c.proc(i).err();
-    EXPECT_NE(c.proc(i).err().find("grid cell 'w2' is gone"), std::string::npos) << c.proc(i).err();
-  }
+  // The step's timeout, then at most the failure timeout for membership to drop it.
+  expect_stopped_naming(c, {0, 1, 3}, 15s, "grid cell 'w2' is gone");
 }
 
 void expect_refused(const std::vector<std::string>& extra, const std::string& needle) {

@@ -1,0 +1,290 @@
+#include "daemon/worker/pipeline_worker.h"
+
+#include <spdlog/spdlog.h>
+
+#include <array>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+
+#include "daemon/config/cli.h"
+#include "daemon/pipeline/pipeline_step.h"
+#include "daemon/plan/pipeline_plan.h"
+#include "daemon/worker/gone_member.h"
+#include "protocol/barrier.h"
+#include "protocol/collectives.h"
+#include "protocol/errors.h"
+#include "protocol/tags.h"
+
+namespace gossipd::daemon {
+namespace {
+
+topology::PipelineShape shape_of(const RunOptions& o) { return {o.stages, o.replicas}; }
+
+// Rounds (passes per layer) the auto partition times each layer with.
+constexpr int kAutoReps = 10;
+
+class PipelineWorker : public Worker {
+ public:
+  PipelineWorker(WorkerContext& c)
+      : node_(c.node),
+        members_(c.members),
+        membership_(c.membership),
+        state_(c.state),
+        trainer_(c.trainer),
+        loop_(c.loop),
+        options_(c.options),
+        steps_per_epoch_(c.steps_per_epoch),
+        shape_(shape_of(c.options)),
+        rank_(static_cast<size_t>(std::find(c.members.begin(), c.members.end(), c.node.id()) -
+                                  c.members.begin())),
+        comm_(c.node, c.members, shape_, rank_, collective_options(c.options)) {
+    const std::string help = "Payload bytes the pipeline stage sent, by kind";
+    for (const char* kind : {"activation", "input_gradient", "weight_gradient"})
+      bytes_.push_back(&c.metrics.counter("gossipd_pipeline_payload_bytes_total", help, {{"kind", kind}}));
+    const std::string place = "The pipeline's shape (dim stages = K, replicas = D) and this process's place";
+    c.metrics.gauge("gossipd_pipeline_shape", place, {{"dim", "stages"}})
+        .set(static_cast<double>(shape_.stages));
+    c.metrics.gauge("gossipd_pipeline_shape", place, {{"dim", "replicas"}})
+        .set(static_cast<double>(shape_.replicas));
+    c.metrics.gauge("gossipd_pipeline_place", place, {{"dim", "stage"}})
+        .set(static_cast<double>(comm_.at().stage));
+    c.metrics.gauge("gossipd_pipeline_place", place, {{"dim", "replica"}})
+        .set(static_cast<double>(comm_.at().replica));
+  }
+
+  void run(std::stop_token stop) override {
+    protocol::CollectiveOptions start = collective_options(options_);
+    start.timeout = std::chrono::milliseconds(options_.startup_timeout_ms);
+    start.stop = stop;
+    protocol::Group all(node_,
+                        protocol::tags::range(protocol::tags::User::kPipeline).at(PipelineComm::kStartTag),
+                        members_, start);
+    protocol::Barrier(all).run();  // every stage is up before the first step
+    set_up(agree_on_partition(all));
+    comm_.set_stop(stop);
+    membership_.arm();
+    loop_.run(
+        steps_per_epoch_, stop, [&](std::span<const uint32_t> idx) { return guarded(idx, stop); },
+        [&] { assemble(); });
+  }
+
+ private:
+  static protocol::CollectiveOptions collective_options(const RunOptions& run) {
+    protocol::CollectiveOptions o;
+    o.timeout = std::chrono::milliseconds(run.timeout_ms);
+    return o;
+  }
+
+  // The given partition, or (auto) the planner's on rank 0, which every
+  // process takes: timings differ from process to process.
+  topology::LayerRanges agree_on_partition(protocol::Group& all) {
+    const size_t layers = trainer_.model().layers().size();
+    std::optional<topology::LayerRanges> given = given_partition(options_, layers);
+    if (given) return *given;
+    std::vector<float> counts(shape_.stages * members_.size(), 0.0f);
+    if (rank_ == 0) {
+      PipelinePlanInput in = measure_pipeline(trainer_.model(), trainer_.optimizer().options(),
+                                              options_.train.batch / options_.micro_batches, kAutoReps);
+      in.micros = options_.micro_batches;
+      in.schedule = topology::parse_schedule(options_.schedule);
+      in.link = LinkModel{10e-6, 4e9};  // loopback (gossipctl plan's default)
+      const PipelinePlan plan = best_partition(in, shape_.stages);
+      for (size_t k = 0; k < shape_.stages; ++k)
+        counts[k] = static_cast<float>(plan.ranges.end(k) - plan.ranges.begin(k));
+    }
+    protocol::Allgather(all, counts).run();
+    topology::LayerRanges r;
+    r.first.push_back(0);
+    for (size_t k = 0; k < shape_.stages; ++k)
+      r.first.push_back(r.first.back() + static_cast<size_t>(counts[k]));
+    return r;
+  }
+
+  void set_up(const topology::LayerRanges& ranges) {
+    ranges_ = ranges;
+    const size_t k = comm_.at().stage;
+    stage_ = std::make_unique<trainer::Stage>(trainer_.model(), ranges.begin(k), ranges.end(k));
+    optimizer_ = std::make_unique<trainer::Optimizer>(trainer_.optimizer().options(), stage_->segments(),
+                                                      stage_->params().size());
+    PipelineStepOptions o;
+    o.schedule = topology::parse_schedule(options_.schedule);
+    o.micros = options_.micro_batches;
+    o.batch = options_.train.batch;
+    o.stages = shape_.stages;
+    o.replicas = shape_.replicas;
+    o.steps_per_epoch = steps_per_epoch_;
+    o.label_smoothing = options_.train.label_smoothing;
+    step_ = std::make_unique<PipelineStep>(*stage_, comm_, *optimizer_, o);
+    layers_ = std::to_string(stage_->first());
+    layers_.push_back('-');
+    layers_.append(std::to_string(stage_->last() - 1));
+    for (size_t i = stage_->first(); i < stage_->last(); ++i) {
+      layers_.push_back(' ');
+      layers_.append(trainer_.model().layers()[i]->kind());
+    }
+    spdlog::info(
+        "node '{}': pipeline {}x{} stage {} of replica {}: layers {} ({} of {} parameters), partition {}",
+        node_.id(), shape_.stages, shape_.replicas, k, comm_.at().replica, layers_, stage_->params().size(),
+        trainer_.model().params().size(), topology::layer_counts(ranges));
+  }
+
+  // A pipeline cannot go on without a stage: a failed step names the one gone.
+  trainer::StepResult guarded(std::span<const uint32_t> idx, std::stop_token stop) {
+    const GoneMember gone{membership_,
+                          members_,
+                          node_.id(),
+                          "pipeline stage",
+                          "restart every stage with the same --stages and --partition",
+                          std::chrono::milliseconds(options_.failure_timeout_ms + options_.timeout_ms)};
+    return naming_the_gone(gone, trainer_.step_count() + 1, stop, [&] { return train(idx); });
+  }
+
+  // The first stage reads the samples, the last the labels.
+  trainer::StepResult train(std::span<const uint32_t> idx) {
+    const trainer::Dataset& data = trainer_.train_data();
+    if (comm_.first()) {
+      x_.resize(idx.size() * data.sample_size());
+      for (size_t i = 0; i < idx.size(); ++i)
+        std::copy_n(data.image(idx[i]), data.sample_size(),
+                    x_.begin() + static_cast<ptrdiff_t>(i * data.sample_size()));
+    }
+    if (comm_.last()) {
+      y_.resize(idx.size());
+      for (size_t i = 0; i < idx.size(); ++i) y_[i] = data.labels[idx[i]];
+    }
+    const trainer::LossResult r = step_->train(x_, y_, trainer_.current_lr());
+    trainer_.count_step();
+    publish();
+    // The loss is the last stage's; the others count the samples they passed.
+    return {r.loss, r.correct, static_cast<int>(idx.size())};
+  }
+
+  void publish() {
+    const PipelineBytes& b = comm_.bytes();
+    const uint64_t now[] = {b.activation, b.input_gradient, b.weight_gradient};
+    for (size_t k = 0; k < bytes_.size(); ++k) {
+      bytes_[k]->add(static_cast<double>(now[k] - published_[k]));
+      published_[k] = now[k];
+    }
+    const double steps = static_cast<double>(++steps_);
+    if (step_->span_seconds() > 0) bubble_sum_ += 1.0 - step_->busy_seconds() / step_->span_seconds();
+    state_.update([&](proto::Status& s) {
+      proto::PipelineStatus& p = *s.mutable_pipeline();
+      p.set_stages(static_cast<uint32_t>(shape_.stages));
+      p.set_replicas(static_cast<uint32_t>(shape_.replicas));
+      p.set_stage(static_cast<uint32_t>(comm_.at().stage));
+      p.set_replica(static_cast<uint32_t>(comm_.at().replica));
+      p.set_partition(topology::layer_counts(ranges_));
+      p.set_layers(layers_);
+      p.set_schedule(options_.schedule);
+      p.set_micro_batches(static_cast<uint32_t>(options_.micro_batches));
+      p.set_most_in_flight(static_cast<uint32_t>(stage_->most_in_flight()));
+      p.set_bubble(bubble_sum_ / steps);
+      p.set_activation_bytes_per_step(static_cast<double>(b.activation) / steps);
+      p.set_input_gradient_bytes_per_step(static_cast<double>(b.input_gradient) / steps);
+      p.set_weight_gradient_bytes_per_step(static_cast<double>(b.weight_gradient) / steps);
+    });
+  }
+
+  // The whole model into the trainer's, for an evaluation: the stages of a
+  // pipeline hold every layer between them.
+  void assemble() {
+    std::vector<size_t> counts;
+    for (size_t k = 0; k < shape_.stages; ++k) {
+      size_t n = 0;
+      for (size_t i = ranges_.begin(k); i < ranges_.end(k); ++i)
+        n += trainer_.model().layers()[i]->param_count();
+      counts.push_back(n);
+    }
+    comm_.gather_parameters(trainer_.model().params(), counts);
+  }
+
+  protocol::Node& node_;
+  std::vector<std::string> members_;
+  Membership& membership_;
+  WorkerState& state_;
+  trainer::Trainer& trainer_;
+  TrainingLoop& loop_;
+  const RunOptions& options_;
+  size_t steps_per_epoch_;
+  topology::PipelineShape shape_;
+  size_t rank_;
+  PipelineComm comm_;
+  topology::LayerRanges ranges_;
+  std::unique_ptr<trainer::Stage> stage_;
+  std::unique_ptr<trainer::Optimizer> optimizer_;
+  std::unique_ptr<PipelineStep> step_;
+  std::string layers_;  // "0-2 conv2d relu maxpool"
+  std::vector<float> x_;
+  std::vector<uint8_t> y_;
+  std::vector<Counter*> bytes_;  // gossipd_pipeline_payload_bytes_total by kind
+  std::array<uint64_t, 3> published_{};
+  uint64_t steps_ = 0;
+  double bubble_sum_ = 0;
+};
+
+// "partition":"3,7" in a plan's JSON.
+std::string partition_in_plan(const std::string& path) {
+  std::ifstream in(path);
+  if (!in)
+    throw UsageError("--partition " + path + ": cannot read it (give auto, L,L,... or a plan's JSON file)");
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string s = text.str(), key = "\"partition\":\"";
+  const size_t at = s.find(key);
+  const size_t end = at == std::string::npos ? at : s.find('"', at + key.size());
+  if (end == std::string::npos)
+    throw UsageError("--partition " + path +
+                     ": no \"partition\" in it (make it with gossipctl plan pipeline --json)");
+  return s.substr(at + key.size(), end - at - key.size());
+}
+
+}  // namespace
+
+std::optional<topology::LayerRanges> given_partition(const RunOptions& o, size_t layers) {
+  if (o.partition == "auto") return std::nullopt;
+  const bool file = std::filesystem::exists(o.partition) || o.partition.find('/') != std::string::npos ||
+                    o.partition.ends_with(".json");
+  const std::string text = file ? partition_in_plan(o.partition) : o.partition;
+  try {
+    return topology::parse_layer_counts(text, layers);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError("--partition " + o.partition + ": " + e.what());
+  }
+}
+
+void check_pipeline(const RunOptions& o, size_t members, const trainer::Model& model) {
+  const size_t layers = model.layers().size();
+  if (o.stages > layers)
+    throw UsageError("--stages " + std::to_string(o.stages) + " is more than the model's " +
+                     std::to_string(layers) + " layers");
+  if (o.stages * o.replicas != members)
+    throw UsageError("--stages " + std::to_string(o.stages) + " x --replicas " + std::to_string(o.replicas) +
+                     " is " + std::to_string(o.stages * o.replicas) + " processes, the cluster has " +
+                     std::to_string(members) + " members (this one and --peers)");
+  if (o.train.batch % o.micro_batches != 0)
+    throw UsageError("--micro-batches " + std::to_string(o.micro_batches) + " does not divide --batch " +
+                     std::to_string(o.train.batch));
+  const std::optional<topology::LayerRanges> r = given_partition(o, layers);
+  if (r && r->stages() != o.stages)
+    throw UsageError("--partition " + o.partition + " has " + std::to_string(r->stages()) +
+                     " stages, --stages says " + std::to_string(o.stages));
+}
+
+trainer::SamplerOptions pipeline_shard(const RunOptions& o, const Placement& where) {
+  trainer::SamplerOptions s = trainer_options(o.train).sampler;
+  const size_t stages = std::max<size_t>(o.stages, 1);
+  s.worker_index = static_cast<int>(where.rank / stages);
+  s.worker_count = static_cast<int>(std::max<size_t>(o.replicas, 1));
+  return s;
+}
+
+size_t pipeline_steps(const RunOptions& o, size_t samples) {
+  return data_parallel_steps(samples, std::max<size_t>(o.replicas, 1), o.train.batch);
+}
+
+std::unique_ptr<Worker> make_pipeline_worker(WorkerContext& c) { return std::make_unique<PipelineWorker>(c); }
+
+}  // namespace gossipd::daemon

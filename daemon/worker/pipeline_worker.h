@@ -1,0 +1,32 @@
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "daemon/worker/modes.h"
+#include "daemon/worker/worker.h"
+#include "topology/pipeline.h"
+
+namespace gossipd::daemon {
+
+// --algo pipeline: this process is one stage (a range of layers) of one of
+// --replicas pipelines, each holding the model replica in --stages stages
+// (daemon/pipeline). The processes of a pipeline sample the same batches
+// (their shard of the data), the first stage reads the samples, the last
+// the labels.
+std::unique_ptr<Worker> make_pipeline_worker(WorkerContext& context);
+
+// K x D = the members, M divides the batch, K no more than the model's
+// layers, a given partition covers the model in K stages (throws
+// UsageError naming what does not fit).
+void check_pipeline(const RunOptions& options, size_t members, const trainer::Model& model);
+
+// Every pipeline member samples its pipeline's shard of the data.
+trainer::SamplerOptions pipeline_shard(const RunOptions& options, const Placement& where);
+size_t pipeline_steps(const RunOptions& options, size_t samples);
+
+// --partition given as counts or a plan's JSON: the layer ranges, or
+// nullopt for auto. Throws UsageError naming what is wrong.
+std::optional<topology::LayerRanges> given_partition(const RunOptions& options, size_t layers);
+
+}  // namespace gossipd::daemon

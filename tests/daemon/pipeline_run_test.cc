@@ -1,0 +1,80 @@
+// gossipd run --algo pipeline across real processes: the stages end with
+// one model, as accurate as the serial trainer with the same seed and batch;
+// /status and /metrics show the stage; a dead stage stops the others naming
+// it; bad shapes are one line and exit 2.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include "tests/daemon/sync_run.h"
+#include "tests/support/cluster.h"
+#include "tests/support/http_client.h"
+#include "tests/support/wait.h"
+
+namespace gossipd::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+const std::vector<std::string> kData{"--model", "cnn", "--train-limit", "1600", "--test-limit", "500",
+                                     "--batch", "32",  "--threads",     "1"};
+const std::vector<std::string> kOneEpoch = with(kData, {"--epochs", "1"});
+
+TEST(PipelineRun, StagesEndWithOneModelAsAccurateAsTheSerialRun) {
+  Cluster c(2, with(kOneEpoch, {"--algo", "pipeline", "--stages", "2", "--micro-batches", "4", "--quiet"}));
+  const Done done = expect_identical_cells(c, 180s);
+  EXPECT_EQ(done.rounds, 1600 / 32);  // one replica: the whole set per epoch
+  EXPECT_NEAR(done.accuracy, serial_test_accuracy(kOneEpoch), 0.003);
+}
+
+TEST(PipelineRun, StatusAndMetricsShowTheStageItsLayersAndTheBytes) {
+  Cluster c(2, with(kData, {"--algo", "pipeline", "--stages", "2", "--partition", "4,6", "--micro-batches",
+                            "4", "--quiet", "--epochs", "1000"}));
+  const uint16_t port = c.http_port(0);
+  ASSERT_GT(port, 0) << c.proc(0).out() << c.proc(0).err();
+  ASSERT_TRUE(
+      wait_until([&] { return fetch_metrics(port).value("gossipd_rounds_total").value_or(0) >= 2; }, 60s));
+  const MetricsText m = fetch_metrics(port);
+  EXPECT_EQ(m.value("gossipd_pipeline_shape", {{"dim", "stages"}}), 2) << m;
+  EXPECT_EQ(m.value("gossipd_pipeline_place", {{"dim", "stage"}}), 0) << m;
+  EXPECT_GT(m.value("gossipd_pipeline_payload_bytes_total", {{"kind", "activation"}}).value_or(0), 0) << m;
+  EXPECT_EQ(m.value("gossipd_pipeline_payload_bytes_total", {{"kind", "input_gradient"}}), 0)
+      << m;  // first stage
+  const proto::PipelineStatus p = fetch_status(port).pipeline();
+  EXPECT_EQ(p.partition(), "4,6");
+  EXPECT_EQ(p.layers(), "0-3 conv2d relu maxpool conv2d");
+  EXPECT_EQ(p.most_in_flight(), 2u);  // 1f1b: K - stage
+  // conv2's output, 14 x 14 x 64 floats a sample, 8 samples a micro-batch, 4 micro-batches.
+  EXPECT_DOUBLE_EQ(p.activation_bytes_per_step(), 4.0 * 14 * 14 * 64 * 8 * 4);
+  EXPECT_GE(p.bubble(), 0.0);
+  EXPECT_LT(p.bubble(), 1.0);
+}
+
+TEST(PipelineRun, ADeadStageStopsTheOthersNamingIt) {
+  Cluster c(3,
+            with(kData, {"--algo", "pipeline", "--stages", "3", "--quiet", "--epochs", "1000", "--timeout-ms",
+                         "2000", "--heartbeat-ms", "100", "--failure-timeout-ms", "1500"}));
+  wait_for_rounds(c, 2);
+  c.proc(1).signal(SIGKILL);
+  // The step's timeout, then at most the failure timeout for membership to drop it.
+  expect_stopped_naming(c, {0, 2}, 15s, "pipeline stage 'w1' is gone");
+}
+
+TEST(PipelineRun, ShapesThatDoNotFitAreOneLineAndExitTwo) {
+  expect_refused_by(2, {"--algo", "pipeline", "--stages", "11", "--model", "cnn"},
+                    "--stages 11 is more than the model's 10 layers");
+  expect_refused_by(2, {"--algo", "pipeline", "--stages", "2", "--batch", "30", "--micro-batches", "4"},
+                    "--micro-batches 4 does not divide --batch 30");
+  expect_refused_by(2, {"--algo", "pipeline", "--stages", "2", "--partition", "2,2"},
+                    "--partition 2,2: '2,2' covers 4 layers, the model has 5");
+  expect_refused_by(2, {"--algo", "pipeline", "--stages", "2", "--partition", "2,a"},
+                    "is not a list of layer counts");
+  expect_refused_by(2, {"--algo", "pipeline", "--stages", "2", "--partition", "/nonexistent/plan.json"},
+                    "--partition /nonexistent/plan.json: cannot read it");
+  expect_refused_by(3, {"--algo", "pipeline", "--stages", "2", "--replicas", "2"},
+                    "--stages 2 x --replicas 2 is 4 processes, the cluster has 3 members");
+  expect_refused_by(2, {"--algo", "pipeline"}, "--algo pipeline needs --stages K");
+  expect_refused_by(2, {"--algo", "allreduce", "--stages", "2"}, "--stages is for --algo pipeline");
+}
+
+}  // namespace
+}  // namespace gossipd::testing
