@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# Issue 20's pipeline claims, measured in one command on this machine: the
+# CNN at a batch of BATCH, one OpenBLAS thread per process, TRAIN_LIMIT
+# training samples (one epoch) per run.
+#
+#   1. Speed-up: the serial trainer (gossipd train) against the pipeline in
+#      2 stages on 2 processes (--schedule 1f1b, --partition auto), same
+#      global batch, run alternately REPS times: training samples per second
+#      (the run's rounds per second x BATCH, evaluations left out), median
+#      and best, and the ratio of the medians. The paper's claim: near
+#      linear (the issue's target: >= 1.7x on 2 cores).
+#   2. Bubble: --schedule gpipe at K = 2 and 4 (auto partitions), each
+#      stage's measured bubble (1 - its compute / the span of its batch's
+#      passes, mean over steps, from /status), the mean over stages against
+#      GPipe's (K-1)/(M+K-1). K = 4 runs 4 processes on 2 cores.
+#   3. Planner: the plan `gossipctl plan pipeline` makes for 1 and for 2
+#      stages under each schedule (its partition and predicted step time)
+#      against the step time measured running that partition and schedule.
+#
+# Each pipeline process serves /status on 127.0.0.1 and lingers after its
+# last step, so its final figures are read after training. Needs curl.
+# Takes ~6 min at the defaults. OUT keeps the logs, plan and table.md.
+#
+#   tests/bench/pipeline_claim.sh [BUILD_DIR]        (default: ./build)
+# Env: BATCH=64  MICROS=8  TRAIN_LIMIT=6400  REPS=3  OUT=out/bench/pipeline_claim-DATE
+set -euo pipefail
+export LC_ALL=C OPENBLAS_NUM_THREADS=1
+cd "$(dirname "$0")/../.."
+build=$(realpath -m "${1:-build}")
+batch=${BATCH:-64}
+micros=${MICROS:-8}
+limit=${TRAIN_LIMIT:-6400}
+reps=${REPS:-3}
+out=${OUT:-out/bench/pipeline_claim-$(date +%Y%m%d-%H%M%S)}
+command -v curl >/dev/null || { echo "pipeline_claim.sh: needs curl" >&2; exit 2; }
+((batch % micros == 0)) || { echo "pipeline_claim.sh: MICROS must divide BATCH" >&2; exit 2; }
+
+[ -f "$build/CMakeCache.txt" ] || cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$build" -j2 --target gossipd gossipctl >/dev/null
+mkdir -p "$out"
+out=$(realpath "$out")
+gossipd="$build/bin/gossipd"
+data=(--model cnn --batch "$batch" --threads 1 --train-limit "$limit" --test-limit 500 --epochs 1)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done; }
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# Serial samples per second (training only) of one run.
+serial() {
+  "$gossipd" train "${data[@]}" --metrics-out "$out/serial.jsonl" >"$out/serial.log" 2>&1
+  tail -n 1 "$out/serial.jsonl" | sed -n 's/.*"samples_per_second":\([0-9.e+-]*\).*/\1/p'
+}
+
+# One pipeline run: K schedule partition tag. Prints "step_s bubble_mean
+# bubbles..." from the stages' final /status (the last stage's step time).
+pipeline() {
+  local k=$1 schedule=$2 partition=$3 tag=$4 peers="" i
+  local -a ports=()
+  for ((i = 0; i < k; i++)); do ports+=($((21000 + RANDOM % 20000))); done
+  for ((i = 0; i < k; i++)); do peers+="${peers:+,}p$i=tcp://127.0.0.1:${ports[i]}"; done
+  pids=()
+  for ((i = 0; i < k; i++)); do
+    "$gossipd" run --id "p$i" --listen "tcp://127.0.0.1:${ports[i]}" --peers "$peers" --algo pipeline \
+      --stages "$k" --micro-batches "$micros" --schedule "$schedule" --partition "$partition" "${data[@]}" \
+      --http 127.0.0.1:0 --linger-ms 60000 --quiet >"$out/$tag-p$i.log" 2>&1 &
+    pids+=($!)
+  done
+  local -a status=()
+  for ((i = 0; i < k; i++)); do
+    until grep -q " done: " "$out/$tag-p$i.log"; do
+      kill -0 "${pids[i]}" 2>/dev/null || { echo "pipeline_claim.sh: $tag p$i failed:" >&2; cat "$out/$tag-p$i.log" >&2; exit 1; }
+      sleep 0.5
+    done
+    local port
+    port=$(sed -n 's/.*http on port \([0-9]*\).*/\1/p' "$out/$tag-p$i.log")
+    status+=("$(curl -s --max-time 5 "http://127.0.0.1:$port/status")")
+  done
+  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+  pids=()
+  printf '%s\n' "${status[@]}" | awk '
+    function num(key,   m) { return match($0, "\"" key "\":[0-9.e+-]+") ? substr($0, RSTART + length(key) + 3, RLENGTH - length(key) - 3) + 0 : 0 }
+    { b[NR] = num("bubble"); s += b[NR]; rps = num("rounds_per_second") }
+    END { printf "%.6f %.4f", 1 / rps, s / NR; for (i = 1; i <= NR; i++) printf " %.3f", b[i]; print "" }'
+}
+
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+echo "pipeline_claim.sh: CNN, batch $batch, $micros micro-batches, $limit samples, $reps reps -> $out" >&2
+: >"$out/speedup.txt"
+for ((r = 1; r <= reps; r++)); do
+  s=$(serial)
+  p=$(pipeline 2 1f1b auto "speedup-r$r")
+  echo "$s $(awk -v b="$batch" '{ printf "%.1f", b / $1 }' <<<"$p") $p" >>"$out/speedup.txt"
+  echo "  rep $r: serial $s samples/s, pipeline $(cut -d' ' -f2 "$out/speedup.txt" | tail -n 1) samples/s" >&2
+done
+
+: >"$out/plans.txt"
+for k in 1 2; do
+  for schedule in gpipe 1f1b 1f1b-async; do
+    "$build/bin/gossipctl" plan pipeline --model cnn --stages "$k" --batch "$batch" --micro-batches "$micros" \
+      --schedule "$schedule" --json >"$out/plan-$k-$schedule.json"
+    part=$(grep -o '"partition":"[0-9,]*"' "$out/plan-$k-$schedule.json" | head -n 1 | sed 's/.*:"\(.*\)"/\1/')
+    predicted=$(grep -o "\"$schedule\":[0-9.e+-]*" "$out/plan-$k-$schedule.json" | head -n 1 | cut -d: -f2)
+    parts=$(awk -F, '{ print NF }' <<<"$part")
+    measured=$(pipeline "$parts" "$schedule" "$part" "plan-$part-$schedule" | cut -d' ' -f1)
+    echo "$part $schedule $predicted $measured" >>"$out/plans.txt"
+  done
+done
+
+: >"$out/bubble.txt"
+for k in 2 4; do echo "$k $(pipeline "$k" gpipe auto "bubble-k$k")" >>"$out/bubble.txt"; done
+
+{
+  echo "### Speed-up: CNN, batch $batch, $micros micro-batches, 1f1b, 2 stages on 2 processes vs gossipd train"
+  echo
+  echo "| | serial samples/s | pipeline samples/s | speed-up |"
+  echo "| --- | --- | --- | --- |"
+  sm=$(cut -d' ' -f1 "$out/speedup.txt" | median); pm=$(cut -d' ' -f2 "$out/speedup.txt" | median)
+  sb=$(cut -d' ' -f1 "$out/speedup.txt" | sort -g | tail -n 1); pb=$(cut -d' ' -f2 "$out/speedup.txt" | sort -g | tail -n 1)
+  echo "| median of $reps | $sm | $pm | $(awk -v a="$pm" -v b="$sm" 'BEGIN { printf "%.2fx", a / b }') |"
+  echo "| best | $sb | $pb | $(awk -v a="$pb" -v b="$sb" 'BEGIN { printf "%.2fx", a / b }') |"
+  echo
+  echo "### Bubble under gpipe (mean over stages; each stage's in brackets)"
+  echo
+  echo "| K | M | measured | (K-1)/(M+K-1) | measured / model |"
+  echo "| --- | --- | --- | --- | --- |"
+  while read -r k step mean rest; do
+    model=$(awk -v k="$k" -v m="$micros" 'BEGIN { printf "%.4f", (k - 1) / (m + k - 1) }')
+    echo "| $k | $micros | $mean ($rest) | $model | $(awk -v a="$mean" -v b="$model" 'BEGIN { printf "%.2f", a / b }') |"
+  done <"$out/bubble.txt"
+  echo
+  echo "### Planner at K = 2: predicted against measured step time"
+  echo
+  echo "| partition | schedule | predicted ms | measured ms | measured / predicted |"
+  echo "| --- | --- | --- | --- | --- |"
+  while read -r part schedule predicted measured; do
+    awk -v p="$part" -v s="$schedule" -v a="$predicted" -v b="$measured" \
+      'BEGIN { printf "| %s | %s | %.2f | %.2f | %.2f |\n", p, s, a * 1e3, b * 1e3, b / a }'
+  done <"$out/plans.txt"
+} | tee "$out/table.md"
