@@ -31,9 +31,12 @@ cd "$(dirname "$0")/.."
 SANITIZE_SKIP='^Protocols/Join\.AFifthWorker|^FiveWorkers\.|^Protocols/LossyNetwork\.GossipStillReaches'
 SANITIZE_SKIP+='|^Protocols/GossipTraining\.|^GroupOwners/Hierarchical\.|^MemberRestart\.'
 SANITIZE_SKIP+='|^Protocols/WholeClusterRestart\.|^CompareTest\.|^CurveCluster\.'
-# The grid's 8-process CNN run and its kill-and-restart run (three clusters);
-# the grid step itself runs under the sanitizers in grid_tests.
+# The grid's 8-process CNN run and its kill-and-restart run (three clusters),
+# the pipeline's epoch of the CNN and its kill-and-restart run; the grid and
+# pipeline steps themselves run under the sanitizers in grid_tests and
+# pipeline_tests.
 SANITIZE_SKIP+='|^GridRun\.TheCnnTrains|^GridRun\.ResumesFromItsCheckpoints'
+SANITIZE_SKIP+='|^PipelineRun\.StagesEndWithOneModel|^PipelineRun\.ResumesFromItsCheckpoints'
 
 ctest_sanitized() {  # DIR [ctest args]
   local dir=$1

@@ -36,7 +36,8 @@ std::optional<Checkpoint> find_resume_point(const RunOptions& o, const StateLayo
   if (h.layout() != expected.name) {
     throw UsageError(
         where + " hold " + share(h.layout()) + ", this worker is " + share(expected.name) +
-        ": restart with the --grid and --peers they were written with, or use another --checkpoint-dir");
+        ": restart with the flags that place it (--peers, --grid; --stages, --replicas, --partition) they "
+        "were written with, or use another --checkpoint-dir");
   }
   if (h.parameter_floats() != expected.params || h.optimizer_state_floats() != expected.optimizer) {
     throw UsageError(

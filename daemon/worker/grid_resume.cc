@@ -1,6 +1,7 @@
 #include "daemon/worker/grid_resume.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <set>
 
 #include "daemon/cluster/checkpoint.h"
@@ -70,9 +71,9 @@ uint64_t agree_on_round(protocol::Group& all, const std::vector<uint64_t>& mine)
     }
   }
   if (const std::optional<uint64_t> round = common_round(rounds)) return *round;
-  throw UsageError("the grid's cells have no checkpoint of one round in common (" +
+  throw UsageError("the processes have no checkpoint of one round in common (" +
                    describe(all.members(), rounds) +
-                   "): restart every cell with the --checkpoint-dir it wrote, or move every cell's "
+                   "): restart every process with the --checkpoint-dir it wrote, or move every process's "
                    "checkpoints away to start over");
 }
 
@@ -80,6 +81,28 @@ void abandon_after(const std::filesystem::path& dir, uint64_t round) {
   for (const auto& file : list_checkpoints(dir)) {
     if (round_of(file) > round) std::filesystem::rename(file, file.string() + ".abandoned");
   }
+}
+
+ReplicaState checkpoint_to_go_back_to(const std::filesystem::path& dir, uint64_t round, const std::string& id,
+                                      const std::string& layout, size_t params) {
+  const std::filesystem::path file = dir / checkpoint_name(round);
+  const std::string why = "node '" + id + "': going back to round " + std::to_string(round) +
+                          ", the newest every process has a checkpoint of: " + file.string();
+  Checkpoint back;
+  try {
+    back = read_checkpoint(file);
+  } catch (const CheckpointError& e) {
+    throw UsageError(why + ": " + e.what());
+  }
+  if (back.state.header.layout() != layout || back.state.params.size() != params)
+    throw UsageError(why + " is not this process's share (" + back.state.header.layout() + ")");
+  abandon_after(dir, round);
+  std::printf(
+      "gossipd run: %s goes back to its checkpoint of round %llu, the newest every process has (newer ones "
+      "renamed *.abandoned)\n",
+      id.c_str(), static_cast<unsigned long long>(round));
+  std::fflush(stdout);
+  return std::move(back.state);
 }
 
 }  // namespace gossipd::daemon

@@ -6,12 +6,13 @@
 #include <string>
 #include <vector>
 
+#include "daemon/cluster/checkpoint.h"
 #include "protocol/group.h"
 
 namespace gossipd::daemon {
 
-// Where a restarted grid goes on from. Every cell holds only its share of
-// the replica, so all must take their checkpoints of one round: the newest
+// Where a restarted grid (or pipeline) goes on from. Every cell (or stage)
+// holds only its share of the replica, so all must take their checkpoints of one round: the newest
 // round every cell has one of. A cell whose newest is newer goes back to
 // that round; its newer checkpoints, of a run that no longer continues, are
 // renamed *.abandoned (kept, never taken again).
@@ -33,5 +34,12 @@ uint64_t agree_on_round(protocol::Group& all, const std::vector<uint64_t>& mine)
 
 // Renames the checkpoints in `dir` newer than `round` to *.abandoned.
 void abandon_after(const std::filesystem::path& dir, uint64_t round);
+
+// Going back to `round`: its checkpoint in `dir`, which must hold this
+// process's share (`layout`, `params` floats), read; the newer ones
+// abandoned (abandon_after) and a line on stdout saying so. UsageError
+// naming the file when it cannot be read or is another share.
+ReplicaState checkpoint_to_go_back_to(const std::filesystem::path& dir, uint64_t round, const std::string& id,
+                                      const std::string& layout, size_t params);
 
 }  // namespace gossipd::daemon

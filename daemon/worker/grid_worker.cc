@@ -147,25 +147,8 @@ class GridWorker : public Worker {
   }
 
   void go_back(uint64_t round) {
-    const std::filesystem::path dir(options_.checkpoint_dir);
-    const std::filesystem::path file = dir / checkpoint_name(round);
-    const std::string why = "node '" + node_.id() + "': going back to round " + std::to_string(round) +
-                            ", the newest every grid cell has a checkpoint of: " + file.string();
-    Checkpoint back;
-    try {
-      back = read_checkpoint(file);
-    } catch (const CheckpointError& e) {
-      throw UsageError(why + ": " + e.what());
-    }
-    if (back.state.header.layout() != header_.layout() || back.state.params.size() != model_.params().size())
-      throw UsageError(why + " is not this cell's (" + back.state.header.layout() + ")");
-    restore(back.state);
-    abandon_after(dir, round);
-    std::printf(
-        "gossipd run: %s goes back to its checkpoint of round %llu, the newest every cell has (newer ones "
-        "renamed *.abandoned)\n",
-        node_.id().c_str(), static_cast<unsigned long long>(round));
-    std::fflush(stdout);
+    restore(checkpoint_to_go_back_to(options_.checkpoint_dir, round, node_.id(), header_.layout(),
+                                     model_.params().size()));
   }
 
   // The step's bytes and communication seconds by kind: counters in

@@ -83,7 +83,7 @@ Mode pipeline_mode() {
          pipeline_shard,
          [](const RunOptions& o, size_t samples, size_t, size_t) { return pipeline_steps(o, samples); },
          false,
-         nullptr,
+         pipeline_state_layout,
          make_pipeline_worker};
   m.check = check_pipeline;
   return one_replica(std::move(m));

@@ -8,10 +8,12 @@
 #include <optional>
 #include <sstream>
 
+#include "daemon/cluster/replica_state.h"
 #include "daemon/config/cli.h"
 #include "daemon/pipeline/pipeline_step.h"
 #include "daemon/plan/pipeline_plan.h"
 #include "daemon/worker/gone_member.h"
+#include "daemon/worker/grid_resume.h"
 #include "protocol/barrier.h"
 #include "protocol/collectives.h"
 #include "protocol/errors.h"
@@ -24,6 +26,24 @@ topology::PipelineShape shape_of(const RunOptions& o) { return {o.stages, o.repl
 
 // Rounds (passes per layer) the auto partition times each layer with.
 constexpr int kAutoReps = 10;
+
+// The partition in a layout stage_name wrote.
+topology::LayerRanges partition_of(const std::string& layout, size_t layers) {
+  const std::string key = ", partition ";
+  const size_t at = layout.rfind(key);
+  try {
+    if (at == std::string::npos) throw std::invalid_argument("no partition in it");
+    return topology::parse_layer_counts(layout.substr(at + key.size()), layers);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError("checkpoint of '" + layout + "': " + e.what() + ": not a pipeline stage's");
+  }
+}
+
+size_t stage_params(const trainer::Model& model, const topology::LayerRanges& r, size_t stage) {
+  size_t n = 0;
+  for (size_t i = r.begin(stage); i < r.end(stage); ++i) n += model.layers()[i]->param_count();
+  return n;
+}
 
 class PipelineWorker : public Worker {
  public:
@@ -39,7 +59,10 @@ class PipelineWorker : public Worker {
         shape_(shape_of(c.options)),
         rank_(static_cast<size_t>(std::find(c.members.begin(), c.members.end(), c.node.id()) -
                                   c.members.begin())),
-        comm_(c.node, c.members, shape_, rank_, collective_options(c.options)) {
+        comm_(c.node, c.members, shape_, rank_, collective_options(c.options)),
+        checkpointer_(c.checkpointer),
+        header_(c.snapshot_header) {
+    if (c.resume_state) resume_ = *c.resume_state;
     const std::string help = "Payload bytes the pipeline stage sent, by kind";
     for (const char* kind : {"activation", "input_gradient", "weight_gradient"})
       bytes_.push_back(&c.metrics.counter("gossipd_pipeline_payload_bytes_total", help, {{"kind", kind}}));
@@ -62,12 +85,17 @@ class PipelineWorker : public Worker {
                         protocol::tags::range(protocol::tags::User::kPipeline).at(PipelineComm::kStartTag),
                         members_, start);
     protocol::Barrier(all).run();  // every stage is up before the first step
-    set_up(agree_on_partition(all));
+    set_up(resume_ ? partition_of(resume_->header.layout(), trainer_.model().layers().size())
+                   : agree_on_partition(all));
+    header_.set_layout(stage_name(shape_, comm_.at(), ranges_));
+    if (resume_) restore(*resume_);
+    agree_on_round_with(all);
     comm_.set_stop(stop);
     membership_.arm();
     loop_.run(
         steps_per_epoch_, stop, [&](std::span<const uint32_t> idx) { return guarded(idx, stop); },
         [&] { assemble(); });
+    if (checkpointer_) checkpointer_->write_now(capture());
   }
 
  private:
@@ -141,8 +169,31 @@ class PipelineWorker : public Worker {
     return naming_the_gone(gone, trainer_.step_count() + 1, stop, [&] { return train(idx); });
   }
 
+  // This stage's parameters and optimizer state, for its checkpoints.
+  ReplicaState capture() {
+    return replica_state(header_, trainer_.step_count(), steps_per_epoch_, stage_->params(),
+                         optimizer_->state());
+  }
+
+  void restore(const ReplicaState& st) {
+    std::copy(st.params.begin(), st.params.end(), stage_->params().begin());
+    std::copy(st.optimizer.begin(), st.optimizer.end(), optimizer_->state().begin());
+    trainer_.set_step_count(st.header.step());
+  }
+
+  // Every stage starts from the same round: the newest every stage has a
+  // checkpoint of (grid_resume.h).
+  void agree_on_round_with(protocol::Group& all) {
+    const uint64_t mine = trainer_.step_count();
+    const uint64_t round = agree_on_round(all, resumable_rounds(options_.checkpoint_dir, mine));
+    if (round == mine) return;
+    restore(checkpoint_to_go_back_to(options_.checkpoint_dir, round, node_.id(), header_.layout(),
+                                     stage_->params().size()));
+  }
+
   // The first stage reads the samples, the last the labels.
   trainer::StepResult train(std::span<const uint32_t> idx) {
+    if (checkpointer_) checkpointer_->at_step(trainer_.step_count(), [&] { return capture(); });
     const trainer::Dataset& data = trainer_.train_data();
     if (comm_.first()) {
       x_.resize(idx.size() * data.sample_size());
@@ -212,6 +263,9 @@ class PipelineWorker : public Worker {
   topology::PipelineShape shape_;
   size_t rank_;
   PipelineComm comm_;
+  Checkpointer* checkpointer_;
+  proto::StateHeader header_;           // the schedule, the mode and this stage's layout
+  std::optional<ReplicaState> resume_;  // the checkpoint it was restarted from
   topology::LayerRanges ranges_;
   std::unique_ptr<trainer::Stage> stage_;
   std::unique_ptr<trainer::Optimizer> optimizer_;
@@ -243,6 +297,34 @@ std::string partition_in_plan(const std::string& path) {
 
 }  // namespace
 
+std::string stage_name(topology::PipelineShape shape, topology::PipelineCoord at,
+                       const topology::LayerRanges& r) {
+  return "pipeline " + std::to_string(shape.stages) + "x" + std::to_string(shape.replicas) + " stage " +
+         std::to_string(at.stage) + " (replica " + std::to_string(at.replica) + "), partition " +
+         topology::layer_counts(r);
+}
+
+StateLayout pipeline_state_layout(const RunOptions& o, const Placement& where,
+                                  const trainer::Trainer& trainer) {
+  const trainer::Model& model = trainer.model();
+  const topology::PipelineShape shape = shape_of(o);
+  const topology::PipelineCoord at = topology::pipeline_coord(shape, where.rank);
+  std::optional<topology::LayerRanges> r = given_partition(o, model.layers().size());
+  if (!r) {  // auto: the partition its checkpoints were written with
+    const auto files = list_checkpoints(o.checkpoint_dir);
+    if (files.empty()) return {"pipeline, partition auto (no checkpoint yet)", 0, 0};
+    Checkpoint newest;
+    try {
+      newest = read_checkpoint(files.front());
+    } catch (const CheckpointError&) {
+      return {"pipeline, partition auto (newest checkpoint unreadable)", 0, 0};
+    }
+    r = partition_of(newest.state.header.layout(), model.layers().size());
+  }
+  const size_t n = stage_params(model, *r, at.stage);
+  return {stage_name(shape, at, *r), n, n};  // the optimizer's state: a velocity per parameter
+}
+
 std::optional<topology::LayerRanges> given_partition(const RunOptions& o, size_t layers) {
   if (o.partition == "auto") return std::nullopt;
   const bool file = std::filesystem::exists(o.partition) || o.partition.find('/') != std::string::npos ||
@@ -268,6 +350,10 @@ void check_pipeline(const RunOptions& o, size_t members, const trainer::Model& m
     throw UsageError("--micro-batches " + std::to_string(o.micro_batches) + " does not divide --batch " +
                      std::to_string(o.train.batch));
   const std::optional<topology::LayerRanges> r = given_partition(o, layers);
+  if (!o.checkpoint_dir.empty() && o.schedule == "1f1b-async")
+    throw UsageError(
+        "--schedule 1f1b-async keeps micro-batches in flight from batch to batch and writes no "
+        "checkpoints: drop --checkpoint-dir, or use 1f1b");
   if (r && r->stages() != o.stages)
     throw UsageError("--partition " + o.partition + " has " + std::to_string(r->stages()) +
                      " stages, --stages says " + std::to_string(o.stages));

@@ -56,11 +56,6 @@ TEST(GridRun, TheCnnTrainsOnEightProcessesAtBatchFourAsTwoByFour) {
                     "batch 4 is smaller than the 8 grid columns");
 }
 
-uint64_t newest_round(const std::string& dir) {
-  const auto all = daemon::list_checkpoints(dir);
-  return all.empty() ? 0 : daemon::read_checkpoint(all[0]).state.header.step();
-}
-
 // Killed mid-run and restarted with the same command lines, the cells go on
 // from their own checkpoints (one cell's newest removed: the others go back
 // to that cell's round) and end where a run never stopped ends, bit for bit.
@@ -122,7 +117,7 @@ TEST(GridRun, ResumesFromItsCheckpointsAsIfNeverStopped) {
   EXPECT_EQ(other.exit_code, 2) << other.err;
   EXPECT_EQ(std::count(other.err.begin(), other.err.end(), '\n'), 1) << other.err;
   EXPECT_NE(other.err.find("hold grid 2x2 cell (row 0, column 0), this worker is grid 4x1 cell (row 0, "
-                           "column 0): restart with the --grid and --peers they were written with"),
+                           "column 0): restart with the flags that place it"),
             std::string::npos)
       << other.err;
 }

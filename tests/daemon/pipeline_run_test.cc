@@ -5,9 +5,12 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <filesystem>
+
 #include "tests/daemon/sync_run.h"
 #include "tests/support/cluster.h"
 #include "tests/support/http_client.h"
+#include "tests/support/temp_dir.h"
 #include "tests/support/wait.h"
 
 namespace gossipd::testing {
@@ -59,6 +62,57 @@ TEST(PipelineRun, ADeadStageStopsTheOthersNamingIt) {
   expect_stopped_naming(c, {0, 2}, 15s, "pipeline stage 'w1' is gone");
 }
 
+// Killed mid-run and restarted with the same command lines (--partition
+// auto: the partition comes from the checkpoints), the stages go on from
+// their own checkpoints (stage 1's newest removed: stage 0 goes back to its
+// round) and end where a run never stopped ends, bit for bit. Another
+// partition's checkpoints are refused in one line.
+TEST(PipelineRun, ResumesFromItsCheckpointsAsIfNeverStopped) {
+  const std::vector<std::string> flags{
+      "--train-limit", "2400", "--test-limit",    "200", "--batch", "8",
+      "--threads",     "1",    "--epochs",        "1",   "--algo",  "pipeline",
+      "--stages",      "2",    "--micro-batches", "4",   "--quiet", "--timeout-ms",
+      "10000"};
+  Cluster whole(2, flags);
+  const std::string never_stopped = expect_identical_cells(whole, 120s).hash;
+
+  TempDir dir("gossipd_pipeline_ckpt");
+  const auto ckpt = [&](int i) { return dir.file(Cluster::id(i) + ".ckpt"); };
+  Cluster c(2, with(flags, {"--checkpoint-every", "20", "--checkpoint-keep", "3"}), [&](int i) {
+    return std::vector<std::string>{"--checkpoint-dir", ckpt(i)};
+  });
+  ASSERT_TRUE(wait_until([&] { return newest_round(ckpt(0)) >= 40 && newest_round(ckpt(1)) >= 40; }, 60s));
+  for (int i = 0; i < 2; ++i) c.proc(i).signal(SIGKILL);
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(c.proc(i).wait(10s));
+  ASSERT_LT(newest_round(ckpt(0)), 300u) << "the run ended before the kill";
+  std::filesystem::remove(daemon::list_checkpoints(ckpt(1)).at(0));
+  const uint64_t back_to = newest_round(ckpt(1));
+  ASSERT_GT(newest_round(ckpt(0)), back_to);
+
+  std::vector<int> again{c.restart(0), c.restart(1)};
+  const Done resumed = expect_identical_cells(c, 120s, again);
+  EXPECT_EQ(resumed.rounds, 300);
+  EXPECT_EQ(resumed.hash, never_stopped) << "resumed at round " << back_to;
+  EXPECT_NE(c.proc(again[0]).out().find("goes back to its checkpoint of round " + std::to_string(back_to)),
+            std::string::npos)
+      << c.proc(again[0]).out();
+
+  const std::string layout =
+      daemon::read_checkpoint(daemon::list_checkpoints(ckpt(0)).at(0)).state.header.layout();
+  const std::string another = layout.ends_with("partition 1,4") ? "2,3" : "1,4";
+  const RunResult other =
+      run(with({bin("gossipd"), "run", "--id", "w0", "--listen", "tcp://127.0.0.1:0", "--peers",
+                "w1=tcp://127.0.0.1:9", "--checkpoint-dir", ckpt(0), "--check-config"},
+               with(flags, {"--partition", another})),
+          60s);
+  EXPECT_EQ(other.exit_code, 2) << other.err;
+  EXPECT_EQ(std::count(other.err.begin(), other.err.end(), '\n'), 1) << other.err;
+  EXPECT_NE(other.err.find(", this worker is pipeline 2x1 stage 0 (replica 0), partition " + another +
+                           ": restart with the flags that place it"),
+            std::string::npos)
+      << other.err;
+}
+
 TEST(PipelineRun, ShapesThatDoNotFitAreOneLineAndExitTwo) {
   expect_refused_by(2, {"--algo", "pipeline", "--stages", "11", "--model", "cnn"},
                     "--stages 11 is more than the model's 10 layers");
@@ -74,6 +128,9 @@ TEST(PipelineRun, ShapesThatDoNotFitAreOneLineAndExitTwo) {
                     "--stages 2 x --replicas 2 is 4 processes, the cluster has 3 members");
   expect_refused_by(2, {"--algo", "pipeline"}, "--algo pipeline needs --stages K");
   expect_refused_by(2, {"--algo", "allreduce", "--stages", "2"}, "--stages is for --algo pipeline");
+  expect_refused_by(
+      2, {"--algo", "pipeline", "--stages", "2", "--schedule", "1f1b-async", "--checkpoint-dir", "/tmp"},
+      "--schedule 1f1b-async keeps micro-batches in flight");
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/cluster/checkpoint.h"
 #include "tests/support/cluster.h"
 #include "tests/support/http_client.h"
 #include "tests/support/process.h"
@@ -77,6 +78,12 @@ inline Done expect_identical_cells(Cluster& c, std::chrono::seconds timeout, std
   }
   EXPECT_EQ(hashes.size(), 1u) << "the processes assembled different models";
   return done;
+}
+
+// The round of the newest checkpoint in `dir`, 0 for none.
+inline uint64_t newest_round(const std::string& dir) {
+  const auto all = daemon::list_checkpoints(dir);
+  return all.empty() ? 0 : daemon::read_checkpoint(all[0]).state.header.step();
 }
 
 // Waits until every process of `c` has trained `rounds` rounds.
