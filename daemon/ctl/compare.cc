@@ -251,7 +251,7 @@ class Comparison {
       a.insert(a.end(), {"--hierarchical", "--group", "g" + std::to_string(i % o_.groups)});
     }
     if (paces(algo)) a.push_back("--pace");
-    if (entry.grid) a.insert(a.end(), {"--grid", entry.grid->name()});
+    for (const std::string& f : entry.flags()) a.push_back(f);
     if (const int kb = send_buffer_kb(o_); kb > 0)
       a.insert(a.end(), {"--send-buffer-kb", std::to_string(kb)});
     return a;
@@ -438,9 +438,9 @@ int run_compare(const CompareOptions& o) {
     throw UsageError("--groups " + std::to_string(o.groups) + " is more than --workers");
   for (const std::string& algo : o.algos) {
     const CompareEntry e = parse_compare_entry(algo);
-    if (e.grid && e.grid->procs() != static_cast<size_t>(o.workers)) {
-      throw UsageError("--algos " + algo + " has " + std::to_string(e.grid->procs()) +
-                       " cells, --workers is " + std::to_string(o.workers));
+    if (e.processes() != 0 && e.processes() != static_cast<size_t>(o.workers)) {
+      throw UsageError("--algos " + algo + " needs " + std::to_string(e.processes()) +
+                       " processes, --workers is " + std::to_string(o.workers));
     }
   }
   if (o.groups > 1 && o.pace == "on" && o.algos == std::vector<std::string>{"crossover"}) {

@@ -13,11 +13,71 @@ std::string entry_dir(std::string label) {
   return label;
 }
 
+namespace {
+
+// "K" or "KxD".
+topology::PipelineShape parse_pipeline(const std::string& text) {
+  const size_t x = text.find('x');
+  topology::PipelineShape shape;
+  try {
+    size_t used = 0;
+    shape.stages = std::stoul(text.substr(0, x), &used);
+    if (used != text.substr(0, x).size()) throw std::invalid_argument("junk");
+    if (x != std::string::npos) {
+      shape.replicas = std::stoul(text.substr(x + 1), &used);
+      if (used != text.size() - x - 1) throw std::invalid_argument("junk");
+    }
+  } catch (const std::exception&) {
+    shape.stages = 0;
+  }
+  if (shape.stages == 0 || shape.replicas == 0 || text.empty() || text[0] == '-')
+    throw UsageError("--algos pipeline:" + text +
+                     ": give K stages or KxD (D pipelines of K stages), e.g. pipeline:2");
+  return shape;
+}
+
+}  // namespace
+
+size_t CompareEntry::batch(size_t per_worker, size_t workers) const {
+  if (pipeline) return per_worker * workers / pipeline->replicas;
+  return grid ? per_worker * workers : per_worker;
+}
+
+size_t CompareEntry::processes() const {
+  if (grid) return grid->procs();
+  return pipeline ? pipeline->procs() : 0;
+}
+
+std::vector<std::string> CompareEntry::flags() const {
+  if (grid) return {"--grid", grid->name()};
+  if (pipeline)
+    return {"--stages", std::to_string(pipeline->stages), "--replicas", std::to_string(pipeline->replicas)};
+  return {};
+}
+
+RunOptions CompareEntry::run_options(size_t batch) const {
+  RunOptions o;
+  o.algo = mode;
+  o.train.batch = batch;
+  if (grid) o.grid = grid->name();
+  if (pipeline) {
+    o.stages = pipeline->stages;
+    o.replicas = pipeline->replicas;
+  }
+  return o;
+}
+
 CompareEntry parse_compare_entry(const std::string& text) {
   CompareEntry e;
   e.label = text;
   const size_t colon = text.find(':');
   e.mode = text.substr(0, colon);
+  if (e.mode == "pipeline") {
+    if (colon == std::string::npos)
+      throw UsageError("--algos pipeline needs its stages: pipeline:K or pipeline:KxD, e.g. pipeline:2");
+    e.pipeline = parse_pipeline(text.substr(colon + 1));
+    return e;
+  }
   if (e.mode == "grid") {
     if (colon == std::string::npos)
       throw UsageError("--algos grid needs its shape: grid:PRxPC, e.g. grid:4x2");
@@ -31,7 +91,8 @@ CompareEntry parse_compare_entry(const std::string& text) {
   std::string modes;
   for (const std::string& m : mode_names()) {
     if (m == e.mode && colon == std::string::npos) return e;
-    modes += (modes.empty() ? "" : ", ") + (m == "grid" ? std::string("grid:PRxPC") : m);
+    const std::string shown = m == "grid" ? "grid:PRxPC" : m == "pipeline" ? "pipeline:K[xD]" : m;
+    modes += (modes.empty() ? "" : ", ") + shown;
   }
   throw UsageError("--algos " + text + " is not one of " + modes);
 }

@@ -3,20 +3,32 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "daemon/config/run_options.h"
 #include "topology/grid.h"
+#include "topology/pipeline.h"
 
 namespace gossipd::daemon {
 
 // One entry of gossipctl compare --algos: a mode (crossover, sgp, osgp,
-// allreduce) or a grid shape, "grid:PRxPC".
+// allreduce), a grid shape, "grid:PRxPC", or a pipeline, "pipeline:K" (K
+// stages) or "pipeline:KxD" (D pipelines of K stages).
 struct CompareEntry {
   std::string label;  // as given: the name in the report
   std::string mode;   // gossipd run --algo
   std::optional<topology::GridShape> grid;
-  // gossipd run --batch for this entry's workers: a grid is one replica,
-  // so it takes the batch all `workers` data-parallel workers take together.
-  size_t batch(size_t per_worker, size_t workers) const { return grid ? per_worker * workers : per_worker; }
+  std::optional<topology::PipelineShape> pipeline;
+  // gossipd run --batch for this entry's workers: a grid or a pipeline is
+  // one replica, so it takes the batch all `workers` data-parallel workers
+  // take together (D pipelines share it).
+  size_t batch(size_t per_worker, size_t workers) const;
+  // Processes the entry needs, or 0 for any number (the data-parallel modes).
+  size_t processes() const;
+  // Its gossipd run flags beyond --algo: --grid, or --stages and --replicas.
+  std::vector<std::string> flags() const;
+  // What the mode's hooks read of gossipd run's options (steps per epoch).
+  RunOptions run_options(size_t batch) const;
   // Mode::one_replica: no consensus distance, no gossip bytes.
   bool one_replica() const;
 };

@@ -81,7 +81,9 @@ Mode pipeline_mode() {
          "x D replicas",
          whole_model,
          pipeline_shard,
-         [](const RunOptions& o, size_t samples, size_t, size_t) { return pipeline_steps(o, samples); },
+         [](const RunOptions& o, size_t samples, size_t, size_t batch) {
+           return data_parallel_steps(samples, std::max<size_t>(o.replicas, 1), batch);
+         },
          false,
          pipeline_state_layout,
          make_pipeline_worker};

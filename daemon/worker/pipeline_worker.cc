@@ -367,10 +367,6 @@ trainer::SamplerOptions pipeline_shard(const RunOptions& o, const Placement& whe
   return s;
 }
 
-size_t pipeline_steps(const RunOptions& o, size_t samples) {
-  return data_parallel_steps(samples, std::max<size_t>(o.replicas, 1), o.train.batch);
-}
-
 std::unique_ptr<Worker> make_pipeline_worker(WorkerContext& c) { return std::make_unique<PipelineWorker>(c); }
 
 }  // namespace gossipd::daemon

@@ -24,7 +24,6 @@ void check_pipeline(const RunOptions& options, size_t members, const trainer::Mo
 
 // Every pipeline member samples its pipeline's shard of the data.
 trainer::SamplerOptions pipeline_shard(const RunOptions& options, const Placement& where);
-size_t pipeline_steps(const RunOptions& options, size_t samples);
 
 // "pipeline 2x1 stage 0 (replica 0), partition 3,7": the layout its
 // checkpoints carry (another shape's or partition's is refused by name).

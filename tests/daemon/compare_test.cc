@@ -129,9 +129,30 @@ TEST_F(CompareTest, AGridShapeIsAnEntryLikeTheProtocols) {
   EXPECT_NE(daemon::read_file(out + "/plots.gp").find(out + "/grid-2x2/curve.dat"), std::string::npos);
 }
 
+// Two pipelines of two stages: each pipeline takes half the global batch
+// (4 x 16), its two stages one process each.
+TEST_F(CompareTest, APipelineIsAnEntryLikeTheProtocols) {
+  const std::string out = dir_ + "/report";
+  const auto r = run(
+      {bin("gossipctl"), "compare", "--workers", "4", "--algos", "pipeline:2x2", "--epochs", "1", "--batch",
+       "16", "--hidden", "64,32", "--train-limit", "2000", "--test-limit", "200", "--out", out},
+      180s);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::string report = daemon::read_file(out + "/report.md");
+  EXPECT_NE(report.find("| pipeline:2x2 | ok |"), std::string::npos) << report;
+  // Each pipeline: its 1000 samples at 32 a step.
+  const auto records = read_records(out + "/pipeline-2x2/w3.jsonl");
+  ASSERT_FALSE(records.empty());
+  EXPECT_EQ(records.back().round(), 1000u / 32);
+  EXPECT_NE(daemon::read_file(out + "/plots.gp").find(out + "/pipeline-2x2/curve.dat"), std::string::npos);
+}
+
 TEST_F(CompareTest, AGridEntryThatDoesNotFitIsOneLine) {
   for (const auto& [algos, needle] : std::vector<std::pair<std::string, std::string>>{
-           {"grid:3x2", "--algos grid:3x2 has 6 cells, --workers is 4"},
+           {"grid:3x2", "--algos grid:3x2 needs 6 processes, --workers is 4"},
+           {"pipeline:3", "--algos pipeline:3 needs 3 processes, --workers is 4"},
+           {"pipeline", "needs its stages: pipeline:K or pipeline:KxD"},
+           {"pipeline:2y2", "give K stages or KxD"},
            {"grid", "needs its shape: grid:PRxPC"},
            {"grid:4", "is not PRxPC"},
            {"gird:2x2", "is not one of"}}) {
