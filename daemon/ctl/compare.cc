@@ -252,6 +252,9 @@ class Comparison {
     }
     if (paces(algo)) a.push_back("--pace");
     for (const std::string& f : entry.flags()) a.push_back(f);
+    if (entry.pipeline) {
+      a.insert(a.end(), {"--partition", o_.partition, "--micro-batches", std::to_string(o_.micro_batches)});
+    }
     if (const int kb = send_buffer_kb(o_); kb > 0)
       a.insert(a.end(), {"--send-buffer-kb", std::to_string(kb)});
     return a;

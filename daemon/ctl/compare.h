@@ -43,6 +43,9 @@ struct CompareOptions {
   // `bandwidth`, link_send_buffer_kb of it, else the daemon's default.
   int send_buffer_kb = 0;
   std::string preset;  // large-batch | scaling (compare_presets.h)
+  // Pipeline entries: gossipd run --partition and --micro-batches.
+  std::string partition = "auto";
+  size_t micro_batches = 8;
 };
 
 // Runs each protocol in turn as `workers` local gossipd processes with the

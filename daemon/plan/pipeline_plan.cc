@@ -12,6 +12,7 @@ namespace {
 using topology::PipelineSchedule;
 
 constexpr size_t kAsyncBatches = 8;  // batches 1f1b-async is priced over
+constexpr double kWorthIt = 0.01;    // a stage must make the step this much faster
 
 size_t in_flight(PipelineSchedule s, size_t stages, size_t micros, size_t stage) {
   return s == PipelineSchedule::kGpipe ? micros : std::min(stages - stage, micros);
@@ -116,9 +117,16 @@ PipelineChoice plan_pipeline(const PipelinePlanInput& in, size_t stages) {
   if (stages == 0 || stages > in.layers.size()) best_partition(in, stages);  // throws its reason
   PipelineChoice c;
   for (size_t k = 1; k <= stages; ++k) c.by_count.push_back(best_partition(in, k));
-  c.plan = c.by_count.back();
+  // The fewest stages within kWorthIt of the fastest: a stage that does
+  // not make the step that much faster is not worth its process and its
+  // transfers.
+  double fastest = c.by_count.front().step_s;
+  for (const PipelinePlan& p : c.by_count) fastest = std::min(fastest, p.step_s);
   for (const PipelinePlan& p : c.by_count) {
-    if (p.step_s < c.plan.step_s) c.plan = p;
+    if (p.step_s <= fastest * (1 + kWorthIt)) {
+      c.plan = p;
+      break;
+    }
   }
   if (c.plan.stages.size() == stages) return c;
   const PipelinePlan& asked = c.by_count.back();

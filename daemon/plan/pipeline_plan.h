@@ -61,8 +61,9 @@ PipelinePlan price_partition(const PipelinePlanInput& in, const topology::LayerR
 PipelinePlan best_partition(const PipelinePlanInput& in, size_t stages);
 
 // The plan for at most `stages` stages: the fastest partition of each
-// stage count, merged down to fewer stages wherever that is predicted
-// faster (a boundary's transfer costing more than the split saves).
+// stage count, merged down to the fewest stages predicted within 1% of the
+// fastest (a boundary whose transfer costs more than the split saves, or a
+// stage that saves next to nothing).
 struct PipelineChoice {
   PipelinePlan plan;                   // the one to run
   std::vector<PipelinePlan> by_count;  // the fastest of 1 .. `stages` stages
