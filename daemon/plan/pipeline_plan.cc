@@ -136,11 +136,12 @@ PipelineChoice plan_pipeline(const PipelinePlanInput& in, size_t stages) {
   char buf[400];
   std::snprintf(
       buf, sizeof(buf),
-      "merged to %zu stages: the fastest %zu-stage partition (%s) predicts %.2f ms a step, %zu stages "
-      "(%s) %.2f ms; its widest boundary (after layer %zu) moves %.2f MB a micro-batch each way, %.2f ms",
-      c.plan.stages.size(), stages, topology::layer_counts(asked.ranges).c_str(), asked.step_s * 1e3,
-      c.plan.stages.size(), topology::layer_counts(c.plan.ranges).c_str(), c.plan.step_s * 1e3,
-      widest->last - 1, widest->boundary_bytes / 1e6, in.link.seconds(1, widest->boundary_bytes) * 1e3);
+      "merged to %zu stage%s: the fastest %zu-stage partition (%s) predicts %.2f ms a step, the %zu-stage "
+      "one (%s) %.2f ms; its widest boundary (after layer %zu) moves %.2f MB a micro-batch each way, %.2f ms",
+      c.plan.stages.size(), c.plan.stages.size() == 1 ? "" : "s", stages,
+      topology::layer_counts(asked.ranges).c_str(), asked.step_s * 1e3, c.plan.stages.size(),
+      topology::layer_counts(c.plan.ranges).c_str(), c.plan.step_s * 1e3, widest->last - 1,
+      widest->boundary_bytes / 1e6, in.link.seconds(1, widest->boundary_bytes) * 1e3);
   c.why = buf;
   return c;
 }

@@ -50,7 +50,7 @@ TEST(PipelinePlan, MergesWhereTheTransferCostsMoreThanTheSplitSaves) {
   const PipelineChoice slow = plan_pipeline(four_layers(1e5), 4);
   EXPECT_EQ(slow.plan.stages.size(), 1u);
   EXPECT_LT(slow.plan.step_s, slow.by_count.back().step_s);
-  EXPECT_NE(slow.why.find("merged to 1 stages"), std::string::npos) << slow.why;
+  EXPECT_NE(slow.why.find("merged to 1 stage:"), std::string::npos) << slow.why;
 }
 
 TEST(PipelinePlan, MemoryIsWhatTheStagesStash) {
