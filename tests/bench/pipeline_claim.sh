@@ -16,13 +16,19 @@
 #   3. Planner: the plan `gossipctl plan pipeline` makes for 1 and for 2
 #      stages under each schedule (its partition and predicted step time)
 #      against the step time measured running that partition and schedule.
+#   4. Merge: `gossipctl plan pipeline --stages MERGE_K --bandwidth
+#      BANDWIDTH`: its fastest MERGE_K-stage partition and the merged plan,
+#      each run by `gossipctl compare --netns --bandwidth BANDWIDTH` (one
+#      network namespace per stage, tc-capped links; root) for one epoch of
+#      MERGE_LIMIT samples: step time (the last stage's rounds per second).
 #
 # Each pipeline process serves /status on 127.0.0.1 and lingers after its
 # last step, so its final figures are read after training. Needs curl.
 # Takes ~6 min at the defaults. OUT keeps the logs, plan and table.md.
 #
 #   tests/bench/pipeline_claim.sh [BUILD_DIR]        (default: ./build)
-# Env: BATCH=64  MICROS=8  TRAIN_LIMIT=6400  REPS=3  OUT=out/bench/pipeline_claim-DATE
+# Env: BATCH=64  MICROS=8  TRAIN_LIMIT=6400  REPS=3  MERGE_K=4  BANDWIDTH=100mbit  MERGE_LIMIT=1280
+#      SECTIONS="speedup plans bubble merge"  OUT=out/bench/pipeline_claim-DATE
 set -euo pipefail
 export LC_ALL=C OPENBLAS_NUM_THREADS=1
 cd "$(dirname "$0")/../.."
@@ -31,8 +37,13 @@ batch=${BATCH:-64}
 micros=${MICROS:-8}
 limit=${TRAIN_LIMIT:-6400}
 reps=${REPS:-3}
+merge_k=${MERGE_K:-4}
+bandwidth=${BANDWIDTH:-100mbit}
+merge_limit=${MERGE_LIMIT:-1280}
+sections=" ${SECTIONS:-speedup plans bubble merge} "
 out=${OUT:-out/bench/pipeline_claim-$(date +%Y%m%d-%H%M%S)}
 command -v curl >/dev/null || { echo "pipeline_claim.sh: needs curl" >&2; exit 2; }
+[[ $sections != *" merge "* || $(id -u) -eq 0 ]] || { echo "pipeline_claim.sh: merge needs root (netns)" >&2; exit 2; }
 ((batch % micros == 0)) || { echo "pipeline_claim.sh: MICROS must divide BATCH" >&2; exit 2; }
 
 [ -f "$build/CMakeCache.txt" ] || cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
@@ -49,7 +60,7 @@ trap 'exit 130' INT TERM
 # Serial samples per second (training only) of one run.
 serial() {
   "$gossipd" train "${data[@]}" --metrics-out "$out/serial.jsonl" >"$out/serial.log" 2>&1
-  tail -n 1 "$out/serial.jsonl" | sed -n 's/.*"samples_per_second":\([0-9.e+-]*\).*/\1/p'
+  tail -n 1 "$out/serial.jsonl" | sed -n 's/.*"samples_per_second":\([0-9.e+-]*\).*/\1/p' | awk '{ printf "%.1f", $1 }'
 }
 
 # One pipeline run: K schedule partition tag. Prints "step_s bubble_mean
@@ -88,6 +99,7 @@ median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] 
 
 echo "pipeline_claim.sh: CNN, batch $batch, $micros micro-batches, $limit samples, $reps reps -> $out" >&2
 : >"$out/speedup.txt"
+[[ $sections == *" speedup "* ]] || reps=0
 for ((r = 1; r <= reps; r++)); do
   s=$(serial)
   p=$(pipeline 2 1f1b auto "speedup-r$r")
@@ -96,7 +108,7 @@ for ((r = 1; r <= reps; r++)); do
 done
 
 : >"$out/plans.txt"
-for k in 1 2; do
+[[ $sections == *" plans "* ]] && for k in 1 2; do
   for schedule in gpipe 1f1b 1f1b-async; do
     "$build/bin/gossipctl" plan pipeline --model cnn --stages "$k" --batch "$batch" --micro-batches "$micros" \
       --schedule "$schedule" --json >"$out/plan-$k-$schedule.json"
@@ -109,18 +121,47 @@ for k in 1 2; do
 done
 
 : >"$out/bubble.txt"
-for k in 2 4; do echo "$k $(pipeline "$k" gpipe auto "bubble-k$k")" >>"$out/bubble.txt"; done
+[[ $sections == *" bubble "* ]] && for k in 2 4; do echo "$k $(pipeline "$k" gpipe auto "bubble-k$k")" >>"$out/bubble.txt"; done
+
+# One compare run of a partition in netns hosts: its step time (s).
+netns_step() {  # partition tag
+  local k workers per
+  k=$(awk -F, '{ print NF }' <<<"$1")
+  per=$((batch / k))
+  "$build/bin/gossipctl" compare --netns --bandwidth "$bandwidth" --workers "$k" --algos "pipeline:$k" \
+    --partition "$1" --micro-batches "$micros" --model cnn --batch "$per" --epochs 1 --train-limit "$merge_limit" \
+    --test-limit 200 --out "$out/$2" >"$out/$2.log" 2>&1
+  tail -n 1 "$out/$2/pipeline-$k/w$((k - 1)).jsonl" | sed -n 's/.*"rounds_per_second":\([0-9.e+-]*\).*/\1/p' |
+    awk '{ printf "%.6f", 1 / $1 }'
+}
+
+: >"$out/merge.txt"
+if [[ $sections == *" merge "* ]]; then
+  "$build/bin/gossipctl" plan pipeline --model cnn --stages "$merge_k" --batch "$batch" --micro-batches "$micros" \
+    --bandwidth "$bandwidth" --json >"$out/plan-merge.json"
+  merged=$(grep -o '"partition":"[0-9,]*"' "$out/plan-merge.json" | head -n 1 | sed 's/.*:"\(.*\)"/\1/')
+  unmerged=$(grep -o "{\"stages\":$merge_k,\"partition\":\"[0-9,]*\",\"step_s\":[0-9.e+-]*" "$out/plan-merge.json")
+  predicted_merged=$(grep -o '"by_count".*' "$out/plan-merge.json" | grep -o "\"partition\":\"$merged\",\"step_s\":[0-9.e+-]*" | cut -d: -f3)
+  predicted_unmerged=${unmerged##*:}
+  unmerged=$(sed 's/.*"partition":"\([0-9,]*\)".*/\1/' <<<"$unmerged")
+  for part in "$unmerged" "$merged"; do
+    echo "$part $(netns_step "$part" "merge-$(tr , - <<<"$part")")" >>"$out/merge.txt"
+  done
+  sed -i "1s/\$/ $predicted_unmerged/; 2s/\$/ $predicted_merged/" "$out/merge.txt"
+fi
 
 {
-  echo "### Speed-up: CNN, batch $batch, $micros micro-batches, 1f1b, 2 stages on 2 processes vs gossipd train"
-  echo
-  echo "| | serial samples/s | pipeline samples/s | speed-up |"
-  echo "| --- | --- | --- | --- |"
-  sm=$(cut -d' ' -f1 "$out/speedup.txt" | median); pm=$(cut -d' ' -f2 "$out/speedup.txt" | median)
-  sb=$(cut -d' ' -f1 "$out/speedup.txt" | sort -g | tail -n 1); pb=$(cut -d' ' -f2 "$out/speedup.txt" | sort -g | tail -n 1)
-  echo "| median of $reps | $sm | $pm | $(awk -v a="$pm" -v b="$sm" 'BEGIN { printf "%.2fx", a / b }') |"
-  echo "| best | $sb | $pb | $(awk -v a="$pb" -v b="$sb" 'BEGIN { printf "%.2fx", a / b }') |"
-  echo
+  if [[ -s $out/speedup.txt ]]; then
+    echo "### Speed-up: CNN, batch $batch, $micros micro-batches, 1f1b, 2 stages on 2 processes vs gossipd train"
+    echo
+    echo "| | serial samples/s | pipeline samples/s | speed-up |"
+    echo "| --- | --- | --- | --- |"
+    sm=$(cut -d' ' -f1 "$out/speedup.txt" | median); pm=$(cut -d' ' -f2 "$out/speedup.txt" | median)
+    sb=$(cut -d' ' -f1 "$out/speedup.txt" | sort -g | tail -n 1); pb=$(cut -d' ' -f2 "$out/speedup.txt" | sort -g | tail -n 1)
+    echo "| median of $reps | $sm | $pm | $(awk -v a="$pm" -v b="$sm" 'BEGIN { printf "%.2fx", a / b }') |"
+    echo "| best | $sb | $pb | $(awk -v a="$pb" -v b="$sb" 'BEGIN { printf "%.2fx", a / b }') |"
+    echo
+  fi
   echo "### Bubble under gpipe (mean over stages; each stage's in brackets)"
   echo
   echo "| K | M | measured | (K-1)/(M+K-1) | measured / model |"
@@ -138,4 +179,15 @@ for k in 2 4; do echo "$k $(pipeline "$k" gpipe auto "bubble-k$k")" >>"$out/bubb
     awk -v p="$part" -v s="$schedule" -v a="$predicted" -v b="$measured" \
       'BEGIN { printf "| %s | %s | %.2f | %.2f | %.2f |\n", p, s, a * 1e3, b * 1e3, b / a }'
   done <"$out/plans.txt"
+  echo
+  echo "### Merge: the CNN at $bandwidth (netns), at most $merge_k stages"
+  echo
+  echo "| plan | partition | predicted ms | measured ms |"
+  echo "| --- | --- | --- | --- |"
+  n=0
+  while read -r part measured predicted; do
+    n=$((n + 1))
+    awk -v w="$([[ $n == 1 ]] && echo "fastest $merge_k-stage" || echo merged)" -v p="$part" -v a="$predicted" \
+      -v b="$measured" 'BEGIN { printf "| %s | %s | %.1f | %.1f |\n", w, p, a * 1e3, b * 1e3 }'
+  done <"$out/merge.txt"
 } | tee "$out/table.md"
