@@ -232,6 +232,7 @@ class PipelineWorker : public Worker {
       p.set_schedule(options_.schedule);
       p.set_micro_batches(static_cast<uint32_t>(options_.micro_batches));
       p.set_most_in_flight(static_cast<uint32_t>(stage_->most_in_flight()));
+      p.set_most_stashed_bytes(sizeof(float) * stage_->most_stashed_floats());
       p.set_bubble(bubble_sum_ / steps);
       p.set_activation_bytes_per_step(static_cast<double>(b.activation) / steps);
       p.set_input_gradient_bytes_per_step(static_cast<double>(b.input_gradient) / steps);

@@ -89,6 +89,7 @@ pipeline() {
   done
   for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
   pids=()
+  printf '%s\n' "${status[@]}" >"$out/$tag.status"
   printf '%s\n' "${status[@]}" | awk '
     function num(key,   m) { return match($0, "\"" key "\":[0-9.e+-]+") ? substr($0, RSTART + length(key) + 3, RLENGTH - length(key) - 3) + 0 : 0 }
     { b[NR] = num("bubble"); s += b[NR]; rps = num("rounds_per_second") }
@@ -179,6 +180,19 @@ fi
     awk -v p="$part" -v s="$schedule" -v a="$predicted" -v b="$measured" \
       'BEGIN { printf "| %s | %s | %.2f | %.2f | %.2f |\n", p, s, a * 1e3, b * 1e3, b / a }'
   done <"$out/plans.txt"
+  echo
+  echo "### Memory: activations held, predicted (in flight x one micro-batch's stash) against measured (1f1b)"
+  echo
+  echo "| partition | stage | predicted bytes | measured bytes |"
+  echo "| --- | --- | --- | --- |"
+  if [[ -s $out/plan-2-1f1b.json ]]; then
+    part=$(grep -o '"partition":"[0-9,]*"' "$out/plan-2-1f1b.json" | head -n 1 | sed 's/.*:"\(.*\)"/\1/')
+    grep -o '"in_flight":[0-9]*,"stash_floats":[0-9]*' "$out/plan-2-1f1b.json" |
+      awk -F'[:,]' '{ print 4 * $2 * $4 }' >"$out/memory.predicted"
+    sed -n 's/.*"most_stashed_bytes":"\{0,1\}\([0-9]*\).*/\1/p' "$out/plan-$part-1f1b.status" >"$out/memory.measured"
+    paste -d' ' "$out/memory.predicted" "$out/memory.measured" |
+      awk -v p="$part" '{ printf "| %s | %d | %d | %d |\n", p, NR - 1, $1, $2 }'
+  fi
   echo
   echo "### Merge: the CNN at $bandwidth (netns), at most $merge_k stages"
   echo

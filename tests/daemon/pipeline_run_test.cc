@@ -46,6 +46,8 @@ TEST(PipelineRun, StatusAndMetricsShowTheStageItsLayersAndTheBytes) {
   EXPECT_EQ(p.partition(), "4,6");
   EXPECT_EQ(p.layers(), "0-3 conv2d relu maxpool conv2d");
   EXPECT_EQ(p.most_in_flight(), 2u);  // 1f1b: K - stage
+  // Two micro-batches of 8: the input and the four layers' outputs each.
+  EXPECT_EQ(p.most_stashed_bytes(), 2u * 4 * 8 * (28 * 28 + 28 * 28 * 32 * 2 + 14 * 14 * 32 + 14 * 14 * 64));
   // conv2's output, 14 x 14 x 64 floats a sample, 8 samples a micro-batch, 4 micro-batches.
   EXPECT_DOUBLE_EQ(p.activation_bytes_per_step(), 4.0 * 14 * 14 * 64 * 8 * 4);
   EXPECT_GE(p.bubble(), 0.0);
