@@ -61,6 +61,13 @@ size_t max_in_flight(const std::vector<PipelineOp>& ops) {
   return most;
 }
 
+size_t default_micro_batches(size_t batch) {
+  for (size_t m = batch / kMicroBatchSamples; m > 1; --m) {
+    if (batch % m == 0) return m;
+  }
+  return 1;
+}
+
 double gpipe_bubble(size_t stages, size_t micros) {
   if (stages == 0 || micros == 0) return 0;
   return static_cast<double>(stages - 1) / static_cast<double>(micros + stages - 1);

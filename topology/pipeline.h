@@ -42,6 +42,18 @@ std::vector<PipelineOp> pipeline_ops(PipelineSchedule schedule, size_t stages, s
 // at any point of `ops`.
 size_t max_in_flight(const std::vector<PipelineOp>& ops);
 
+// M when none is given: the divisor of the batch whose micro-batches come
+// nearest to kMicroBatchSamples samples without going under it (or M = 1
+// for a batch below it). On this project's machine the CNN's pipeline was
+// fastest at micro-batches of 8: smaller ones lose in the GEMMs, larger
+// ones in the bubble (tests/bench/README.md).
+constexpr size_t kMicroBatchSamples = 8;
+size_t default_micro_batches(size_t batch);
+// `given`, or default_micro_batches(batch) for 0.
+inline size_t micro_batches_for(size_t batch, size_t given) {
+  return given != 0 ? given : default_micro_batches(batch);
+}
+
 // GPipe's bubble: the fraction of a step a stage idles, (K-1)/(M+K-1), with
 // equal stages and free transfers.
 double gpipe_bubble(size_t stages, size_t micros);

@@ -17,8 +17,8 @@ struct RunOptions {
   std::string algo = "allreduce";  // allreduce | crossover | sgp | osgp | grid | pipeline
   std::string grid;                // --algo grid: PRxPC (topology/grid.h)
   // --algo pipeline (topology/pipeline.h): K stages x D replicas, M micro-batches.
-  size_t stages = 0;  // 0: not given
-  size_t micro_batches = 8;
+  size_t stages = 0;         // 0: not given
+  size_t micro_batches = 0;  // 0: topology::default_micro_batches(batch)
   std::string schedule = "1f1b";
   std::string partition = "auto";  // auto | L,L,... (layers per stage) | a plan's JSON file
   size_t replicas = 1;

@@ -45,7 +45,7 @@ struct CompareOptions {
   std::string preset;  // large-batch | scaling (compare_presets.h)
   // Pipeline entries: gossipd run --partition and --micro-batches.
   std::string partition = "auto";
-  size_t micro_batches = 8;
+  size_t micro_batches = 0;  // 0: gossipd run's default
 };
 
 // Runs each protocol in turn as `workers` local gossipd processes with the

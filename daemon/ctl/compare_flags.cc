@@ -97,8 +97,10 @@ CLI::App* add_compare_command(CLI::App& app, CompareOptions& o) {
   cmd->add_option("--partition", o.partition,
                   "Pipeline entries: gossipd run --partition (auto, L,L,... or a plan's JSON file)")
       ->capture_default_str();
-  cmd->add_option("--micro-batches", o.micro_batches, "Pipeline entries: gossipd run --micro-batches")
-      ->check(CLI::Range(size_t{1}, size_t{1} << 16))
+  cmd->add_option(
+         "--micro-batches", o.micro_batches,
+         "Pipeline entries: gossipd run --micro-batches (0: its default, micro-batches of about 8 samples)")
+      ->check(CLI::Range(size_t{0}, size_t{1} << 16))
       ->capture_default_str();
   return cmd;
 }

@@ -107,8 +107,10 @@ CLI::App* add_plan_pipeline(CLI::App& plan, PlanPipelineOptions& o) {
   cmd->add_option("--batch", o.batch, "One pipeline's batch")
       ->check(CLI::Range(size_t{1}, size_t{1} << 20))
       ->capture_default_str();
-  cmd->add_option("--micro-batches", o.micros, "Micro-batches M per batch (M divides --batch)")
-      ->check(CLI::Range(size_t{1}, size_t{1} << 16))
+  cmd->add_option(
+         "--micro-batches", o.micros,
+         "Micro-batches M per batch (M divides --batch); 0: micro-batches of about 8 samples, as gossipd run")
+      ->check(CLI::Range(size_t{0}, size_t{1} << 16))
       ->capture_default_str();
   cmd->add_option("--schedule", o.schedule, "The schedule the partition is chosen for")
       ->check(CLI::IsMember({"gpipe", "1f1b", "1f1b-async"}))
@@ -125,7 +127,9 @@ CLI::App* add_plan_pipeline(CLI::App& plan, PlanPipelineOptions& o) {
   return cmd;
 }
 
-int run_plan_pipeline(const PlanPipelineOptions& o) {
+int run_plan_pipeline(const PlanPipelineOptions& given) {
+  PlanPipelineOptions o = given;
+  o.micros = topology::micro_batches_for(o.batch, o.micros);
   const std::unique_ptr<trainer::Model> model = plan_model("plan pipeline", o.model, o.hidden);
   if (o.batch % o.micros != 0)
     throw UsageError("plan pipeline: --micro-batches " + std::to_string(o.micros) +

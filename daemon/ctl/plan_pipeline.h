@@ -16,8 +16,8 @@ struct PlanPipelineOptions {
   std::string model = "cnn";
   std::vector<int> hidden;  // empty: the model's default widths
   size_t stages = 2;
-  size_t batch = 64;  // one pipeline's batch
-  size_t micros = 4;
+  size_t batch = 64;              // one pipeline's batch
+  size_t micros = 0;              // 0: topology::default_micro_batches(batch)
   std::string schedule = "1f1b";  // the schedule the partition is chosen for
   // Defaults: this machine's loopback (as gossipctl plan grid).
   std::string bandwidth = "32gbit";

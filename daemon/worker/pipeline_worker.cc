@@ -23,6 +23,7 @@ namespace gossipd::daemon {
 namespace {
 
 topology::PipelineShape shape_of(const RunOptions& o) { return {o.stages, o.replicas}; }
+size_t micros(const RunOptions& o) { return topology::micro_batches_for(o.train.batch, o.micro_batches); }
 
 // Rounds (passes per layer) the auto partition times each layer with.
 constexpr int kAutoReps = 10;
@@ -114,8 +115,8 @@ class PipelineWorker : public Worker {
     std::vector<float> counts(shape_.stages * members_.size(), 0.0f);
     if (rank_ == 0) {
       PipelinePlanInput in = measure_pipeline(trainer_.model(), trainer_.optimizer().options(),
-                                              options_.train.batch / options_.micro_batches, kAutoReps);
-      in.micros = options_.micro_batches;
+                                              options_.train.batch / micros(options_), kAutoReps);
+      in.micros = micros(options_);
       in.schedule = topology::parse_schedule(options_.schedule);
       in.link = LinkModel{10e-6, 4e9};  // loopback (gossipctl plan's default)
       const PipelinePlan plan = best_partition(in, shape_.stages);
@@ -138,7 +139,7 @@ class PipelineWorker : public Worker {
                                                       stage_->params().size());
     PipelineStepOptions o;
     o.schedule = topology::parse_schedule(options_.schedule);
-    o.micros = options_.micro_batches;
+    o.micros = micros(options_);
     o.batch = options_.train.batch;
     o.stages = shape_.stages;
     o.replicas = shape_.replicas;
@@ -230,7 +231,7 @@ class PipelineWorker : public Worker {
       p.set_partition(topology::layer_counts(ranges_));
       p.set_layers(layers_);
       p.set_schedule(options_.schedule);
-      p.set_micro_batches(static_cast<uint32_t>(options_.micro_batches));
+      p.set_micro_batches(static_cast<uint32_t>(micros(options_)));
       p.set_most_in_flight(static_cast<uint32_t>(stage_->most_in_flight()));
       p.set_most_stashed_bytes(sizeof(float) * stage_->most_stashed_floats());
       p.set_bubble(bubble_sum_ / steps);
@@ -347,8 +348,8 @@ void check_pipeline(const RunOptions& o, size_t members, const trainer::Model& m
     throw UsageError("--stages " + std::to_string(o.stages) + " x --replicas " + std::to_string(o.replicas) +
                      " is " + std::to_string(o.stages * o.replicas) + " processes, the cluster has " +
                      std::to_string(members) + " members (this one and --peers)");
-  if (o.train.batch % o.micro_batches != 0)
-    throw UsageError("--micro-batches " + std::to_string(o.micro_batches) + " does not divide --batch " +
+  if (o.train.batch % micros(o) != 0)
+    throw UsageError("--micro-batches " + std::to_string(micros(o)) + " does not divide --batch " +
                      std::to_string(o.train.batch));
   const std::optional<topology::LayerRanges> r = given_partition(o, layers);
   if (!o.checkpoint_dir.empty() && o.schedule == "1f1b-async")

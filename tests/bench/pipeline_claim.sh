@@ -27,14 +27,14 @@
 # Takes ~6 min at the defaults. OUT keeps the logs, plan and table.md.
 #
 #   tests/bench/pipeline_claim.sh [BUILD_DIR]        (default: ./build)
-# Env: BATCH=64  MICROS=8  TRAIN_LIMIT=6400  REPS=3  MERGE_K=4  BANDWIDTH=100mbit  MERGE_LIMIT=1280
+# Env: BATCH=128  MICROS=16  TRAIN_LIMIT=6400  REPS=3  MERGE_K=4  BANDWIDTH=100mbit  MERGE_LIMIT=1280
 #      SECTIONS="speedup plans bubble merge"  OUT=out/bench/pipeline_claim-DATE
 set -euo pipefail
 export LC_ALL=C OPENBLAS_NUM_THREADS=1
 cd "$(dirname "$0")/../.."
 build=$(realpath -m "${1:-build}")
-batch=${BATCH:-64}
-micros=${MICROS:-8}
+batch=${BATCH:-128}
+micros=${MICROS:-16}
 limit=${TRAIN_LIMIT:-6400}
 reps=${REPS:-3}
 merge_k=${MERGE_K:-4}

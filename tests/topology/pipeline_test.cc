@@ -109,6 +109,16 @@ TEST(PipelineTiming, TheSlowestStageAndTheTransfersSetTheStep) {
   EXPECT_DOUBLE_EQ(timing->step, 24.0);
 }
 
+TEST(PipelineSchedule, DefaultMicroBatchesHoldAboutEightSamplesAndDivideTheBatch) {
+  for (const auto& [batch, micros] : std::vector<std::pair<size_t, size_t>>{
+           {64, 8}, {128, 16}, {32, 4}, {100, 10}, {8, 1}, {7, 1}, {16, 2}, {1, 1}}) {
+    EXPECT_EQ(default_micro_batches(batch), micros) << batch;
+    EXPECT_EQ(batch % default_micro_batches(batch), 0u);
+  }
+  EXPECT_EQ(micro_batches_for(64, 4), 4u);
+  EXPECT_EQ(micro_batches_for(64, 0), 8u);
+}
+
 TEST(LayerCounts, ParsesAndRefusesWithAReason) {
   const LayerRanges r = parse_layer_counts("2,3,4", 9);
   EXPECT_EQ(r.stages(), 3u);
