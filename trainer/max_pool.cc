@@ -41,24 +41,31 @@ void MaxPool2D::pool(const float* img, float* o, uint32_t* am) const {
 }
 
 void MaxPool2D::forward(const float* in, float* out, int batch) {
-  argmax_.resize(out_.size());
+  argmax_.resize(out_.size() * static_cast<size_t>(batch));
+  argmax_in_ = in;
+  argmax_batch_ = batch;
   best_.resize(static_cast<size_t>(in_.channels));
   for (int n = 0; n < batch; ++n) {
     pool(in + static_cast<size_t>(n) * in_.size(), out + static_cast<size_t>(n) * out_.size(),
-         argmax_.data());
+         argmax_.data() + static_cast<size_t>(n) * out_.size());
   }
 }
 
 void MaxPool2D::backward(const float* in, const float*, const float* dout, float* din, int batch) {
   if (din == nullptr) return;
   std::memset(din, 0, sizeof(float) * in_.size() * batch);
-  argmax_.resize(out_.size());
+  const bool kept = in == nullptr || (in == argmax_in_ && batch == argmax_batch_);
+  found_.resize(out_.size());
   best_.resize(static_cast<size_t>(in_.channels));
   for (int n = 0; n < batch; ++n) {
-    pool(in + static_cast<size_t>(n) * in_.size(), nullptr, argmax_.data());
+    const uint32_t* am = argmax_.data() + static_cast<size_t>(n) * out_.size();
+    if (!kept) {
+      pool(in + static_cast<size_t>(n) * in_.size(), nullptr, found_.data());
+      am = found_.data();
+    }
     float* d = din + static_cast<size_t>(n) * in_.size();
     const float* g = dout + static_cast<size_t>(n) * out_.size();
-    for (size_t i = 0; i < out_.size(); ++i) d[argmax_[i]] += g[i];
+    for (size_t i = 0; i < out_.size(); ++i) d[am[i]] += g[i];
   }
 }
 
