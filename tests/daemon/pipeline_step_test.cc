@@ -1,7 +1,7 @@
 // The pipeline step (daemon/pipeline/pipeline_step.h) against a serial run
 // that accumulates the same micro-batches in the same order, with the same
 // seed: gpipe and 1f1b at K = 2 and 4 (stages as threads over the real
-// transport), the MLP and the CNN, partitions given by hand; what each
+// transport), the MLP and the CNN, partitions given by hand and planned; what each
 // stage holds in flight; 1f1b-async keeps its pipeline full across batches.
 #include "daemon/pipeline/pipeline_step.h"
 
@@ -10,6 +10,7 @@
 #include <cmath>
 #include <mutex>
 
+#include "daemon/plan/pipeline_plan.h"
 #include "tests/protocol/test_cluster.h"
 #include "tests/support/synthetic_data.h"
 #include "trainer/models.h"
@@ -144,12 +145,23 @@ void PrintTo(const ExactCase& c, std::ostream* os) {
 
 class PipelineExactness : public ::testing::TestWithParam<ExactCase> {};
 
+// "L,L,..." by hand, or "planned:K": the planner's fastest K-stage
+// partition of the model, its layers timed here.
+topology::LayerRanges partition(const trainer::ModelOptions& mo, const std::string& counts) {
+  auto model = trainer::make_model(mo, kSeed);
+  const std::string planned = "planned:";
+  if (counts.rfind(planned, 0) != 0) return topology::parse_layer_counts(counts, model->layers().size());
+  PipelinePlanInput in = measure_pipeline(*model, sgd(), kBatch / kMicros, 3);
+  in.micros = kMicros;
+  in.link = LinkModel{1e-5, 4e9};
+  return best_partition(in, std::stoul(counts.substr(planned.size()))).ranges;
+}
+
 TEST_P(PipelineExactness, HundredStepsMatchTheSerialMicroBatchedRun) {
   const ExactCase& c = GetParam();
   const Data d = synthetic();
   const trainer::ModelOptions mo = small(c.model);
-  const size_t layers = trainer::make_model(mo, kSeed)->layers().size();
-  const topology::LayerRanges ranges = topology::parse_layer_counts(c.counts, layers);
+  const topology::LayerRanges ranges = partition(mo, c.counts);
   const Trajectory serial = serial_run(d, mo);
   const PipelineRun pipe = pipeline_run(d, mo, c.schedule, ranges);
   EXPECT_LE(gossipd::testing::max_relative_error(pipe.trajectory.params, serial.params), 1e-5);
@@ -166,7 +178,7 @@ TEST_P(PipelineExactness, HundredStepsMatchTheSerialMicroBatchedRun) {
 
 // The MLP's 5 layers (dense relu dense relu dense), the CNN's 10 (conv relu
 // pool conv relu pool flatten dense relu dense).
-INSTANTIATE_TEST_SUITE_P(ByHand, PipelineExactness,
+INSTANTIATE_TEST_SUITE_P(ByHandAndPlanned, PipelineExactness,
                          ::testing::Values(ExactCase{"mlp", PipelineSchedule::kGpipe, "2,3"},
                                            ExactCase{"mlp", PipelineSchedule::kOneFOneB, "2,3"},
                                            ExactCase{"mlp", PipelineSchedule::kGpipe, "1,1,2,1"},
@@ -174,12 +186,14 @@ INSTANTIATE_TEST_SUITE_P(ByHand, PipelineExactness,
                                            ExactCase{"cnn", PipelineSchedule::kGpipe, "4,6"},
                                            ExactCase{"cnn", PipelineSchedule::kOneFOneB, "4,6"},
                                            ExactCase{"cnn", PipelineSchedule::kGpipe, "1,3,3,3"},
-                                           ExactCase{"cnn", PipelineSchedule::kOneFOneB, "1,3,3,3"}),
+                                           ExactCase{"cnn", PipelineSchedule::kOneFOneB, "1,3,3,3"},
+                                           ExactCase{"mlp", PipelineSchedule::kOneFOneB, "planned:2"},
+                                           ExactCase{"cnn", PipelineSchedule::kGpipe, "planned:4"}),
                          [](const ::testing::TestParamInfo<ExactCase>& p) {
                            std::string name =
                                p.param.model +
                                (p.param.schedule == PipelineSchedule::kGpipe ? "Gpipe" : "OneFOneB");
-                           for (char ch : p.param.counts) name += ch == ',' ? '_' : ch;
+                           for (char ch : p.param.counts) name += ch == ',' || ch == ':' ? '_' : ch;
                            return name;
                          });
 
