@@ -42,6 +42,7 @@ class PipelineComm {
   PipelineComm(protocol::Node& node, const std::vector<std::string>& members, topology::PipelineShape shape,
                size_t rank, protocol::CollectiveOptions options);
 
+  topology::PipelineShape shape() const { return shape_; }
   topology::PipelineCoord at() const { return at_; }
   bool first() const { return at_.stage == 0; }
   bool last() const { return at_.stage + 1 == shape_.stages; }

@@ -26,7 +26,7 @@ PipelineStep::PipelineStep(trainer::Stage& stage, PipelineComm& comm, trainer::O
       o_(o),
       micro_batch_(o.micros == 0 ? 0 : o.batch / o.micros),
       loss_(static_cast<int>(stage.output_shape().size()), o.label_smoothing),
-      ops_(topology::pipeline_ops(o.schedule, o.stages, scheduled_micros(o), comm.at().stage)),
+      ops_(topology::pipeline_ops(o.schedule, comm.shape().stages, scheduled_micros(o), comm.at().stage)),
       slots_(2),
       slot_sends_(2) {
   if (o.micros == 0 || o.batch % o.micros != 0)
@@ -130,10 +130,10 @@ std::vector<float>& PipelineStep::gradient_slot() {
 // The accumulated gradients, averaged over the replicas, into one step.
 void PipelineStep::update(float lr) {
   std::span<const float> g = stage_.grads();
-  if (o_.replicas > 1) {
+  if (const size_t replicas = comm_.shape().replicas; replicas > 1) {
     grads_.assign(g.begin(), g.end());
     comm_.allreduce_replicas(grads_);
-    for (float& v : grads_) v /= static_cast<float>(o_.replicas);
+    for (float& v : grads_) v /= static_cast<float>(replicas);
     g = grads_;
   }
   optimizer_.step(stage_.params(), g, lr);

@@ -18,8 +18,6 @@ struct PipelineStepOptions {
   topology::PipelineSchedule schedule = topology::PipelineSchedule::kOneFOneB;
   size_t micros = 4;           // M micro-batches per batch
   size_t batch = 64;           // one pipeline's batch; M divides it
-  size_t stages = 1;           // K
-  size_t replicas = 1;         // D: gradients are averaged over them
   size_t steps_per_epoch = 1;  // 1f1b-async runs one schedule over an epoch's micro-batches
   float label_smoothing = 0.0f;
 };

@@ -40,6 +40,15 @@ StagePlan stage_plan(const PipelinePlanInput& in, const topology::LayerRanges& r
   return s;
 }
 
+// Throws std::invalid_argument unless 1 <= stages <= the layers.
+void refuse_stages(const PipelinePlanInput& in, size_t stages) {
+  const size_t layers = in.layers.size();
+  if (stages == 0 || stages > layers)
+    throw std::invalid_argument("a pipeline of " + std::to_string(stages) + " stages over " +
+                                std::to_string(layers) + " layers: give between 1 and " +
+                                std::to_string(layers) + " stages");
+}
+
 }  // namespace
 
 PipelinePlanInput measure_pipeline(trainer::Model& model, const trainer::OptimizerOptions& optimizer,
@@ -86,11 +95,8 @@ PipelinePlan price_partition(const PipelinePlanInput& in, const topology::LayerR
 }
 
 PipelinePlan best_partition(const PipelinePlanInput& in, size_t stages) {
+  refuse_stages(in, stages);
   const size_t layers = in.layers.size();
-  if (stages == 0 || stages > layers)
-    throw std::invalid_argument("a pipeline of " + std::to_string(stages) + " stages over " +
-                                std::to_string(layers) + " layers: give between 1 and " +
-                                std::to_string(layers) + " stages");
   PipelinePlan best;
   bool found = false;
   topology::LayerRanges r;
@@ -114,7 +120,7 @@ PipelinePlan best_partition(const PipelinePlanInput& in, size_t stages) {
 }
 
 PipelineChoice plan_pipeline(const PipelinePlanInput& in, size_t stages) {
-  if (stages == 0 || stages > in.layers.size()) best_partition(in, stages);  // throws its reason
+  refuse_stages(in, stages);
   PipelineChoice c;
   for (size_t k = 1; k <= stages; ++k) c.by_count.push_back(best_partition(in, k));
   // The fewest stages within kWorthIt of the fastest: a stage that does

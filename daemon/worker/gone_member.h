@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "daemon/cluster/membership.h"
+#include "daemon/config/run_options.h"
 #include "protocol/errors.h"
 
 namespace gossipd::daemon {
@@ -25,6 +26,12 @@ struct GoneMember {
   std::string restart;  // "restart every cell with the same --grid"
   std::chrono::milliseconds wait;
 };
+// How long a failed step waits for membership to name the member gone:
+// the failure timeout after the step's own.
+inline std::chrono::milliseconds gone_wait(const RunOptions& o) {
+  return std::chrono::milliseconds(o.failure_timeout_ms + o.timeout_ms);
+}
+
 [[noreturn]] void rethrow_naming_the_gone(const GoneMember& g, const protocol::TransportError& error,
                                           uint64_t round, std::stop_token stop);
 

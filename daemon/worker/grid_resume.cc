@@ -105,4 +105,12 @@ ReplicaState checkpoint_to_go_back_to(const std::filesystem::path& dir, uint64_t
   return std::move(back.state);
 }
 
+std::optional<ReplicaState> state_to_go_back_to(protocol::Group& all, const std::filesystem::path& dir,
+                                                uint64_t mine, const std::string& id,
+                                                const std::string& layout, size_t params) {
+  const uint64_t round = agree_on_round(all, resumable_rounds(dir, mine));
+  if (round == mine) return std::nullopt;
+  return checkpoint_to_go_back_to(dir, round, id, layout, params);
+}
+
 }  // namespace gossipd::daemon

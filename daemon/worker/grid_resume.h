@@ -35,6 +35,13 @@ uint64_t agree_on_round(protocol::Group& all, const std::vector<uint64_t>& mine)
 // Renames the checkpoints in `dir` newer than `round` to *.abandoned.
 void abandon_after(const std::filesystem::path& dir, uint64_t round);
 
+// Where this process goes on from, agreed over `all`: nullopt for the state
+// it has (`mine`, the round it loaded), or the checkpoint of the newest
+// round every process has (checkpoint_to_go_back_to).
+std::optional<ReplicaState> state_to_go_back_to(protocol::Group& all, const std::filesystem::path& dir,
+                                                uint64_t mine, const std::string& id,
+                                                const std::string& layout, size_t params);
+
 // Going back to `round`: its checkpoint in `dir`, which must hold this
 // process's share (`layout`, `params` floats), read; the newer ones
 // abandoned (abandon_after) and a line on stdout saying so. UsageError

@@ -13,6 +13,7 @@
 #include "daemon/plan/grid_plan.h"
 #include "daemon/worker/gone_member.h"
 #include "daemon/worker/grid_resume.h"
+#include "daemon/worker/sync_start.h"
 #include "daemon/worker/timed_grid_comm.h"
 #include "protocol/barrier.h"
 #include "protocol/collectives.h"
@@ -35,15 +36,21 @@ class GridWorker : public Worker {
         options_(c.options),
         steps_per_epoch_(c.steps_per_epoch),
         shape_(shape),
-        at_(topology::grid_coord(shape, rank(c))),
+        at_(topology::grid_coord(shape, rank_of(c))),
         model_(plan_layers(c.trainer.model()), shape, at_),
-        comm_(c.node, c.members, shape, rank(c), options(c.options)),
+        comm_(c.node, c.members, shape, rank_of(c), step_options(c.options)),
         timed_(comm_, c.loop),
         step_(model_, timed_, c.options.train.label_smoothing),
         optimizer_(c.trainer.optimizer().options(), model_.segments(), model_.params().size()),
         slice_(topology::block_range(c.options.train.batch, shape.cols, at_.col)),
         checkpointer_(c.checkpointer),
-        header_(c.snapshot_header) {
+        header_(c.snapshot_header),
+        gone_{c.membership,
+              members_,
+              c.node.id(),
+              "grid cell",
+              "restart every cell with the same --grid",
+              gone_wait(c.options)} {
     header_.set_layout(cell_name(shape_, at_));
     if (c.resume_state) {
       restore(*c.resume_state);
@@ -65,14 +72,13 @@ class GridWorker : public Worker {
   }
 
   void run(std::stop_token stop) override {
-    protocol::CollectiveOptions start = options(options_);
-    start.timeout = std::chrono::milliseconds(options_.startup_timeout_ms);
-    start.stop = stop;
-    protocol::Group all(node_,
-                        protocol::tags::range(protocol::tags::User::kGrid).at(GroupGridComm::kStartTag),
-                        members_, start);
-    protocol::Barrier(all).run();  // every cell is up before the first step
-    agree_on_round_with(all);
+    const auto all = every_member_up(
+        node_, protocol::tags::range(protocol::tags::User::kGrid).at(GroupGridComm::kStartTag), members_,
+        options_, stop);
+    // Every cell goes on from the newest round every cell has a checkpoint of.
+    if (auto back = state_to_go_back_to(*all, options_.checkpoint_dir, trainer_.step_count(), node_.id(),
+                                        header_.layout(), model_.params().size()))
+      restore(*back);
     comm_.set_stop(stop);
     membership_.arm();
     spdlog::info(
@@ -86,25 +92,9 @@ class GridWorker : public Worker {
   }
 
  private:
-  static size_t rank(const WorkerContext& c) {
-    return static_cast<size_t>(std::find(c.members.begin(), c.members.end(), c.node.id()) -
-                               c.members.begin());
-  }
-  static protocol::CollectiveOptions options(const RunOptions& run) {
-    protocol::CollectiveOptions o;
-    o.timeout = std::chrono::milliseconds(run.timeout_ms);
-    return o;
-  }
-
   // A grid cannot go on without a cell: a failed step names the one gone.
   trainer::StepResult guarded(std::span<const uint32_t> idx, std::stop_token stop) {
-    const GoneMember gone{membership_,
-                          members_,
-                          node_.id(),
-                          "grid cell",
-                          "restart every cell with the same --grid",
-                          std::chrono::milliseconds(options_.failure_timeout_ms + options_.timeout_ms)};
-    return naming_the_gone(gone, trainer_.step_count() + 1, stop, [&] { return train(idx); });
+    return naming_the_gone(gone_, trainer_.step_count() + 1, stop, [&] { return train(idx); });
   }
 
   trainer::StepResult train(std::span<const uint32_t> idx) {
@@ -136,19 +126,6 @@ class GridWorker : public Worker {
     std::copy(st.params.begin(), st.params.end(), model_.params().begin());
     std::copy(st.optimizer.begin(), st.optimizer.end(), optimizer_.state().begin());
     trainer_.set_step_count(st.header.step());
-  }
-
-  // Every cell starts from the same round: the newest every cell has a
-  // checkpoint of (grid_resume.h).
-  void agree_on_round_with(protocol::Group& all) {
-    const uint64_t mine = trainer_.step_count();
-    const uint64_t round = agree_on_round(all, resumable_rounds(options_.checkpoint_dir, mine));
-    if (round != mine) go_back(round);
-  }
-
-  void go_back(uint64_t round) {
-    restore(checkpoint_to_go_back_to(options_.checkpoint_dir, round, node_.id(), header_.layout(),
-                                     model_.params().size()));
   }
 
   // The step's bytes and communication seconds by kind: counters in
@@ -224,6 +201,7 @@ class GridWorker : public Worker {
   std::vector<Counter*> seconds_;        // gossipd_grid_comm_seconds_total by kind
   std::array<double, 4> published_seconds_{};
   uint64_t steps_ = 0;  // this run's steps, for the per-step means
+  GoneMember gone_;     // names a cell gone when a step fails
 };
 
 }  // namespace

@@ -14,7 +14,7 @@
 #include "daemon/plan/pipeline_plan.h"
 #include "daemon/worker/gone_member.h"
 #include "daemon/worker/grid_resume.h"
-#include "protocol/barrier.h"
+#include "daemon/worker/sync_start.h"
 #include "protocol/collectives.h"
 #include "protocol/errors.h"
 #include "protocol/tags.h"
@@ -58,11 +58,16 @@ class PipelineWorker : public Worker {
         options_(c.options),
         steps_per_epoch_(c.steps_per_epoch),
         shape_(shape_of(c.options)),
-        rank_(static_cast<size_t>(std::find(c.members.begin(), c.members.end(), c.node.id()) -
-                                  c.members.begin())),
-        comm_(c.node, c.members, shape_, rank_, collective_options(c.options)),
+        rank_(rank_of(c)),
+        comm_(c.node, c.members, shape_, rank_, step_options(c.options)),
         checkpointer_(c.checkpointer),
-        header_(c.snapshot_header) {
+        header_(c.snapshot_header),
+        gone_{c.membership,
+              members_,
+              c.node.id(),
+              "pipeline stage",
+              "restart every stage with the same --stages and --partition",
+              gone_wait(c.options)} {
     if (c.resume_state) resume_ = *c.resume_state;
     const std::string help = "Payload bytes the pipeline stage sent, by kind";
     for (const char* kind : {"activation", "input_gradient", "weight_gradient"})
@@ -79,18 +84,17 @@ class PipelineWorker : public Worker {
   }
 
   void run(std::stop_token stop) override {
-    protocol::CollectiveOptions start = collective_options(options_);
-    start.timeout = std::chrono::milliseconds(options_.startup_timeout_ms);
-    start.stop = stop;
-    protocol::Group all(node_,
-                        protocol::tags::range(protocol::tags::User::kPipeline).at(PipelineComm::kStartTag),
-                        members_, start);
-    protocol::Barrier(all).run();  // every stage is up before the first step
+    const auto all = every_member_up(
+        node_, protocol::tags::range(protocol::tags::User::kPipeline).at(PipelineComm::kStartTag), members_,
+        options_, stop);
     set_up(resume_ ? partition_of(resume_->header.layout(), trainer_.model().layers().size())
-                   : agree_on_partition(all));
+                   : agree_on_partition(*all));
     header_.set_layout(stage_name(shape_, comm_.at(), ranges_));
     if (resume_) restore(*resume_);
-    agree_on_round_with(all);
+    // Every stage goes on from the newest round every stage has a checkpoint of.
+    if (auto back = state_to_go_back_to(*all, options_.checkpoint_dir, trainer_.step_count(), node_.id(),
+                                        header_.layout(), stage_->params().size()))
+      restore(*back);
     comm_.set_stop(stop);
     membership_.arm();
     loop_.run(
@@ -100,12 +104,6 @@ class PipelineWorker : public Worker {
   }
 
  private:
-  static protocol::CollectiveOptions collective_options(const RunOptions& run) {
-    protocol::CollectiveOptions o;
-    o.timeout = std::chrono::milliseconds(run.timeout_ms);
-    return o;
-  }
-
   // The given partition, or (auto) the planner's on rank 0, which every
   // process takes: timings differ from process to process.
   topology::LayerRanges agree_on_partition(protocol::Group& all) {
@@ -141,8 +139,6 @@ class PipelineWorker : public Worker {
     o.schedule = topology::parse_schedule(options_.schedule);
     o.micros = micros(options_);
     o.batch = options_.train.batch;
-    o.stages = shape_.stages;
-    o.replicas = shape_.replicas;
     o.steps_per_epoch = steps_per_epoch_;
     o.label_smoothing = options_.train.label_smoothing;
     step_ = std::make_unique<PipelineStep>(*stage_, comm_, *optimizer_, o);
@@ -161,13 +157,7 @@ class PipelineWorker : public Worker {
 
   // A pipeline cannot go on without a stage: a failed step names the one gone.
   trainer::StepResult guarded(std::span<const uint32_t> idx, std::stop_token stop) {
-    const GoneMember gone{membership_,
-                          members_,
-                          node_.id(),
-                          "pipeline stage",
-                          "restart every stage with the same --stages and --partition",
-                          std::chrono::milliseconds(options_.failure_timeout_ms + options_.timeout_ms)};
-    return naming_the_gone(gone, trainer_.step_count() + 1, stop, [&] { return train(idx); });
+    return naming_the_gone(gone_, trainer_.step_count() + 1, stop, [&] { return train(idx); });
   }
 
   // This stage's parameters and optimizer state, for its checkpoints.
@@ -180,16 +170,6 @@ class PipelineWorker : public Worker {
     std::copy(st.params.begin(), st.params.end(), stage_->params().begin());
     std::copy(st.optimizer.begin(), st.optimizer.end(), optimizer_->state().begin());
     trainer_.set_step_count(st.header.step());
-  }
-
-  // Every stage starts from the same round: the newest every stage has a
-  // checkpoint of (grid_resume.h).
-  void agree_on_round_with(protocol::Group& all) {
-    const uint64_t mine = trainer_.step_count();
-    const uint64_t round = agree_on_round(all, resumable_rounds(options_.checkpoint_dir, mine));
-    if (round == mine) return;
-    restore(checkpoint_to_go_back_to(options_.checkpoint_dir, round, node_.id(), header_.layout(),
-                                     stage_->params().size()));
   }
 
   // The first stage reads the samples, the last the labels.
@@ -279,6 +259,7 @@ class PipelineWorker : public Worker {
   std::array<uint64_t, 3> published_{};
   uint64_t steps_ = 0;
   double bubble_sum_ = 0;
+  GoneMember gone_;  // names a stage gone when a step fails
 };
 
 // "partition":"3,7" in a plan's JSON.
@@ -312,17 +293,16 @@ StateLayout pipeline_state_layout(const RunOptions& o, const Placement& where,
   const topology::PipelineShape shape = shape_of(o);
   const topology::PipelineCoord at = topology::pipeline_coord(shape, where.rank);
   std::optional<topology::LayerRanges> r = given_partition(o, model.layers().size());
-  if (!r) {  // auto: the partition its checkpoints were written with
-    const auto files = list_checkpoints(o.checkpoint_dir);
-    if (files.empty()) return {"pipeline, partition auto (no checkpoint yet)", 0, 0};
-    Checkpoint newest;
+  // auto: the partition of the newest checkpoint that reads (the one a
+  // restart resumes from), so a restart keeps it.
+  for (const auto& file : r ? std::vector<std::filesystem::path>{} : list_checkpoints(o.checkpoint_dir)) {
     try {
-      newest = read_checkpoint(files.front());
+      r = partition_of(read_checkpoint(file).state.header.layout(), model.layers().size());
+      break;
     } catch (const CheckpointError&) {
-      return {"pipeline, partition auto (newest checkpoint unreadable)", 0, 0};
     }
-    r = partition_of(newest.state.header.layout(), model.layers().size());
   }
+  if (!r) return {"pipeline, partition auto (no checkpoint yet)", 0, 0};
   const size_t n = stage_params(model, *r, at.stage);
   return {stage_name(shape, at, *r), n, n};  // the optimizer's state: a velocity per parameter
 }

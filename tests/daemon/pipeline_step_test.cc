@@ -108,8 +108,6 @@ PipelineRun pipeline_run(const Data& d, const trainer::ModelOptions& mo, Pipelin
     o.schedule = schedule;
     o.micros = kMicros;
     o.batch = kBatch;
-    o.stages = k;
-    o.replicas = replicas;
     PipelineStep step(stage, comm, opt, o);
     std::vector<double> losses;
     for (size_t t = 0; t < kSteps; ++t) {
@@ -236,7 +234,6 @@ TEST(PipelineAsync, KeepsThePipelineFullAcrossBatchesAndTrains) {
     o.schedule = PipelineSchedule::kOneFOneBAsync;
     o.micros = kMicros;
     o.batch = kBatch;
-    o.stages = 2;
     o.steps_per_epoch = kPerEpoch;
     PipelineStep step(stage, comm, opt, o);
     for (size_t t = 0; t < kSteps; ++t) {

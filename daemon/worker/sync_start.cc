@@ -1,0 +1,30 @@
+#include "daemon/worker/sync_start.h"
+
+#include <algorithm>
+
+#include "protocol/barrier.h"
+
+namespace gossipd::daemon {
+
+size_t rank_of(const WorkerContext& c) {
+  return static_cast<size_t>(std::find(c.members.begin(), c.members.end(), c.node.id()) - c.members.begin());
+}
+
+protocol::CollectiveOptions step_options(const RunOptions& o) {
+  protocol::CollectiveOptions c;
+  c.timeout = std::chrono::milliseconds(o.timeout_ms);
+  return c;
+}
+
+std::unique_ptr<protocol::Group> every_member_up(protocol::Node& node, uint32_t tag,
+                                                 const std::vector<std::string>& members, const RunOptions& o,
+                                                 std::stop_token stop) {
+  protocol::CollectiveOptions start = step_options(o);
+  start.timeout = std::chrono::milliseconds(o.startup_timeout_ms);
+  start.stop = stop;
+  auto all = std::make_unique<protocol::Group>(node, tag, members, start);
+  protocol::Barrier(*all).run();
+  return all;
+}
+
+}  // namespace gossipd::daemon
