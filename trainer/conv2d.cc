@@ -110,8 +110,8 @@ void Conv2D::backward(const float* in, const float*, const float* dout, float* d
   const int co = out_shape_.channels;
   // dW[co, patch] = dY^T[co, rows] * cols[rows, patch]
   cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, co, patch(), rows, 1.0f, dout, co, cols_.data(),
-              patch(), 0.0f, dw_, patch());
-  std::memset(db_, 0, sizeof(float) * co);
+              patch(), accumulate_ ? 1.0f : 0.0f, dw_, patch());
+  if (!accumulate_) std::memset(db_, 0, sizeof(float) * co);
   for (int r = 0; r < rows; ++r) {
     const float* g = dout + static_cast<size_t>(r) * co;
     for (int j = 0; j < co; ++j) db_[j] += g[j];

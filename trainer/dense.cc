@@ -36,9 +36,9 @@ void Dense::forward(const float* in, float* out, int batch) {
 
 void Dense::backward(const float* in, const float*, const float* dout, float* din, int batch) {
   // dW[out, in] = dY^T[out, batch] * X[batch, in]
-  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out_, in_, batch, 1.0f, dout, out_, in, in_, 0.0f, dw_,
-              in_);
-  std::memset(db_, 0, sizeof(float) * out_);
+  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out_, in_, batch, 1.0f, dout, out_, in, in_,
+              accumulate_ ? 1.0f : 0.0f, dw_, in_);
+  if (!accumulate_) std::memset(db_, 0, sizeof(float) * out_);
   for (int r = 0; r < batch; ++r) {
     const float* row = dout + static_cast<size_t>(r) * out_;
     for (int j = 0; j < out_; ++j) db_[j] += row[j];

@@ -43,9 +43,13 @@ class Layer {
   virtual void init_params(Rng& rng) { (void)rng; }
 
   virtual void forward(const float* in, float* out, int batch) = 0;
-  // Writes (not accumulates) the parameter gradients for this batch and, when
-  // `din` is not null, the gradient with respect to the input.
+  // Writes the parameter gradients for this batch (adds them to what the
+  // gradient buffer holds, under set_accumulate(true)) and, when `din` is
+  // not null, the gradient with respect to the input.
   virtual void backward(const float* in, const float* out, const float* dout, float* din, int batch) = 0;
+  // A pipeline stage sums micro-batches' gradients in place: the GEMM adds
+  // (beta 1) instead of a second pass over the parameters per micro-batch.
+  void set_accumulate(bool on) { accumulate_ = on; }
 
   // The GEMMs forward + backward run for `batch` (for the trainer benchmark).
   virtual void append_gemms(int batch, bool input_grad, std::vector<GemmShape>& out) const {
@@ -53,6 +57,9 @@ class Layer {
     (void)input_grad;
     (void)out;
   }
+
+ protected:
+  bool accumulate_ = false;
 };
 
 }  // namespace gossipd::trainer

@@ -20,7 +20,7 @@ Stage::Stage(Model& model, size_t first, size_t last) : model_(model), first_(fi
       throw std::invalid_argument("stage: its first or last layer splits block " + s.name);
     if (inside) segments_.push_back({s.name, s.offset - offset_, s.length});
   }
-  accumulated_.assign(count_, 0.0f);
+  zero_grads();
 }
 
 Shape Stage::input_shape() const {
@@ -31,7 +31,10 @@ Shape Stage::output_shape() const { return model_.layers()[last_ - 1]->output_sh
 
 std::span<float> Stage::params() { return model_.params().subspan(offset_, count_); }
 
-void Stage::zero_grads() { std::fill(accumulated_.begin(), accumulated_.end(), 0.0f); }
+void Stage::zero_grads() {
+  const std::span<float> g = model_.grads().subspan(offset_, count_);
+  std::fill(g.begin(), g.end(), 0.0f);
+}
 
 size_t Stage::stash_floats(const Model& model, size_t first, size_t last, int batch) {
   const Shape in = first == 0 ? model.input_shape() : model.layers()[first - 1]->output_shape();
@@ -106,8 +109,6 @@ void Stage::backward(uint64_t micro, std::span<const float> dout, std::span<floa
   if (stash_weights_) std::swap_ranges(s.weights.begin(), s.weights.end(), params().begin());
   run_backward(s, dout, din);
   if (stash_weights_) std::swap_ranges(s.weights.begin(), s.weights.end(), params().begin());
-  const std::span<const float> g = model_.grads().subspan(offset_, count_);
-  for (size_t i = 0; i < count_; ++i) accumulated_[i] += g[i];
   release(micro);
 }
 
@@ -123,7 +124,10 @@ void Stage::run_backward(Stash& s, std::span<const float> dout, std::span<float>
     } else if (!din.empty()) {
       dst = din.data();
     }
-    model_.layers()[i]->backward(in, s.outputs[i - first_].data(), d, dst, s.batch);
+    Layer& layer = *model_.layers()[i];
+    layer.set_accumulate(true);
+    layer.backward(in, s.outputs[i - first_].data(), d, dst, s.batch);
+    layer.set_accumulate(false);
     d = dst;
   }
 }

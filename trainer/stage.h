@@ -14,7 +14,8 @@ namespace gossipd::trainer {
 // micro-batch's forward stashes its activations until its backward, which
 // adds its parameter gradients to an accumulator and returns the gradient
 // with respect to its input. Knows nothing about the network: a pipeline
-// stage feeds it what arrived and sends what it returns.
+// stage feeds it what arrived and sends what it returns. Nothing else may
+// run the model backward while a stage accumulates in its gradient buffer.
 //
 // The range's parameters are the model's own (contiguous, since layers
 // bind their parameters in order); the model's other layers are not run.
@@ -36,7 +37,8 @@ class Stage {
   // The model's segments in the range, offsets relative to params().
   const std::vector<ParamSegment>& segments() const { return segments_; }
   // The sum of the parameter gradients of every backward since zero_grads().
-  std::span<const float> grads() const { return accumulated_; }
+  // They live in the model's gradient buffer: the layers add to it.
+  std::span<const float> grads() const { return model_.grads().subspan(offset_, count_); }
   void zero_grads();
 
   // Weight stashing (PipeDream): each micro-batch's backward runs with the
@@ -80,7 +82,6 @@ class Stage {
   size_t first_, last_;
   size_t offset_ = 0, count_ = 0;
   std::vector<ParamSegment> segments_;
-  std::vector<float> accumulated_;
   std::vector<Stash> live_;  // micro-batches in flight
   std::vector<Stash> free_;  // their buffers, for reuse
   std::vector<float> dbuf_[2];

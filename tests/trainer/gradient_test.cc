@@ -119,6 +119,20 @@ TEST(Gradient, MaxPoolWithDistinctValues) {
   p.check(1e-2, 1e-3);
 }
 
+// Equal maxima: the gradient goes to the window's first (row-major) one; a
+// NaN never wins against a number after it, so the first element keeps it.
+TEST(Gradient, MaxPoolTiesGoToTheFirstMaximum) {
+  MaxPool2D m(Shape{2, 2, 2}, 2);
+  const float nan = std::nanf("");
+  // Channel 0: 1, 3, 3, 2 (tie at positions 1 and 2). Channel 1: NaN, 5, 4, 5.
+  const std::vector<float> x{1, nan, 3, 5, 3, 4, 2, 5};
+  std::vector<float> y(2), dy{10, 20}, dx(8, -1);
+  m.forward(x.data(), y.data(), 1);
+  EXPECT_EQ(y[0], 3.0f);
+  m.backward(x.data(), y.data(), dy.data(), dx.data(), 1);
+  EXPECT_EQ(dx, (std::vector<float>{0, 20, 10, 0, 0, 0, 0, 0}));
+}
+
 void check_loss(float smoothing) {
   Rng rng(7);
   const int classes = 6, batch = 4;

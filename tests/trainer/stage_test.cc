@@ -1,12 +1,16 @@
 // trainer::Stage: a model cut into stages and run with micro-batches
 // interleaved (every forward before any backward, the stages chained by
 // hand) accumulates the gradients a serial run of the same micro-batches
-// does, bit for bit, for the MLP and the CNN; stashes are counted; weight
+// does, to float rounding (the layers add each micro-batch's gradient
+// inside their GEMM, the serial run after it), for the MLP and the CNN;
+// stashes are counted; weight
 // stashing runs a backward with the weights of its forward.
 #include "trainer/stage.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <memory>
 #include <vector>
 
@@ -74,7 +78,7 @@ std::vector<size_t> cuts(const Model& m) {
   return {0, 1, n / 2, n - 1, n};
 }
 
-TEST(Stage, InterleavedMicroBatchesAccumulateTheSerialGradientsExactly) {
+TEST(Stage, InterleavedMicroBatchesAccumulateTheSerialGradients) {
   for (const char* name : {"mlp", "cnn"}) {
     const ModelOptions mo = small(name);
     auto model = make_model(mo, kSeed);
@@ -103,7 +107,8 @@ TEST(Stage, InterleavedMicroBatchesAccumulateTheSerialGradientsExactly) {
       EXPECT_EQ(s->most_in_flight(), static_cast<size_t>(kMicros));
       EXPECT_EQ(s->in_flight(), 0u);
       for (size_t i = 0; i < s->grads().size(); ++i)
-        ASSERT_EQ(s->grads()[i], serial[s->offset() + i])
+        ASSERT_NEAR(s->grads()[i], serial[s->offset() + i],
+                    1e-6f * std::max(1.0f, std::abs(serial[s->offset() + i])))
             << name << " stage [" << s->first() << ", " << s->last() << ") param " << i;
     }
   }
