@@ -14,7 +14,17 @@ struct Progress {
   std::vector<double> free_at;                   // per stage
   std::vector<std::vector<double>> forward_end;  // [stage][micro]
   std::vector<std::vector<double>> backward_end;
+  std::vector<double> busy;  // per stage: compute so far
 };
+
+// A backward's compute at stage k: more when the op before it at the
+// stage was not the same micro-batch's forward.
+double backward_seconds(const Progress& p, const StageTimes& t, size_t k, const PipelineOp& op) {
+  const size_t i = p.next[k];
+  const bool kept =
+      i > 0 && p.ops[k][i - 1].kind == PipelineOp::kForward && p.ops[k][i - 1].micro == op.micro;
+  return t.backward[k] + (kept || t.refind.empty() ? 0.0 : t.refind[k]);
+}
 
 // When op `op` of stage `k` may start as far as its input goes, or kNotYet.
 double input_ready(const Progress& p, const StageTimes& t, size_t k, const PipelineOp& op) {
@@ -38,8 +48,11 @@ bool advance(Progress& p, const StageTimes& t, PipelineSchedule schedule, size_t
   const double start = std::max(p.free_at[k], ready);
   if (op.kind == PipelineOp::kForward) {
     p.free_at[k] = p.forward_end[k][op.micro] = start + t.forward[k];
+    p.busy[k] += t.forward[k];
   } else {
-    p.free_at[k] = p.backward_end[k][op.micro] = start + t.backward[k];
+    const double seconds = backward_seconds(p, t, k, op);
+    p.free_at[k] = p.backward_end[k][op.micro] = start + seconds;
+    p.busy[k] += seconds;
     if (schedule == PipelineSchedule::kOneFOneBAsync) p.free_at[k] += t.update[k];
   }
   ++p.next[k];
@@ -57,6 +70,7 @@ std::optional<PipelineTiming> simulate_pipeline(PipelineSchedule schedule, size_
   p.free_at.assign(stages, 0);
   p.forward_end.assign(stages, std::vector<double>(micros, kNotYet));
   p.backward_end = p.forward_end;
+  p.busy.assign(stages, 0);
   for (bool moved = true; moved;) {
     moved = false;
     for (size_t k = 0; k < stages; ++k) {
@@ -70,7 +84,7 @@ std::optional<PipelineTiming> simulate_pipeline(PipelineSchedule schedule, size_
     const double end = p.free_at[k] + (once ? t.update[k] : 0);
     out.step = std::max(out.step, end);
     const double updates = once ? 1.0 : static_cast<double>(micros);
-    out.busy.push_back(static_cast<double>(micros) * (t.forward[k] + t.backward[k]) + updates * t.update[k]);
+    out.busy.push_back(p.busy[k] + updates * t.update[k]);
   }
   for (double b : out.busy) out.bubble.push_back(out.step > 0 ? 1.0 - b / out.step : 0.0);
   return out;

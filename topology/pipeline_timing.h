@@ -17,6 +17,10 @@ struct StageTimes {
   std::vector<double> to_next;   // per boundary k -> k+1 (K - 1 of them)
   std::vector<double> to_prev;   // per boundary k+1 -> k
   std::vector<double> update;    // per stage: one optimizer step
+  // Per stage (empty: none): what a backward costs more when the stage's
+  // previous op was not its micro-batch's forward, so its layers make the
+  // state that forward left again (an im2col, a max-pool's maxima).
+  std::vector<double> refind;
 };
 
 struct PipelineTiming {

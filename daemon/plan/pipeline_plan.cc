@@ -27,6 +27,7 @@ StagePlan stage_plan(const PipelinePlanInput& in, const topology::LayerRanges& r
     const trainer::LayerTiming& l = in.layers[i];
     s.forward_s += l.forward_s;
     s.backward_s += l.backward_s;
+    s.refind_s += l.refind_s;
     s.params += l.params;
     per_sample += l.out_floats;
   }
@@ -38,6 +39,19 @@ StagePlan stage_plan(const PipelinePlanInput& in, const topology::LayerRanges& r
                           static_cast<double>(s.in_flight) *
                               (static_cast<double>(s.stash_floats) + (stash_weights ? s.params : 0)));
   return s;
+}
+
+// The fastest of `reps` runs of `f` after an untimed one.
+template <typename F>
+double best_seconds(int reps, F&& f) {
+  double best = 0;
+  for (int r = 0; r <= reps; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    f();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (r == 1 || (r > 1 && s < best)) best = s;
+  }
+  return best;
 }
 
 // Throws std::invalid_argument unless 1 <= stages <= the layers.
@@ -59,14 +73,16 @@ PipelinePlanInput measure_pipeline(trainer::Model& model, const trainer::Optimiz
   in.micro_batch = micro_batch;
   trainer::Optimizer opt(optimizer, model.segments(), model.params().size());
   std::vector<float> params(model.params().begin(), model.params().end()), grads(params.size(), 1e-3f);
-  double best = 0;
-  for (int r = 0; r <= reps; ++r) {
-    const auto start = std::chrono::steady_clock::now();
-    opt.step(params, grads, 1e-3f);
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (r == 1 || (r > 1 && s < best)) best = s;  // r = 0 untimed
-  }
-  in.update_s_per_param = params.empty() ? 0 : best / static_cast<double>(params.size());
+  std::vector<float> stash;
+  const double per_param = params.empty() ? 0 : 1.0 / static_cast<double>(params.size());
+  in.update_s_per_param = per_param * best_seconds(reps, [&] { opt.step(params, grads, 1e-3f); });
+  // trainer::Stage's weight stashing: a copy at the forward, a swap before
+  // and after the backward.
+  in.stash_s_per_param = per_param * best_seconds(reps, [&] {
+                           stash.assign(params.begin(), params.end());
+                           std::swap_ranges(stash.begin(), stash.end(), params.begin());
+                           std::swap_ranges(stash.begin(), stash.end(), params.begin());
+                         });
   return in;
 }
 
@@ -78,7 +94,12 @@ PipelinePlan price_partition(const PipelinePlanInput& in, const topology::LayerR
     const StagePlan s = stage_plan(in, ranges, k);
     t.forward.push_back(s.forward_s);
     t.backward.push_back(s.backward_s);
-    t.update.push_back(in.update_s_per_param * static_cast<double>(s.params));
+    t.refind.push_back(s.refind_s);
+    // 1f1b-async updates after every backward, and stashes weights each
+    // micro-batch: priced with the update.
+    const bool stash = in.schedule == PipelineSchedule::kOneFOneBAsync;
+    t.update.push_back((in.update_s_per_param + (stash ? in.stash_s_per_param : 0)) *
+                       static_cast<double>(s.params));
     if (s.boundary_bytes > 0) {
       t.to_next.push_back(in.link.seconds(1, s.boundary_bytes));
       t.to_prev.push_back(in.link.seconds(1, s.boundary_bytes));

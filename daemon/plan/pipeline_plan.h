@@ -22,11 +22,13 @@ struct PipelinePlanInput {
   topology::PipelineSchedule schedule = topology::PipelineSchedule::kOneFOneB;
   LinkModel link;
   double update_s_per_param = 0;
+  double stash_s_per_param = 0;  // 1f1b-async's weight stashing, per micro-batch
 };
 
 struct StagePlan {
   size_t first = 0, last = 0;            // layers [first, last)
   double forward_s = 0, backward_s = 0;  // per micro-batch
+  double refind_s = 0;                   // more per backward not right after its forward
   size_t params = 0;
   size_t in_flight = 0;       // most micro-batches it holds under the schedule
   size_t stash_floats = 0;    // what one micro-batch stashes (trainer::Stage::stash_floats)

@@ -12,7 +12,10 @@
 #   2. Bubble: --schedule gpipe at K = 2 and 4 (auto partitions), each
 #      stage's measured bubble (1 - its compute / the span of its batch's
 #      passes, mean over steps, from /status), the mean over stages against
-#      GPipe's (K-1)/(M+K-1). K = 4 runs 4 processes on 2 cores.
+#      GPipe's (K-1)/(M+K-1), which assumes equal stages: on the CNN (no
+#      two stages of it are equal) and on an MLP whose layers are (hidden
+#      BUBBLE_HIDDEN: a dense layer of each stage at K = 4 costs about the
+#      same). K = 4 runs 4 processes on 2 cores.
 #   3. Planner: the plan `gossipctl plan pipeline` makes for 1 and for 2
 #      stages under each schedule (its partition and predicted step time)
 #      against the step time measured running that partition and schedule.
@@ -28,6 +31,7 @@
 #
 #   tests/bench/pipeline_claim.sh [BUILD_DIR]        (default: ./build)
 # Env: BATCH=128  MICROS=16  TRAIN_LIMIT=6400  REPS=3  MERGE_K=4  BANDWIDTH=100mbit  MERGE_LIMIT=1280
+#      BUBBLE_HIDDEN=1024,560,1024,560
 #      SECTIONS="speedup plans bubble merge"  OUT=out/bench/pipeline_claim-DATE
 set -euo pipefail
 export LC_ALL=C OPENBLAS_NUM_THREADS=1
@@ -40,6 +44,7 @@ reps=${REPS:-3}
 merge_k=${MERGE_K:-4}
 bandwidth=${BANDWIDTH:-100mbit}
 merge_limit=${MERGE_LIMIT:-1280}
+bubble_hidden=${BUBBLE_HIDDEN:-1024,560,1024,560}
 sections=" ${SECTIONS:-speedup plans bubble merge} "
 out=${OUT:-out/bench/pipeline_claim-$(date +%Y%m%d-%H%M%S)}
 command -v curl >/dev/null || { echo "pipeline_claim.sh: needs curl" >&2; exit 2; }
@@ -51,7 +56,8 @@ cmake --build "$build" -j2 --target gossipd gossipctl >/dev/null
 mkdir -p "$out"
 out=$(realpath "$out")
 gossipd="$build/bin/gossipd"
-data=(--model cnn --batch "$batch" --threads 1 --train-limit "$limit" --test-limit 500 --epochs 1)
+model=(--model cnn)
+data=(--batch "$batch" --threads 1 --train-limit "$limit" --test-limit 500 --epochs 1)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done; }
 trap cleanup EXIT
@@ -59,7 +65,7 @@ trap 'exit 130' INT TERM
 
 # Serial samples per second (training only) of one run.
 serial() {
-  "$gossipd" train "${data[@]}" --metrics-out "$out/serial.jsonl" >"$out/serial.log" 2>&1
+  "$gossipd" train "${model[@]}" "${data[@]}" --metrics-out "$out/serial.jsonl" >"$out/serial.log" 2>&1
   tail -n 1 "$out/serial.jsonl" | sed -n 's/.*"samples_per_second":\([0-9.e+-]*\).*/\1/p' | awk '{ printf "%.1f", $1 }'
 }
 
@@ -73,7 +79,7 @@ pipeline() {
   pids=()
   for ((i = 0; i < k; i++)); do
     "$gossipd" run --id "p$i" --listen "tcp://127.0.0.1:${ports[i]}" --peers "$peers" --algo pipeline \
-      --stages "$k" --micro-batches "$micros" --schedule "$schedule" --partition "$partition" "${data[@]}" \
+      --stages "$k" --micro-batches "$micros" --schedule "$schedule" --partition "$partition" "${model[@]}" "${data[@]}" \
       --http 127.0.0.1:0 --linger-ms 60000 --quiet >"$out/$tag-p$i.log" 2>&1 &
     pids+=($!)
   done
@@ -122,7 +128,12 @@ done
 done
 
 : >"$out/bubble.txt"
-[[ $sections == *" bubble "* ]] && for k in 2 4; do echo "$k $(pipeline "$k" gpipe auto "bubble-k$k")" >>"$out/bubble.txt"; done
+if [[ $sections == *" bubble "* ]]; then
+  for k in 2 4; do echo "cnn $k $(pipeline "$k" gpipe auto "bubble-cnn-k$k")" >>"$out/bubble.txt"; done
+  model=(--model mlp --hidden "$bubble_hidden")
+  for k in 2 4; do echo "mlp:$bubble_hidden $k $(pipeline "$k" gpipe auto "bubble-mlp-k$k")" >>"$out/bubble.txt"; done
+  model=(--model cnn)
+fi
 
 # One compare run of a partition in netns hosts: its step time (s).
 netns_step() {  # partition tag
@@ -165,11 +176,11 @@ fi
   fi
   echo "### Bubble under gpipe (mean over stages; each stage's in brackets)"
   echo
-  echo "| K | M | measured | (K-1)/(M+K-1) | measured / model |"
-  echo "| --- | --- | --- | --- | --- |"
-  while read -r k step mean rest; do
-    model=$(awk -v k="$k" -v m="$micros" 'BEGIN { printf "%.4f", (k - 1) / (m + k - 1) }')
-    echo "| $k | $micros | $mean ($rest) | $model | $(awk -v a="$mean" -v b="$model" 'BEGIN { printf "%.2f", a / b }') |"
+  echo "| model | K | M | measured | (K-1)/(M+K-1) | measured / model |"
+  echo "| --- | --- | --- | --- | --- | --- |"
+  while read -r name k step mean rest; do
+    gpipe=$(awk -v k="$k" -v m="$micros" 'BEGIN { printf "%.4f", (k - 1) / (m + k - 1) }')
+    echo "| $name | $k | $micros | $mean ($rest) | $gpipe | $(awk -v a="$mean" -v b="$gpipe" 'BEGIN { printf "%.2f", a / b }') |"
   done <"$out/bubble.txt"
   echo
   echo "### Planner at K = 2: predicted against measured step time"

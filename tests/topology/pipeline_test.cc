@@ -109,6 +109,20 @@ TEST(PipelineTiming, TheSlowestStageAndTheTransfersSetTheStep) {
   EXPECT_DOUBLE_EQ(timing->step, 24.0);
 }
 
+// One stage: under gpipe (backwards in micro-batch order, B0 after F3) no
+// backward finds its layers' state; under 1f1b (K = 1) every backward
+// follows its own forward.
+TEST(PipelineTiming, BackwardsAfterAnotherForwardPayToFindTheirStateAgain) {
+  StageTimes t = equal_stages(1, 1.0, 2.0, 0.0);
+  t.refind = {0.25};
+  const auto gpipe = simulate_pipeline(PipelineSchedule::kGpipe, 4, t);
+  const auto one_f_one_b = simulate_pipeline(PipelineSchedule::kOneFOneB, 4, t);
+  ASSERT_TRUE(gpipe && one_f_one_b);
+  EXPECT_DOUBLE_EQ(gpipe->step, 4 * 3.0 + 4 * 0.25);
+  EXPECT_DOUBLE_EQ(gpipe->bubble[0], 0.0);
+  EXPECT_DOUBLE_EQ(one_f_one_b->step, 4 * 3.0);
+}
+
 TEST(PipelineSchedule, DefaultMicroBatchesHoldAboutEightSamplesAndDivideTheBatch) {
   for (const auto& [batch, micros] : std::vector<std::pair<size_t, size_t>>{
            {64, 8}, {128, 16}, {32, 4}, {100, 10}, {8, 1}, {7, 1}, {16, 2}, {1, 1}}) {
