@@ -12,7 +12,7 @@ namespace gossipd::trainer {
 // A contiguous range of a model's layers, [first, last), run for
 // micro-batches in whatever order a pipeline schedule asks: each
 // micro-batch's forward stashes its activations until its backward, which
-// adds its parameter gradients to an accumulator and returns the gradient
+// adds its parameter gradients to the model's gradient buffer and returns the gradient
 // with respect to its input. Knows nothing about the network: a pipeline
 // stage feeds it what arrived and sends what it returns. Nothing else may
 // run the model backward while a stage accumulates in its gradient buffer.

@@ -35,7 +35,8 @@ StagePlan stage_plan(const PipelinePlanInput& in, const topology::LayerRanges& r
   if (k + 1 < ranges.stages()) s.boundary_bytes = 4.0 * in.layers[s.last - 1].out_floats * in.micro_batch;
   s.in_flight = in_flight(in.schedule, ranges.stages(), in.micros, k);
   const bool stash_weights = in.schedule == PipelineSchedule::kOneFOneBAsync;
-  s.memory_bytes = 4.0 * (4.0 * static_cast<double>(s.params) +
+  // Parameters, gradients (micro-batches accumulate in them) and velocity.
+  s.memory_bytes = 4.0 * (3.0 * static_cast<double>(s.params) +
                           static_cast<double>(s.in_flight) *
                               (static_cast<double>(s.stash_floats) + (stash_weights ? s.params : 0)));
   return s;
@@ -90,6 +91,7 @@ PipelinePlan price_partition(const PipelinePlanInput& in, const topology::LayerR
   PipelinePlan p;
   p.ranges = ranges;
   topology::StageTimes t;
+  const bool async = in.schedule == PipelineSchedule::kOneFOneBAsync;
   for (size_t k = 0; k < ranges.stages(); ++k) {
     const StagePlan s = stage_plan(in, ranges, k);
     t.forward.push_back(s.forward_s);
@@ -97,8 +99,7 @@ PipelinePlan price_partition(const PipelinePlanInput& in, const topology::LayerR
     t.refind.push_back(s.refind_s);
     // 1f1b-async updates after every backward, and stashes weights each
     // micro-batch: priced with the update.
-    const bool stash = in.schedule == PipelineSchedule::kOneFOneBAsync;
-    t.update.push_back((in.update_s_per_param + (stash ? in.stash_s_per_param : 0)) *
+    t.update.push_back((in.update_s_per_param + (async ? in.stash_s_per_param : 0)) *
                        static_cast<double>(s.params));
     if (s.boundary_bytes > 0) {
       t.to_next.push_back(in.link.seconds(1, s.boundary_bytes));
@@ -106,7 +107,6 @@ PipelinePlan price_partition(const PipelinePlanInput& in, const topology::LayerR
     }
     p.stages.push_back(s);
   }
-  const bool async = in.schedule == PipelineSchedule::kOneFOneBAsync;
   const size_t micros = async ? in.micros * kAsyncBatches : in.micros;
   const auto timing = topology::simulate_pipeline(in.schedule, micros, t);
   if (!timing) throw std::logic_error("pipeline plan: the schedule deadlocks");

@@ -23,18 +23,11 @@
 namespace gossipd::daemon {
 namespace {
 
-class GridWorker : public Worker {
+class GridWorker : public SyncWorker {
  public:
   // Keeps what it needs of `c` (the context lives only while the worker is made).
   GridWorker(WorkerContext& c, topology::GridShape shape)
-      : node_(c.node),
-        members_(c.members),
-        membership_(c.membership),
-        state_(c.state),
-        trainer_(c.trainer),
-        loop_(c.loop),
-        options_(c.options),
-        steps_per_epoch_(c.steps_per_epoch),
+      : SyncWorker(c, "grid cell", "restart every cell with the same --grid"),
         shape_(shape),
         at_(topology::grid_coord(shape, rank_of(c))),
         model_(plan_layers(c.trainer.model()), shape, at_),
@@ -42,15 +35,7 @@ class GridWorker : public Worker {
         timed_(comm_, c.loop),
         step_(model_, timed_, c.options.train.label_smoothing),
         optimizer_(c.trainer.optimizer().options(), model_.segments(), model_.params().size()),
-        slice_(topology::block_range(c.options.train.batch, shape.cols, at_.col)),
-        checkpointer_(c.checkpointer),
-        header_(c.snapshot_header),
-        gone_{c.membership,
-              members_,
-              c.node.id(),
-              "grid cell",
-              "restart every cell with the same --grid",
-              gone_wait(c.options)} {
+        slice_(topology::block_range(c.options.train.batch, shape.cols, at_.col)) {
     header_.set_layout(cell_name(shape_, at_));
     if (c.resume_state) {
       restore(*c.resume_state);
@@ -175,14 +160,6 @@ class GridWorker : public Worker {
                        trainer_.model().params());
   }
 
-  protocol::Node& node_;
-  std::vector<std::string> members_;
-  Membership& membership_;
-  WorkerState& state_;
-  trainer::Trainer& trainer_;
-  TrainingLoop& loop_;
-  const RunOptions& options_;
-  size_t steps_per_epoch_;
   topology::GridShape shape_;
   topology::GridCoord at_;
   GridModel model_;
@@ -191,17 +168,12 @@ class GridWorker : public Worker {
   GridStep step_;
   trainer::Optimizer optimizer_;
   topology::BlockRange slice_;
-  Checkpointer* checkpointer_;
-  proto::StateHeader header_;  // the schedule, the mode and this cell's layout
-  std::vector<float> x_;
-  std::vector<uint8_t> y_;
   std::vector<float> all_;               // the column's parameter blocks, for an evaluation
   std::vector<Counter*> bytes_;          // gossipd_grid_payload_bytes_total by kind
   std::array<uint64_t, 4> published_{};  // what bytes_ holds of comm_.bytes()
   std::vector<Counter*> seconds_;        // gossipd_grid_comm_seconds_total by kind
   std::array<double, 4> published_seconds_{};
   uint64_t steps_ = 0;  // this run's steps, for the per-step means
-  GoneMember gone_;     // names a cell gone when a step fails
 };
 
 }  // namespace

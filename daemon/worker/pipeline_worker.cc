@@ -46,28 +46,13 @@ size_t stage_params(const trainer::Model& model, const topology::LayerRanges& r,
   return n;
 }
 
-class PipelineWorker : public Worker {
+class PipelineWorker : public SyncWorker {
  public:
   PipelineWorker(WorkerContext& c)
-      : node_(c.node),
-        members_(c.members),
-        membership_(c.membership),
-        state_(c.state),
-        trainer_(c.trainer),
-        loop_(c.loop),
-        options_(c.options),
-        steps_per_epoch_(c.steps_per_epoch),
+      : SyncWorker(c, "pipeline stage", "restart every stage with the same --stages and --partition"),
         shape_(shape_of(c.options)),
         rank_(rank_of(c)),
-        comm_(c.node, c.members, shape_, rank_, step_options(c.options)),
-        checkpointer_(c.checkpointer),
-        header_(c.snapshot_header),
-        gone_{c.membership,
-              members_,
-              c.node.id(),
-              "pipeline stage",
-              "restart every stage with the same --stages and --partition",
-              gone_wait(c.options)} {
+        comm_(c.node, c.members, shape_, rank_, step_options(c.options)) {
     if (c.resume_state) resume_ = *c.resume_state;
     const std::string help = "Payload bytes the pipeline stage sent, by kind";
     for (const char* kind : {"activation", "input_gradient", "weight_gradient"})
@@ -234,32 +219,19 @@ class PipelineWorker : public Worker {
     comm_.gather_parameters(trainer_.model().params(), counts);
   }
 
-  protocol::Node& node_;
-  std::vector<std::string> members_;
-  Membership& membership_;
-  WorkerState& state_;
-  trainer::Trainer& trainer_;
-  TrainingLoop& loop_;
-  const RunOptions& options_;
-  size_t steps_per_epoch_;
   topology::PipelineShape shape_;
   size_t rank_;
   PipelineComm comm_;
-  Checkpointer* checkpointer_;
-  proto::StateHeader header_;           // the schedule, the mode and this stage's layout
   std::optional<ReplicaState> resume_;  // the checkpoint it was restarted from
   topology::LayerRanges ranges_;
   std::unique_ptr<trainer::Stage> stage_;
   std::unique_ptr<trainer::Optimizer> optimizer_;
   std::unique_ptr<PipelineStep> step_;
-  std::string layers_;  // "0-2 conv2d relu maxpool"
-  std::vector<float> x_;
-  std::vector<uint8_t> y_;
+  std::string layers_;           // "0-2 conv2d relu maxpool"
   std::vector<Counter*> bytes_;  // gossipd_pipeline_payload_bytes_total by kind
   std::array<uint64_t, 3> published_{};
   uint64_t steps_ = 0;
   double bubble_sum_ = 0;
-  GoneMember gone_;  // names a stage gone when a step fails
 };
 
 // "partition":"3,7" in a plan's JSON.

@@ -1,10 +1,24 @@
 #include "daemon/worker/sync_start.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "protocol/barrier.h"
 
 namespace gossipd::daemon {
+
+SyncWorker::SyncWorker(WorkerContext& c, std::string what, std::string restart)
+    : node_(c.node),
+      members_(c.members),
+      membership_(c.membership),
+      state_(c.state),
+      trainer_(c.trainer),
+      loop_(c.loop),
+      options_(c.options),
+      steps_per_epoch_(c.steps_per_epoch),
+      checkpointer_(c.checkpointer),
+      header_(c.snapshot_header),
+      gone_{c.membership, members_, c.node.id(), std::move(what), std::move(restart), gone_wait(c.options)} {}
 
 size_t rank_of(const WorkerContext& c) {
   return static_cast<size_t>(std::find(c.members.begin(), c.members.end(), c.node.id()) - c.members.begin());

@@ -13,9 +13,9 @@
 #      stage's measured bubble (1 - its compute / the span of its batch's
 #      passes, mean over steps, from /status), the mean over stages against
 #      GPipe's (K-1)/(M+K-1), which assumes equal stages: on the CNN (no
-#      two stages of it are equal) and on an MLP whose layers are (hidden
-#      BUBBLE_HIDDEN: a dense layer of each stage at K = 4 costs about the
-#      same). K = 4 runs 4 processes on 2 cores.
+#      two stages of it are equal) and on an MLP with --hidden
+#      BUBBLE_HIDDEN, whose dense layers cost about the same (one per stage
+#      at K = 4). K = 4 runs 4 processes on 2 cores.
 #   3. Planner: the plan `gossipctl plan pipeline` makes for 1 and for 2
 #      stages under each schedule (its partition and predicted step time)
 #      against the step time measured running that partition and schedule.

@@ -3,8 +3,8 @@
 // hand) accumulates the gradients a serial run of the same micro-batches
 // does, to float rounding (the layers add each micro-batch's gradient
 // inside their GEMM, the serial run after it), for the MLP and the CNN;
-// stashes are counted; weight
-// stashing runs a backward with the weights of its forward.
+// stashes are counted; weight stashing runs a backward with the weights of
+// its forward.
 #include "trainer/stage.h"
 
 #include <gtest/gtest.h>
