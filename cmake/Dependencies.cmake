@@ -51,3 +51,17 @@ gossipd_require(CLI11_FOUND "CLI11" "libcli11-dev")
 
 find_package(GTest QUIET)
 gossipd_require(GTest_FOUND "GoogleTest" "libgtest-dev")
+
+# Zoltan (its hypergraph partitioner PHG, for the sparse mode's neuron
+# partition) and the MPI it is built on: MPI runs in one process for Zoltan
+# alone, never as the transport.
+set(MPI_CXX_SKIP_MPICXX TRUE)
+find_package(MPI COMPONENTS CXX QUIET)
+gossipd_require(MPI_CXX_FOUND "MPI (for Zoltan)" "libopenmpi-dev")
+find_path(ZOLTAN_INCLUDE_DIR zoltan.h PATH_SUFFIXES trilinos)
+find_library(ZOLTAN_LIBRARY trilinos_zoltan)
+gossipd_require(ZOLTAN_INCLUDE_DIR "Zoltan" "libtrilinos-zoltan-dev")
+gossipd_require(ZOLTAN_LIBRARY "Zoltan" "libtrilinos-zoltan-dev")
+add_library(gossipd_zoltan INTERFACE)
+target_include_directories(gossipd_zoltan SYSTEM INTERFACE ${ZOLTAN_INCLUDE_DIR})
+target_link_libraries(gossipd_zoltan INTERFACE ${ZOLTAN_LIBRARY} MPI::MPI_CXX)

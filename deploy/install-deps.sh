@@ -9,16 +9,17 @@ packages=(
   libprotobuf-dev protobuf-compiler
   libasio-dev libspdlog-dev libfmt-dev
   libopenblas-dev libgtest-dev libgmock-dev libcli11-dev zlib1g-dev
+  libtrilinos-zoltan-dev libopenmpi-dev
   dataset-fashion-mnist
   gnuplot-nox iproute2
 )
-# Extra groups, asked for by flag: --bench adds the OpenMPI reference,
+# Extra groups, asked for by flag: --bench adds the OpenMPI and GraphBLAS references,
 # --fuzz clang and its libFuzzer runtime (tests/fuzz/run.sh), --format
 # clang-format (tests/format.sh), --soak curl (tests/soak/soak.sh reads
 # /status with it).
 for arg in "$@"; do
   case "$arg" in
-    --bench) packages+=(openmpi-bin libopenmpi-dev) ;;
+    --bench) packages+=(openmpi-bin libopenmpi-dev libgraphblas-dev) ;;
     --fuzz) packages+=(clang libclang-rt-14-dev) ;;
     --format) packages+=(clang-format) ;;
     --soak) packages+=(curl) ;;

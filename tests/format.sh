@@ -4,7 +4,9 @@
 #   tests/format.sh [--fix]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mapfile -t files < <(git ls-files '*.cc' '*.h' '*.c' 2>/dev/null || find daemon protocol topology trainer tests \( -name '*.cc' -o -name '*.h' -o -name '*.c' \))
+# Tracked sources and new ones not yet added (not the ignored build trees),
+# so that a file is checked before its first commit.
+mapfile -t files < <(git ls-files --cached --others --exclude-standard '*.cc' '*.h' '*.c' 2>/dev/null || find daemon protocol topology trainer tests \( -name '*.cc' -o -name '*.h' -o -name '*.c' \))
 if [ "${1:-}" = --fix ]; then
   clang-format -i --style=file "${files[@]}"
   exit 0

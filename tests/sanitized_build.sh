@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Configures and builds build-sanitize-<LIST>/ with clang and
-# -fsanitize=LIST (RelWithDebInfo, assertions kept). With address or
+# -fsanitize=LIST (RelWithDebInfo with line tables only, assertions kept). With address or
 # undefined in LIST the tree also holds the libFuzzer targets (the code is
 # built with -fsanitize=fuzzer-no-link), so the sanitized tests and the
 # fuzzers share one build. Extra arguments are build targets.
@@ -24,7 +24,10 @@ if [[ "$list" != *thread* ]]; then
   flags="$flags -fsanitize=fuzzer-no-link"
   fuzz=ON
 fi
+# Line tables, not full debug info: the sanitizers' reports need file and
+# line only, and full -g compiled a file here 20-40% slower (one file timed).
 cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ -DGOSSIPD_FUZZ=$fuzz \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -gline-tables-only" \
   -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=$list" >&2
 if [ $# -gt 0 ]; then
   for t in "$@"; do cmake --build "$dir" -j2 --target "$t" >&2; done

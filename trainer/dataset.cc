@@ -69,6 +69,8 @@ class IdxReader {
 
 }  // namespace
 
+float pixel_intensity(float normalised) { return normalised * kPixelStd + kPixelMean; }
+
 Dataset Dataset::head(size_t count) const {
   Dataset out = *this;
   count = std::min(count, size());

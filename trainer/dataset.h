@@ -29,6 +29,9 @@ struct Dataset {
 // Fashion-MNIST mean and standard deviation. Throws DataError.
 Dataset load_idx_pair(const std::filesystem::path& images_file, const std::filesystem::path& labels_file);
 
+// A normalised pixel's intensity again, in [0, 1].
+float pixel_intensity(float normalised);
+
 enum class Split { kTrain, kTest };
 
 // Loads the Fashion-MNIST train or test split from `dir` (the layout of the

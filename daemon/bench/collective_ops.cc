@@ -42,12 +42,6 @@ bool same(const float* a, const float* b, size_t count) {
   return std::memcmp(a, b, count * sizeof(float)) == 0;
 }
 
-std::string rank_id(size_t rank) {
-  std::ostringstream s;
-  s << 'r' << rank;
-  return s.str();
-}
-
 // One collective call on the whole buffer, by the schedule asked for.
 using Collective = std::function<void(gp::Group&, std::span<float>)>;
 
@@ -204,6 +198,12 @@ WorkerReport time_op(gp::Group& group, BenchOp& op, const CollectiveBenchOptions
 }
 
 }  // namespace
+
+std::string rank_id(size_t rank) {
+  std::ostringstream s;
+  s << 'r' << rank;
+  return s.str();
+}
 
 std::unique_ptr<BenchOp> make_bench_op(const std::string& op, gp::Group& group, size_t floats,
                                        const CollectiveBenchOptions& o) {

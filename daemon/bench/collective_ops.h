@@ -28,6 +28,9 @@ class BenchOp {
 std::unique_ptr<BenchOp> make_bench_op(const std::string& op, protocol::Group& group, size_t floats,
                                        const CollectiveBenchOptions& o);
 
+// A bench rank's node id: "r<rank>".
+std::string rank_id(size_t rank);
+
 // The Node a bench rank runs: id "r<rank>", cluster "bench", o.path, CURVE
 // with the key in o.curve_key when set, every rank of o.procs a member from
 // the start.

@@ -1,15 +1,13 @@
 #include "daemon/cluster/checkpoint.h"
 
-#include <fcntl.h>
 #include <spdlog/spdlog.h>
-#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <fstream>
 #include <regex>
+
+#include "trainer/durable_file.h"
 
 namespace gossipd::daemon {
 namespace {
@@ -40,43 +38,6 @@ uint32_t get_u32(const char* p) {
   return v;
 }
 
-std::string errno_text(const std::string& what, const fs::path& path) {
-  return "cannot " + what + " " + path.string() + ": " + std::strerror(errno);
-}
-
-// Writes all of `data` to a new file and fsyncs it.
-void write_file_synced(const fs::path& path, const std::string& data) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw std::runtime_error(errno_text("create checkpoint", path));
-  size_t done = 0;
-  while (done < data.size()) {
-    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const std::string e = errno_text("write checkpoint", path);
-      ::close(fd);
-      ::unlink(path.c_str());
-      throw std::runtime_error(e);
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0) {
-    const std::string e = errno_text("fsync checkpoint", path);
-    ::close(fd);
-    ::unlink(path.c_str());
-    throw std::runtime_error(e);
-  }
-  ::close(fd);
-}
-
-void fsync_dir(const fs::path& dir) {
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) throw std::runtime_error(errno_text("open checkpoint directory", dir));
-  const int rc = ::fsync(fd);
-  ::close(fd);
-  if (rc != 0) throw std::runtime_error(errno_text("fsync checkpoint directory", dir));
-}
-
 }  // namespace
 
 std::string checkpoint_name(uint64_t round) {
@@ -102,16 +63,8 @@ fs::path write_checkpoint(const fs::path& dir, const Checkpoint& c, int keep) {
 
   const uint64_t round = c.state.header.step();
   const fs::path target = dir / checkpoint_name(round);
-  const fs::path tmp = dir / fs::path(checkpoint_name(round)).replace_extension(".tmp");
-  write_file_synced(tmp, data);
+  trainer::write_file_durably(target, data);
   std::error_code ec;
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    throw std::runtime_error("cannot rename " + tmp.string() + " to " + target.string() + ": " +
-                             ec.message());
-  }
-  fsync_dir(dir);
   // Only once the new one is durable do the old ones go.
   const auto all = list_checkpoints(dir);
   for (size_t i = static_cast<size_t>(std::max(keep, 1)); i < all.size(); ++i) fs::remove(all[i], ec);
@@ -213,7 +166,8 @@ Checkpoint Checkpointer::complete(ReplicaState state) {
 void Checkpointer::at_step(uint64_t round, const std::function<ReplicaState()>& capture) {
   if (options_.every == 0 || round == 0 || round % options_.every != 0) return;
   {
-    std::lock_guard lock(mutex_);
+    std::unique_lock lock(mutex_);
+    if (wait_) cv_.wait(lock, [&] { return !busy_ && !pending_; });
     if (busy_ || pending_) {
       skipped_.fetch_add(1);
       spdlog::warn("node '{}': checkpoint of round {} skipped: the previous one is still being written",

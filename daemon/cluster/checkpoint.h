@@ -61,7 +61,10 @@ struct CheckpointOptions {
 
 // Writes a worker's checkpoints in the background: the worker hands over a
 // copy between two steps and goes on; a write still in progress when the next
-// one is due makes that one skipped (and logged), never a stalled round.
+// one is due makes that one skipped (and logged), never a stalled round --
+// unless wait_instead_of_skipping() was called: a process that holds a share
+// of the model (grid, pipeline) resumes only from a round every process has a
+// checkpoint of, so there a due checkpoint waits for the previous write.
 class Checkpointer {
  public:
   // `describe` fills in what the worker does not know (view, last accuracy).
@@ -75,6 +78,9 @@ class Checkpointer {
   void at_step(uint64_t round, const std::function<ReplicaState()>& capture);
   // Writes now and waits for it (the end of training).
   void write_now(ReplicaState state);
+  // From now on at_step waits for a write in progress instead of skipping
+  // the due checkpoint (call before the first step).
+  void wait_instead_of_skipping() { wait_ = true; }
 
   uint64_t written() const { return written_.load(); }
   uint64_t skipped() const { return skipped_.load(); }
@@ -94,6 +100,7 @@ class Checkpointer {
   std::optional<Checkpoint> pending_;
   bool busy_ = false;
   bool stopping_ = false;
+  bool wait_ = false;  // set before the first step, read by the training thread only
   std::atomic<uint64_t> written_{0};
   std::atomic<uint64_t> skipped_{0};
   std::thread thread_;

@@ -133,14 +133,9 @@ void RunCommand::load() {
   trainer::TrainerOptions topts = trainer_options(f_);
   topts.sampler = mode_.sampler(o_, Placement{rank_, members_.size(), joining_});
   std::unique_ptr<trainer::Model> model = mode_.model(o_);
-  if (mode_.check) mode_.check(o_, members_.size(), *model);  // before the data: a refusal is quick
-  train_ = trainer::load_fashion_mnist(data_dir(f_), trainer::Split::kTrain);
-  test_ = trainer::load_fashion_mnist(data_dir(f_), trainer::Split::kTest);
-  if (f_.train_limit > 0) train_ = train_.head(f_.train_limit);
-  if (f_.test_limit > 0) test_ = test_.head(f_.test_limit);
-  trainer_ = std::make_unique<trainer::Trainer>(std::move(model), train_, topts);
-  segments_ =
-      make_segment_table(trainer_->model().segments(), trainer_->model().params().size(), o_.segments);
+  // Before the data, so that a refusal is quick.
+  if (mode_.check) mode_.check(o_, members_.size(), *model);
+  segments_ = make_segment_table(model->segments(), model->params().size(), o_.segments);
   for (size_t s = 0; s < segments_.size(); ++s) {
     // Envelope and framing come on top of the floats.
     if (segments_[s].length * sizeof(float) + 4096 > o_.max_message_bytes) {
@@ -150,6 +145,11 @@ void RunCommand::load() {
                        " bytes): every peer's copy of it would be rejected; raise it or use more --segments");
     }
   }
+  train_ = trainer::load_fashion_mnist(data_dir(f_), trainer::Split::kTrain);
+  test_ = trainer::load_fashion_mnist(data_dir(f_), trainer::Split::kTest);
+  if (f_.train_limit > 0) train_ = train_.head(f_.train_limit);
+  if (f_.test_limit > 0) test_ = test_.head(f_.test_limit);
+  trainer_ = std::make_unique<trainer::Trainer>(std::move(model), train_, topts);
   if (o_.checkpoint_dir.empty()) return;
   const Placement here{rank_, members_.size(), joining_};
   resume_ = find_resume_point(o_, mode_.state_layout(o_, here, *trainer_));

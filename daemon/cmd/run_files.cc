@@ -3,10 +3,11 @@
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
-#include <fstream>
 #include <stdexcept>
+#include <string_view>
 
 #include "daemon/config/cli.h"
+#include "trainer/durable_file.h"
 
 namespace gossipd::daemon {
 
@@ -50,14 +51,8 @@ std::optional<Checkpoint> find_resume_point(const RunOptions& o, const StateLayo
 }
 
 void write_params(const std::string& path, std::span<const float> params) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(params.data()),
-              static_cast<std::streamsize>(params.size_bytes()));
-    if (!out) throw std::runtime_error("cannot write --params-out " + tmp);
-  }
-  std::filesystem::rename(tmp, path);
+  trainer::write_file_durably(
+      path, std::string_view(reinterpret_cast<const char*>(params.data()), params.size_bytes()));
 }
 
 }  // namespace gossipd::daemon

@@ -11,6 +11,9 @@
 #include "daemon/ctl/compare_flags.h"
 #include "daemon/ctl/plan_command.h"
 #include "daemon/ctl/plan_pipeline.h"
+#include "daemon/ctl/plan_sparse.h"
+#include "daemon/ctl/sparse_bench.h"
+#include "daemon/ctl/sparse_command.h"
 #include "protocol/curve.h"
 #include "trainer/models.h"
 
@@ -79,6 +82,8 @@ int main(int argc, char** argv) {
 
   CollectiveBenchOptions cb;
   const std::vector<CLI::App*> collective_cmds = add_collective_bench_commands(*bench, cb);
+  SparseBenchOptions sb;
+  CLI::App* sparse_bench_cmd = add_sparse_bench(*bench, sb);
 
   std::string key_dir;
   bool force = false;
@@ -95,14 +100,23 @@ int main(int argc, char** argv) {
   CLI::App* plan_grid_cmd = add_plan_command(app, plan_grid);
   PlanPipelineOptions plan_pipeline;
   CLI::App* plan_pipeline_cmd = add_plan_pipeline(*app.get_subcommand("plan"), plan_pipeline);
+  PlanSparseOptions plan_sparse;
+  CLI::App* plan_sparse_cmd = add_plan_sparse(*app.get_subcommand("plan"), plan_sparse);
+
+  SparseGenerateOptions sparse_generate;
+  SparseInferOptions sparse_infer;
+  CLI::App* sparse_cmd = add_sparse_commands(app, sparse_generate, sparse_infer);
 
   return run_cli(app, argc, argv, [&]() -> int {
     if (ccmd->parsed()) return run_compare(co);
     if (collect_cmd->parsed()) return run_collect(collect);
     if (plan_grid_cmd->parsed()) return run_plan_grid(plan_grid);
     if (plan_pipeline_cmd->parsed()) return run_plan_pipeline(plan_pipeline);
+    if (plan_sparse_cmd->parsed()) return run_plan_sparse(plan_sparse);
     if (keygen->parsed()) return run_keygen(key_dir, force);
+    if (sparse_cmd->parsed()) return run_sparse_command(*sparse_cmd, sparse_generate, sparse_infer);
     if (tcmd->parsed()) return run_trainer_bench(tb);
+    if (sparse_bench_cmd->parsed()) return run_sparse_bench(sb);
     if (collective_bench_parsed(collective_cmds)) return run_collective_bench(cb);
     return kExitUsage;
   });

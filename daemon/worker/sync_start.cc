@@ -18,7 +18,10 @@ SyncWorker::SyncWorker(WorkerContext& c, std::string what, std::string restart)
       steps_per_epoch_(c.steps_per_epoch),
       checkpointer_(c.checkpointer),
       header_(c.snapshot_header),
-      gone_{c.membership, members_, c.node.id(), std::move(what), std::move(restart), gone_wait(c.options)} {}
+      gone_{c.membership, members_, c.node.id(), std::move(what), std::move(restart), gone_wait(c.options)} {
+  // Each process holds a share: a resume needs a round every process saved.
+  if (checkpointer_) checkpointer_->wait_instead_of_skipping();
+}
 
 size_t rank_of(const WorkerContext& c) {
   return static_cast<size_t>(std::find(c.members.begin(), c.members.end(), c.node.id()) - c.members.begin());

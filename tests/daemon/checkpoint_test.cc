@@ -167,6 +167,29 @@ TEST(Checkpointer, WritesEveryNRoundsInTheBackgroundAndTheFinalOneOnRequest) {
   EXPECT_EQ(last.test_accuracy, 0.5);
 }
 
+// The grid's and pipeline's processes hold shares and resume from a round
+// every one of them saved: there no due checkpoint is skipped, however fast
+// the rounds come (this loop has no training in it).
+TEST(Checkpointer, WaitingInsteadOfSkippingWritesEveryDueRound) {
+  TempDir dir("gossipd_ckpt");
+  CheckpointOptions o;
+  o.dir = dir.path();
+  o.every = 10;
+  o.keep = 100;
+  {
+    Checkpointer writer(o, "w0", {});
+    writer.wait_instead_of_skipping();
+    for (uint64_t round = 0; round <= 55; ++round)
+      writer.at_step(round, [&] { return state_at(round, 100000, 0); });
+    EXPECT_EQ(writer.skipped(), 0u);
+  }
+  std::vector<std::string> names;
+  for (const auto& f : list_checkpoints(dir.path())) names.push_back(f.filename().string());
+  EXPECT_EQ(names, (std::vector<std::string>{"ckpt-000000000050.gsck", "ckpt-000000000040.gsck",
+                                             "ckpt-000000000030.gsck", "ckpt-000000000020.gsck",
+                                             "ckpt-000000000010.gsck"}));
+}
+
 // What the default logger writes while it lives (the daemon reports through
 // spdlog), also when an assertion ends the test early.
 class CapturedLog {

@@ -3,7 +3,9 @@
 #include <zlib.h>
 
 #include <filesystem>
+#include <fstream>
 
+#include "tests/daemon/sync_run.h"
 #include "tests/support/process.h"
 #include "tests/support/records.h"
 #include "tests/support/temp_dir.h"
@@ -138,6 +140,80 @@ TEST(Cli, CollectiveBenchRejectsBadSizes) {
   expect_usage_error({bin("gossipctl"), "bench", "pingpong", "--procs", "3"}, "--procs");
   expect_usage_error({bin("gossipctl"), "bench", "allgather", "--bytes", "6"}, "--bytes");
   expect_usage_error({bin("gossipctl"), "bench", "allreduce", "--path", "udp"}, "--path");
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+void write_file(const fs::path& p, const std::string& text) {
+  std::ofstream(p, std::ios::binary | std::ios::trunc) << text;
+}
+
+// gossipctl sparse: a generated network runs, its categories are kept and
+// checked, and a damaged file or a wrong width is one line and exit 2.
+TEST(Cli, SparseGenerateAndInferKeepTheCategoriesAndRefuseBadFiles) {
+  TempDir tmp("gossipd_cli_sparse");
+  const std::string dir = tmp.path();
+  const std::vector<std::string> gen{
+      bin("gossipctl"), "sparse", "generate", "--neurons", "64",     "--layers",           "4",
+      "--out",          dir,      "--inputs", "300",       "--data", GOSSIPD_TEST_DATA_DIR};
+  RunResult r = run(gen, 60s);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<std::string> infer{bin("gossipctl"), "sparse", "infer", dir};
+  r = run(infer, 60s);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("300 inputs"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("written to"), std::string::npos) << r.out;
+  r = run(infer, 60s);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("the same as"), std::string::npos) << r.out;
+
+  expect_usage_error(gen, "--force");
+  expect_usage_error({bin("gossipctl"), "sparse", "infer", dir, "--neurons", "256"}, "n256-l1.tsv");
+  const fs::path cats = fs::path(dir) / "neuron64-l4-categories.tsv";
+  const std::string kept = read_file(cats);
+  write_file(cats, kept.substr(kept.find('\n') + 1));  // one category less
+  expect_usage_error(infer, "differ");
+  write_file(cats, kept);
+  const fs::path layer = fs::path(dir) / "neuron64" / "n64-l2.tsv";
+  const std::string text = read_file(layer);
+  write_file(layer, text.substr(0, text.size() - 3));  // cut short
+  expect_usage_error(infer, "n64-l2.tsv: the last line has no newline");
+  write_file(layer, "1\t2\t0.5\n1\tx\t1\n");
+  expect_usage_error(infer, "n64-l2.tsv:2: expected a whole number");
+}
+
+// gossipctl bench sparse: three processes give the serial reference's
+// categories and move the planned bytes (exact), under a partition given by
+// name or read from a file; a file made for another P is one line, exit 2.
+TEST(Cli, BenchSparseRunsRowParallelAsTheSerialReferenceAndRefusesAnotherPsPartition) {
+  TempDir tmp("gossipd_cli_bench_sparse");
+  const std::string dir = tmp.path();
+  RunResult r = run({bin("gossipctl"), "sparse", "generate", "--neurons", "64", "--layers", "6", "--out", dir,
+                     "--inputs", "200", "--shuffle", "3", "--data", GOSSIPD_TEST_DATA_DIR},
+                    60s);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<std::string> bench{bin("gossipctl"), "bench", "sparse",  dir,  "--reps",    "1",
+                                       "--warmup",       "0",     "--block", "32", "--bind-to", "none"};
+  r = run(with(bench, {"--procs", "3", "--partition", "random"}), 120s);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"procs\":3"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"exact\":true"), std::string::npos) << r.out;
+
+  const std::string parts = tmp.file("parts");
+  // Zoltan starts OpenMPI, whose plugins leak at exit where LeakSanitizer
+  // cannot name them (as in sparse_mode_tests): no leak check for this one.
+  r = run({"/usr/bin/env", "ASAN_OPTIONS=detect_leaks=0:abort_on_error=1", bin("gossipctl"), "plan", "sparse",
+           "--dir", dir, "--neurons", "64", "--layers", "6", "--procs", "2", "--write-partitions", parts},
+          120s);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run(with(bench, {"--procs", "2", "--partition", parts + "/hypergraph-p2.partition"}), 120s);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"exact\":true"), std::string::npos) << r.out;
+  expect_usage_error(with(bench, {"--procs", "3", "--partition", parts + "/block-p2.partition"}),
+                     "is for 2 processes, --procs is 3");
 }
 
 }  // namespace

@@ -85,11 +85,15 @@ TEST(PipelineRun, ResumesFromItsCheckpointsAsIfNeverStopped) {
   });
   ASSERT_TRUE(wait_until([&] { return newest_round(ckpt(0)) >= 40 && newest_round(ckpt(1)) >= 40; }, 60s));
   for (int i = 0; i < 2; ++i) c.proc(i).signal(SIGKILL);
-  for (int i = 0; i < 2; ++i) ASSERT_TRUE(c.proc(i).wait(10s));
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(c.proc(i).wait(60s));
   ASSERT_LT(newest_round(ckpt(0)), 300u) << "the run ended before the kill";
-  std::filesystem::remove(daemon::list_checkpoints(ckpt(1)).at(0));
+  // Stage 1 ends its part of a step first, so it may have saved a round
+  // stage 0 has not: those go too, with its newest, and stage 0 goes back.
+  do {
+    std::filesystem::remove(daemon::list_checkpoints(ckpt(1)).at(0));
+  } while (newest_round(ckpt(1)) >= newest_round(ckpt(0)));
   const uint64_t back_to = newest_round(ckpt(1));
-  ASSERT_GT(newest_round(ckpt(0)), back_to);
+  ASSERT_GT(back_to, 0u);
 
   std::vector<int> again{c.restart(0), c.restart(1)};
   const Done resumed = expect_identical_cells(c, 120s, again);

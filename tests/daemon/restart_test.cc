@@ -59,7 +59,7 @@ TEST_P(WholeClusterRestart, GoesOnFromTheCheckpointsNotFromZero) {
         << "worker " << i << ": " << c.proc(i).err();
   }
   for (int i = 0; i < n; ++i) c.proc(i).signal(SIGKILL);
-  for (int i = 0; i < n; ++i) ASSERT_TRUE(c.proc(i).wait(10s));
+  for (int i = 0; i < n; ++i) ASSERT_TRUE(c.proc(i).wait(60s));
   double before = 0;
   std::vector<size_t> lines(n);
   std::vector<uint64_t> saved(n);
@@ -128,7 +128,7 @@ TEST(MemberRestart, AKilledMemberRestartedWithItsCheckpointsRejoinsWithoutGoingB
   const std::string w4 = dir.file("w4.ckpt");
   ASSERT_TRUE(wait_until([&] { return newest_round(w4) >= 100; }, 90s)) << c.proc(4).err();
   c.proc(4).signal(SIGKILL);
-  ASSERT_TRUE(c.proc(4).wait(10s));
+  ASSERT_TRUE(c.proc(4).wait(60s));
   const uint64_t saved = newest_round(w4);
   const double saved_accuracy = daemon::read_checkpoint(daemon::list_checkpoints(w4).at(0)).test_accuracy;
   args.insert(args.end(), {"--checkpoint-dir", w4});

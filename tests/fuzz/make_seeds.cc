@@ -11,12 +11,14 @@
 
 #include "daemon/cluster/checkpoint.h"
 #include "daemon/cluster/state_transfer.h"
+#include "daemon/sparse/partition_file.h"
 #include "protocol/data_wire.h"
 #include "protocol/ring_collectives.h"
 #include "protocol/segment_inbox.h"
 #include "tests/fuzz/harness.h"
 #include "tests/support/envelope.h"
 #include "tests/support/temp_dir.h"
+#include "trainer/sparse/radix_net.h"
 
 using namespace gossipd;
 namespace fs = std::filesystem;
@@ -243,6 +245,17 @@ int main(int argc, char** argv) {
     const auto path = daemon::write_checkpoint(dir.path(), c, 1);
     std::ifstream in(path, std::ios::binary);
     put("checkpoint", "ckpt", std::string(std::istreambuf_iterator<char>(in), {}));
+  }
+
+  // sparse_files: a layer of 8 neurons, inputs, categories.
+  put("sparse_files", "layer", "1\t1\t0.0625\n2\t1\t0.0625\n8\t8\t1\n");
+  put("sparse_files", "inputs", "1\t3\t1\n1\t7\t1\n2\t8\t1\n");
+  put("sparse_files", "categories", "1\n3\n999\n");
+  {
+    const auto net = trainer::sparse::make_radix_net(32, 2);
+    put("sparse_files", "partition",
+        daemon::partition_text(net, daemon::partition_neurons(net, 3, daemon::NeuronPartitioner::kBlock, {}),
+                               3));
   }
   return 0;
 }

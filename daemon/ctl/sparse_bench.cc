@@ -1,0 +1,241 @@
+#include "daemon/ctl/sparse_bench.h"
+
+#include <stdlib.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+
+#include "daemon/bench/bench_workers.h"
+#include "daemon/bench/collective_bench.h"
+#include "daemon/bench/collective_ops.h"
+#include "daemon/config/cli.h"
+#include "daemon/ctl/sparse_command.h"
+#include "daemon/sparse/partition_file.h"
+#include "daemon/sparse/row_inference.h"
+#include "daemon/sparse/sparse_traffic.h"
+#include "trainer/sparse/challenge_files.h"
+#include "trainer/sparse/radix_net.h"
+
+namespace gossipd::daemon {
+namespace {
+
+namespace fs = std::filesystem;
+namespace sp = trainer::sparse;
+
+// The network and inputs every process reads.
+struct Problem {
+  sp::SparseNet net;
+  sp::SparseInputs inputs;
+};
+
+Problem load(const SparseBenchOptions& o) {
+  const uint32_t n = challenge_width(o.dir, o.neurons, "bench sparse");
+  Problem p;
+  p.net =
+      sp::read_network(o.dir, n, challenge_layers(o.dir, n, o.layers, "bench sparse"), sp::challenge_bias(n));
+  p.inputs = sp::read_inputs(o.dir, n);
+  if (o.inputs != 0) p.inputs = p.inputs.head(o.inputs);
+  return p;
+}
+
+// A private temporary directory for the files the parent hands its workers.
+class ScratchDir {
+ public:
+  ScratchDir() {
+    std::string dir = (fs::temp_directory_path() / "gossipd-bench-sparse-XXXXXX").string();
+    if (!::mkdtemp(dir.data())) throw std::runtime_error("bench sparse: cannot make a temporary directory");
+    dir_ = dir;
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  std::string file(const std::string& name) const { return (dir_ / name).string(); }
+
+ private:
+  fs::path dir_;
+};
+
+// One process: its rows of every layer, the inference `reps` times after
+// `warmup`; exact when every run gives the reference's categories and the
+// node counts the planned bytes per product.
+WorkerReport run_rank(protocol::Node& node, size_t rank, const std::vector<std::string>& endpoints,
+                      const SparseBenchOptions& o, const Problem& p) {
+  std::vector<std::string> ids;
+  for (size_t r = 0; r < endpoints.size(); ++r) {
+    ids.push_back(rank_id(r));
+    if (r != rank) node.add_peer(ids.back(), endpoints[r]);
+  }
+  uint32_t procs = 0;
+  const NeuronOwners owners = read_partition_file(o.partition_file, p.net, procs);
+  const SparseTraffic planned = price_partition(p.net, owners, procs);
+  const std::vector<uint32_t> truth = sp::read_categories(o.categories_file, p.inputs.count());
+  protocol::CollectiveOptions co;
+  co.timeout = std::chrono::milliseconds(o.timeout_ms);
+  RowInference rows(node, ids, share_rows(p.net, owners, procs, static_cast<uint32_t>(rank)), p.net.neurons,
+                    co);
+  WorkerReport report;
+  report.exact = true;
+  for (int k = 0; k < o.warmup + o.reps; ++k) {
+    const RowInferResult r = rows.run(p.inputs, {.block = o.block});
+    for (size_t l = 0; l < p.net.layers.size(); ++l)
+      report.exact &= r.payload_bytes[l] == planned.sent[l][rank] * p.inputs.count() * sizeof(float);
+    report.exact &= r.categories == truth;
+    if (k >= o.warmup) report.rep_seconds.push_back(r.seconds);
+  }
+  return report;
+}
+
+int run_worker(const SparseBenchOptions& o) {
+  const auto rank = static_cast<size_t>(o.worker_rank);
+  std::unique_ptr<protocol::Node> node;
+  Problem p;
+  const auto start = [&] {
+    p = load(o);  // before the endpoint is published: the parent's phase timeout covers it
+    CollectiveBenchOptions c;
+    c.procs = o.procs;
+    node = std::make_unique<protocol::Node>(bench_node_options(rank, "tcp://127.0.0.1:0", c));
+    return node->endpoint();
+  };
+  const auto body = [&](const std::vector<std::string>& endpoints) {
+    return run_rank(*node, rank, endpoints, o, p);
+  };
+  return serve_bench_worker(o.worker_rank, o.procs, o.bind_to == "core", o.timeout_ms, start, body);
+}
+
+std::vector<std::string> worker_args(const SparseBenchOptions& o, int rank) {
+  const auto str = [](auto v) { return std::to_string(v); };
+  return {"gossipctl",
+          "bench",
+          "sparse",
+          o.dir,
+          "--neurons",
+          str(o.neurons),
+          "--layers",
+          str(o.layers),
+          "--inputs",
+          str(o.inputs),
+          "--procs",
+          str(o.procs),
+          "--block",
+          str(o.block),
+          "--reps",
+          str(o.reps),
+          "--warmup",
+          str(o.warmup),
+          "--timeout-ms",
+          str(o.timeout_ms),
+          "--bind-to",
+          o.bind_to,
+          "--worker-rank",
+          str(rank),
+          "--partition-file",
+          o.partition_file,
+          "--categories-file",
+          o.categories_file};
+}
+
+// The partition by name, or read from a file made for this network.
+NeuronOwners partition_for(const SparseBenchOptions& o, const sp::SparseNet& net) {
+  const auto& names = partitioner_names();
+  if (std::find(names.begin(), names.end(), o.partition) != names.end())
+    return partition_neurons(net, static_cast<uint32_t>(o.procs), parse_partitioner(o.partition),
+                             {o.imbalance, o.seed});
+  uint32_t procs = 0;
+  NeuronOwners owners = read_partition_file(o.partition, net, procs);
+  if (procs != static_cast<uint32_t>(o.procs))
+    throw UsageError("bench sparse: --partition " + o.partition + " is for " + std::to_string(procs) +
+                     " processes, --procs is " + std::to_string(o.procs) + ": give the same P");
+  return owners;
+}
+
+}  // namespace
+
+CLI::App* add_sparse_bench(CLI::App& bench, SparseBenchOptions& o) {
+  CLI::App* cmd = bench.add_subcommand(
+      "sparse", "The challenge's inference row-parallel over local processes vs the serial reference");
+  cmd->add_option("dir", o.dir, "Directory with the challenge's files")->required();
+  cmd->add_option("--neurons", o.neurons, "Network width N (default: the only neuronN directory)");
+  cmd->add_option("--layers", o.layers, "Layers to run (default: every layer file)");
+  cmd->add_option("--inputs", o.inputs, "Run the first K inputs only (default: all)");
+  cmd->add_option("--procs", o.procs, "Processes P")->check(CLI::Range(1, 64))->capture_default_str();
+  cmd->add_option("--partition", o.partition,
+                  "block, random, hypergraph, or a partition file for this network")
+      ->capture_default_str();
+  cmd->add_option("--imbalance", o.imbalance, "The hypergraph partition's heaviest process over the mean")
+      ->check(CLI::Range(1.0, 10.0))
+      ->capture_default_str();
+  cmd->add_option("--seed", o.seed, "Seed of the random and hypergraph partitions")->capture_default_str();
+  cmd->add_option("--block", o.block, "Samples per block (0: the inference's default)")
+      ->check(CLI::Range(size_t{0}, size_t{65536}))
+      ->capture_default_str();
+  cmd->add_option("--reps", o.reps, "Timed runs (median reported)")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  cmd->add_option("--warmup", o.warmup, "Untimed runs first")
+      ->check(CLI::Range(0, 100))
+      ->capture_default_str();
+  cmd->add_option("--timeout-ms", o.timeout_ms, "A process silent this long fails the run")
+      ->check(CLI::Range(100, 3600000))
+      ->capture_default_str();
+  cmd->add_option("--bind-to", o.bind_to, "core: process r on CPU r mod #CPUs; none")
+      ->check(CLI::IsMember({"core", "none"}))
+      ->capture_default_str();
+  cmd->add_option("--worker-rank", o.worker_rank, "internal: run one rank")->group("");
+  cmd->add_option("--partition-file", o.partition_file, "internal")->group("");
+  cmd->add_option("--categories-file", o.categories_file, "internal")->group("");
+  return cmd;
+}
+
+int run_sparse_bench(const SparseBenchOptions& options) {
+  if (options.worker_rank >= 0) return run_worker(options);
+  SparseBenchOptions o = options;
+  const Problem p = load(o);
+  o.neurons = p.net.neurons;
+  o.layers = static_cast<uint32_t>(p.net.layers.size());
+  if (static_cast<uint32_t>(o.procs) > p.net.neurons)
+    throw UsageError("bench sparse: --procs " + std::to_string(o.procs) + " is more than the " +
+                     std::to_string(p.net.neurons) + " neurons");
+  const NeuronOwners owners = partition_for(o, p.net);
+  const SparseTraffic planned = price_partition(p.net, owners, static_cast<uint32_t>(o.procs));
+  std::vector<double> serial;
+  sp::InferResult reference;
+  for (int k = 0; k < o.warmup + o.reps; ++k) {
+    reference = sp::infer(p.net, p.inputs);
+    if (k >= o.warmup) serial.push_back(reference.seconds);
+  }
+  ScratchDir scratch;
+  o.partition_file = scratch.file("owners.partition");
+  o.categories_file = scratch.file("categories.tsv");
+  write_partition_file(o.partition_file, p.net, owners, static_cast<uint32_t>(o.procs));
+  sp::write_categories(o.categories_file, reference.categories);
+  const long long run_ms = static_cast<long long>(o.timeout_ms) * (o.reps + o.warmup + 2);
+  const auto reports = run_bench_workers(
+      o.procs, [&](int rank) { return worker_args(o, rank); }, o.timeout_ms, run_ms);
+  const std::vector<double> slowest = slowest_per_rep(reports);
+  const double seconds = median_of(slowest), fastest = *std::min_element(slowest.begin(), slowest.end());
+  const double serial_s = median_of(serial);
+  const double edges = static_cast<double>(p.inputs.count()) * static_cast<double>(p.net.edges());
+  const bool exact =
+      std::all_of(reports.begin(), reports.end(), [](const WorkerReport& r) { return r.exact; });
+  std::printf(
+      "{\"bench\":\"sparse\",\"partition\":\"%s\",\"procs\":%d,\"neurons\":%u,\"layers\":%u,\"inputs\":%zu,"
+      "\"words_per_product\":%.1f,\"imbalance\":%.4f,\"seconds\":%.6f,\"min_seconds\":%.6f,\"edges_per_s\":%."
+      "4g,"
+      "\"serial_seconds\":%.6f,\"serial_edges_per_s\":%.4g,\"speedup\":%.3f,\"exact\":%s}\n",
+      o.partition.c_str(), o.procs, o.neurons, o.layers, p.inputs.count(), planned.words_per_product,
+      planned.imbalance, seconds, fastest, edges / seconds, serial_s, edges / serial_s, serial_s / seconds,
+      exact ? "true" : "false");
+  std::fflush(stdout);
+  if (exact) return kExitOk;
+  std::fprintf(stderr,
+               "gossipctl bench sparse: a process's categories or payload bytes differ from the serial "
+               "reference's and the plan's\n");
+  return 1;
+}
+
+}  // namespace gossipd::daemon

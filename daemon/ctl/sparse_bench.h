@@ -1,0 +1,42 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace CLI {
+class App;
+}
+
+namespace gossipd::daemon {
+
+// gossipctl bench sparse DIR: the challenge's inference on the network in
+// DIR, row-parallel over P local processes (daemon/sparse/row_inference.h)
+// against the serial reference timed in the same run; the categories and
+// the payload bytes per product are checked against the reference and the
+// planner's words.
+struct SparseBenchOptions {
+  std::string dir;
+  uint32_t neurons = 0;  // 0: the only neuronN directory in dir
+  uint32_t layers = 0;   // 0: every layer file there
+  size_t inputs = 0;     // 0: all
+  int procs = 2;
+  std::string partition = "hypergraph";  // block, random, hypergraph, or a partition file
+  double imbalance = 1.05;
+  uint64_t seed = 1;
+  size_t block = 0;  // samples per block; 0: the inference's default
+  int reps = 3;
+  int warmup = 1;
+  int timeout_ms = 60000;
+  std::string bind_to = "core";
+  // Hidden worker mode: the partition and the categories the parent wrote.
+  int worker_rank = -1;
+  std::string partition_file;
+  std::string categories_file;
+};
+
+CLI::App* add_sparse_bench(CLI::App& bench, SparseBenchOptions& o);
+// Exit 0 when every process gave the reference's categories and moved the
+// planned bytes; 1 when not (said on stderr).
+int run_sparse_bench(const SparseBenchOptions& o);
+
+}  // namespace gossipd::daemon

@@ -1,0 +1,144 @@
+#include "daemon/sparse/row_inference.h"
+
+#include <algorithm>
+#include <chrono>
+#include <stdexcept>
+
+#include "daemon/sparse/row_exchange.h"
+#include "protocol/collectives.h"
+#include "protocol/tags.h"
+#include "trainer/sparse/sparse_kernel.h"
+
+namespace gossipd::daemon {
+
+namespace sp = trainer::sparse;
+
+namespace {
+
+size_t round_up(size_t n) { return (n + sp::kLaneChunk - 1) / sp::kLaneChunk * sp::kLaneChunk; }
+
+// The stream's tensors and the allgather's pieces on tags of their own.
+uint32_t sparse_tag(uint32_t k) { return protocol::tags::range(protocol::tags::User::kSparse).at(k); }
+
+}  // namespace
+
+// One block of samples through every layer: the whole layer's activations
+// neuron-major (y; a process writes the rows it owns and receives the rows
+// it reads, the others are never read), its own outputs (local_, remote_)
+// before they join y.
+class RowInference::Block {
+ public:
+  Block(RowInference& r, size_t stride)
+      : r_(r),
+        stride_(stride),
+        y_(size_t{r.neurons_} * stride),
+        max_(stride),
+        exchange_(*r.stream_, r.rows_->size()) {}
+
+  void run(const sp::SparseInputs& in, size_t first, size_t count, const sp::InferOptions& o,
+           RowInferResult& out) {
+    load(in, first, count);
+    for (size_t l = 0; l < r_.share_.products.size(); ++l) {
+      const RowProduct& p = r_.share_.products[l];
+      const uint64_t before = r_.node_.payload_bytes_sent();
+      const uint64_t seq = r_.rows_->next_seq();
+      exchange_.send(p.send, seq, y_.data(), stride_, count);
+      // The rows that read only this process's entries while the others'
+      // are on their way; then the rest.
+      std::fill(max_.begin(), max_.end(), 0.0f);
+      compute(p.local, local_, count, o.ymax);
+      exchange_.receive(p.recv, seq, y_.data(), stride_, count, false);
+      compute(p.remote, remote_, count, o.ymax);
+      exchange_.wait_sent();
+      out.payload_bytes[l] += r_.node_.payload_bytes_sent() - before;
+      // Only now may layer l's outputs replace layer l − 1's entries in y.
+      scatter(p.local, local_);
+      scatter(p.remote, remote_);
+    }
+    collect(first, count, o.keep_activations, out);
+  }
+
+ private:
+  void load(const sp::SparseInputs& in, size_t first, size_t count) {
+    std::fill(y_.begin(), y_.end(), 0.0f);
+    std::fill(max_.begin(), max_.end(), 0.0f);
+    const std::vector<uint32_t>& mine = r_.share_.inputs;
+    for (size_t lane = 0; lane < count; ++lane) {
+      for (uint32_t k = in.offsets[first + lane]; k < in.offsets[first + lane + 1]; ++k) {
+        if (!std::binary_search(mine.begin(), mine.end(), in.index[k])) continue;
+        y_[size_t{in.index[k]} * stride_ + lane] = in.value[k];
+        if (in.value[k] != 0.0f) max_[lane] = 1.0f;  // the result with no layers
+      }
+    }
+  }
+
+  void compute(const RowSet& s, std::vector<float>& z, size_t count, float ymax) {
+    z.resize(s.neurons.size() * stride_);
+    sp::forward_block(s.rows, y_.data(), z.data(), {stride_, round_up(count)}, ymax, max_.data());
+  }
+
+  void scatter(const RowSet& s, const std::vector<float>& z) {
+    for (size_t k = 0; k < s.neurons.size(); ++k)
+      std::copy_n(z.data() + k * stride_, stride_, y_.data() + size_t{s.neurons[k]} * stride_);
+  }
+
+  // A sample is a category when any process's last outputs for it are not
+  // all zero: every process's largest output per sample, gathered.
+  void collect(size_t first, size_t count, bool keep, RowInferResult& out) {
+    const size_t procs = r_.maxima_->size(), me = r_.maxima_->rank();
+    std::vector<float> all(procs * count);
+    std::copy_n(max_.begin(), count, all.begin() + static_cast<ptrdiff_t>(me * count));
+    protocol::Allgather(*r_.maxima_, all).run();
+    const std::vector<uint32_t>& mine =
+        r_.share_.products.empty() ? r_.share_.inputs : r_.share_.products.back().mine;
+    for (size_t lane = 0; lane < count; ++lane) {
+      float most = 0.0f;
+      for (size_t q = 0; q < procs; ++q) most = std::max(most, all[q * count + lane]);
+      if (most <= 0.0f) continue;
+      out.categories.push_back(static_cast<uint32_t>(first + lane));
+      if (!keep) continue;
+      for (uint32_t j : mine) {
+        const float v = y_[size_t{j} * stride_ + lane];
+        if (v == 0.0f) continue;
+        out.activations.index.push_back(j);
+        out.activations.value.push_back(v);
+      }
+      out.activations.offsets.push_back(static_cast<uint32_t>(out.activations.index.size()));
+    }
+  }
+
+  RowInference& r_;
+  const size_t stride_;
+  std::vector<float> y_, local_, remote_, max_;
+  RowExchange exchange_;
+};
+
+RowInference::RowInference(protocol::Node& node, const std::vector<std::string>& members, RowShare share,
+                           uint32_t neurons, protocol::CollectiveOptions options)
+    : node_(node),
+      share_(std::move(share)),
+      neurons_(neurons),
+      rows_(std::make_unique<protocol::Group>(node, sparse_tag(0), members, options)),
+      maxima_(std::make_unique<protocol::Group>(node, sparse_tag(1), members, options)),
+      stream_(std::make_unique<protocol::TensorStream>(*rows_)) {}
+
+RowInference::~RowInference() = default;
+
+RowInferResult RowInference::run(const sp::SparseInputs& inputs, const sp::InferOptions& o) {
+  if (inputs.neurons != neurons_) {
+    throw std::invalid_argument("the inputs have " + std::to_string(inputs.neurons) +
+                                " neurons, the network " + std::to_string(neurons_));
+  }
+  const size_t block = round_up(o.block != 0 ? o.block : sp::default_block(neurons_));
+  RowInferResult out;
+  out.activations.neurons = neurons_;
+  out.payload_bytes.assign(share_.products.size(), 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  Block b(*this, block);
+  for (size_t first = 0; first < inputs.count(); first += block)
+    b.run(inputs, first, std::min(block, inputs.count() - first), o, out);
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return out;
+}
+
+}  // namespace gossipd::daemon

@@ -1,0 +1,17 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "trainer/dataset.h"
+#include "trainer/sparse/sparse_net.h"
+
+namespace gossipd::trainer::sparse {
+
+// Images as the challenge makes its inputs from MNIST: each resized to
+// side × side = N pixels (bilinear) and binarised (intensity at least one
+// half: 1, else nothing), the first `count` images. Throws
+// std::invalid_argument unless N is a square of at least 4.
+SparseInputs inputs_from_images(const Dataset& images, uint32_t neurons, size_t count);
+
+}  // namespace gossipd::trainer::sparse

@@ -1,0 +1,33 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "trainer/sparse/sparse_net.h"
+
+namespace gossipd::trainer::sparse {
+
+struct InferOptions {
+  size_t block = 0;  // samples per block; 0: as many as keep one block's activations near 256 KiB
+  float ymax = kChallengeYmax;
+  bool keep_activations = false;  // return the final layer's nonzeros
+};
+
+struct InferResult {
+  std::vector<uint32_t> categories;  // 0-based samples whose final activations are not all zero, ascending
+  SparseInputs activations;          // with keep_activations: the final nonzeros of each category, in order
+  double seconds = 0;                // the inference alone (no file reading)
+};
+
+// The challenge's inference, serial: Y <- min(max(Y·W + b on the nonzeros
+// of Y·W, 0), ymax) layer by layer, on blocks of samples held neuron-major;
+// a sample whose activations all become zero leaves its block (it can never
+// come back). Throws std::invalid_argument when the inputs' width is not
+// the network's.
+InferResult infer(const SparseNet& net, const SparseInputs& inputs, const InferOptions& o = {});
+
+// The block size `infer` uses for N neurons when none is given.
+size_t default_block(uint32_t neurons);
+
+}  // namespace gossipd::trainer::sparse
