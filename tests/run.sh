@@ -45,13 +45,23 @@ SANITIZE_SKIP+='|^PipelineRun\.StagesEndWithOneModel|^PipelineRun\.ResumesFromIt
 SANITIZE_SKIP+='|^AllreduceSgd\.SurvivorsOfASigkilledRank|^GossipFlags\.BadGossipFlagsAreOneLine'
 SANITIZE_SKIP+='|^CheckpointFlags\.ACheckpointOfAnotherWorkerOrModelIsRefused'
 
+# ctest's own output, made short: no "Start" lines, and each finished test on
+# one line without the padding (ctest pads every line to the longest name,
+# ~340 characters with gtest's GetParam() dumps), so that a log cut at its
+# head or tail still holds the failures' output and the summary, which pass
+# through as they are. pipefail keeps ctest's exit code.
+ctest_brief() {
+  ctest "$@" 2>&1 | sed -u -E -e '/^ +Start +[0-9]+: /d' \
+    -e 's/^( *[0-9]+\/[0-9]+ Test +#[0-9]+: [^ ]+).* \.+ *(\*\*\*)?([A-Za-z][^0-9]*[A-Za-z]) +([0-9.]+ sec)$/\1 \2\3 \4/'
+}
+
 ctest_sanitized() {  # DIR [ctest args]
   local dir=$1
   shift
   export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:${ASAN_OPTIONS:-}"
   export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
   export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp:${TSAN_OPTIONS:-}"
-  ctest --test-dir "$dir" --output-on-failure -j2 --timeout 1800 "$@"
+  ctest_brief --test-dir "$dir" --output-on-failure -j2 --timeout 1800 "$@"
 }
 
 if [[ "${1:-}" == --sanitize || "${1:-}" == --sanitize=* ]]; then
@@ -86,7 +96,7 @@ fi
 tests/format.sh  # a source clang-format would change fails stage 1 (tests/format.sh --fix mends it)
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
 cmake --build build -j2
-ctest --test-dir build --output-on-failure -j2 --timeout 900 "$@"
+ctest_brief --test-dir build --output-on-failure -j2 --timeout 900 "$@"
 [ $quick = 1 ] && exit 0
 
 echo "tests/run.sh: stage 2: the tests under AddressSanitizer + UndefinedBehaviorSanitizer"
