@@ -188,7 +188,11 @@ void GossipWorker::maybe_measure(uint64_t round, Protocol& protocol) {
   double d = 0;
   try {
     d = protocol::ConsensusDistance(*consensus_group_).run(protocol.replica());
-  } catch (const protocol::PeerTimeout&) {
+  } catch (const protocol::Aborted&) {
+    throw;  // the worker is stopping: not a failed measurement
+  } catch (const protocol::TransportError&) {
+    // A member timed out, left or was lost mid-measure: the measure is only
+    // an observation, so it is skipped and counted, never the worker's end.
     measure_failures_.add();
     consensus_group_.reset();  // its sequence may now differ between members
     return;
