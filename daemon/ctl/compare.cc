@@ -155,7 +155,7 @@ class Comparison {
   void run_all() {
     for (const auto& algo : o_.algos) {
       if (stop_.stop_requested()) break;
-      *summary_.add_results() = run_one(algo);
+      *summary_.add_results() = run_until_bound(algo);
     }
   }
 
@@ -258,6 +258,18 @@ class Comparison {
     if (const int kb = send_buffer_kb(o_); kb > 0)
       a.insert(a.end(), {"--send-buffer-kb", std::to_string(kb)});
     return a;
+  }
+
+  // A loopback port free_ports found may be taken by another process before
+  // a worker binds it; that run is repeated on fresh ports, twice at most.
+  proto::CompareResult run_until_bound(const std::string& algo) {
+    for (int attempt = 0;; ++attempt) {
+      proto::CompareResult res = run_one(algo);
+      if (hosts_ || attempt == 2 || res.status().find("Address already in use") == std::string::npos)
+        return res;
+      std::printf("%-10s a port was taken meanwhile: running it again on fresh ports\n", algo.c_str());
+      std::fflush(stdout);
+    }
   }
 
   proto::CompareResult run_one(const std::string& algo) {
