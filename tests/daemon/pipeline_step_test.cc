@@ -23,7 +23,7 @@ using topology::PipelineSchedule;
 
 constexpr size_t kSamples = 96, kInput = 28 * 28, kBatch = 8, kMicros = 4, kSteps = 100;
 constexpr uint64_t kSeed = 5;
-constexpr float kLr = 0.05f;
+constexpr float kLr = 0.02f;
 
 using Data = gossipd::testing::SyntheticData;
 Data synthetic() { return gossipd::testing::synthetic_data(kSamples, kInput); }
@@ -165,7 +165,9 @@ TEST_P(PipelineExactness, HundredStepsMatchTheSerialMicroBatchedRun) {
   EXPECT_LE(gossipd::testing::max_relative_error(pipe.trajectory.params, serial.params), 1e-5);
   for (size_t t = 0; t < kSteps; ++t)
     ASSERT_NEAR(pipe.trajectory.losses[t], serial.losses[t], 1e-5) << "step " << t;
-  EXPECT_LT(serial.losses.back(), serial.losses.front());  // it trained
+  const gossipd::testing::PassLosses pass =
+      gossipd::testing::first_and_last_pass(serial.losses, kSamples / kBatch);
+  EXPECT_LT(pass.last, pass.first);  // it trained
   for (size_t s = 0; s < ranges.stages(); ++s) {
     const size_t bound =
         c.schedule == PipelineSchedule::kGpipe ? kMicros : std::min(ranges.stages() - s, kMicros);
