@@ -38,15 +38,17 @@ RowModel share_model(const sp::SparseModel& m, const std::vector<std::vector<uin
 }
 
 RowTraining::RowTraining(protocol::Node& node, const std::vector<std::string>& members, RowModel model,
-                         uint32_t neurons, float lr, protocol::CollectiveOptions options)
+                         uint32_t neurons, trainer::OptimizerOptions o, protocol::CollectiveOptions options)
     : node_(node),
       m_(std::move(model)),
       neurons_(neurons),
-      lr_(lr),
+      update_(o),
       rows_(std::make_unique<protocol::Group>(node, training_tag(0), members, options)),
       logits_group_(std::make_unique<protocol::Group>(node, training_tag(1), members, options)),
       stream_(std::make_unique<protocol::TensorStream>(*rows_)),
       exchange_(*stream_, rows_->size()) {
+  if (o.kind == trainer::OptimizerKind::kLars)
+    throw std::invalid_argument("LARS takes norms of whole layers: not for the row-parallel training");
   for (const RowProduct& p : m_.share.products) {
     dw_local_.emplace_back(p.local.rows.edges());
     db_local_.emplace_back(p.local.rows.neurons);
@@ -134,24 +136,25 @@ void RowTraining::backward(const sp::SparseBatch& b) {
   }
 }
 
-void RowTraining::update() {
+void RowTraining::update(float lr) {
+  size_t k = 0;
   for (size_t l = 0; l < m_.share.products.size(); ++l) {
     RowProduct& p = m_.share.products[l];
-    sp::sgd(p.local.rows.weights, dw_local_[l], lr_);
-    sp::sgd(p.local.rows.bias, db_local_[l], lr_);
-    sp::sgd(p.remote.rows.weights, dw_remote_[l], lr_);
-    sp::sgd(p.remote.rows.bias, db_remote_[l], lr_);
+    update_.step(k++, p.local.rows.weights, dw_local_[l], lr);
+    update_.step(k++, p.local.rows.bias, db_local_[l], lr);
+    update_.step(k++, p.remote.rows.weights, dw_remote_[l], lr);
+    update_.step(k++, p.remote.rows.bias, db_remote_[l], lr);
   }
-  sp::sgd(m_.head.weights, dv_, lr_);
-  sp::sgd(m_.head_bias, dc_, lr_);
+  update_.step(k++, m_.head.weights, dv_, lr);
+  update_.step(k, m_.head_bias, dc_, lr);
 }
 
-sp::SparseStep RowTraining::step(const sp::SparseBatch& b) {
+sp::SparseStep RowTraining::step(const sp::SparseBatch& b, float lr) {
   forward(b);
   dlogits_.resize(logits_.size());
   const sp::SparseStep r = sp::softmax_step(logits_, b, m_.head.classes, dlogits_);
   backward(b);
-  update();
+  update(lr);
   return r;
 }
 

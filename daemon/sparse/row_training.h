@@ -41,18 +41,21 @@ struct RowStepBytes {
 // holds the same logits and loss); backward the other way: each process
 // forms the partial sums of layer l − 1's gradient over its rows and sends
 // those of entries it read to their owners, who add them to their own.
-// Plain SGD on the rows a process owns, only on their existing edges. The
+// The update (SGD, momentum, weight decay) on the rows a process owns,
+// only on their existing edges. The
 // kernels are the serial trainer's (trainer::sparse::SparseTrainer), so
 // the parameters follow the serial run's up to the order of the sums.
 // Every member calls step() with the same batch; a member silent for the
 // group's timeout fails it (PeerTimeout, PeerLost), a stop aborts it.
 class RowTraining {
  public:
+  // `o`: the update of every parameter vector (element by element, as the
+  // serial trainer's; LARS's norms would need the whole layer: refused).
   RowTraining(protocol::Node& node, const std::vector<std::string>& members, RowModel model, uint32_t neurons,
-              float lr, protocol::CollectiveOptions options);
+              trainer::OptimizerOptions o, protocol::CollectiveOptions options);
   ~RowTraining();
 
-  trainer::sparse::SparseStep step(const trainer::sparse::SparseBatch& b);
+  trainer::sparse::SparseStep step(const trainer::sparse::SparseBatch& b, float lr);
   // Loss and correct count over the batch, no update (every member calls it).
   trainer::sparse::SparseStep evaluate(const trainer::sparse::SparseBatch& b);
 
@@ -62,12 +65,12 @@ class RowTraining {
  private:
   void forward(const trainer::sparse::SparseBatch& b);
   void backward(const trainer::sparse::SparseBatch& b);
-  void update();
+  void update(float lr);
 
   protocol::Node& node_;
   RowModel m_;
   uint32_t neurons_;
-  float lr_;
+  trainer::sparse::SparseUpdate update_;
   std::unique_ptr<protocol::Group> rows_, logits_group_;
   std::unique_ptr<protocol::TensorStream> stream_;
   RowExchange exchange_;

@@ -75,9 +75,11 @@ TEST_P(SparseRowTraining, HundredStepsGiveTheSerialParametersAndMoveThePlannedBy
   const std::vector<uint8_t> labels = labels_for(in.count());
   const auto batch = [&](size_t s) { return sp::SparseBatch{in, labels, (s * kBatch) % 200, kBatch}; };
 
-  sp::SparseTrainer serial(start, 0.05f);
+  // Momentum and weight decay, as gossipd run's defaults have them.
+  const trainer::OptimizerOptions update{.momentum = 0.9f, .weight_decay = 5e-4f};
+  sp::SparseTrainer serial(start, update);
   std::vector<double> serial_loss;
-  for (size_t s = 0; s < kSteps; ++s) serial_loss.push_back(serial.step(batch(s)).loss);
+  for (size_t s = 0; s < kSteps; ++s) serial_loss.push_back(serial.step(batch(s), 0.02f).loss);
 
   const NeuronOwners owners = partition_neurons(pattern, procs, how, {1.1, 4});
   const SparseTraffic planned = price_partition(pattern, owners, procs);
@@ -87,8 +89,8 @@ TEST_P(SparseRowTraining, HundredStepsGiveTheSerialParametersAndMoveThePlannedBy
   protocol::testing::expect_no_errors(cluster.run([&](size_t r) {
     rows[r] = std::make_unique<RowTraining>(cluster.node(r), cluster.ids(),
                                             share_model(start, owners, procs, static_cast<uint32_t>(r)),
-                                            pattern.neurons, 0.05f, protocol::CollectiveOptions{});
-    for (size_t s = 0; s < kSteps; ++s) loss[r].push_back(rows[r]->step(batch(s)).loss);
+                                            pattern.neurons, update, protocol::CollectiveOptions{});
+    for (size_t s = 0; s < kSteps; ++s) loss[r].push_back(rows[r]->step(batch(s), 0.02f).loss);
   }));
   for (uint32_t r = 0; r < procs; ++r) {
     ASSERT_TRUE(rows[r]) << "process " << r;
@@ -138,9 +140,10 @@ TEST(SparseRowTraining, AMemberThatNeverComesStopsTheOthersNamingIt) {
   cluster.run(
       [&](size_t r) {
         RowTraining rows(cluster.node(r), cluster.ids(),
-                         share_model(start, owners, 3, static_cast<uint32_t>(r)), pattern.neurons, 0.05f, o);
+                         share_model(start, owners, 3, static_cast<uint32_t>(r)), pattern.neurons,
+                         trainer::OptimizerOptions{}, o);
         try {
-          rows.step({in, labels, 0, in.count()});
+          rows.step({in, labels, 0, in.count()}, 0.05f);
         } catch (const protocol::TransportError& e) {
           std::lock_guard lock(m);
           said.push_back(e.what());

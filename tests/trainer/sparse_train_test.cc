@@ -24,7 +24,7 @@ std::vector<uint8_t> random_labels(size_t count, uint64_t seed) {
 }
 
 double loss_of(const SparseModel& m, const SparseBatch& b) {
-  SparseTrainer t(m, 0.0f);
+  SparseTrainer t(m, {});
   return t.evaluate(b.inputs, b.labels, b.count).loss;
 }
 
@@ -56,8 +56,8 @@ TEST(SparseTraining, GradientsMatchCentralDifferencesOfTheLoss) {
   const SparseInputs in = random_inputs(16, 12, 5);
   const std::vector<uint8_t> labels = random_labels(12, 6);
   const SparseBatch b{in, labels, 0, in.count()};
-  SparseTrainer t(m, 0.0f);  // no update: the gradients of `m`
-  t.step(b);
+  SparseTrainer t(m, {});
+  t.step(b, 0.0f);  // no update: the gradients of `m`
   const auto g = t.gradients();
   Probe probe{m, b};
   for (size_t l = 0; l < m.net.layers.size(); ++l) {
@@ -85,10 +85,10 @@ TEST(SparseTraining, StepsLowerTheLossAndKeepTheSparsityPattern) {
   const SparseNet pattern = random_net(32, 4, 0.0f, 11);
   const SparseInputs in = random_inputs(32, 64, 12);
   const std::vector<uint8_t> labels = random_labels(64, 13);
-  SparseTrainer t(make_trainable(pattern, 10, 1), 0.02f);
+  SparseTrainer t(make_trainable(pattern, 10, 1), {.momentum = 0.0f});
   const double before = t.evaluate(in, labels).loss;
   for (int epoch = 0; epoch < 100; ++epoch)
-    for (size_t first = 0; first < in.count(); first += 16) t.step({in, labels, first, 16});
+    for (size_t first = 0; first < in.count(); first += 16) t.step({in, labels, first, 16}, 0.02f);
   const double after = t.evaluate(in, labels).loss;
   EXPECT_LT(after, 0.8 * before) << "before " << before;
   for (size_t l = 0; l < pattern.layers.size(); ++l) {

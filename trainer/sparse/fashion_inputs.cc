@@ -53,4 +53,8 @@ SparseInputs inputs_from_images(const Dataset& images, uint32_t neurons, size_t 
   return in;
 }
 
+SparseDataset sparse_dataset(const Dataset& images, uint32_t neurons) {
+  return {inputs_from_images(images, neurons, images.size()), images.labels};
+}
+
 }  // namespace gossipd::trainer::sparse

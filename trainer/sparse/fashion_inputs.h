@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "trainer/dataset.h"
 #include "trainer/sparse/sparse_net.h"
@@ -13,5 +14,12 @@ namespace gossipd::trainer::sparse {
 // half: 1, else nothing), the first `count` images. Throws
 // std::invalid_argument unless N is a square of at least 4.
 SparseInputs inputs_from_images(const Dataset& images, uint32_t neurons, size_t count);
+
+// Every image so made, with its label: what the sparse mode trains on.
+struct SparseDataset {
+  SparseInputs inputs;
+  std::vector<uint8_t> labels;  // one per input
+};
+SparseDataset sparse_dataset(const Dataset& images, uint32_t neurons);
 
 }  // namespace gossipd::trainer::sparse

@@ -33,6 +33,18 @@ SparseModel make_trainable(const SparseNet& pattern, uint32_t classes, uint64_t 
   return m;
 }
 
+SparseInputs pick_samples(const SparseInputs& inputs, std::span<const uint32_t> which) {
+  SparseInputs out;
+  out.neurons = inputs.neurons;
+  for (uint32_t s : which) {
+    const auto first = inputs.offsets[s], last = inputs.offsets[s + 1];
+    out.index.insert(out.index.end(), inputs.index.begin() + first, inputs.index.begin() + last);
+    out.value.insert(out.value.end(), inputs.value.begin() + first, inputs.value.begin() + last);
+    out.offsets.push_back(static_cast<uint32_t>(out.index.size()));
+  }
+  return out;
+}
+
 void load_batch(const SparseBatch& b, std::span<float> y, const std::vector<uint32_t>* only) {
   std::fill(y.begin(), y.end(), 0.0f);
   for (size_t lane = 0; lane < b.count; ++lane) {
@@ -55,11 +67,14 @@ SparseStep softmax_step(std::span<const float> logits, const SparseBatch& b, uin
   return {r.loss, r.correct};
 }
 
-void sgd(std::span<float> p, std::span<const float> g, float lr) {
-  for (size_t i = 0; i < p.size(); ++i) p[i] -= lr * g[i];
+void SparseUpdate::step(size_t k, std::span<float> p, std::span<const float> g, float lr) {
+  if (k >= per_vector_.size()) per_vector_.resize(k + 1);
+  if (!per_vector_[k])
+    per_vector_[k] = std::make_unique<Optimizer>(o_, std::vector<ParamSegment>{{"", 0, p.size()}}, p.size());
+  per_vector_[k]->step(p, g, lr);
 }
 
-SparseTrainer::SparseTrainer(SparseModel model, float lr) : m_(std::move(model)), lr_(lr) {
+SparseTrainer::SparseTrainer(SparseModel model, OptimizerOptions o) : m_(std::move(model)), update_(o) {
   for (const SparseLayer& layer : m_.net.layers) {
     dw_.emplace_back(layer.edges());
     db_.emplace_back(layer.neurons);
@@ -86,7 +101,7 @@ void SparseTrainer::forward(const SparseBatch& b) {
   head_forward(m_.head, ys_.back().data(), blk, logits_.data());
 }
 
-SparseStep SparseTrainer::step(const SparseBatch& b) {
+SparseStep SparseTrainer::step(const SparseBatch& b, float lr) {
   forward(b);
   dlogits_.resize(logits_.size());
   const SparseStep r = softmax_step(logits_, b, m_.head.classes, dlogits_);
@@ -111,12 +126,13 @@ SparseStep SparseTrainer::step(const SparseBatch& b) {
                    db_[l].data(), gprev);
     std::swap(g_, gprev_);
   }
+  size_t k = 0;
   for (size_t l = 0; l < m_.net.layers.size(); ++l) {
-    sgd(m_.net.layers[l].weights, dw_[l], lr_);
-    sgd(m_.net.layers[l].bias, db_[l], lr_);
+    update_.step(k++, m_.net.layers[l].weights, dw_[l], lr);
+    update_.step(k++, m_.net.layers[l].bias, db_[l], lr);
   }
-  sgd(m_.head.weights, dv_, lr_);
-  sgd(m_.head_bias, dc_, lr_);
+  update_.step(k++, m_.head.weights, dv_, lr);
+  update_.step(k, m_.head_bias, dc_, lr);
   return r;
 }
 

@@ -2,9 +2,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
+#include "trainer/optimizer.h"
 #include "trainer/sparse/sparse_backprop.h"
 #include "trainer/sparse/sparse_net.h"
 
@@ -36,6 +38,9 @@ struct SparseBatch {
   size_t count = 0;
 };
 
+// The samples `which` of `inputs`, in that order (a shuffled batch).
+SparseInputs pick_samples(const SparseInputs& inputs, std::span<const uint32_t> which);
+
 // Loads a batch neuron-major (y[j * count + lane]), zeros elsewhere; with
 // `only`, just those neurons' entries (ascending), the others left zero.
 void load_batch(const SparseBatch& b, std::span<float> y, const std::vector<uint32_t>* only = nullptr);
@@ -45,16 +50,29 @@ void load_batch(const SparseBatch& b, std::span<float> y, const std::vector<uint
 SparseStep softmax_step(std::span<const float> logits, const SparseBatch& b, uint32_t classes,
                         std::span<float> dlogits);
 
-// p <- p − lr · g.
-void sgd(std::span<float> p, std::span<const float> g, float lr);
+// The update of a sparse model's parameters, which live in several vectors
+// (each layer's weights and biases, the head's): one trainer::Optimizer per
+// vector, so SGD, momentum, Nesterov and weight decay are gossipd train's
+// (LARS takes a vector as its layer). Vector k is the k-th passed to step()
+// in an update, the same order every time.
+class SparseUpdate {
+ public:
+  explicit SparseUpdate(OptimizerOptions o) : o_(o) {}
+  void step(size_t k, std::span<float> p, std::span<const float> g, float lr);
 
-// Serial training with plain SGD on batches of samples; the reference the
-// row-parallel trainer (daemon/sparse/row_training.h) is held to.
+ private:
+  OptimizerOptions o_;
+  std::vector<std::unique_ptr<Optimizer>> per_vector_;
+};
+
+// Serial training on batches of samples; the reference the row-parallel
+// trainer (daemon/sparse/row_training.h) is held to.
 class SparseTrainer {
  public:
-  SparseTrainer(SparseModel model, float lr);
+  SparseTrainer(SparseModel model, OptimizerOptions o);
 
-  SparseStep step(const SparseBatch& batch);
+  // One step at learning rate `lr`.
+  SparseStep step(const SparseBatch& batch, float lr);
   // Loss and correct count over `inputs`, in batches of `batch`.
   SparseStep evaluate(const SparseInputs& inputs, std::span<const uint8_t> labels, size_t batch = 256);
 
@@ -75,7 +93,7 @@ class SparseTrainer {
   void forward(const SparseBatch& b);
 
   SparseModel m_;
-  float lr_;
+  SparseUpdate update_;
   std::vector<std::vector<float>> ys_;
   std::vector<float> logits_, dlogits_, g_, gprev_, dv_, dc_;
   std::vector<std::vector<float>> dw_, db_;
