@@ -139,20 +139,6 @@ std::vector<std::string> worker_args(const SparseBenchOptions& o, int rank) {
           o.categories_file};
 }
 
-// The partition by name, or read from a file made for this network.
-NeuronOwners partition_for(const SparseBenchOptions& o, const sp::SparseNet& net) {
-  const auto& names = partitioner_names();
-  if (std::find(names.begin(), names.end(), o.partition) != names.end())
-    return partition_neurons(net, static_cast<uint32_t>(o.procs), parse_partitioner(o.partition),
-                             {o.imbalance, o.seed});
-  uint32_t procs = 0;
-  NeuronOwners owners = read_partition_file(o.partition, net, procs);
-  if (procs != static_cast<uint32_t>(o.procs))
-    throw UsageError("bench sparse: --partition " + o.partition + " is for " + std::to_string(procs) +
-                     " processes, --procs is " + std::to_string(o.procs) + ": give the same P");
-  return owners;
-}
-
 }  // namespace
 
 CLI::App* add_sparse_bench(CLI::App& bench, SparseBenchOptions& o) {
@@ -200,7 +186,12 @@ int run_sparse_bench(const SparseBenchOptions& options) {
   if (static_cast<uint32_t>(o.procs) > p.net.neurons)
     throw UsageError("bench sparse: --procs " + std::to_string(o.procs) + " is more than the " +
                      std::to_string(p.net.neurons) + " neurons");
-  const NeuronOwners owners = partition_for(o, p.net);
+  NeuronOwners owners;
+  try {
+    owners = partition_by_spec(o.partition, p.net, static_cast<uint32_t>(o.procs), {o.imbalance, o.seed});
+  } catch (const std::invalid_argument& e) {
+    throw UsageError("bench sparse: --partition " + o.partition + ": " + e.what());
+  }
   const SparseTraffic planned = price_partition(p.net, owners, static_cast<uint32_t>(o.procs));
   std::vector<double> serial;
   sp::InferResult reference;

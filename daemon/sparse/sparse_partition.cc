@@ -1,9 +1,11 @@
 #include "daemon/sparse/sparse_partition.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <numeric>
 #include <stdexcept>
 
+#include "daemon/sparse/partition_file.h"
 #include "trainer/rng.h"
 
 namespace gossipd::daemon {
@@ -103,6 +105,25 @@ NeuronOwners partition_neurons(const sp::SparseNet& net, uint32_t procs, NeuronP
     for (uint32_t k = 0; k < net.neurons; ++k) owner[order[k]] = k % procs;
   }
   return NeuronOwners(net.layers.size() + 1, owner);
+}
+
+NeuronOwners partition_by_spec(const std::string& spec, const sp::SparseNet& net, uint32_t procs,
+                               const NeuronPartitionOptions& o) {
+  const auto& names = partitioner_names();
+  if (std::find(names.begin(), names.end(), spec) != names.end())
+    return partition_neurons(net, procs, parse_partitioner(spec), o);
+  if (!std::filesystem::exists(spec)) {
+    throw std::invalid_argument(
+        "neither block, random, hypergraph nor a partition file (no such file): name "
+        "a partitioner or a file gossipctl plan sparse --write-partitions wrote");
+  }
+  uint32_t made_for = 0;
+  NeuronOwners owners = read_partition_file(spec, net, made_for);
+  if (made_for != procs)
+    throw std::invalid_argument("the file is for " + std::to_string(made_for) + " processes, not " +
+                                std::to_string(procs) + ": partition for " + std::to_string(procs) +
+                                " (gossipctl plan sparse --procs " + std::to_string(procs) + ")");
+  return owners;
 }
 
 }  // namespace gossipd::daemon

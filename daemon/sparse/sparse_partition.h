@@ -42,4 +42,11 @@ Hypergraph product_hypergraph(const trainer::sparse::SparseLayer& layer, const s
 NeuronOwners partition_neurons(const trainer::sparse::SparseNet& net, uint32_t procs, NeuronPartitioner how,
                                const NeuronPartitionOptions& o);
 
+// The partition `spec` names: block, random or hypergraph (made here), or a
+// partition file (gossipctl plan sparse --write-partitions) for this
+// network and P. Throws std::invalid_argument for a file made for another
+// P, DataError for a bad file or one for another network.
+NeuronOwners partition_by_spec(const std::string& spec, const trainer::sparse::SparseNet& net, uint32_t procs,
+                               const NeuronPartitionOptions& o);
+
 }  // namespace gossipd::daemon

@@ -213,7 +213,7 @@ TEST(Cli, BenchSparseRunsRowParallelAsTheSerialReferenceAndRefusesAnotherPsParti
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("\"exact\":true"), std::string::npos) << r.out;
   expect_usage_error(with(bench, {"--procs", "3", "--partition", parts + "/block-p2.partition"}),
-                     "is for 2 processes, --procs is 3");
+                     "is for 2 processes, not 3");
 }
 
 }  // namespace
