@@ -15,6 +15,7 @@
 #include "daemon/cmd/join_policy.h"
 #include "daemon/cmd/node_setup.h"
 #include "daemon/cmd/run_files.h"
+#include "daemon/cmd/run_sparse.h"
 #include "daemon/config/cli.h"
 #include "daemon/observe/http_server.h"
 #include "daemon/observe/metrics.h"
@@ -389,6 +390,9 @@ int RunCommand::stopped() {
 
 }  // namespace
 
-int run_run_command(const RunOptions& options) { return RunCommand(options).execute(); }
+int run_run_command(const RunOptions& options) {
+  if (find_mode(options.algo).own_run) return run_sparse(options);  // the one such mode
+  return RunCommand(options).execute();
+}
 
 }  // namespace gossipd::daemon

@@ -85,10 +85,21 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
                   "held), 1f1b-async (no drain: an update per micro-batch, weight stashing)")
       ->check(CLI::IsMember({"gpipe", "1f1b", "1f1b-async"}))
       ->capture_default_str();
-  cmd->add_option(
-         "--partition", o.partition,
-         "--algo pipeline: auto (planned here: gossipctl plan pipeline), L,L,... (layers per stage), "
-         "or the JSON a plan printed (--json)")
+  cmd->add_option("--partition", o.partition,
+                  "--algo pipeline: auto (planned here: gossipctl plan pipeline), L,L,... (layers per "
+                  "stage), or the JSON a plan printed (--json). --algo sparse: the neurons' owners: auto "
+                  "(= hypergraph), block, random, hypergraph (Zoltan PHG), or a file gossipctl plan sparse "
+                  "--write-partitions wrote for this network and P")
+      ->capture_default_str();
+  cmd->add_option("--neurons", o.neurons,
+                  "--algo sparse: N neurons per layer of the RadiX-Net trained (a power of two and a "
+                  "square: 64, 256, 1024, 4096, ...; default 1024); rank r (members sorted by id) is "
+                  "process r of the partition");
+  cmd->add_option("--layers", o.layers, "--algo sparse: L sparse layers (default 4)")
+      ->check(CLI::Range(uint32_t{1}, uint32_t{4096}));
+  cmd->add_option("--imbalance", o.imbalance,
+                  "--algo sparse: the hypergraph partition's heaviest process over the mean, per layer")
+      ->check(CLI::Range(1.0, 10.0))
       ->capture_default_str();
   cmd->add_option("--replicas", o.replicas,
                   "--algo pipeline: D pipelines, each on its shard of the data, averaging each stage's "

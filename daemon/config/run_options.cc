@@ -70,6 +70,8 @@ void check_run_options(const RunOptions& o) {
   if (o.stages == 0 && o.algo == "pipeline")
     throw UsageError("--algo pipeline needs --stages K (e.g. --stages 2)");
   if (o.replicas != 1 && o.algo != "pipeline") throw UsageError("--replicas is for --algo pipeline");
+  if ((o.neurons != 0 || o.layers != 0) && o.algo != "sparse")
+    throw UsageError("--neurons and --layers are for --algo sparse");
   if (o.hierarchical && o.overlap)
     throw UsageError("--hierarchical and --overlap do not combine yet; pick one");
   if (o.pace && ((o.algo != "crossover" && o.algo != "sgp") || o.hierarchical)) {

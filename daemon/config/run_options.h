@@ -14,14 +14,21 @@ namespace gossipd::daemon {
 // options for its workers, so both read the defaults and limits from here.
 struct RunOptions {
   TrainFlags train;
-  std::string algo = "allreduce";  // allreduce | crossover | sgp | osgp | grid | pipeline
+  std::string algo = "allreduce";  // allreduce | crossover | sgp | osgp | grid | pipeline | sparse
   std::string grid;                // --algo grid: PRxPC (topology/grid.h)
   // --algo pipeline (topology/pipeline.h): K stages x D replicas, M micro-batches.
   size_t stages = 0;         // 0: not given
   size_t micro_batches = 0;  // 0: topology::default_micro_batches(batch)
   std::string schedule = "1f1b";
-  std::string partition = "auto";  // auto | L,L,... (layers per stage) | a plan's JSON file
+  // pipeline: auto | L,L,... (layers per stage) | a plan's JSON file;
+  // sparse: auto (= hypergraph) | block | random | hypergraph | a partition file.
+  std::string partition = "auto";
   size_t replicas = 1;
+  // --algo sparse: a RadiX-Net of `neurons` x `layers` (trainer/sparse/radix_net.h);
+  // the hypergraph partition's balance bound.
+  uint32_t neurons = 0;  // 0: not given (1024)
+  uint32_t layers = 0;   // 0: not given (4)
+  double imbalance = 1.05;
   std::string segments = "fine";  // fine | coarse | N
   int segment_deadline_ms = 2000;
   bool overlap = false;

@@ -88,8 +88,13 @@ CompareEntry parse_compare_entry(const std::string& text) {
     }
     return e;
   }
+  if (e.mode == "sparse")
+    throw UsageError(
+        "--algos sparse: compare does not run the sparse mode (its network is not the MLP or "
+        "CNN the others train); run gossipd run --algo sparse, or gossipctl bench sparse");
   std::string modes;
   for (const std::string& m : mode_names()) {
+    if (m == "sparse") continue;
     if (m == e.mode && colon == std::string::npos) return e;
     const std::string shown = m == "grid" ? "grid:PRxPC" : m == "pipeline" ? "pipeline:K[xD]" : m;
     modes += (modes.empty() ? "" : ", ") + shown;

@@ -91,6 +91,20 @@ Mode pipeline_mode() {
   return one_replica(std::move(m));
 }
 
+// One sparse network's neurons over the members (--partition): a run of
+// its own (daemon/cmd/run_sparse), its model being no trainer::Model.
+Mode sparse_mode() {
+  Mode m;
+  m.name = "sparse";
+  m.summary =
+      "Sparse: one sparse network (RadiX-Net, --neurons, --layers), every layer's neurons over the members "
+      "(--partition), row-parallel";
+  m.accepts_joins = false;
+  m.one_replica = true;
+  m.own_run = true;
+  return m;
+}
+
 }  // namespace
 
 const std::vector<Mode>& modes() {
@@ -105,6 +119,7 @@ const std::vector<Mode>& modes() {
                     [](WorkerContext& c) { return make_gossip_worker(c, GossipAlgo::kOsgp); }),
       grid_mode(),
       pipeline_mode(),
+      sparse_mode(),
   };
   return all;
 }

@@ -59,6 +59,11 @@ struct Mode {
   // Every member holds the one model exactly (no consensus distance, no
   // gossip bytes to report): AllReduce-SGD, the grid.
   bool one_replica = false;
+  // A mode whose model is not a trainer::Model (the sparse mode) runs as a
+  // command of its own (daemon/cmd/run_sparse): gossipd run hands it the
+  // options; the fields above but name, summary, accepts_joins and
+  // one_replica are then unused.
+  bool own_run = false;
 };
 
 // Every mode, in the order --help lists them.
