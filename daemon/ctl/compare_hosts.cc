@@ -1,12 +1,16 @@
 #include "daemon/ctl/compare_hosts.h"
 
+#include <fcntl.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <asio.hpp>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <regex>
 #include <stdexcept>
@@ -59,6 +63,17 @@ std::vector<uint16_t> free_ports(int n) {
   }
   if (static_cast<int>(ports.size()) < n) throw std::runtime_error("no free loopback ports in 20000-31999");
   return ports;
+}
+
+void enter_netns(const std::string& name) {
+  const std::string path = "/var/run/netns/" + name;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0 || ::setns(fd, CLONE_NEWNET) != 0) {
+    const std::string why = std::strerror(errno);
+    if (fd >= 0) ::close(fd);
+    throw std::runtime_error("cannot enter network namespace " + name + ": " + why);
+  }
+  ::close(fd);
 }
 
 NetnsHosts::NetnsHosts(int hosts, const std::string& rate) : tag_(std::to_string(getpid() % 100000)) {

@@ -48,4 +48,9 @@ class NetnsHosts {
   std::vector<std::string> namespaces_;
 };
 
+// Moves the calling thread (call it before starting any other) into the
+// network namespace `name` made by NetnsHosts, as `ip netns exec` does.
+// Throws std::runtime_error naming it when that fails.
+void enter_netns(const std::string& name);
+
 }  // namespace gossipd::daemon

@@ -1,6 +1,7 @@
 #include "daemon/ctl/sparse_bench.h"
 
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include "daemon/bench/collective_bench.h"
 #include "daemon/bench/collective_ops.h"
 #include "daemon/config/cli.h"
+#include "daemon/ctl/compare_hosts.h"
 #include "daemon/ctl/sparse_command.h"
 #include "daemon/sparse/partition_file.h"
 #include "daemon/sparse/row_inference.h"
@@ -95,10 +97,11 @@ int run_worker(const SparseBenchOptions& o) {
   std::unique_ptr<protocol::Node> node;
   Problem p;
   const auto start = [&] {
+    if (!o.worker_netns.empty()) enter_netns(o.worker_netns);  // before the node's threads
     p = load(o);  // before the endpoint is published: the parent's phase timeout covers it
     CollectiveBenchOptions c;
     c.procs = o.procs;
-    node = std::make_unique<protocol::Node>(bench_node_options(rank, "tcp://127.0.0.1:0", c));
+    node = std::make_unique<protocol::Node>(bench_node_options(rank, "tcp://" + o.worker_host + ":0", c));
     return node->endpoint();
   };
   const auto body = [&](const std::vector<std::string>& endpoints) {
@@ -107,7 +110,7 @@ int run_worker(const SparseBenchOptions& o) {
   return serve_bench_worker(o.worker_rank, o.procs, o.bind_to == "core", o.timeout_ms, start, body);
 }
 
-std::vector<std::string> worker_args(const SparseBenchOptions& o, int rank) {
+std::vector<std::string> worker_args_common(const SparseBenchOptions& o, int rank) {
   const auto str = [](auto v) { return std::to_string(v); };
   return {"gossipctl",
           "bench",
@@ -137,6 +140,14 @@ std::vector<std::string> worker_args(const SparseBenchOptions& o, int rank) {
           o.partition_file,
           "--categories-file",
           o.categories_file};
+}
+
+// A worker's command line; in `hosts`, it enters its namespace and binds its address there.
+std::vector<std::string> worker_args(const SparseBenchOptions& o, int rank, const NetnsHosts* hosts) {
+  std::vector<std::string> args = worker_args_common(o, rank);
+  if (hosts)
+    args.insert(args.end(), {"--worker-netns", hosts->netns(rank), "--worker-host", hosts->address(rank)});
+  return args;
 }
 
 }  // namespace
@@ -171,6 +182,10 @@ CLI::App* add_sparse_bench(CLI::App& bench, SparseBenchOptions& o) {
   cmd->add_option("--bind-to", o.bind_to, "core: process r on CPU r mod #CPUs; none")
       ->check(CLI::IsMember({"core", "none"}))
       ->capture_default_str();
+  cmd->add_flag("--netns", o.netns, "One network namespace per process on a private bridge (root)");
+  cmd->add_option("--bandwidth", o.bandwidth, "With --netns: cap every host's link, e.g. 1gbit (tc tbf)");
+  cmd->add_option("--worker-netns", o.worker_netns, "internal")->group("");
+  cmd->add_option("--worker-host", o.worker_host, "internal")->group("");
   cmd->add_option("--worker-rank", o.worker_rank, "internal: run one rank")->group("");
   cmd->add_option("--partition-file", o.partition_file, "internal")->group("");
   cmd->add_option("--categories-file", o.categories_file, "internal")->group("");
@@ -180,6 +195,12 @@ CLI::App* add_sparse_bench(CLI::App& bench, SparseBenchOptions& o) {
 int run_sparse_bench(const SparseBenchOptions& options) {
   if (options.worker_rank >= 0) return run_worker(options);
   SparseBenchOptions o = options;
+  if (o.netns && ::geteuid() != 0)
+    throw UsageError("bench sparse: --netns creates network namespaces: run as root");
+  if (!o.bandwidth.empty() && (!o.netns || !is_tc_rate(o.bandwidth))) {
+    throw UsageError("bench sparse: --bandwidth " + o.bandwidth +
+                     ": a tc rate (e.g. 1gbit) capping the links between namespaces, with --netns");
+  }
   const Problem p = load(o);
   o.neurons = p.net.neurons;
   o.layers = static_cast<uint32_t>(p.net.layers.size());
@@ -205,8 +226,10 @@ int run_sparse_bench(const SparseBenchOptions& options) {
   write_partition_file(o.partition_file, p.net, owners, static_cast<uint32_t>(o.procs));
   sp::write_categories(o.categories_file, reference.categories);
   const long long run_ms = static_cast<long long>(o.timeout_ms) * (o.reps + o.warmup + 2);
+  std::unique_ptr<NetnsHosts> hosts;
+  if (o.netns) hosts = std::make_unique<NetnsHosts>(o.procs, o.bandwidth);
   const auto reports = run_bench_workers(
-      o.procs, [&](int rank) { return worker_args(o, rank); }, o.timeout_ms, run_ms);
+      o.procs, [&](int rank) { return worker_args(o, rank, hosts.get()); }, o.timeout_ms, run_ms);
   const std::vector<double> slowest = slowest_per_rep(reports);
   const double seconds = median_of(slowest), fastest = *std::min_element(slowest.begin(), slowest.end());
   const double serial_s = median_of(serial);
@@ -217,9 +240,10 @@ int run_sparse_bench(const SparseBenchOptions& options) {
       "{\"bench\":\"sparse\",\"partition\":\"%s\",\"procs\":%d,\"neurons\":%u,\"layers\":%u,\"inputs\":%zu,"
       "\"words_per_product\":%.1f,\"imbalance\":%.4f,\"seconds\":%.6f,\"min_seconds\":%.6f,\"edges_per_s\":%."
       "4g,"
-      "\"serial_seconds\":%.6f,\"serial_edges_per_s\":%.4g,\"speedup\":%.3f,\"exact\":%s}\n",
+      "\"serial_seconds\":%.6f,\"serial_edges_per_s\":%.4g,\"speedup\":%.3f,\"hosts\":\"%s\",\"exact\":%s}\n",
       o.partition.c_str(), o.procs, o.neurons, o.layers, p.inputs.count(), planned.words_per_product,
       planned.imbalance, seconds, fastest, edges / seconds, serial_s, edges / serial_s, serial_s / seconds,
+      o.netns ? ("netns" + (o.bandwidth.empty() ? "" : " " + o.bandwidth)).c_str() : "loopback",
       exact ? "true" : "false");
   std::fflush(stdout);
   if (exact) return kExitOk;

@@ -10,7 +10,9 @@ class App;
 namespace gossipd::daemon {
 
 // gossipctl bench sparse DIR: the challenge's inference on the network in
-// DIR, row-parallel over P local processes (daemon/sparse/row_inference.h)
+// DIR, row-parallel over P local processes (daemon/sparse/row_inference.h),
+// on loopback or each in a network namespace of its own (--netns, with an
+// optional --bandwidth cap per host: compare_hosts' NetnsHosts),
 // against the serial reference timed in the same run; the categories and
 // the payload bytes per product are checked against the reference and the
 // planner's words.
@@ -28,10 +30,14 @@ struct SparseBenchOptions {
   int warmup = 1;
   int timeout_ms = 60000;
   std::string bind_to = "core";
+  bool netns = false;     // one network namespace per process (root)
+  std::string bandwidth;  // with netns: every host's link cap, a tc rate
   // Hidden worker mode: the partition and the categories the parent wrote.
   int worker_rank = -1;
   std::string partition_file;
   std::string categories_file;
+  std::string worker_netns;               // the namespace the worker enters, "" for none
+  std::string worker_host = "127.0.0.1";  // the address it binds
 };
 
 CLI::App* add_sparse_bench(CLI::App& bench, SparseBenchOptions& o);

@@ -1,5 +1,6 @@
 // The binaries as a user runs them: bad input gets one clear line and exit 2.
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <filesystem>
@@ -188,7 +189,7 @@ TEST(Cli, SparseGenerateAndInferKeepTheCategoriesAndRefuseBadFiles) {
 // gossipctl bench sparse: three processes give the serial reference's
 // categories and move the planned bytes (exact), under a partition given by
 // name or read from a file; a file made for another P is one line, exit 2.
-TEST(Cli, BenchSparseRunsRowParallelAsTheSerialReferenceAndRefusesAnotherPsPartition) {
+TEST(Cli, BenchSparseRunsRowParallelAsTheSerialReferenceInNamespacesTooAndRefusesAnotherPsPartition) {
   TempDir tmp("gossipd_cli_bench_sparse");
   const std::string dir = tmp.path();
   RunResult r = run({bin("gossipctl"), "sparse", "generate", "--neurons", "64", "--layers", "6", "--out", dir,
@@ -214,6 +215,15 @@ TEST(Cli, BenchSparseRunsRowParallelAsTheSerialReferenceAndRefusesAnotherPsParti
   EXPECT_NE(r.out.find("\"exact\":true"), std::string::npos) << r.out;
   expect_usage_error(with(bench, {"--procs", "3", "--partition", parts + "/block-p2.partition"}),
                      "is for 2 processes, not 3");
+  expect_usage_error(with(bench, {"--bandwidth", "1gbit"}), "--bandwidth 1gbit: a tc rate");
+  if (geteuid() != 0) return;  // network namespaces need root (CI runs as root)
+  // Three hosts, each a namespace with a capped link: as exact, nothing left behind.
+  const std::string before = run({"/usr/sbin/ip", "netns", "list"}, 10s).out;
+  r = run(with(bench, {"--procs", "3", "--partition", "random", "--netns", "--bandwidth", "100mbit"}), 120s);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"hosts\":\"netns 100mbit\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"exact\":true"), std::string::npos) << r.out;
+  EXPECT_EQ(run({"/usr/sbin/ip", "netns", "list"}, 10s).out, before) << "a namespace was left behind";
 }
 
 }  // namespace
