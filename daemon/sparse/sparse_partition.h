@@ -37,8 +37,9 @@ Hypergraph product_hypergraph(const trainer::sparse::SparseLayer& layer, const s
 // layer by layer with Zoltan's PHG, each layer's neurons partitioned with
 // the layer before fixed (the first with the inputs free), every layer
 // balanced on its own; PHG runs from two starts per layer, anew and
-// refining block's, and the lower cut is kept. Throws std::invalid_argument when procs is 0, above
-// 64 or above the neurons.
+// refining block's, and the lower cut is kept; block's whole partition
+// where that moves fewer words in all. Throws std::invalid_argument when
+// procs is 0, above 64 or above the neurons.
 NeuronOwners partition_neurons(const trainer::sparse::SparseNet& net, uint32_t procs, NeuronPartitioner how,
                                const NeuronPartitionOptions& o);
 
