@@ -121,7 +121,9 @@ TEST(SparseRun, BadFlagsAreOneLineAndExitTwo) {
   expect_refused_by(2, with(kNet, {"--optimizer", "lars"}), "--optimizer lars is not for --algo sparse");
   expect_refused_by(2, with(kNet, {"--partition", "metis"}),
                     "--partition metis: neither block, random, hypergraph nor a partition file");
-  expect_refused_by(2, with(kNet, {"--train-limit", "10"}),
+  // random, not auto (hypergraph): Zoltan's OpenMPI leaks at exit where
+  // LeakSanitizer cannot name it, as in sparse_mode_tests.
+  expect_refused_by(2, with(kNet, {"--partition", "random", "--train-limit", "10"}),
                     "--batch 32 is more than the 10 training samples");
   expect_refused_by(2, {"--algo", "allreduce", "--neurons", "256"}, "--neurons");
   const RunResult compare = run({bin("gossipctl"), "compare", "--algos", "allreduce,sparse"}, 60s);
