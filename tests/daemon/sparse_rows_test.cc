@@ -13,6 +13,7 @@
 #include "daemon/sparse/sparse_partition.h"
 #include "daemon/sparse/sparse_traffic.h"
 #include "protocol/errors.h"
+#include "tests/daemon/sparse_cases.h"
 #include "tests/protocol/test_cluster.h"
 #include "tests/support/sparse_nets.h"
 
@@ -54,10 +55,7 @@ TEST(SparseRows, EachProcessSendsWhatThePlannerPricesAndReceivesWhatOthersSendIt
   EXPECT_THROW(share_rows(net, short_one, 3, 0), std::invalid_argument);
 }
 
-struct Case {
-  uint32_t procs;
-  NeuronPartitioner how;
-};
+using Case = testing::PartitionCase;
 
 class SparseRowInference : public ::testing::TestWithParam<Case> {};
 
@@ -105,18 +103,8 @@ TEST_P(SparseRowInference, GivesTheSerialCategoriesAndActivationsBitForBitAndMov
   }
 }
 
-std::string case_name(const ::testing::TestParamInfo<Case>& info) {
-  return partitioner_names()[static_cast<size_t>(info.param.how)] + std::to_string(info.param.procs);
-}
-
-INSTANTIATE_TEST_SUITE_P(
-    EveryPartitioner, SparseRowInference,
-    ::testing::Values(Case{2, NeuronPartitioner::kBlock}, Case{3, NeuronPartitioner::kBlock},
-                      Case{4, NeuronPartitioner::kBlock}, Case{2, NeuronPartitioner::kRandom},
-                      Case{3, NeuronPartitioner::kRandom}, Case{4, NeuronPartitioner::kRandom},
-                      Case{2, NeuronPartitioner::kHypergraph}, Case{3, NeuronPartitioner::kHypergraph},
-                      Case{4, NeuronPartitioner::kHypergraph}),
-    case_name);
+INSTANTIATE_TEST_SUITE_P(EveryPartitioner, SparseRowInference, testing::every_partition_case(),
+                         testing::partition_case_name);
 
 // Process 2 never starts its inference: the others fail within the
 // group's timeout, naming it, instead of waiting for ever.

@@ -14,6 +14,7 @@
 #include "daemon/sparse/sparse_partition.h"
 #include "daemon/sparse/sparse_traffic.h"
 #include "protocol/errors.h"
+#include "tests/daemon/sparse_cases.h"
 #include "tests/protocol/test_cluster.h"
 #include "tests/support/sparse_nets.h"
 
@@ -59,10 +60,7 @@ float largest_difference(const RowModel& got, const sp::SparseModel& want) {
   return most;
 }
 
-struct Case {
-  uint32_t procs;
-  NeuronPartitioner how;
-};
+using Case = testing::PartitionCase;
 
 class SparseRowTraining : public ::testing::TestWithParam<Case> {};
 
@@ -110,18 +108,8 @@ TEST_P(SparseRowTraining, HundredStepsGiveTheSerialParametersAndMoveThePlannedBy
   EXPECT_LT(serial_loss.back(), serial_loss.front());
 }
 
-std::string case_name(const ::testing::TestParamInfo<Case>& info) {
-  return partitioner_names()[static_cast<size_t>(info.param.how)] + std::to_string(info.param.procs);
-}
-
-INSTANTIATE_TEST_SUITE_P(
-    EveryPartitioner, SparseRowTraining,
-    ::testing::Values(Case{2, NeuronPartitioner::kBlock}, Case{3, NeuronPartitioner::kBlock},
-                      Case{4, NeuronPartitioner::kBlock}, Case{2, NeuronPartitioner::kRandom},
-                      Case{3, NeuronPartitioner::kRandom}, Case{4, NeuronPartitioner::kRandom},
-                      Case{2, NeuronPartitioner::kHypergraph}, Case{3, NeuronPartitioner::kHypergraph},
-                      Case{4, NeuronPartitioner::kHypergraph}),
-    case_name);
+INSTANTIATE_TEST_SUITE_P(EveryPartitioner, SparseRowTraining, testing::every_partition_case(),
+                         testing::partition_case_name);
 
 // Process 2 never starts training: the others fail within the group's
 // timeout, naming it, instead of waiting for ever.
