@@ -57,7 +57,8 @@ bool SegmentInbox::await_ready(const std::string& peer, std::chrono::steady_cloc
 }
 
 size_t SegmentInbox::send(const std::string& peer, uint32_t segment, std::span<const float> data,
-                          std::optional<double> weight, std::chrono::milliseconds timeout) {
+                          std::optional<double> weight, std::chrono::milliseconds timeout,
+                          std::optional<uint64_t> sender_step) {
   proto::Envelope env = node_.envelope(proto::SEGMENT);
   env.set_round(round_);
   env.set_collective_tag(tag_);
@@ -67,6 +68,7 @@ size_t SegmentInbox::send(const std::string& peer, uint32_t segment, std::span<c
   env.set_count(data.size());
   env.set_dtype(proto::DTYPE_FLOAT32);
   if (weight) env.set_push_sum_weight(*weight);
+  if (sender_step) env.set_sender_step(*sender_step);
   std::vector<OutFrame> frames;
   frames.push_back(envelope_frame(env));
   frames.push_back(OutFrame::copy_of(data.data(), data.size_bytes()));

@@ -30,11 +30,13 @@ class SegmentInbox {
   SegmentInbox(const SegmentInbox&) = delete;
   SegmentInbox& operator=(const SegmentInbox&) = delete;
 
-  // Sends `data` as segment `segment` to `peer`; a push-sum weight rides in
-  // the envelope when given. Returns the bytes put on the wire, 0 when the
-  // peer's queue stayed full past `timeout` (the segment is then skipped).
+  // Sends `data` as segment `segment` to `peer`; a push-sum weight and the
+  // sender's training step ride in the envelope when given. Returns the bytes
+  // put on the wire, 0 when the peer's queue stayed full past `timeout` (the
+  // segment is then skipped).
   size_t send(const std::string& peer, uint32_t segment, std::span<const float> data,
-              std::optional<double> weight, std::chrono::milliseconds timeout);
+              std::optional<double> weight, std::chrono::milliseconds timeout,
+              std::optional<uint64_t> sender_step = std::nullopt);
 
   // Segment `segment` from `peer`, or nullopt at `deadline` or on stop.
   // A message of the wrong length is dropped and counted. With `renudge`
