@@ -38,11 +38,12 @@ SANITIZE_SKIP+='|^Protocols/WholeClusterRestart\.|^CompareTest\.|^CurveCluster\.
 SANITIZE_SKIP+='|^GridRun\.TheCnnTrains|^GridRun\.ResumesFromItsCheckpoints'
 SANITIZE_SKIP+='|^PipelineRun\.StagesEndWithOneModel|^PipelineRun\.ResumesFromItsCheckpoints'
 # A rank SIGKILLed mid-training and the ring re-formed within the failure
-# timeout (a wall-clock bound); and two tests that start gossipd over and
+# timeout (a wall-clock bound; AllReduce-SGD's and a compute group's); and two tests that start gossipd over and
 # over for one-line flag errors (35 runs in GossipFlags), where the
 # sanitized binary's start-up is the whole cost (the same validation runs
 # in stage 1 and in Deploy.CheckConfig).
-SANITIZE_SKIP+='|^AllreduceSgd\.SurvivorsOfASigkilledRank|^GossipFlags\.BadGossipFlagsAreOneLine'
+SANITIZE_SKIP+='|^AllreduceSgd\.SurvivorsOfASigkilledRank|^GroupsRun\.ADeadMemberLeavesItsGroup'
+SANITIZE_SKIP+='|^GossipFlags\.BadGossipFlagsAreOneLine'
 SANITIZE_SKIP+='|^CheckpointFlags\.ACheckpointOfAnotherWorkerOrModelIsRefused'
 
 # ctest's own output, made short: no "Start" lines, and each finished test on

@@ -39,6 +39,8 @@ class Optimizer {
   void step(std::span<float> params, std::span<const float> grads, float lr, const NormSum& sum);
 
   const OptimizerOptions& options() const { return options_; }
+  // From the next step on (compute groups tune it while training).
+  void set_momentum(float momentum) { options_.momentum = momentum; }
   std::span<float> state() { return velocity_; }
   std::span<const float> state() const { return velocity_; }
   std::string name() const;

@@ -354,6 +354,16 @@ int RunCommand::finish() {
         o_.id.c_str(), static_cast<unsigned long long>(f.dropped), static_cast<unsigned long long>(f.sent),
         static_cast<unsigned long long>(f.duplicated), static_cast<unsigned long long>(f.reordered));
   }
+  if (final_status.has_groups()) {
+    const proto::GroupsStatus& g = final_status.groups();
+    std::printf(
+        "gossipd run: %s compute group %u of %u: %llu segments folded in (staleness mean %.2f, max %lld "
+        "steps), "
+        "%llu skipped, momentum %.3f\n",
+        o_.id.c_str(), g.group(), g.groups(), static_cast<unsigned long long>(g.segments_folded()),
+        g.staleness_mean(), static_cast<long long>(g.staleness_max()),
+        static_cast<unsigned long long>(g.segments_skipped()), g.momentum());
+  }
   std::printf("gossipd run: %s done: round %llu test_accuracy %.4f param_hash %s gossip_bytes_sent %llu\n",
               o_.id.c_str(), static_cast<unsigned long long>(trainer_->step_count()),
               final_status.test_accuracy(), param_hash(trainer_->model().params()).c_str(),

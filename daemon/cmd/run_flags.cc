@@ -66,6 +66,21 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
          "Hierarchical: who exchanges a group's segments: spread (member k: segments s = k mod size) or root")
       ->check(CLI::IsMember({"spread", "root"}))
       ->capture_default_str();
+  cmd->add_option(
+         "--compute-groups", o.compute_groups,
+         "--algo groups: g compute groups of N/g workers (g divides N; rank r, members sorted by id, "
+         "is in group r / (N/g)): gradients allreduced inside a group every step, models exchanged "
+         "between groups in the background (Crossover-SGD), never waiting for another group")
+      ->check(CLI::Range(size_t{1}, size_t{4096}));
+  cmd->add_option("--target-momentum", o.target_momentum,
+                  "--algo groups --momentum auto: the total momentum (explicit + the asynchrony's implicit)")
+      ->check(CLI::Range(0.0f, 0.999f))
+      ->capture_default_str();
+  cmd->add_option(
+         "--momentum-floor", o.momentum_floor,
+         "--algo groups --momentum auto: the explicit momentum never goes below this (may be negative)")
+      ->check(CLI::Range(-0.9f, 0.999f))
+      ->capture_default_str();
   cmd->add_option("--grid", o.grid,
                   "--algo grid: PRxPC, Pr processes split every dense layer's rows and the images' rows, Pc "
                   "columns split --batch "

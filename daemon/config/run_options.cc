@@ -64,6 +64,11 @@ void check_run_options(const RunOptions& o) {
   }
   if (o.hierarchical && o.algo != "crossover") throw UsageError("--hierarchical is for --algo crossover");
   if (!o.grid.empty() && o.algo != "grid") throw UsageError("--grid is for --algo grid");
+  if (o.compute_groups != 0 && o.algo != "groups") throw UsageError("--compute-groups is for --algo groups");
+  if (o.train.momentum_auto && o.algo != "groups") {
+    throw UsageError(
+        "--momentum auto is for --algo groups (only compute groups add the momentum of asynchrony)");
+  }
   if (o.grid.empty() && o.algo == "grid")
     throw UsageError("--algo grid needs --grid PRxPC (e.g. --grid 2x2)");
   if (o.stages != 0 && o.algo != "pipeline") throw UsageError("--stages is for --algo pipeline");

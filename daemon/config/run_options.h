@@ -14,8 +14,13 @@ namespace gossipd::daemon {
 // options for its workers, so both read the defaults and limits from here.
 struct RunOptions {
   TrainFlags train;
-  std::string algo = "allreduce";  // allreduce | crossover | sgp | osgp | grid | pipeline | sparse
-  std::string grid;                // --algo grid: PRxPC (topology/grid.h)
+  std::string algo = "allreduce";  // allreduce | crossover | sgp | osgp | grid | pipeline | sparse | groups
+  size_t compute_groups = 0;       // --algo groups: g (0: not given)
+  // --algo groups --momentum auto: the explicit momentum is the target less
+  // the implicit momentum of the asynchrony (1 - 1/g), never below the floor.
+  float target_momentum = 0.9f;
+  float momentum_floor = 0.0f;
+  std::string grid;  // --algo grid: PRxPC (topology/grid.h)
   // --algo pipeline (topology/pipeline.h): K stages x D replicas, M micro-batches.
   size_t stages = 0;         // 0: not given
   size_t micro_batches = 0;  // 0: topology::default_micro_batches(batch)

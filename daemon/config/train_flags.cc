@@ -1,6 +1,8 @@
 #include "daemon/config/train_flags.h"
 
 #include <CLI/CLI.hpp>
+#include <stdexcept>
+#include <string>
 
 #include "trainer/lr_schedule.h"
 
@@ -9,6 +11,29 @@
 #endif
 
 namespace gossipd::daemon {
+
+namespace {
+
+// A number in [0, 0.999], or auto.
+CLI::Validator momentum_value() {
+  return CLI::Validator(
+      [](std::string& v) -> std::string {
+        if (v == "auto") return {};
+        size_t used = 0;
+        float m = -1;
+        try {
+          m = std::stof(v, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used != v.size() || !(m >= 0.0f && m <= 0.999f))
+          return "'" + v + "' is not in [0, 0.999] nor auto";
+        return {};
+      },
+      "auto|[0, 0.999]");
+}
+
+}  // namespace
 
 void add_train_flags(CLI::App& app, TrainFlags& f) {
   app.add_option("--model", f.model, "Model to train")
@@ -27,9 +52,16 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
       ->check(CLI::Range(size_t{1}, size_t{1} << 20))
       ->capture_default_str();
   app.add_option("--lr", f.lr, "Base learning rate")->check(CLI::NonNegativeNumber)->capture_default_str();
-  app.add_option("--momentum", f.momentum, "Momentum (0 = plain SGD)")
-      ->check(CLI::Range(0.0f, 0.999f))
-      ->capture_default_str();
+  app.add_option_function<std::string>(
+         "--momentum",
+         [&f](const std::string& v) {
+           f.momentum_auto = v == "auto";
+           if (!f.momentum_auto) f.momentum = std::stof(v);
+         },
+         "Momentum (0 = plain SGD); auto (--algo groups): --target-momentum less the momentum the "
+         "asynchrony between the groups implies")
+      ->check(momentum_value())
+      ->default_str("0.9");
   app.add_flag("--nesterov", f.nesterov, "Nesterov momentum");
   app.add_option("--weight-decay", f.weight_decay, "L2 weight decay")
       ->check(CLI::NonNegativeNumber)

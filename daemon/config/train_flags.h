@@ -19,6 +19,7 @@ struct TrainFlags {
   size_t batch = 64;
   float lr = 0.05f;
   float momentum = 0.9f;
+  bool momentum_auto = false;  // --momentum auto (gossipd run --algo groups only)
   bool nesterov = false;
   float weight_decay = 5e-4f;
   std::string optimizer = "sgd";  // sgd | lars

@@ -45,7 +45,9 @@ void AllreduceWorker::run(std::stop_token stop) {
       spdlog::info("node '{}': resuming at step {} from '{}' (own checkpoint: step {})", node_.id(),
                    trainer_.step_count(), group_->member(0), mine);
     }
-    view_id_ = membership_.view_at(trainer_.step_count() + 1).id();
+    const topology::View view = membership_.view_at(trainer_.step_count() + 1);
+    view_id_ = view.id();
+    if (options_.ring_of) group_ = make_ring(view, group_->options());  // every replica starts the same
   }
   membership_.arm();
   loop_.run(options_.steps_per_epoch, stop, [&](std::span<const uint32_t> idx) { return step(idx, stop); });
@@ -65,7 +67,7 @@ trainer::StepResult AllreduceWorker::step(std::span<const uint32_t> idx, std::st
     const uint64_t round = trainer_.step_count() + 1;
     try {
       const topology::View view = membership_.view_at(round);
-      if (!group_ || view.id() != view_id_) reform(view, round, stop);
+      if (!group_ || ring_changed(view)) reform(view, round, stop);
       // Gradients at the current parameters: after a re-sync they are recomputed.
       trainer::StepResult r = trainer_.compute_gradients(idx);
       auto grads = trainer_.model().grads();
@@ -76,6 +78,7 @@ trainer::StepResult AllreduceWorker::step(std::span<const uint32_t> idx, std::st
       const float scale = 1.0f / static_cast<float>(group_->size());
       for (float& g : grads) g *= scale;
       trainer_.apply_gradients(trainer_.current_lr());
+      if (options_.after_update) options_.after_update(*group_, round);
       return r;
     } catch (const protocol::Aborted&) {
       throw;
@@ -87,7 +90,7 @@ trainer::StepResult AllreduceWorker::step(std::span<const uint32_t> idx, std::st
 
 void AllreduceWorker::await_view_change(std::exception_ptr failure, uint64_t round, std::stop_token stop) {
   const auto deadline = Clock::now() + options_.failure_timeout + options_.timeout;
-  while (membership_.view_at(round).id() == view_id_) {
+  while (!ring_changed(membership_.view_at(round))) {
     if (stop.stop_requested()) throw protocol::Aborted(node_.id(), "re-forming the ring");
     if (Clock::now() >= deadline) std::rethrow_exception(failure);  // nobody left: a real fault
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -114,24 +117,41 @@ void AllreduceWorker::reform(const topology::View& view, uint64_t round, std::st
   copts.timeout = options_.timeout + options_.failure_timeout;
   copts.stop = stop;
   const size_t old_size = group_ ? group_->size() : 0;
-  // A tag per view: the old ring's messages can never be taken for the new one's.
-  group_ = std::make_unique<protocol::Group>(
-      node_, protocol::tags::range(protocol::tags::User::kReformedRing).at(view.id()), view.members(), copts);
+  group_ = make_ring(view, copts);
   view_id_ = view.id();
   protocol::Barrier(*group_).run();
   group_->options().timeout = options_.timeout;
   // Every replica takes the state of the first member that was already
   // training (never a joiner's snapshot, which is older).
   size_t root = 0;
-  while (root + 1 < view.size() && membership_.since_round(view.member(root)) >= round) ++root;
+  while (root + 1 < group_->size() && membership_.since_round(group_->member(root)) >= round) ++root;
   sync_from(root);
   // Losing a member is worth a warning; a joiner entering is routine.
-  spdlog::log(view.size() < old_size ? spdlog::level::warn : spdlog::level::info,
+  spdlog::log(group_->size() < old_size ? spdlog::level::warn : spdlog::level::info,
               "node '{}': ring re-formed over {} members (view {:08x}) from '{}', at step {}", node_.id(),
-              group_->size(), view.id(), view.member(root), trainer_.step_count());
+              group_->size(), view.id(), group_->member(root), trainer_.step_count());
 }
 
-std::unique_ptr<Worker> make_allreduce_worker(WorkerContext& c) {
+std::vector<std::string> AllreduceWorker::ring_members(const topology::View& view) const {
+  return options_.ring_of ? options_.ring_of(view) : view.members();
+}
+
+bool AllreduceWorker::ring_changed(const topology::View& view) const {
+  if (!options_.ring_of) return view.id() != view_id_;
+  return !group_ || ring_members(view) != group_->members();
+}
+
+std::unique_ptr<protocol::Group> AllreduceWorker::make_ring(const topology::View& view,
+                                                            protocol::CollectiveOptions copts) {
+  std::vector<std::string> members = ring_members(view);
+  // A tag per view (or per ring): the old ring's messages can never be taken for the new one's.
+  const uint32_t tag = options_.ring_tag
+                           ? options_.ring_tag(members)
+                           : protocol::tags::range(protocol::tags::User::kReformedRing).at(view.id());
+  return std::make_unique<protocol::Group>(node_, tag, std::move(members), copts);
+}
+
+AllreduceWorkerOptions allreduce_worker_options(const WorkerContext& c) {
   AllreduceWorkerOptions w;
   w.steps_per_epoch = c.steps_per_epoch;
   w.timeout = std::chrono::milliseconds(c.options.timeout_ms);
@@ -141,7 +161,12 @@ std::unique_ptr<Worker> make_allreduce_worker(WorkerContext& c) {
   w.snapshot_header = c.snapshot_header;
   w.checkpointer = c.checkpointer;
   w.resumed = c.resumed;
-  return std::make_unique<AllreduceWorker>(c.node, c.members, c.membership, c.trainer, c.loop, w);
+  return w;
+}
+
+std::unique_ptr<Worker> make_allreduce_worker(WorkerContext& c) {
+  return std::make_unique<AllreduceWorker>(c.node, c.members, c.membership, c.trainer, c.loop,
+                                           allreduce_worker_options(c));
 }
 
 }  // namespace gossipd::daemon

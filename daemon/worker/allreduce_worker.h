@@ -1,6 +1,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <stop_token>
 #include <string>
@@ -24,6 +25,14 @@ struct AllreduceWorkerOptions {
   proto::StateHeader snapshot_header;                // filled into every snapshot served to a joiner
   Checkpointer* checkpointer = nullptr;              // writes this worker's checkpoints (nullptr: none)
   bool resumed = false;  // restarted from checkpoints: after the barrier all take the first member's state
+  // Compute groups: the ring of a view is this member's part of it, on the
+  // tag ring_tag gives those members (the default: the whole view, a tag per
+  // view). The ring re-forms when its members change.
+  std::function<std::vector<std::string>(const topology::View&)> ring_of;
+  std::function<uint32_t(const std::vector<std::string>&)> ring_tag;
+  // Called after every update with the ring and the step's round, inside the
+  // step's fault handling (a failure re-forms the ring like the allreduce's).
+  std::function<void(protocol::Group&, uint64_t round)> after_update;
 };
 
 // AllReduce-SGD: every step, each member computes gradients on its own shard,
@@ -48,6 +57,10 @@ class AllreduceWorker : public Worker {
   trainer::StepResult step(std::span<const uint32_t> idx, std::stop_token stop);
   void await_view_change(std::exception_ptr failure, uint64_t round, std::stop_token stop);
   void reform(const topology::View& view, uint64_t round, std::stop_token stop);
+  // The ring's members for `view`, and whether they differ from the ring's.
+  std::vector<std::string> ring_members(const topology::View& view) const;
+  bool ring_changed(const topology::View& view) const;
+  std::unique_ptr<protocol::Group> make_ring(const topology::View& view, protocol::CollectiveOptions copts);
   // Every member takes the parameters, optimizer state and step of `root`.
   void sync_from(size_t root);
   // This worker's state, for a joiner or a checkpoint (replicas are identical).
@@ -63,6 +76,8 @@ class AllreduceWorker : public Worker {
   uint32_t view_id_ = 0;  // the id of the view group_ was formed over
 };
 
+// The options gossipd run gives an AllReduce-SGD worker.
+AllreduceWorkerOptions allreduce_worker_options(const WorkerContext& context);
 // gossipd run's factory for --algo allreduce.
 std::unique_ptr<Worker> make_allreduce_worker(WorkerContext& context);
 

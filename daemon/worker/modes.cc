@@ -6,6 +6,7 @@
 #include "daemon/worker/allreduce_worker.h"
 #include "daemon/worker/gossip_worker.h"
 #include "daemon/worker/grid_worker.h"
+#include "daemon/worker/groups_worker.h"
 #include "daemon/worker/pipeline_worker.h"
 #include "trainer/models.h"
 
@@ -51,6 +52,20 @@ Mode data_parallel(std::string name, std::string summary,
 
 Mode one_replica(Mode m) {
   m.one_replica = true;
+  return m;
+}
+
+// Compute groups (--compute-groups): data parallel, synchronous inside a
+// group, asynchronous between groups; no joiners (the groups are the
+// initial members').
+Mode groups_mode() {
+  Mode m = data_parallel("groups",
+                         "Compute groups: AllReduce-SGD inside each of g groups (--compute-groups), "
+                         "Crossover-SGD between groups "
+                         "in the background, no group waiting for another",
+                         make_groups_worker);
+  m.accepts_joins = false;
+  m.check = check_groups;
   return m;
 }
 
@@ -117,6 +132,7 @@ const std::vector<Mode>& modes() {
                     [](WorkerContext& c) { return make_gossip_worker(c, GossipAlgo::kSgp); }),
       data_parallel("osgp", "Overlapped SGP: messages folded in one round late",
                     [](WorkerContext& c) { return make_gossip_worker(c, GossipAlgo::kOsgp); }),
+      groups_mode(),
       grid_mode(),
       pipeline_mode(),
       sparse_mode(),
