@@ -452,11 +452,8 @@ int run_compare(const CompareOptions& o) {
   if (o.groups > o.workers)
     throw UsageError("--groups " + std::to_string(o.groups) + " is more than --workers");
   for (const std::string& algo : o.algos) {
-    const CompareEntry e = parse_compare_entry(algo);
-    if (e.processes() != 0 && e.processes() != static_cast<size_t>(o.workers)) {
-      throw UsageError("--algos " + algo + " needs " + std::to_string(e.processes()) +
-                       " processes, --workers is " + std::to_string(o.workers));
-    }
+    const std::string why = parse_compare_entry(algo).refusal(static_cast<size_t>(o.workers));
+    if (!why.empty()) throw UsageError(why);
   }
   if (o.groups > 1 && o.pace == "on" && o.algos == std::vector<std::string>{"crossover"}) {
     throw UsageError("--pace on is for flat crossover and sgp: drop --groups or --pace");

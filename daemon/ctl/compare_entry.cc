@@ -48,8 +48,21 @@ size_t CompareEntry::processes() const {
   return pipeline ? pipeline->procs() : 0;
 }
 
+std::string CompareEntry::refusal(size_t workers) const {
+  if (processes() != 0 && processes() != workers) {
+    return "--algos " + label + " needs " + std::to_string(processes()) + " processes, --workers is " +
+           std::to_string(workers);
+  }
+  if (compute_groups && workers % *compute_groups != 0) {
+    return "--algos " + label + ": " + std::to_string(*compute_groups) + " groups do not divide --workers " +
+           std::to_string(workers);
+  }
+  return "";
+}
+
 std::vector<std::string> CompareEntry::flags() const {
   if (grid) return {"--grid", grid->name()};
+  if (compute_groups) return {"--compute-groups", std::to_string(*compute_groups)};
   if (pipeline)
     return {"--stages", std::to_string(pipeline->stages), "--replicas", std::to_string(pipeline->replicas)};
   return {};
@@ -60,6 +73,7 @@ RunOptions CompareEntry::run_options(size_t batch) const {
   o.algo = mode;
   o.train.batch = batch;
   if (grid) o.grid = grid->name();
+  if (compute_groups) o.compute_groups = *compute_groups;
   if (pipeline) {
     o.stages = pipeline->stages;
     o.replicas = pipeline->replicas;
@@ -76,6 +90,18 @@ CompareEntry parse_compare_entry(const std::string& text) {
     if (colon == std::string::npos)
       throw UsageError("--algos pipeline needs its stages: pipeline:K or pipeline:KxD, e.g. pipeline:2");
     e.pipeline = parse_pipeline(text.substr(colon + 1));
+    return e;
+  }
+  if (e.mode == "groups") {
+    const std::string g = colon == std::string::npos ? "" : text.substr(colon + 1);
+    size_t used = 0;
+    try {
+      e.compute_groups = std::stoul(g, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != g.size() || g[0] == '-' || e.compute_groups == 0u)
+      throw UsageError("--algos " + text + ": give the number of compute groups, groups:G, e.g. groups:2");
     return e;
   }
   if (e.mode == "grid") {
@@ -96,7 +122,10 @@ CompareEntry parse_compare_entry(const std::string& text) {
   for (const std::string& m : mode_names()) {
     if (m == "sparse") continue;
     if (m == e.mode && colon == std::string::npos) return e;
-    const std::string shown = m == "grid" ? "grid:PRxPC" : m == "pipeline" ? "pipeline:K[xD]" : m;
+    const std::string shown = m == "grid"       ? "grid:PRxPC"
+                              : m == "pipeline" ? "pipeline:K[xD]"
+                              : m == "groups"   ? "groups:G"
+                                                : m;
     modes += (modes.empty() ? "" : ", ") + shown;
   }
   throw UsageError("--algos " + text + " is not one of " + modes);

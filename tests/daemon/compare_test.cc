@@ -107,16 +107,21 @@ TEST_F(CompareTest, ReplicasThatAgreeExactlyStillGetAConsensusPlot) {
   EXPECT_NE(daemon::read_file(out + "/report.md").find("| crossover | ok |"), std::string::npos);
 }
 
-TEST_F(CompareTest, AGridShapeIsAnEntryLikeTheProtocols) {
+TEST_F(CompareTest, AGridShapeAndComputeGroupsAreEntriesLikeTheProtocols) {
   const std::string out = dir_ + "/report";
-  const auto r = run(
-      {bin("gossipctl"), "compare", "--workers", "4", "--algos", "allreduce,grid:2x2", "--epochs", "1",
-       "--batch", "16", "--hidden", "64,32", "--train-limit", "2000", "--test-limit", "200", "--out", out},
-      180s);
+  const auto r = run({bin("gossipctl"), "compare", "--workers", "4", "--algos", "allreduce,grid:2x2,groups:2",
+                      "--epochs", "1", "--batch", "16", "--hidden", "64,32", "--train-limit", "2000",
+                      "--test-limit", "200", "--out", out},
+                     180s);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const std::string report = daemon::read_file(out + "/report.md");
   EXPECT_NE(report.find("| allreduce | ok |"), std::string::npos) << report;
   EXPECT_NE(report.find("| grid:2x2 | ok |"), std::string::npos) << report;
+  EXPECT_NE(report.find("| groups:2 | ok |"), std::string::npos) << report;
+  // Compute groups are data parallel: each worker its quarter, 16 a step.
+  const auto groups = read_records(out + "/groups-2/w3.jsonl");
+  ASSERT_FALSE(groups.empty());
+  EXPECT_EQ(groups.back().round(), 2000u / 4 / 16);
   // One replica over 4 cells at 4 x 16 samples a step: the 2000 samples in 31 steps.
   const auto records = read_records(out + "/grid-2x2/w3.jsonl");
   ASSERT_FALSE(records.empty());
@@ -147,7 +152,7 @@ TEST_F(CompareTest, APipelineIsAnEntryLikeTheProtocols) {
   EXPECT_NE(daemon::read_file(out + "/plots.gp").find(out + "/pipeline-2x2/curve.dat"), std::string::npos);
 }
 
-TEST_F(CompareTest, AGridEntryThatDoesNotFitIsOneLine) {
+TEST_F(CompareTest, AGridPipelineOrGroupsEntryThatDoesNotFitIsOneLine) {
   for (const auto& [algos, needle] : std::vector<std::pair<std::string, std::string>>{
            {"grid:3x2", "--algos grid:3x2 needs 6 processes, --workers is 4"},
            {"pipeline:3", "--algos pipeline:3 needs 3 processes, --workers is 4"},
@@ -155,6 +160,9 @@ TEST_F(CompareTest, AGridEntryThatDoesNotFitIsOneLine) {
            {"pipeline:2y2", "give K stages or KxD"},
            {"grid", "needs its shape: grid:PRxPC"},
            {"grid:4", "is not PRxPC"},
+           {"groups:3", "--algos groups:3: 3 groups do not divide --workers 4"},
+           {"groups", "give the number of compute groups, groups:G"},
+           {"groups:two", "give the number of compute groups, groups:G"},
            {"gird:2x2", "is not one of"}}) {
     const auto r =
         run({bin("gossipctl"), "compare", "--workers", "4", "--algos", algos, "--out", dir_ + "/x"}, 60s);
