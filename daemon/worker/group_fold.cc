@@ -81,6 +81,8 @@ void GroupFold::after_update(protocol::Group& ring, uint64_t round) {
   report(ring, round, mine);
   if (std::any_of(flags.begin(), flags.end(), [](float f) { return f > 0; }))
     share(ring, flags, std::move(mine));
+  fit_.add(trainer_.model().params(), trainer_.model().grads(), trainer_.current_lr(),
+           trainer_.optimizer().options().weight_decay);
   const topology::View view = membership_.view_at(round);
   tune_momentum(view);
   exchange_.offer(view, labels_, round, trainer_.model().params());
@@ -152,6 +154,7 @@ void GroupFold::report(const protocol::Group& ring, uint64_t round,
     g->set_momentum(trainer_.optimizer().options().momentum);
     g->set_implicit_momentum(implicit_);
     g->set_momentum_auto(momentum_.automatic);
+    if (const auto mu = fit_.momentum()) g->set_fitted_momentum(*mu);
     s.set_bytes_sent(x.bytes_sent);
     s.set_bytes_received(x.bytes_received);
     s.set_segments_skipped(x.segments_skipped);

@@ -8,6 +8,7 @@
 #include "daemon/cluster/membership.h"
 #include "daemon/observe/metrics.h"
 #include "daemon/observe/worker_state.h"
+#include "daemon/worker/momentum_fit.h"
 #include "protocol/group.h"
 #include "protocol/group_exchange.h"
 #include "protocol/segment_table.h"
@@ -65,6 +66,7 @@ class GroupFold {
   protocol::SegmentTable segments_;
   MomentumRule momentum_;
   float implicit_ = 0;
+  MomentumFit fit_;  // the group's update sequence: every member fits the same
   trainer::Trainer& trainer_;
   WorkerState& state_;
   Counter& folded_;
