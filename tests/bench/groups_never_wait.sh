@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Compute groups never wait for each other (issue 22): 4 workers in 2 groups
+# (--algo groups --compute-groups 2) on one machine over ipc://; group 1
+# (w2, w3) is slowed with the transport's --inject-delay-ms, and group 0's
+# step rate is compared with a run where nobody is slowed. Runs alternate,
+# REPS of each; prints group 0's steps/s per run (w0's rounds over its wall
+# time, start-up included) and the medians, and what group 0 folded in.
+# Usage: [REPS=5] [EPOCHS=3] [DELAY_MS=20] tests/bench/groups_never_wait.sh
+set -euo pipefail
+REPS=${REPS:-5}; EPOCHS=${EPOCHS:-3}; DELAY_MS=${DELAY_MS:-20}
+source "$(dirname "$0")/groups_lib.sh"
+SLOW_FLAGS=(--inject-delay-ms "$DELAY_MS")
+
+run() {  # TAG: one run; prints group 0's steps per second
+  local start end
+  start=$(date +%s.%N)
+  start_groups "$1" 4 2 --epochs "$EPOCHS" --test-limit 1000
+  wait "${pids[0]}"
+  end=$(date +%s.%N)
+  wait "${pids[1]}"
+  for p in "${pids[@]:2}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+  echo "$(closing "$1" 0 'done: round \([0-9]*\)') $start $end" | awk '{printf "%.1f\n", $1 / ($3 - $2)}'
+}
+
+: > "$dir/plain"; : > "$dir/slowed"
+for ((r = 1; r <= REPS; r++)); do
+  SLOW=""; p=$(run "plain$r"); echo "$p" >> "$dir/plain"
+  SLOW="2 3"; s=$(run "slowed$r"); echo "$s" >> "$dir/slowed"
+  echo "run $r: group 0 steps/s: nobody slowed $p, group 1 slowed by ${DELAY_MS} ms a message $s"
+  for t in "plain$r" "slowed$r"; do echo "  $t: w0 $(closing "$t" 0 'compute group [0-9]* of [0-9]*: \(.*\)')"; done
+done
+mp=$(median < "$dir/plain"); ms=$(median < "$dir/slowed")
+echo "medians of $REPS: nobody slowed $mp steps/s, group 1 slowed $ms steps/s: ratio $(echo "$ms $mp" | awk '{printf "%.3f", $1 / $2}')"
