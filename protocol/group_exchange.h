@@ -29,17 +29,18 @@ struct FoldIn {
 };
 
 // The asynchronous exchange between compute groups (--algo groups): Crossover-
-// SGD between groups, run on a thread of its own on snapshots the training
-// thread offers. Each exchange round, for every segment s, a derangement over
-// the groups (topology::inter_group_exchange, keyed by seed, view, round,
-// segment) names where the owner of s in this group sends its copy and whose
-// copy it receives; the newest copy received per segment waits until the
-// training thread takes it. The training thread never waits: offer() hands
-// over a snapshot only when the thread is idle, take() returns what is there.
-// A round waits for its senders up to the segment deadline, on its own
-// thread; a copy that misses it is counted as skipped, and if it comes later
-// it is dropped as stale. Exchange rounds are numbered from 1 on every member,
-// so members meet in the round they share however far their steps differ.
+// SGD between groups, with no lockstep between them. Each exchange round of
+// a member (its own count, from 1), for every segment s it owns in its group,
+// a derangement over the groups (topology::inter_group_exchange, keyed by
+// seed, view, round, segment) names the owner of s in another group it sends
+// its copy to. The sends run on a thread of their own, on snapshots the
+// training thread offers (only when the thread is idle). Receiving is not
+// paired by round: take() collects, without waiting, whatever the members of
+// the other groups sent since the last take, whichever of their rounds it
+// belongs to, and keeps the newest copy per segment (by the sender's step),
+// so a group that runs ahead still gets a slow group's latest model and the
+// slow one gets the fast one's latest, not a backlog. The training thread
+// never waits.
 class AsyncGroupExchange {
  public:
   AsyncGroupExchange(Node& node, SegmentTable segments, GossipOptions options,
@@ -53,11 +54,15 @@ class AsyncGroupExchange {
   // another group; false otherwise.
   bool offer(const topology::View& view, const std::map<std::string, std::string>& labels, uint64_t step,
              std::span<const float> params);
-  // The copies that arrived since the last take, the newest per segment.
+  // The copies that arrived since the last take, the newest per segment
+  // (mis-sized ones dropped and counted as rejects).
   std::vector<FoldIn> take();
-  // Since construction.
+  // Since construction: sends, skipped sends (the peer's queue stayed full
+  // past the segment deadline), copies received, and copies superseded by a
+  // newer one before they were taken.
   RoundStats stats() const;
   uint64_t rounds() const;
+  uint64_t superseded() const;
 
   static constexpr uint32_t kTag = tags::first(tags::User::kComputeGroups);
 
@@ -69,7 +74,9 @@ class AsyncGroupExchange {
     std::vector<std::pair<uint32_t, std::vector<float>>> owned;  // segment, its copy
   };
   void loop(std::stop_token stop);
-  void run_round(const Job& job, uint64_t round, std::stop_token stop);
+  void run_round(const Job& job, uint64_t round);
+  // A received copy, if it is one of this member's segments, whole.
+  std::optional<FoldIn> accept(const Message& m, const std::vector<uint32_t>& owned);
 
   Node& node_;
   SegmentTable segments_;
@@ -77,11 +84,13 @@ class AsyncGroupExchange {
   topology::GroupSpread spread_;
   mutable std::mutex mutex_;
   std::condition_variable_any wake_;
-  std::optional<Job> job_;  // offered, not yet taken up by the thread
-  bool busy_ = false;       // a job offered or running
-  std::map<uint32_t, FoldIn> arrived_;
+  std::optional<Job> job_;            // offered, not yet taken up by the thread
+  bool busy_ = false;                 // a job offered or running
+  std::vector<std::string> senders_;  // the other groups' members, in the view last offered
+  std::vector<uint32_t> owned_;       // the segments this member owned then
   RoundStats stats_;
   uint64_t rounds_ = 0;
+  uint64_t superseded_ = 0;
   std::jthread thread_;  // last: stops before the members it uses
 };
 

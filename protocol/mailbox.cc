@@ -106,6 +106,20 @@ std::optional<Message> Mailbox::pop_any(std::span<const proto::MessageType> type
   return take(*found);
 }
 
+std::vector<Message> Mailbox::drain(uint32_t tag, const std::string& sender) {
+  std::lock_guard lock(mutex_);
+  std::vector<Message> out;
+  for (auto it = chunks_.lower_bound(ChunkKey{tag, 0, ""}); it != chunks_.end() && it->first.tag == tag;) {
+    if (it->first.sender != sender) {
+      ++it;
+      continue;
+    }
+    while (!it->second.empty()) out.push_back(take(it->second));
+    it = chunks_.erase(it);
+  }
+  return out;
+}
+
 void Mailbox::finish(uint32_t tag, uint64_t seq, Late late) {
   std::lock_guard lock(mutex_);
   Open& o = open_[tag];

@@ -10,6 +10,7 @@
 #include <stop_token>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "protocol/message.h"
 #include "protocol/reject_counters.h"
@@ -52,6 +53,11 @@ class Mailbox {
   // The next control message of any of `types` (earlier types first).
   std::optional<Message> pop_any(std::span<const proto::MessageType> types, Clock::time_point deadline,
                                  std::stop_token stop);
+
+  // Every chunk queued for `tag` from `sender`, whatever its seq, oldest seq
+  // first, without waiting (an asynchronous exchange that takes the newest
+  // copy of whatever arrived, in no lockstep with its sender).
+  std::vector<Message> drain(uint32_t tag, const std::string& sender);
 
   // How finish() treats what arrives late for a finished call: counted as a
   // stale reject, or dropped quietly where late copies are expected (notes

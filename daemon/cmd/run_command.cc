@@ -359,9 +359,10 @@ int RunCommand::finish() {
     std::printf(
         "gossipd run: %s compute group %u of %u: %llu segments folded in (staleness mean %.2f, max %lld "
         "steps), "
-        "%llu skipped, momentum %.3f (fitted to its updates %.3f)\n",
+        "%llu superseded, %llu sends skipped, momentum %.3f (fitted to its updates %.3f)\n",
         o_.id.c_str(), g.group(), g.groups(), static_cast<unsigned long long>(g.segments_folded()),
         g.staleness_mean(), static_cast<long long>(g.staleness_max()),
+        static_cast<unsigned long long>(g.segments_superseded()),
         static_cast<unsigned long long>(g.segments_skipped()), g.momentum(), g.fitted_momentum());
   }
   std::printf("gossipd run: %s done: round %llu test_accuracy %.4f param_hash %s gossip_bytes_sent %llu\n",

@@ -148,6 +148,7 @@ void GroupFold::report(const protocol::Group& ring, uint64_t round,
     g->set_exchange_rounds(rounds);
     g->set_segments_folded(folds_);
     g->set_segments_skipped(x.segments_skipped);
+    g->set_segments_superseded(exchange_.superseded());
     if (!folded.empty()) g->set_staleness_last(last);
     g->set_staleness_mean(folds_ ? staleness_sum_ / static_cast<double>(folds_) : 0.0);
     g->set_staleness_max(staleness_max_);

@@ -311,6 +311,38 @@ TEST(Mailbox, EverySenderIsBoundedInBytes) {
   EXPECT_LT(box.queued_bytes("fast"), four);
 }
 
+// drain() takes one sender's chunks of one tag, whatever their seq, oldest
+// first, and frees their room; other senders and tags keep theirs.
+TEST(Mailbox, DrainTakesOneSendersChunksOfATagWhateverTheirSeq) {
+  RejectCounters counters;
+  RejectLog log("self", counters);
+  Mailbox box(log);
+  auto chunk = [](const std::string& sender, uint32_t tag, uint64_t seq) {
+    Message m;
+    m.envelope.set_sender(sender);
+    m.envelope.set_type(proto::SEGMENT);
+    m.envelope.set_collective_tag(tag);
+    m.envelope.set_collective_seq(seq);
+    m.envelope.set_count(4);
+    m.payload.emplace_back(std::vector<std::byte>(16));
+    return m;
+  };
+  for (uint64_t seq : {9, 3, 40}) box.push(chunk("a", 7, seq));
+  box.push(chunk("a", 7, 3));  // a second chunk of one seq
+  box.push(chunk("b", 7, 5));
+  box.push(chunk("a", 8, 1));
+  const auto got = box.drain(7, "a");
+  ASSERT_EQ(got.size(), 4u);
+  std::vector<uint64_t> seqs;
+  for (const auto& m : got) seqs.push_back(m.envelope.collective_seq());
+  EXPECT_EQ(seqs, (std::vector<uint64_t>{3, 3, 9, 40}));
+  EXPECT_TRUE(box.drain(7, "a").empty()) << "drained once";
+  EXPECT_EQ(box.drain(7, "b").size(), 1u);
+  EXPECT_TRUE(box.pop_chunk(ChunkKey{8, 1, "a"}, Mailbox::Clock::now(), {})) << "another tag kept";
+  EXPECT_EQ(box.queued_bytes("a"), 0u);
+  EXPECT_EQ(box.queued_bytes("b"), 0u);
+}
+
 // After a round ends, a segment for it is stale (counted); a pacing note
 // for it is only dropped: the waiting side repeats notes on purpose.
 TEST(Mailbox, LateSegmentsAreStaleLatePacingNotesAreNot) {
