@@ -34,16 +34,13 @@ GroupFold::GroupFold(protocol::Node& node, Membership& membership, std::map<std:
   std::set<std::string> distinct;
   for (const auto& [id, label] : labels_) distinct.insert(label);
   groups_ = distinct.size();
-  implicit_ = implicit_momentum(groups_);
-  if (momentum_.automatic)
-    trainer_.optimizer().set_momentum(auto_momentum(momentum_.target, momentum_.floor, groups_));
+  tune_momentum(groups_);
 }
 
-void GroupFold::tune_momentum(const topology::View& view) {
-  implicit_ = implicit_momentum(topology::Groups(view, labels_).count());
-  if (momentum_.automatic) {
-    trainer_.optimizer().set_momentum(std::max(momentum_.floor, momentum_.target - implicit_));
-  }
+void GroupFold::tune_momentum(size_t groups) {
+  implicit_ = implicit_momentum(groups);
+  if (momentum_.automatic)
+    trainer_.optimizer().set_momentum(auto_momentum(momentum_.target, momentum_.floor, groups));
 }
 
 std::vector<std::string> GroupFold::ring_of(const topology::View& view) const {
@@ -84,7 +81,7 @@ void GroupFold::after_update(protocol::Group& ring, uint64_t round) {
   fit_.add(trainer_.model().params(), trainer_.model().grads(), trainer_.current_lr(),
            trainer_.optimizer().options().weight_decay);
   const topology::View view = membership_.view_at(round);
-  tune_momentum(view);
+  tune_momentum(topology::Groups(view, labels_).count());
   exchange_.offer(view, labels_, round, trainer_.model().params());
 }
 

@@ -57,8 +57,8 @@ class GroupFold {
   // Allgathers the owners' folded segments into every replica.
   void share(protocol::Group& ring, const std::vector<float>& flags, std::vector<protocol::FoldIn> mine);
   void report(const protocol::Group& ring, uint64_t round, const std::vector<protocol::FoldIn>& folded);
-  // Sets the momentum for the groups of `view` (every member of a group alike).
-  void tune_momentum(const topology::View& view);
+  // Sets the momentum for `groups` groups (every member of a group alike).
+  void tune_momentum(size_t groups);
 
   protocol::Node& node_;
   Membership& membership_;
