@@ -152,6 +152,8 @@ class Comparison {
     summary_.set_test_samples(o.test_limit > 0 ? std::min<size_t>(o.test_limit, 10000) : 10000);
   }
 
+  proto::CompareResult run(const std::string& algo) { return run_until_bound(algo); }
+
   void run_all() {
     for (const auto& algo : o_.algos) {
       if (stop_.stop_requested()) break;
@@ -257,6 +259,7 @@ class Comparison {
     }
     if (const int kb = send_buffer_kb(o_); kb > 0)
       a.insert(a.end(), {"--send-buffer-kb", std::to_string(kb)});
+    a.insert(a.end(), o_.extra_flags.begin(), o_.extra_flags.end());
     return a;
   }
 
@@ -296,6 +299,7 @@ class Comparison {
     const auto start = Clock::now();
     const uint64_t total = steps(algo) * static_cast<uint64_t>(o_.epochs);
     double best = 0;
+    bool ended_early = false;
     static const std::regex port_re("http on port ([0-9]+)");
     for (;;) {
       bool all_done = true;
@@ -322,6 +326,11 @@ class Comparison {
       }
       best = std::max(best, mean_accuracy_so_far(workers));
       if (all_done) break;
+      if (!failed && o_.stop_when && o_.stop_when(entry_metrics_files(o_, algo), round)) {
+        stop_all(workers);
+        ended_early = true;
+        break;
+      }
       if (failed) {  // the others would only wait for it until their timeouts
         for (auto& w : workers) w.proc->signal(SIGKILL);
         for (auto& w : workers) w.proc->wait(std::chrono::seconds(5));
@@ -329,10 +338,7 @@ class Comparison {
       }
       progress_.show(algo, round, total, epoch, o_.epochs, best, seconds_since(start));
       if (stop_.stop_requested()) {
-        for (auto& w : workers) w.proc->signal(SIGTERM);
-        for (auto& w : workers) {
-          if (!w.proc->wait(std::chrono::seconds(5))) w.proc->signal(SIGKILL);
-        }
+        stop_all(workers);
         progress_.end();
         res.set_status("stopped by signal");
         return res;
@@ -346,7 +352,7 @@ class Comparison {
     std::stable_partition(workers.begin(), workers.end(),
                           [](const Worker& w) { return w.proc->term_signal() == 0; });
     for (auto& w : workers) {
-      if (w.proc->exit_code() != 0) {
+      if (!ended_early && w.proc->exit_code() != 0) {
         res.set_status(w.id + " exited with " +
                        (w.proc->term_signal() ? "signal " + std::to_string(w.proc->term_signal())
                                               : "code " + std::to_string(w.proc->exit_code())) +
@@ -365,6 +371,14 @@ class Comparison {
                 time_to_target(res).c_str(), res.rounds_per_second(), res.comm_ms_per_round());
     std::fflush(stdout);
     return res;
+  }
+
+  static void stop_all(std::vector<Worker>& workers) {
+    for (auto& w : workers) w.proc->signal(SIGTERM);
+    for (auto& w : workers) {
+      if (!w.proc->wait(std::chrono::seconds(5))) w.proc->signal(SIGKILL);
+    }
+    for (auto& w : workers) w.proc->wait(std::chrono::seconds(5));
   }
 
   double mean_accuracy_so_far(const std::vector<Worker>& workers) const {
@@ -446,6 +460,30 @@ class Comparison {
 
 }  // namespace
 
+void check_compare_setup(const CompareOptions& o) {
+  require_gnuplot();
+  const std::string gossipd = find_gossipd(o);
+  if (access(gossipd.c_str(), X_OK) != 0) {
+    throw UsageError("cannot run " + gossipd + ": build it, or name it with --gossipd");
+  }
+  if (o.netns && geteuid() != 0) throw UsageError("--netns creates network namespaces: run as root");
+  if (!o.netns && !o.bandwidth.empty()) {
+    throw UsageError("--bandwidth caps the links between namespaces: use it with --netns");
+  }
+}
+
+std::vector<std::string> entry_metrics_files(const CompareOptions& o, const std::string& entry) {
+  std::vector<std::string> files;
+  for (int i = 0; i < o.workers; ++i)
+    files.push_back(o.out + "/" + entry_dir(entry) + "/w" + std::to_string(i) + ".jsonl");
+  return files;
+}
+
+proto::CompareResult run_compare_entry(const CompareOptions& o, const std::string& entry,
+                                       const NetnsHosts* hosts, std::stop_token stop) {
+  return Comparison(o, stop, hosts).run(entry);
+}
+
 int run_compare(const CompareOptions& o) {
   std::stop_source stop;
   SignalWatcher signals(stop);
@@ -458,15 +496,7 @@ int run_compare(const CompareOptions& o) {
   if (o.groups > 1 && o.pace == "on" && o.algos == std::vector<std::string>{"crossover"}) {
     throw UsageError("--pace on is for flat crossover and sgp: drop --groups or --pace");
   }
-  require_gnuplot();
-  const std::string gossipd = find_gossipd(o);
-  if (access(gossipd.c_str(), X_OK) != 0) {
-    throw UsageError("cannot run " + gossipd + ": build it, or name it with --gossipd");
-  }
-  if (o.netns && geteuid() != 0) throw UsageError("--netns creates network namespaces: run as root");
-  if (!o.netns && !o.bandwidth.empty()) {
-    throw UsageError("--bandwidth caps the links between namespaces: use it with --netns");
-  }
+  check_compare_setup(o);
   prepare_out_dir(o.out);
   const std::vector<PresetRun> configs = preset_runs(o);
   proto::ComparePreset preset;

@@ -2,8 +2,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <stop_token>
 #include <string>
 #include <vector>
+
+#include "proto/gossip.pb.h"
 
 namespace gossipd::daemon {
 
@@ -46,7 +50,15 @@ struct CompareOptions {
   // Pipeline entries: gossipd run --partition and --micro-batches.
   std::string partition = "auto";
   size_t micro_batches = 0;  // 0: gossipd run's default
+  // Flags every worker is given after compare's own (gossipctl tune: --momentum, --lr-decay).
+  std::vector<std::string> extra_flags;
+  // Asked with an entry's metrics files and its slowest worker's round at
+  // each look at the running workers: true ends the run there (every worker
+  // stopped with SIGTERM; what they recorded counts as the run's).
+  std::function<bool(const std::vector<std::string>& metrics_files, uint64_t round)> stop_when;
 };
+
+class NetnsHosts;
 
 // Runs each protocol in turn as `workers` local gossipd processes with the
 // same data, model, seed, batch and schedule, shows progress, and writes
@@ -54,5 +66,17 @@ struct CompareOptions {
 // into `out`. Every worker is stopped (by pid) at the end, on error and on
 // Ctrl-C.
 int run_compare(const CompareOptions& options);
+
+// Throws UsageError when the runs cannot start: no gnuplot, no gossipd
+// binary, --netns without root, --bandwidth without --netns.
+void check_compare_setup(const CompareOptions& options);
+
+// One entry run as compare runs it (its workers, watched, their metrics
+// summed up) into OUT/<entry dir>, with no report; on `hosts` when given.
+proto::CompareResult run_compare_entry(const CompareOptions& options, const std::string& entry,
+                                       const NetnsHosts* hosts, std::stop_token stop);
+
+// The entry's per-worker --metrics-out files (OUT/<entry dir>/w<i>.jsonl).
+std::vector<std::string> entry_metrics_files(const CompareOptions& options, const std::string& entry);
 
 }  // namespace gossipd::daemon

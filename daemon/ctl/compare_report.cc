@@ -14,28 +14,13 @@
 #include "daemon/config/cli.h"
 #include "daemon/ctl/child_process.h"
 #include "daemon/ctl/compare_entry.h"
+#include "daemon/ctl/mean_curve.h"
 #include "daemon/observe/metrics_log.h"
 
 namespace gossipd::daemon {
 namespace {
 
 namespace fs = std::filesystem;
-
-void write_text_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::trunc);
-  out << text;
-  if (!out) throw std::runtime_error("cannot write " + path);
-}
-
-// Writes OUT/plots.gp and runs gnuplot on it.
-void run_gnuplot(const std::string& out, const std::string& script) {
-  write_text_file(out + "/plots.gp", script);
-  const std::string cmd = "gnuplot '" + out + "/plots.gp' 2> '" + out + "/gnuplot.err'";
-  if (std::system(cmd.c_str()) != 0) {
-    throw std::runtime_error("gnuplot failed on " + out +
-                             "/plots.gp: " + last_line(read_file(out + "/gnuplot.err")));
-  }
-}
 
 struct Plot {
   std::string file, title, xlabel, ylabel;
@@ -130,6 +115,21 @@ std::string table(const proto::CompareSummary& summary, double target) {
 
 }  // namespace
 
+void write_text_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+  if (!out) throw std::runtime_error("cannot write " + path);
+}
+
+void run_gnuplot(const std::string& out, const std::string& script) {
+  write_text_file(out + "/plots.gp", script);
+  const std::string cmd = "gnuplot '" + out + "/plots.gp' 2> '" + out + "/gnuplot.err'";
+  if (std::system(cmd.c_str()) != 0) {
+    throw std::runtime_error("gnuplot failed on " + out +
+                             "/plots.gp: " + last_line(read_file(out + "/gnuplot.err")));
+  }
+}
+
 std::string format(const char* f, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, f, v);
@@ -189,48 +189,28 @@ void summarize_protocol(const std::vector<std::string>& metrics_files, double ta
                         proto::CompareResult& res) {
   std::vector<std::vector<proto::EpochRecord>> recs;
   for (const auto& f : metrics_files) recs.push_back(read_epoch_records(f));
-  // Evaluations every worker recorded, by epochs trained (collect may miss
-  // some); every worker computes the same progress for the same step.
-  std::map<double, std::vector<const proto::EpochRecord*>> by_progress;
-  for (const auto& r : recs) {
-    for (const auto& rec : r) by_progress[rec.progress()].push_back(&rec);
-  }
-  std::erase_if(by_progress, [&](const auto& kv) { return kv.second.size() != recs.size(); });
   std::ofstream curve(dir + "/curve.dat");
   curve << "# epoch wall_seconds mean_test_accuracy consensus_distance bytes_per_worker_per_round round_ms\n";
-  double prev_wall = 0, prev_bytes = 0;
-  uint64_t prev_round = 0;
+  CurvePoint prev;
   res.set_seconds_to_target(-1);
   res.set_train_seconds_to_target(-1);
   res.set_epochs_to_target(-1);
-  for (const auto& [progress, at] : by_progress) {
-    double acc = 0, wall = 0, train = 0, consensus = 0, bytes = 0;
-    uint64_t round = 0;
-    for (const proto::EpochRecord* r : at) {
-      acc += r->test_accuracy() / static_cast<double>(at.size());
-      wall = std::max(wall, r->wall_seconds());
-      train = std::max(train, r->train_seconds());
-      consensus += r->consensus_distance() / static_cast<double>(at.size());
-      bytes += static_cast<double>(r->bytes_sent()) / static_cast<double>(at.size());
-      round = std::max(round, r->round());
-    }
-    const double d_rounds = static_cast<double>(round - prev_round);
-    const double per_round = d_rounds > 0 ? (bytes - prev_bytes) / d_rounds : 0;
-    const double round_ms = d_rounds > 0 ? 1000.0 * (wall - prev_wall) / d_rounds : 0;
-    curve << progress << ' ' << wall << ' ' << acc << ' ' << consensus << ' ' << per_round << ' ' << round_ms
-          << '\n';
-    prev_wall = wall;
-    prev_bytes = bytes;
-    prev_round = round;
-    res.set_best_mean_accuracy(std::max(res.best_mean_accuracy(), acc));
-    res.set_final_mean_accuracy(acc);
-    res.set_final_consensus_distance(consensus);
-    res.set_wall_seconds(wall);
-    res.set_rounds(round);
-    if (res.seconds_to_target() < 0 && acc >= target) {
-      res.set_seconds_to_target(wall);
-      res.set_train_seconds_to_target(train);
-      res.set_epochs_to_target(progress);
+  for (const CurvePoint& p : mean_curve(recs)) {
+    const double d_rounds = static_cast<double>(p.round - prev.round);
+    const double per_round = d_rounds > 0 ? (p.bytes_sent - prev.bytes_sent) / d_rounds : 0;
+    const double round_ms = d_rounds > 0 ? 1000.0 * (p.wall_seconds - prev.wall_seconds) / d_rounds : 0;
+    curve << p.progress << ' ' << p.wall_seconds << ' ' << p.test_accuracy << ' ' << p.consensus_distance
+          << ' ' << per_round << ' ' << round_ms << '\n';
+    prev = p;
+    res.set_best_mean_accuracy(std::max(res.best_mean_accuracy(), p.test_accuracy));
+    res.set_final_mean_accuracy(p.test_accuracy);
+    res.set_final_consensus_distance(p.consensus_distance);
+    res.set_wall_seconds(p.wall_seconds);
+    res.set_rounds(p.round);
+    if (res.seconds_to_target() < 0 && p.test_accuracy >= target) {
+      res.set_seconds_to_target(p.wall_seconds);
+      res.set_train_seconds_to_target(p.train_seconds);
+      res.set_epochs_to_target(p.progress);
     }
   }
   double rate = 0, bytes = 0, comm = 0;
@@ -248,26 +228,17 @@ void summarize_protocol(const std::vector<std::string>& metrics_files, double ta
   res.set_segments_skipped(skipped);
 }
 
-void write_compare_report(const std::string& out, const proto::CompareSummary& summary, double target,
-                          const std::string& setup) {
-  write_text_file(out + "/summary.json", to_json(summary) + "\n");
-  plot(out, summary);
-  std::ostringstream md;
-  md << "# gossipd compare\n\n"
-     << setup << "\n\n"
-     << table(summary, target)
-     << "\nbytes/worker/round counts gossip payload and envelopes (AllReduce's ring traffic is not counted). "
-        "Per-worker metrics: `<protocol>/w<i>.jsonl`; logs `<protocol>/w<i>.log`; data `summary.json`.\n\n";
-  for (const auto& p : plots()) md << "## " << p.title << "\n\n![" << p.title << "](" << p.file << ")\n\n";
-  write_text_file(out + "/report.md", md.str());
-
+void write_html_report(const std::string& out, const std::string& title, const std::string& setup,
+                       const std::string& markdown_table,
+                       const std::vector<std::pair<std::string, std::string>>& plots) {
   std::ostringstream html;
-  html << "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>gossipd compare</title><style>"
+  html << "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>" << title
+       << "</title><style>"
           "body{font-family:sans-serif;max-width:1100px;margin:2em auto}table{border-collapse:collapse}"
           "td,th{border:1px solid #bbb;padding:4px 8px;text-align:right}td:first-child{text-align:left}"
-          "</style></head><body>\n<h1>gossipd compare</h1>\n<p>"
-       << setup << "</p>\n<table>\n";
-  std::istringstream rows(table(summary, target));
+          "</style></head><body>\n<h1>"
+       << title << "</h1>\n<p>" << setup << "</p>\n<table>\n";
+  std::istringstream rows(markdown_table);
   int n = 0;
   for (std::string line; std::getline(rows, line); ++n) {
     if (n == 1) continue;  // the markdown rule
@@ -281,13 +252,32 @@ void write_compare_report(const std::string& out, const proto::CompareSummary& s
     html << "</tr>\n";
   }
   html << "</table>\n";
-  for (const auto& p : plots()) {
-    std::string svg = read_file(out + "/" + p.file);
+  for (const auto& [plot_title, file] : plots) {
+    std::string svg = read_file(out + "/" + file);
     const auto start = svg.find("<svg");
-    html << "<h2>" << p.title << "</h2>\n" << (start == std::string::npos ? "" : svg.substr(start)) << "\n";
+    html << "<h2>" << plot_title << "</h2>\n"
+         << (start == std::string::npos ? "" : svg.substr(start)) << "\n";
   }
   html << "</body></html>\n";
   write_text_file(out + "/report.html", html.str());
+}
+
+void write_compare_report(const std::string& out, const proto::CompareSummary& summary, double target,
+                          const std::string& setup) {
+  write_text_file(out + "/summary.json", to_json(summary) + "\n");
+  plot(out, summary);
+  std::ostringstream md;
+  md << "# gossipd compare\n\n"
+     << setup << "\n\n"
+     << table(summary, target)
+     << "\nbytes/worker/round counts gossip payload and envelopes (AllReduce's ring traffic is not counted). "
+        "Per-worker metrics: `<protocol>/w<i>.jsonl`; logs `<protocol>/w<i>.log`; data `summary.json`.\n\n";
+  for (const auto& p : plots()) md << "## " << p.title << "\n\n![" << p.title << "](" << p.file << ")\n\n";
+  write_text_file(out + "/report.md", md.str());
+
+  std::vector<std::pair<std::string, std::string>> svgs;
+  for (const auto& p : plots()) svgs.emplace_back(p.title, p.file);
+  write_html_report(out, "gossipd compare", setup, table(summary, target), svgs);
 }
 
 // The preset's own summary, table and plot over its configurations.

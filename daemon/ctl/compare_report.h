@@ -1,6 +1,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "proto/gossip.pb.h"
@@ -18,6 +19,16 @@ std::string format(const char* f, double v);
 std::string time_to_target(const proto::CompareResult& r);
 // The last non-empty line of a text (for one-line error reports).
 std::string last_line(const std::string& text);
+
+// Writes `text` to `path` (replacing it); throws std::runtime_error when it cannot.
+void write_text_file(const std::string& path, const std::string& text);
+// Writes OUT/plots.gp and runs gnuplot on it; throws std::runtime_error naming gnuplot's error.
+void run_gnuplot(const std::string& out, const std::string& script);
+// OUT/report.html: the title, the setup sentence, a markdown table as HTML
+// and each plot (title, SVG file in OUT) inline.
+void write_html_report(const std::string& out, const std::string& title, const std::string& setup,
+                       const std::string& markdown_table,
+                       const std::vector<std::pair<std::string, std::string>>& plots);
 
 // Throws UsageError when gnuplot, which draws every plot, is not installed.
 void require_gnuplot();

@@ -1,4 +1,4 @@
-// gossipctl: the operator tool (compare, collect, plan, benchmarks, keys).
+// gossipctl: the operator tool (compare, tune, collect, plan, benchmarks, keys).
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
@@ -14,6 +14,7 @@
 #include "daemon/ctl/plan_sparse.h"
 #include "daemon/ctl/sparse_bench.h"
 #include "daemon/ctl/sparse_command.h"
+#include "daemon/ctl/tune.h"
 #include "protocol/curve.h"
 #include "trainer/models.h"
 
@@ -94,6 +95,8 @@ int main(int argc, char** argv) {
 
   CompareOptions co;
   CLI::App* ccmd = add_compare_command(app, co);
+  TuneOptions tune;
+  CLI::App* tune_cmd = add_tune_command(app, tune);
   CollectOptions collect;
   CLI::App* collect_cmd = add_collect_command(app, collect);
   PlanGridOptions plan_grid;
@@ -109,6 +112,7 @@ int main(int argc, char** argv) {
 
   return run_cli(app, argc, argv, [&]() -> int {
     if (ccmd->parsed()) return run_compare(co);
+    if (tune_cmd->parsed()) return run_tune(tune);
     if (collect_cmd->parsed()) return run_collect(collect);
     if (plan_grid_cmd->parsed()) return run_plan_grid(plan_grid);
     if (plan_pipeline_cmd->parsed()) return run_plan_pipeline(plan_pipeline);

@@ -1,0 +1,233 @@
+#include "daemon/ctl/tune.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+
+#include "daemon/ctl/compare.h"
+#include "daemon/ctl/compare_entry.h"
+#include "daemon/ctl/compare_hosts.h"
+#include "daemon/ctl/compare_report.h"
+#include "daemon/ctl/tune_model.h"
+#include "daemon/ctl/tune_report.h"
+
+// gossipctl tune: the probes, the choice and the run of it.
+namespace gossipd::daemon {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr double kNever = std::numeric_limits<double>::infinity();
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::string entry_of(size_t groups) { return "groups:" + std::to_string(groups); }
+
+TuneGoal goal_of(const TuneOptions& o) {
+  return o.target_loss >= 0 ? TuneGoal{true, o.target_loss} : TuneGoal{false, o.target_accuracy};
+}
+
+// Every run's compare options but the configuration's own.
+CompareOptions base_options(const TuneOptions& o) {
+  CompareOptions c;
+  c.workers = o.workers;
+  c.model = o.model;
+  c.hidden = o.hidden;
+  c.epochs = o.epochs;
+  c.batch = o.batch;
+  c.seed = o.seed;
+  c.train_limit = o.train_limit;
+  c.test_limit = o.test_limit;
+  c.data = o.data;
+  c.target = o.target_accuracy >= 0 ? o.target_accuracy : 1.0;
+  c.evals_per_epoch = o.evals_per_epoch;
+  c.threads = o.threads;
+  c.gossipd = o.gossipd;
+  c.netns = o.netns;
+  c.bandwidth = o.bandwidth;
+  c.delay_ms = o.delay_ms;
+  c.out = o.out;
+  return c;
+}
+
+class Tuner {
+ public:
+  Tuner(const TuneOptions& o, const NetnsHosts* hosts, std::stop_token stop)
+      : o_(o), goal_(goal_of(o)), base_(base_options(o)), hosts_(hosts), stop_(stop) {
+    summary_.set_workers(static_cast<uint32_t>(o.workers));
+    summary_.set_model(o.model);
+    summary_.set_goal(goal_.describe());
+    summary_.set_budget_seconds(o.budget_s);
+    summary_.set_chosen(-1);
+  }
+
+  // Every g in turn, its probes after the previous g's best.
+  void probe() {
+    std::vector<size_t> groups(o_.groups.begin(), o_.groups.end());
+    std::sort(groups.begin(), groups.end());
+    groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
+    start_ = Clock::now();
+    summary_.set_stopped(probe_groups(groups));
+    summary_.set_tuning_seconds(seconds_since(start_));
+  }
+
+  // The least predicted time, run to the goal; false when no probe reached it.
+  bool run_choice() {
+    int chosen = -1;
+    for (int i = 0; i < summary_.probes_size(); ++i) {
+      const auto& p = summary_.probes(i);
+      if (p.predicted_seconds() >= 0 &&
+          (chosen < 0 || p.predicted_seconds() < summary_.probes(chosen).predicted_seconds()))
+        chosen = i;
+    }
+    summary_.set_chosen(chosen);
+    if (chosen < 0 || stop_.stop_requested()) return false;
+    const auto& c = summary_.probes(chosen);
+    std::printf("gossipctl tune: running %s to the goal (predicted %.1f s of training)\n", c.name().c_str(),
+                c.predicted_seconds());
+    std::fflush(stdout);
+    *summary_.mutable_outcome() = run({c.groups(), c.lr(), c.momentum()}, "final", false);
+    return true;
+  }
+
+  proto::TuneSummary& summary() { return summary_; }
+  const TuneGoal& goal() const { return goal_; }
+
+ private:
+  std::string probe_groups(const std::vector<size_t>& groups) {
+    std::optional<TuneConfig> previous;
+    for (size_t k = 0; k < groups.size(); ++k) {
+      const auto configs =
+          previous ? next_probes(groups[k], *previous, o_.momenta)
+                   : first_probes(groups[k], o_.lrs, *std::max_element(o_.momenta.begin(), o_.momenta.end()));
+      for (const TuneConfig& c : configs) {
+        if (stop_.stop_requested()) return "signal";
+        if (seconds_since(start_) >= o_.budget_s) return "budget";
+        char dir[64];
+        std::snprintf(dir, sizeof dir, "probes/%02d-g%zu-lr%g-m%g", summary_.probes_size() + 1, c.groups,
+                      c.lr, c.momentum);
+        *summary_.add_probes() = run(c, dir, true);
+      }
+      previous = best_of(groups[k], configs.front());
+    }
+    return "grid done";
+  }
+
+  // Of g's probes: the least predicted time, else the nearest to the goal.
+  TuneConfig best_of(size_t groups, const TuneConfig& fallback) const {
+    const proto::TuneRun* best = nullptr;
+    for (const auto& p : summary_.probes()) {
+      if (p.groups() != groups || p.status() != "ok") continue;
+      const bool better =
+          !best ||
+          (p.predicted_seconds() >= 0
+               ? best->predicted_seconds() < 0 || p.predicted_seconds() < best->predicted_seconds()
+               : best->predicted_seconds() < 0 && goal_.better(p.final_metric(), best->final_metric()));
+      if (better) best = &p;
+    }
+    return best ? TuneConfig{groups, best->lr(), best->momentum()} : fallback;
+  }
+
+  double best_predicted() const {
+    double best = kNever;
+    for (const auto& p : summary_.probes()) {
+      if (p.predicted_seconds() >= 0) best = std::min(best, p.predicted_seconds());
+    }
+    return best;
+  }
+
+  proto::TuneRun run(const TuneConfig& c, const std::string& dir, bool probe);
+
+  const TuneOptions& o_;
+  TuneGoal goal_;
+  CompareOptions base_;
+  const NetnsHosts* hosts_;
+  std::stop_token stop_;
+  Clock::time_point start_ = Clock::now();
+  proto::TuneSummary summary_;
+};
+
+// One configuration's run into OUT/dir: a probe ends at the goal, once it
+// cannot beat the best so far, or when the budget is spent; the final run
+// at the goal. Either ends at --epochs.
+proto::TuneRun Tuner::run(const TuneConfig& c, const std::string& dir, bool probe) {
+  CompareOptions co = base_;
+  co.out = o_.out + "/" + dir;
+  co.lr = static_cast<float>(c.lr);
+  co.extra_flags = {"--momentum", format("%g", c.momentum)};
+  std::string stopped = "epochs";
+  const double best = best_predicted();
+  co.stop_when = [&](const std::vector<std::string>& files, uint64_t) {
+    const auto curve = mean_curve(files);
+    if (goal_point(curve, goal_))
+      stopped = "goal";
+    else if (probe && !curve.empty() && curve.back().train_seconds > best)
+      stopped = "cannot win";
+    else if (probe && seconds_since(start_) >= o_.budget_s)
+      stopped = "budget";
+    else
+      return false;
+    return true;
+  };
+  const auto t0 = Clock::now();
+  const proto::CompareResult res = run_compare_entry(co, entry_of(c.groups), hosts_, stop_);
+  proto::TuneRun r;
+  r.set_name(c.name());
+  r.set_groups(static_cast<uint32_t>(c.groups));
+  r.set_lr(c.lr);
+  r.set_momentum(c.momentum);
+  r.set_dir(dir + "/" + entry_dir(entry_of(c.groups)));
+  r.set_wall_seconds(seconds_since(t0));
+  r.set_status(res.status());
+  r.set_stopped(res.status() == "stopped by signal" ? "signal" : stopped);
+  const auto curve = mean_curve(entry_metrics_files(co, entry_of(c.groups)));
+  if (goal_point(curve, goal_)) r.set_stopped("goal");  // reached after the look that stopped it
+  write_goal_curve(o_.out + "/" + r.dir() + "/goal.dat", curve, goal_);
+  fill_run(r, curve, goal_);
+  print_run(probe ? summary_.probes_size() + 1 : 0, r, goal_);
+  return r;
+}
+
+void validate(const TuneOptions& o) {
+  if (o.groups.empty() || o.lrs.empty() || o.momenta.empty())
+    throw UsageError("the tuner's grid is empty: give --groups, --lrs and --momenta at least one value each");
+  if ((o.target_loss >= 0) == (o.target_accuracy >= 0))
+    throw UsageError("give the goal as exactly one of --target-loss and --target-accuracy");
+  for (int g : o.groups) {
+    if (o.workers % g != 0) {
+      throw UsageError("--groups " + std::to_string(g) + ": " + std::to_string(g) +
+                       " groups do not divide --workers " + std::to_string(o.workers));
+    }
+  }
+  if (std::filesystem::exists(o.out + "/tune.json"))
+    throw UsageError(o.out + " already holds a tuning (tune.json): choose another --out or move it away");
+}
+
+}  // namespace
+
+int run_tune(const TuneOptions& o) {
+  validate(o);
+  std::stop_source stop;
+  SignalWatcher signals(stop);
+  check_compare_setup(base_options(o));
+  prepare_out_dir(o.out);
+  std::unique_ptr<NetnsHosts> hosts;
+  if (o.netns) hosts = std::make_unique<NetnsHosts>(o.workers, o.bandwidth);
+  Tuner t(o, hosts.get(), stop.get_token());
+  t.summary().set_setup(tune_setup(o));
+  t.probe();
+  const bool ran = t.run_choice();
+  write_tune_report(o.out, t.summary(), t.goal());
+  if (stop.stop_requested()) return kExitFailure;
+  if (!ran) throw std::runtime_error(no_goal_line(t.summary(), t.goal()));
+  std::printf("gossipctl tune: report in %s/report.md and %s/report.html (tune.json, curves.svg)\n",
+              o.out.c_str(), o.out.c_str());
+  return kExitOk;
+}
+
+}  // namespace gossipd::daemon

@@ -1,0 +1,116 @@
+// gossipctl tune end to end: probes, the choice, its run and the report,
+// on two workers and a data subset; and its one-line refusals.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "daemon/ctl/child_process.h"
+#include "tests/support/process.h"
+#include "tests/support/records.h"
+#include "tests/support/temp_dir.h"
+
+namespace gossipd::testing {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+class TuneTest : public ::testing::Test {
+ protected:
+  std::vector<std::string> tune(const std::vector<std::string>& more) const {
+    std::vector<std::string> a{bin("gossipctl"), "tune", "--workers",    "2",   "--batch",           "32",
+                               "--train-limit",  "2000", "--test-limit", "500", "--evals-per-epoch", "4"};
+    a.insert(a.end(), more.begin(), more.end());
+    return a;
+  }
+  TempDir tmp_{"gossipd_tune_test"};
+  const std::string dir_ = tmp_.path();
+};
+
+TEST_F(TuneTest, ProbesChooseTheLeastPredictedTimeAndRunItToTheGoal) {
+  const std::string out = dir_ + "/t";
+  const auto r = run(tune({"--groups", "1,2", "--lrs", "0.1,0.01", "--momenta", "0.9,0.3",
+                           "--target-accuracy", "0.65", "--epochs", "3", "--budget-s", "300", "--out", out}),
+                     600s);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto s = read_json_file<proto::TuneSummary>(out + "/tune.json");
+  EXPECT_EQ(s.stopped(), "grid done");
+  // Cold start: g = 1 at both learning rates and the largest momentum; then
+  // g = 2 at momenta up to g = 1's best (0.9: both), times {best lr, / 10}.
+  ASSERT_EQ(s.probes_size(), 6) << s.DebugString();
+  EXPECT_EQ(s.probes(0).name(), "g1 lr 0.1 m 0.9");
+  EXPECT_EQ(s.probes(1).name(), "g1 lr 0.01 m 0.9");
+  double best = 1e9;
+  for (const auto& p : s.probes()) {
+    EXPECT_EQ(p.status(), "ok") << p.name();
+    EXPECT_GT(p.seconds_per_step(), 0) << p.name();
+    if (p.predicted_seconds() >= 0) best = std::min(best, p.predicted_seconds());
+    EXPECT_TRUE(fs::exists(out + "/" + p.dir() + "/goal.dat")) << p.name();
+  }
+  for (int i = 2; i < 6; ++i) EXPECT_EQ(s.probes(i).groups(), 2u);
+  ASSERT_GE(s.chosen(), 0);
+  EXPECT_DOUBLE_EQ(s.probes(s.chosen()).predicted_seconds(), best);
+  // The chosen configuration ran to the goal, measured next to its prediction.
+  EXPECT_EQ(s.outcome().name(), s.probes(s.chosen()).name());
+  EXPECT_EQ(s.outcome().stopped(), "goal");
+  EXPECT_GT(s.outcome().train_seconds_to_goal(), 0);
+  for (const char* f : {"report.md", "report.html", "curves.svg"})
+    EXPECT_TRUE(fs::exists(out + "/" + f)) << f;
+  EXPECT_NE(daemon::read_file(out + "/report.md").find("the prediction was off by"), std::string::npos);
+  // An --out that holds a tuning is never overwritten.
+  const auto again = run(tune({"--groups", "1", "--target-accuracy", "0.5", "--out", out}), 60s);
+  EXPECT_EQ(again.exit_code, 2);
+  EXPECT_NE(again.err.find("already holds a tuning"), std::string::npos) << again.err;
+}
+
+TEST_F(TuneTest, AGoalNoProbeReachesWithinTheBudgetIsOneLineWithTheNearest) {
+  // Every probe trains its one epoch and misses the goal.
+  const std::string out = dir_ + "/t";
+  auto r = run(tune({"--groups", "1", "--lrs", "0.05", "--momenta", "0.9", "--target-accuracy", "0.99",
+                     "--epochs", "1", "--out", out}),
+               300s);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("no probe reached test accuracy 0.99 (probing ended: grid done, 1 probe in "),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("the nearest was g1 lr 0.05 m 0.9 at 0."), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;  // one line
+  auto s = read_json_file<proto::TuneSummary>(out + "/tune.json");
+  EXPECT_EQ(s.chosen(), -1);
+  ASSERT_EQ(s.probes_size(), 1);
+  EXPECT_EQ(s.probes(0).stopped(), "epochs");
+  EXPECT_TRUE(fs::exists(out + "/report.md"));
+  // A budget spent during the first probe ends it there, and the probing.
+  r = run(tune({"--groups", "1,2", "--lrs", "0.05", "--momenta", "0.9", "--target-accuracy", "0.99",
+                "--budget-s", "1", "--out", dir_ + "/b"}),
+          300s);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("no probe reached test accuracy 0.99 (probing ended: budget, 1 probe in "),
+            std::string::npos)
+      << r.err;
+  s = read_json_file<proto::TuneSummary>(dir_ + "/b/tune.json");
+  ASSERT_EQ(s.probes_size(), 1);
+  EXPECT_EQ(s.probes(0).stopped(), "budget");
+}
+
+TEST_F(TuneTest, BadGridsAndGoalsAreOneLine) {
+  for (const auto& [flags, needle] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--groups", "3", "--target-loss", "0.5"}, "--groups 3: 3 groups do not divide --workers 2"},
+           {{"--groups", "", "--target-loss", "0.5"}, "the tuner's grid is empty"},
+           {{"--momenta", "", "--target-loss", "0.5"}, "the tuner's grid is empty"},
+           {{"--target-loss", "0.5", "--target-accuracy", "0.8"}, "exactly one of --target-loss and"},
+           {{}, "exactly one of --target-loss and"},
+           {{"--target-accuracy", "1.5"}, "--target-accuracy"},
+           {{"--lrs", "0.1,-1", "--target-loss", "0.5"}, "--lrs"}}) {
+    std::vector<std::string> more = flags;
+    more.insert(more.end(), {"--out", dir_ + "/x"});
+    const auto r = run(tune(more), 60s);
+    EXPECT_EQ(r.exit_code, 2) << needle << r.err;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << needle << ": " << r.err;
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
+  }
+  EXPECT_FALSE(fs::exists(dir_ + "/x/tune.json"));
+}
+
+}  // namespace
+}  // namespace gossipd::testing
