@@ -30,18 +30,18 @@ o = s["outcome"]
 tuned = next(float(t) for t, m, _ in (l.split() for l in open(out + "/tune/" + o["dir"] + "/goal.dat")
                                        if not l.startswith("#")) if float(m) >= target)
 chosen = s["probes"][s["chosen"]]
-print(f"tuned {o['name']}: {tuned:.1f} s of training to {target} (predicted {chosen['predictedSeconds']:.1f} s "
-      f"to the interpolated goal, measured {o['trainSecondsToGoal']:.1f} s: "
-      f"{100 * (chosen['predictedSeconds'] - o['trainSecondsToGoal']) / o['trainSecondsToGoal']:+.0f}%); "
-      f"tuning {s['tuningSeconds']:.0f} s wall, {len(s['probes'])} probes")
+print(f"tuned {o['name']}: {tuned:.1f} s of training to {target} (predicted {chosen['predicted_seconds']:.1f} s "
+      f"to the interpolated goal, measured {o['train_seconds_to_goal']:.1f} s: "
+      f"{100 * (chosen['predicted_seconds'] - o['train_seconds_to_goal']) / o['train_seconds_to_goal']:+.0f}%); "
+      f"tuning {s['tuning_seconds']:.0f} s wall, {len(s['probes'])} probes")
 for r in json.load(open(out + "/untuned/summary.json"))["results"]:
-    t = r.get("trainSecondsToTarget", -1)
+    t = r.get("train_seconds_to_target", -1)
     print(f"{r['algo']:10s} {'not reached' if t < 0 else f'{t:.1f} s'} of training to {target}"
           + (f": tuned is {t / tuned:.2f}x faster" if t > 0 else ""))
 best = {}
 for p in s["probes"]:
-    if p.get("predictedSeconds", -1) >= 0 and (p["groups"] not in best or p["predictedSeconds"] < best[p["groups"]]["predictedSeconds"]):
+    if p.get("predicted_seconds", -1) >= 0 and (p["groups"] not in best or p["predicted_seconds"] < best[p["groups"]]["predicted_seconds"]):
         best[p["groups"]] = p
 print("best of each g (the momentum claim): " + "; ".join(
-    f"g{g} lr {p['lr']:g} momentum {p.get('momentum', 0):g} ({p['predictedSeconds']:.1f} s)" for g, p in sorted(best.items())))
+    f"g{g} lr {p['lr']:g} momentum {p['momentum']:g} ({p['predicted_seconds']:.1f} s)" for g, p in sorted(best.items())))
 PY
