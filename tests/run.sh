@@ -49,6 +49,9 @@ SANITIZE_SKIP+='|^CheckpointFlags\.ACheckpointOfAnotherWorkerOrModelIsRefused'
 # refusals run under the sanitizers.
 SANITIZE_SKIP+='|^TuneTest\.ProbesChoose|^TuneTest\.AGoalNoProbeReaches'
 
+# Stage 1's tests that run alone (below).
+ALONE='^Protocols/Join\.AFifthWorker'
+
 # ctest's own output, made short: no "Start" lines, and each finished test on
 # one line without the padding (ctest pads every line to the longest name,
 # ~340 characters with gtest's GetParam() dumps), so that a log cut at its
@@ -100,7 +103,15 @@ fi
 tests/format.sh  # a source clang-format would change fails stage 1 (tests/format.sh --fix mends it)
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
 cmake --build build -j2
-ctest_brief --test-dir build --output-on-failure -j2 --timeout 900 "$@"
+if [ $# -gt 0 ]; then
+  ctest_brief --test-dir build --output-on-failure -j2 --timeout 900 "$@"
+else
+  # A fifth worker listed by all within 10 s: two of these five-process
+  # clusters side by side on 2 cores took 10.3 and 10.7 s (4f127f0), the
+  # bound measuring the other cluster. They run after the rest, one at a time.
+  ctest_brief --test-dir build --output-on-failure -j2 --timeout 900 -E "$ALONE"
+  ctest_brief --test-dir build --output-on-failure -j1 --timeout 900 -R "$ALONE"
+fi
 [ $quick = 1 ] && exit 0
 
 echo "tests/run.sh: stage 2: the tests under AddressSanitizer + UndefinedBehaviorSanitizer"
