@@ -1,6 +1,5 @@
 #include "daemon/ctl/compare.h"
 
-#include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -11,12 +10,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <memory>
-#include <regex>
 #include <sstream>
 #include <stop_token>
-#include <thread>
 
 #include "daemon/config/cli.h"
 #include "daemon/config/run_options.h"
@@ -26,7 +22,8 @@
 #include "daemon/ctl/compare_hosts.h"
 #include "daemon/ctl/compare_presets.h"
 #include "daemon/ctl/compare_report.h"
-#include "daemon/observe/http_client.h"
+#include "daemon/ctl/mean_curve.h"
+#include "daemon/ctl/worker_watch.h"
 #include "daemon/observe/metrics_log.h"
 #include "daemon/worker/modes.h"
 #include "proto/gossip.pb.h"
@@ -37,7 +34,6 @@ namespace gossipd::daemon {
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
 
 // Whether the workers pace their sends (--pace auto: where links are capped).
 bool pacing(const CompareOptions& o) { return o.pace == "on" || (o.pace == "auto" && !o.bandwidth.empty()); }
@@ -53,62 +49,11 @@ int send_buffer_kb(const CompareOptions& o) {
   return o.bandwidth.empty() ? 0 : link_send_buffer_kb(o.bandwidth);
 }
 
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
 std::string find_gossipd(const CompareOptions& o) {
   if (!o.gossipd.empty()) return o.gossipd;
   std::error_code ec;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
   return (self.parent_path() / "gossipd").string();
-}
-
-struct Worker {
-  std::string id;
-  std::string host;  // where its /status answers
-  std::unique_ptr<ChildProcess> proc;
-  std::string out, err, metrics, params;
-  uint16_t http_port = 0;
-};
-
-// One progress line: protocol, round, epoch, best mean accuracy so far, elapsed, ETA.
-class Progress {
- public:
-  Progress() : tty_(isatty(STDOUT_FILENO) != 0) {}
-  void show(const std::string& algo, uint64_t round, uint64_t total, uint32_t epoch, int epochs, double best,
-            double elapsed) {
-    const double eta = round > 0 && round < total ? elapsed * static_cast<double>(total - round) / round : 0;
-    char line[256];
-    std::snprintf(line, sizeof line,
-                  "%-10s round %6llu/%-6llu epoch %u/%d  best mean acc %.4f  %6.1f s  ETA %5.0f s",
-                  algo.c_str(), static_cast<unsigned long long>(round),
-                  static_cast<unsigned long long>(total), epoch, epochs, best, elapsed, eta);
-    if (tty_) {
-      std::printf("\r\033[K%s", line);
-      std::fflush(stdout);
-    } else if (epoch != last_epoch_ ||
-               elapsed - last_print_ >= 10) {  // plain lines: per epoch, or every 10 s
-      std::printf("%s\n", line);
-      std::fflush(stdout);
-      last_epoch_ = epoch;
-      last_print_ = elapsed;
-    }
-  }
-  void end() {
-    if (tty_) std::printf("\n");
-    last_epoch_ = ~0u;
-    last_print_ = -1e9;
-  }
-
- private:
-  bool tty_;
-  uint32_t last_epoch_ = ~0u;
-  double last_print_ = -1e9;
-};
-
-uint64_t json_uint(const std::string& json, const std::string& field) {
-  std::smatch m;
-  if (!std::regex_search(json, m, std::regex("\"" + field + "\":\"?([0-9]+)"))) return 0;
-  return std::stoull(m[1]);
 }
 
 // "2048,2048,2048": --hidden as gossipd run takes it.
@@ -285,9 +230,9 @@ class Comparison {
     fs::create_directories(dir);
     for (const auto& e : fs::directory_iterator(dir)) fs::remove(e.path());  // a rerun of this protocol only
     if (!hosts_) ports_ = free_ports(o_.workers);
-    std::vector<Worker> workers(static_cast<size_t>(o_.workers));
+    std::vector<WatchedWorker> workers(static_cast<size_t>(o_.workers));
     for (int i = 0; i < o_.workers; ++i) {
-      Worker& w = workers[static_cast<size_t>(i)];
+      WatchedWorker& w = workers[static_cast<size_t>(i)];
       w.id = "w" + std::to_string(i);
       w.host = http_host(i);
       w.out = dir + "/" + w.id + ".log";
@@ -296,70 +241,19 @@ class Comparison {
       w.params = dir + "/" + w.id + ".params";
       w.proc = std::make_unique<ChildProcess>(worker_argv(algo, i, dir), w.out, w.err);
     }
-    const auto start = Clock::now();
-    const uint64_t total = steps(algo) * static_cast<uint64_t>(o_.epochs);
-    double best = 0;
-    bool ended_early = false;
-    static const std::regex port_re("http on port ([0-9]+)");
-    for (;;) {
-      bool all_done = true;
-      uint64_t round = total;
-      uint32_t epoch = static_cast<uint32_t>(o_.epochs);
-      bool failed = false;
-      for (auto& w : workers) {
-        if (w.proc->wait(std::chrono::milliseconds(0))) {
-          failed = failed || w.proc->exit_code() != 0;
-          continue;
-        }
-        all_done = false;
-        if (w.http_port == 0) {
-          std::smatch m;
-          const std::string log = read_file(w.out);
-          if (std::regex_search(log, m, port_re)) w.http_port = static_cast<uint16_t>(std::stoi(m[1]));
-          round = 0;
-          epoch = 0;
-          continue;
-        }
-        const std::string s = http_get(w.host, w.http_port, "/status");
-        round = std::min(round, json_uint(s, "round"));
-        epoch = std::min(epoch, static_cast<uint32_t>(json_uint(s, "epoch")));
-      }
-      best = std::max(best, mean_accuracy_so_far(workers));
-      if (all_done) break;
-      if (!failed && o_.stop_when && o_.stop_when(entry_metrics_files(o_, algo), round)) {
-        stop_all(workers);
-        ended_early = true;
-        break;
-      }
-      if (failed) {  // the others would only wait for it until their timeouts
-        for (auto& w : workers) w.proc->signal(SIGKILL);
-        for (auto& w : workers) w.proc->wait(std::chrono::seconds(5));
-        break;
-      }
-      progress_.show(algo, round, total, epoch, o_.epochs, best, seconds_since(start));
-      if (stop_.stop_requested()) {
-        stop_all(workers);
-        progress_.end();
-        res.set_status("stopped by signal");
-        return res;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    WatchSpec spec{algo, steps(algo) * static_cast<uint64_t>(o_.epochs), o_.epochs,
+                   [&] { return best_mean_accuracy(algo); }, nullptr};
+    if (o_.stop_when)
+      spec.end_early = [&](uint64_t round) { return o_.stop_when(entry_metrics_files(o_, algo), round); };
+    const WatchEnd end = watch_workers(workers, spec, stop_, progress_);
+    if (end == WatchEnd::kStopped) {
+      res.set_status("stopped by signal");
+      return res;
     }
-    progress_.show(algo, total, total, static_cast<uint32_t>(o_.epochs), o_.epochs, best,
-                   seconds_since(start));
-    progress_.end();
-    // Name the worker that failed by itself before those compare then killed.
-    std::stable_partition(workers.begin(), workers.end(),
-                          [](const Worker& w) { return w.proc->term_signal() == 0; });
-    for (auto& w : workers) {
-      if (!ended_early && w.proc->exit_code() != 0) {
-        res.set_status(w.id + " exited with " +
-                       (w.proc->term_signal() ? "signal " + std::to_string(w.proc->term_signal())
-                                              : "code " + std::to_string(w.proc->exit_code())) +
-                       ": " + last_line(read_file(w.err)) + " (see " + w.err + ")");
-        std::printf("%-10s FAILED: %s\n", algo.c_str(), res.status().c_str());
-        return res;
-      }
+    if (end == WatchEnd::kFailed) {
+      res.set_status(failure(workers));
+      std::printf("%-10s FAILED: %s\n", algo.c_str(), res.status().c_str());
+      return res;
     }
     res.set_status("ok");
     std::vector<std::string> files;
@@ -373,31 +267,29 @@ class Comparison {
     return res;
   }
 
-  static void stop_all(std::vector<Worker>& workers) {
-    for (auto& w : workers) w.proc->signal(SIGTERM);
+  // The first worker that failed by itself (not one compare then killed), and how.
+  static std::string failure(std::vector<WatchedWorker>& workers) {
+    std::stable_partition(workers.begin(), workers.end(),
+                          [](const WatchedWorker& w) { return w.proc->term_signal() == 0; });
     for (auto& w : workers) {
-      if (!w.proc->wait(std::chrono::seconds(5))) w.proc->signal(SIGKILL);
+      if (w.proc->exit_code() == 0) continue;
+      return w.id + " exited with " +
+             (w.proc->term_signal() ? "signal " + std::to_string(w.proc->term_signal())
+                                    : "code " + std::to_string(w.proc->exit_code())) +
+             ": " + last_line(read_file(w.err)) + " (see " + w.err + ")";
     }
-    for (auto& w : workers) w.proc->wait(std::chrono::seconds(5));
+    return "a worker failed";
   }
 
-  double mean_accuracy_so_far(const std::vector<Worker>& workers) const {
-    std::map<double, std::pair<double, int>> by_progress;
-    for (const auto& w : workers) {
-      for (const auto& r : read_epoch_records(w.metrics)) {
-        by_progress[r.progress()].first += r.test_accuracy();
-        by_progress[r.progress()].second += 1;
-      }
-    }
+  double best_mean_accuracy(const std::string& algo) const {
     double best = 0;
-    for (const auto& [progress, v] : by_progress) {
-      if (v.second == static_cast<int>(workers.size())) best = std::max(best, v.first / v.second);
-    }
+    for (const CurvePoint& p : mean_curve(entry_metrics_files(o_, algo)))
+      best = std::max(best, p.test_accuracy);
     return best;
   }
 
   // The mean of the final replicas, evaluated on the test set.
-  double averaged_accuracy(const std::vector<Worker>& workers) {
+  double averaged_accuracy(const std::vector<WatchedWorker>& workers) {
     for (const auto& w : workers) {
       if (w.params.empty()) return -1;  // collect: the replicas live elsewhere
     }

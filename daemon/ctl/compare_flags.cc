@@ -7,20 +7,12 @@
 #include "daemon/ctl/compare_hosts.h"
 #include "trainer/models.h"
 
-// The flags of `gossipctl compare`.
+// The flags of `gossipctl compare`, and those it shares with `gossipctl tune`.
 namespace gossipd::daemon {
 
-CLI::App* add_compare_command(CLI::App& app, CompareOptions& o) {
-  CLI::App* cmd =
-      app.add_subcommand("compare", "Train with each protocol in turn on local workers and report");
-  cmd->add_option("--workers", o.workers, "gossipd processes per protocol")
+void add_run_flags(CLI::App* cmd, CompareOptions& o) {
+  cmd->add_option("--workers", o.workers, "gossipd processes per run")
       ->check(CLI::Range(1, 64))
-      ->capture_default_str();
-  cmd->add_option("--algos", o.algos,
-                  "Protocols to run, in order: crossover, sgp, osgp, allreduce, or grid:PRxPC (one replica "
-                  "over --workers = PR x PC cells at --workers x --batch, the same global batch)")
-      ->delimiter(',')
-      ->check(CLI::Validator(compare_entry_error, "MODE|grid:PRxPC"))
       ->capture_default_str();
   cmd->add_option("--model", o.model, "Model")
       ->check(CLI::IsMember(trainer::model_names()))
@@ -28,11 +20,54 @@ CLI::App* add_compare_command(CLI::App& app, CompareOptions& o) {
   cmd->add_option("--hidden", o.hidden, "Hidden dense widths, e.g. 2048,2048,2048 (default: the model's)")
       ->delimiter(',')
       ->check(CLI::Range(1, 65536));
-  cmd->add_option("--epochs", o.epochs, "Epochs of data per worker")
+  cmd->add_option("--epochs", o.epochs,
+                  "Epochs of data per worker (the learning-rate schedule's length; tune: the longest run)")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
   cmd->add_option("--batch", o.batch, "Batch size per worker")
       ->check(CLI::Range(1, 65536))
+      ->capture_default_str();
+  cmd->add_option("--seed", o.seed, "Seed for model, data split and topology")->capture_default_str();
+  cmd->add_option("--train-limit", o.train_limit, "Use only the first N training samples (0: all)")
+      ->capture_default_str();
+  cmd->add_option("--test-limit", o.test_limit, "Use only the first N test samples (0: all)")
+      ->capture_default_str();
+  cmd->add_option("--data", o.data, "Fashion-MNIST directory (default: the Debian package's)");
+  cmd->add_option(
+         "--evals-per-epoch", o.evals_per_epoch,
+         "Test-set evaluations per epoch (gossipd run --evals-per-epoch): the resolution of the time to a "
+         "target and of the curves")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  cmd->add_option("--threads", o.threads, "OpenBLAS threads per worker")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  cmd->add_option("--out", o.out, "Directory for every run's metrics, the plots and the report")->required();
+  cmd->add_option("--gossipd", o.gossipd, "The gossipd binary (default: next to gossipctl)");
+  cmd->add_option("--delay-ms", o.delay_ms, "Latency added to every message, in the workers' transport")
+      ->check(CLI::Range(0, 60000))
+      ->capture_default_str();
+  cmd->add_flag("--netns", o.netns, "One network namespace per worker on a private bridge (root)");
+  cmd->add_option("--bandwidth", o.bandwidth, "With --netns: cap every host's link, e.g. 100mbit (tc tbf)")
+      ->check(
+          [](const std::string& v) { return is_tc_rate(v) ? std::string() : "use a tc rate like 100mbit"; });
+  cmd->add_option(
+         "--send-buffer-kb", o.send_buffer_kb,
+         "gossipd run --send-buffer-kb for every worker; 0: ~5 ms of --bandwidth when given, else the "
+         "daemon's default")
+      ->check(CLI::Range(0, RunOptions::kMaxSendBufferKb))
+      ->capture_default_str();
+}
+
+CLI::App* add_compare_command(CLI::App& app, CompareOptions& o) {
+  CLI::App* cmd =
+      app.add_subcommand("compare", "Train with each protocol in turn on local workers and report");
+  add_run_flags(cmd, o);
+  cmd->add_option("--algos", o.algos,
+                  "Protocols to run, in order: crossover, sgp, osgp, allreduce, or grid:PRxPC (one replica "
+                  "over --workers = PR x PC cells at --workers x --batch, the same global batch)")
+      ->delimiter(',')
+      ->check(CLI::Validator(compare_entry_error, "MODE|grid:PRxPC"))
       ->capture_default_str();
   cmd->add_option("--lr", o.lr, "Learning rate (the same schedule for every protocol)")
       ->check(CLI::PositiveNumber)
@@ -50,49 +85,19 @@ CLI::App* add_compare_command(CLI::App& app, CompareOptions& o) {
   cmd->add_option("--groups", o.groups, "Crossover: hierarchical over this many groups (1: flat)")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
-  cmd->add_option("--seed", o.seed, "Seed for model, data split and topology")->capture_default_str();
-  cmd->add_option("--train-limit", o.train_limit, "Use only the first N training samples (0: all)")
-      ->capture_default_str();
-  cmd->add_option("--test-limit", o.test_limit, "Use only the first N test samples (0: all)")
-      ->capture_default_str();
-  cmd->add_option("--data", o.data, "Fashion-MNIST directory (default: the Debian package's)");
   cmd->add_option("--target", o.target, "Accuracy whose time-to is reported")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
-  cmd->add_option(
-         "--evals-per-epoch", o.evals_per_epoch,
-         "Test-set evaluations per epoch (gossipd run --evals-per-epoch): the resolution of the time to "
-         "--target and of the accuracy curves")
-      ->check(CLI::Range(1, 1000))
-      ->capture_default_str();
-  cmd->add_option("--threads", o.threads, "OpenBLAS threads per worker")
-      ->check(CLI::Range(1, 256))
-      ->capture_default_str();
-  cmd->add_option("--out", o.out, "Directory for metrics, summary.json, plots and the report")->required();
-  cmd->add_option("--gossipd", o.gossipd, "The gossipd binary (default: next to gossipctl)");
   cmd->add_option(
          "--preset", o.preset,
          "large-batch: global batch x1, x4, x16 with the lr scaled; scaling: 4, 8, 16 workers at a fixed "
          "global batch (--batch x 4)")
       ->check(CLI::IsMember({"large-batch", "scaling"}));
-  cmd->add_option("--delay-ms", o.delay_ms, "Latency added to every message, in the workers' transport")
-      ->check(CLI::Range(0, 60000))
-      ->capture_default_str();
-  cmd->add_flag("--netns", o.netns, "One network namespace per worker on a private bridge (root)");
   cmd->add_option(
          "--pace", o.pace,
          "Crossover and SGP pace their sends (gossipd run --pace): on, off, or auto = on where --bandwidth "
          "caps the links")
       ->check(CLI::IsMember({"auto", "on", "off"}))
-      ->capture_default_str();
-  cmd->add_option("--bandwidth", o.bandwidth, "With --netns: cap every host's link, e.g. 100mbit (tc tbf)")
-      ->check(
-          [](const std::string& v) { return is_tc_rate(v) ? std::string() : "use a tc rate like 100mbit"; });
-  cmd->add_option(
-         "--send-buffer-kb", o.send_buffer_kb,
-         "gossipd run --send-buffer-kb for every worker; 0: ~5 ms of --bandwidth when given, else the "
-         "daemon's default")
-      ->check(CLI::Range(0, RunOptions::kMaxSendBufferKb))
       ->capture_default_str();
   cmd->add_option("--partition", o.partition,
                   "Pipeline entries: gossipd run --partition (auto, L,L,... or a plan's JSON file)")

@@ -34,24 +34,8 @@ TuneGoal goal_of(const TuneOptions& o) {
 
 // Every run's compare options but the configuration's own.
 CompareOptions base_options(const TuneOptions& o) {
-  CompareOptions c;
-  c.workers = o.workers;
-  c.model = o.model;
-  c.hidden = o.hidden;
-  c.epochs = o.epochs;
-  c.batch = o.batch;
-  c.seed = o.seed;
-  c.train_limit = o.train_limit;
-  c.test_limit = o.test_limit;
-  c.data = o.data;
+  CompareOptions c = o.run;
   c.target = o.target_accuracy >= 0 ? o.target_accuracy : 1.0;
-  c.evals_per_epoch = o.evals_per_epoch;
-  c.threads = o.threads;
-  c.gossipd = o.gossipd;
-  c.netns = o.netns;
-  c.bandwidth = o.bandwidth;
-  c.delay_ms = o.delay_ms;
-  c.out = o.out;
   return c;
 }
 
@@ -59,8 +43,8 @@ class Tuner {
  public:
   Tuner(const TuneOptions& o, const NetnsHosts* hosts, std::stop_token stop)
       : o_(o), goal_(goal_of(o)), base_(base_options(o)), hosts_(hosts), stop_(stop) {
-    summary_.set_workers(static_cast<uint32_t>(o.workers));
-    summary_.set_model(o.model);
+    summary_.set_workers(static_cast<uint32_t>(o.run.workers));
+    summary_.set_model(o.run.model);
     summary_.set_goal(goal_.describe());
     summary_.set_budget_seconds(o.budget_s);
     summary_.set_chosen(-1);
@@ -157,7 +141,7 @@ class Tuner {
 // at the goal. Either ends at --epochs.
 proto::TuneRun Tuner::run(const TuneConfig& c, const std::string& dir, bool probe) {
   CompareOptions co = base_;
-  co.out = o_.out + "/" + dir;
+  co.out = o_.run.out + "/" + dir;
   co.lr = static_cast<float>(c.lr);
   co.extra_flags = {"--momentum", format("%g", c.momentum)};
   std::string stopped = "epochs";
@@ -186,8 +170,9 @@ proto::TuneRun Tuner::run(const TuneConfig& c, const std::string& dir, bool prob
   r.set_status(res.status());
   r.set_stopped(res.status() == "stopped by signal" ? "signal" : stopped);
   const auto curve = mean_curve(entry_metrics_files(co, entry_of(c.groups)));
-  if (goal_point(curve, goal_)) r.set_stopped("goal");  // reached after the look that stopped it
-  write_goal_curve(o_.out + "/" + r.dir() + "/goal.dat", curve, goal_);
+  if (r.stopped() != "signal" && goal_point(curve, goal_))
+    r.set_stopped("goal");  // reached after the look that stopped it
+  write_goal_curve(o_.run.out + "/" + r.dir() + "/goal.dat", curve, goal_);
   fill_run(r, curve, goal_);
   print_run(probe ? summary_.probes_size() + 1 : 0, r, goal_);
   return r;
@@ -199,13 +184,13 @@ void validate(const TuneOptions& o) {
   if ((o.target_loss >= 0) == (o.target_accuracy >= 0))
     throw UsageError("give the goal as exactly one of --target-loss and --target-accuracy");
   for (int g : o.groups) {
-    if (o.workers % g != 0) {
+    if (o.run.workers % g != 0) {
       throw UsageError("--groups " + std::to_string(g) + ": " + std::to_string(g) +
-                       " groups do not divide --workers " + std::to_string(o.workers));
+                       " groups do not divide --workers " + std::to_string(o.run.workers));
     }
   }
-  if (std::filesystem::exists(o.out + "/tune.json"))
-    throw UsageError(o.out + " already holds a tuning (tune.json): choose another --out or move it away");
+  if (std::filesystem::exists(o.run.out + "/tune.json"))
+    throw UsageError(o.run.out + " already holds a tuning (tune.json): choose another --out or move it away");
 }
 
 }  // namespace
@@ -215,18 +200,18 @@ int run_tune(const TuneOptions& o) {
   std::stop_source stop;
   SignalWatcher signals(stop);
   check_compare_setup(base_options(o));
-  prepare_out_dir(o.out);
+  prepare_out_dir(o.run.out);
   std::unique_ptr<NetnsHosts> hosts;
-  if (o.netns) hosts = std::make_unique<NetnsHosts>(o.workers, o.bandwidth);
+  if (o.run.netns) hosts = std::make_unique<NetnsHosts>(o.run.workers, o.run.bandwidth);
   Tuner t(o, hosts.get(), stop.get_token());
   t.summary().set_setup(tune_setup(o));
   t.probe();
   const bool ran = t.run_choice();
-  write_tune_report(o.out, t.summary(), t.goal());
+  write_tune_report(o.run.out, t.summary(), t.goal());
   if (stop.stop_requested()) return kExitFailure;
   if (!ran) throw std::runtime_error(no_goal_line(t.summary(), t.goal()));
   std::printf("gossipctl tune: report in %s/report.md and %s/report.html (tune.json, curves.svg)\n",
-              o.out.c_str(), o.out.c_str());
+              o.run.out.c_str(), o.run.out.c_str());
   return kExitOk;
 }
 

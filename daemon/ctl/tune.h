@@ -1,38 +1,28 @@
 #pragma once
 
-#include <cstddef>
-#include <cstdint>
-#include <string>
 #include <vector>
 
 #include "daemon/config/cli.h"  // CLI::App, declared
+#include "daemon/ctl/compare.h"
 
 namespace gossipd::daemon {
 
-// What `gossipctl tune` was asked to do (flags: tune_flags.cc).
+// What `gossipctl tune` was asked to do (flags: tune_flags.cc). Every run
+// is a compare entry "groups:G" of `run` (its workers, model, data, network;
+// the flags compare_flags.h shares), with a learning rate and a momentum.
 struct TuneOptions {
-  int workers = 8;
-  std::vector<int> groups{1, 2, 4, 8};         // compute-group counts to try, each dividing `workers`
+  TuneOptions() {
+    run.workers = 8;
+    run.epochs = 15;          // the longest any run trains (the schedule's length)
+    run.evals_per_epoch = 4;  // the goal's resolution
+  }
+  CompareOptions run;
+  std::vector<int> groups{1, 2, 4, 8};         // compute-group counts to try, each dividing run.workers
   std::vector<double> lrs{0.2, 0.05, 0.0125};  // the smallest g's learning rates
   std::vector<double> momenta{0.9, 0.6, 0.3, 0.0};
-  std::string model = "mlp";
-  std::vector<int> hidden;
-  size_t batch = 64;
   double target_loss = -1;  // one of the two goals is given
   double target_accuracy = -1;
-  double budget_s = 600;    // wall time all probes together may take
-  int epochs = 15;          // the longest any run trains (the schedule's length)
-  int evals_per_epoch = 4;  // the goal's resolution
-  uint64_t seed = 1;
-  size_t train_limit = 0;
-  size_t test_limit = 0;
-  std::string data;
-  int threads = 1;
-  std::string out;
-  std::string gossipd;
-  bool netns = false;
-  std::string bandwidth;
-  int delay_ms = 0;
+  double budget_s = 600;  // wall time all probes together may take
 };
 
 CLI::App* add_tune_command(CLI::App& app, TuneOptions& options);

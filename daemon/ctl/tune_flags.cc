@@ -1,8 +1,7 @@
 #include <CLI/CLI.hpp>
 
-#include "daemon/ctl/compare_hosts.h"
+#include "daemon/ctl/compare_flags.h"
 #include "daemon/ctl/tune.h"
-#include "trainer/models.h"
 
 // The flags of `gossipctl tune`.
 namespace gossipd::daemon {
@@ -48,42 +47,8 @@ CLI::App* add_tune_command(CLI::App& app, TuneOptions& o) {
   CLI::App* cmd = app.add_subcommand(
       "tune",
       "Pick compute groups, learning rate and momentum from probe runs (Omnivore's optimizer), run it");
-  cmd->add_option("--workers", o.workers, "gossipd processes per run")
-      ->check(CLI::Range(1, 64))
-      ->capture_default_str();
+  add_run_flags(cmd, o.run);
   add_grid_flags(cmd, o);
-  cmd->add_option("--model", o.model, "Model")
-      ->check(CLI::IsMember(trainer::model_names()))
-      ->capture_default_str();
-  cmd->add_option("--hidden", o.hidden, "Hidden dense widths (default: the model's)")
-      ->delimiter(',')
-      ->check(CLI::Range(1, 65536));
-  cmd->add_option("--batch", o.batch, "Batch size per worker")
-      ->check(CLI::Range(1, 65536))
-      ->capture_default_str();
-  cmd->add_option("--epochs", o.epochs, "Longest run, in epochs (the learning-rate schedule's length)")
-      ->check(CLI::Range(1, 100000))
-      ->capture_default_str();
-  cmd->add_option("--evals-per-epoch", o.evals_per_epoch, "Test evaluations per epoch: the goal's resolution")
-      ->check(CLI::Range(1, 1000))
-      ->capture_default_str();
-  cmd->add_option("--seed", o.seed, "Seed for model, data split and topology")->capture_default_str();
-  cmd->add_option("--train-limit", o.train_limit, "Use only the first N training samples (0: all)");
-  cmd->add_option("--test-limit", o.test_limit, "Use only the first N test samples (0: all)");
-  cmd->add_option("--data", o.data, "Fashion-MNIST directory (default: the Debian package's)");
-  cmd->add_option("--threads", o.threads, "OpenBLAS threads per worker")
-      ->check(CLI::Range(1, 256))
-      ->capture_default_str();
-  cmd->add_option("--out", o.out, "Directory for every run's metrics, tune.json, the plot and the report")
-      ->required();
-  cmd->add_option("--gossipd", o.gossipd, "The gossipd binary (default: next to gossipctl)");
-  cmd->add_flag("--netns", o.netns, "One network namespace per worker on a private bridge (root)");
-  cmd->add_option("--bandwidth", o.bandwidth, "With --netns: cap every host's link, e.g. 100mbit (tc tbf)")
-      ->check(
-          [](const std::string& v) { return is_tc_rate(v) ? std::string() : "use a tc rate like 100mbit"; });
-  cmd->add_option("--delay-ms", o.delay_ms, "Latency added to every message, in the workers' transport")
-      ->check(CLI::Range(0, 60000))
-      ->capture_default_str();
   return cmd;
 }
 

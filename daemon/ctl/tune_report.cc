@@ -98,7 +98,8 @@ void print_run(int index, const proto::TuneRun& r, const TuneGoal& goal) {
   std::fflush(stdout);
 }
 
-std::string tune_setup(const TuneOptions& o) {
+std::string tune_setup(const TuneOptions& options) {
+  const CompareOptions& o = options.run;
   std::ostringstream s;
   s << o.workers << (o.netns ? " workers in network namespaces" : " local workers")
     << (o.bandwidth.empty() ? "" : " (" + o.bandwidth + " per host)") << ", model " << o.model << ", batch "

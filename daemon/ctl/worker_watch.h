@@ -1,0 +1,64 @@
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "daemon/ctl/child_process.h"
+
+namespace gossipd::daemon {
+
+// One gossipd run process of a compare entry, and where its files are.
+struct WatchedWorker {
+  std::string id;
+  std::string host;  // where its /status answers
+  std::unique_ptr<ChildProcess> proc;
+  std::string out, err, metrics, params;
+  uint16_t http_port = 0;  // read from its log once it serves
+};
+
+// One progress line: entry, round, epoch, best mean accuracy so far,
+// elapsed, ETA; rewritten in place on a terminal, a line per epoch (or 10
+// s) otherwise.
+class Progress {
+ public:
+  Progress();
+  void show(const std::string& label, uint64_t round, uint64_t total, uint32_t epoch, int epochs, double best,
+            double elapsed);
+  void end();
+
+ private:
+  bool tty_;
+  uint32_t last_epoch_ = ~0u;
+  double last_print_ = -1e9;
+};
+
+// What the watch is told of the run: its name and length, the best mean
+// accuracy so far, and when to end it early (given the slowest worker's round).
+struct WatchSpec {
+  std::string label;
+  uint64_t total_rounds = 0;
+  int epochs = 0;
+  std::function<double()> best_accuracy;
+  std::function<bool(uint64_t round)> end_early;  // may be empty
+};
+
+enum class WatchEnd {
+  kFinished,    // every worker exited by itself
+  kFailed,      // one exited with an error; the others were killed
+  kEndedEarly,  // end_early said so; every worker got SIGTERM
+  kStopped,     // `stop` was requested; every worker got SIGTERM
+};
+
+// Polls the workers (their exit, their /status) every 500 ms, showing
+// progress, until one of the ends above.
+WatchEnd watch_workers(std::vector<WatchedWorker>& workers, const WatchSpec& spec, std::stop_token stop,
+                       Progress& progress);
+
+// SIGTERM to every worker, SIGKILL to one still running 5 s later; reaped.
+void stop_workers(std::vector<WatchedWorker>& workers);
+
+}  // namespace gossipd::daemon
