@@ -213,6 +213,7 @@ TEST(DataPath, DeadPeerIsATypedError) {
     Clock::time_point when{};
   };
   std::vector<Outcome> outcomes(kRanks);
+  std::atomic<int> failed{0};  // survivors that have their error
   Clock::time_point died{};
   std::jthread killer([&] {
     wait_until([&] { return calls[0] >= 2 && calls[1] >= 2 && calls[2] >= 2; }, std::chrono::seconds(20));
@@ -233,6 +234,10 @@ TEST(DataPath, DeadPeerIsATypedError) {
         if (r == 2) throw;
         const bool typed = dynamic_cast<const PeerLost*>(&e) || dynamic_cast<const PeerTimeout*>(&e);
         outcomes[r] = {typed, e.peer(), e.what(), Clock::now()};
+        // Hold this rank's Group (its links) until the other survivor has
+        // failed too: destroying it closes them, and n0 would see n1 go.
+        ++failed;
+        wait_until([&] { return failed.load() == 2; }, 4 * kTimeout);
         return;
       }
       if (v != serial_sum(kRanks, kCount, call)) ++wrong[r];
