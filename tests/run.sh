@@ -99,10 +99,14 @@ if [[ "${1:-}" == --quick ]]; then
 fi
 [ $# -gt 0 ] && quick=1
 
+# Where the time goes, for CI's log: each step's end, in seconds from the start.
+mark() { echo "tests/run.sh: $1 at ${SECONDS} s"; }
+
 ./deploy/install-deps.sh --format
 tests/format.sh  # a source clang-format would change fails stage 1 (tests/format.sh --fix mends it)
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
 cmake --build build -j2
+mark "stage 1 built"
 if [ $# -gt 0 ]; then
   ctest_brief --test-dir build --output-on-failure -j2 --timeout 900 "$@"
 else
@@ -112,11 +116,15 @@ else
   ctest_brief --test-dir build --output-on-failure -j2 --timeout 900 -E "$ALONE"
   ctest_brief --test-dir build --output-on-failure -j1 --timeout 900 -R "$ALONE"
 fi
+mark "stage 1 tested"
 [ $quick = 1 ] && exit 0
 
 echo "tests/run.sh: stage 2: the tests under AddressSanitizer + UndefinedBehaviorSanitizer"
 dir=$(tests/sanitized_build.sh address,undefined | tail -n 1)
+mark "stage 2 built"
 ctest_sanitized "$dir" -E "$SANITIZE_SKIP"
+mark "stage 2 tested"
 
 echo "tests/run.sh: stage 3: every fuzz target for 15 s"
 tests/fuzz/run.sh 15
+mark "stage 3 fuzzed"

@@ -17,7 +17,7 @@ namespace {
 
 namespace sp = trainer::sparse;
 
-struct Row {
+struct SparseRow {
   std::string name;
   SparseTraffic traffic;
   double seconds = 0;
@@ -37,14 +37,14 @@ sp::SparseNet plan_network(const PlanSparseOptions& o) {
   return o.shuffle != 0 ? sp::shuffle_neurons(net, o.shuffle) : net;
 }
 
-void print_table(const PlanSparseOptions& o, const sp::SparseNet& net, const std::vector<Row>& rows) {
+void print_table(const PlanSparseOptions& o, const sp::SparseNet& net, const std::vector<SparseRow>& rows) {
   std::printf(
       "gossipctl plan sparse: %u neurons x %u layers (%zu edges)%s over %u processes, hypergraph imbalance "
       "at most %.2f; words per sample and product\n\n",
       o.neurons, o.layers, net.edges(), o.shuffle ? " with shuffled neurons" : "", o.procs, o.imbalance);
   std::printf("| partitioner | words per product | most one process sends | imbalance | partition ms |\n");
   std::printf("| --- | --- | --- | --- | --- |\n");
-  for (const Row& r : rows) {
+  for (const SparseRow& r : rows) {
     std::printf("| %s | %.1f | %.1f | %.3f | %.1f |\n", r.name.c_str(), r.traffic.words_per_product,
                 r.traffic.most_sent_per_product, r.traffic.imbalance, r.seconds * 1e3);
   }
@@ -53,7 +53,7 @@ void print_table(const PlanSparseOptions& o, const sp::SparseNet& net, const std
     std::printf("\nhypergraph / block words: %.3f\n", rows.back().traffic.words_per_product / block);
 }
 
-void print_json(const PlanSparseOptions& o, const std::vector<Row>& rows) {
+void print_json(const PlanSparseOptions& o, const std::vector<SparseRow>& rows) {
   std::printf(
       "{\"plan\":\"sparse\",\"neurons\":%u,\"layers\":%u,\"procs\":%u,\"shuffle\":%llu,\"imbalance_tol\":%g,"
       "\"partitioners\":[",
@@ -97,7 +97,7 @@ int run_plan_sparse(const PlanSparseOptions& o) {
   if (o.procs > net.neurons)
     throw UsageError("plan sparse: --procs " + std::to_string(o.procs) + " is more than the " +
                      std::to_string(net.neurons) + " neurons");
-  std::vector<Row> rows;
+  std::vector<SparseRow> rows;
   for (const std::string& name : partitioner_names()) {
     const auto t0 = std::chrono::steady_clock::now();
     const NeuronOwners owners =

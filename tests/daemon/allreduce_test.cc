@@ -9,6 +9,7 @@
 #include <regex>
 #include <set>
 
+#include "tests/daemon/sync_run.h"
 #include "tests/support/cluster.h"
 #include "tests/support/http_client.h"
 #include "tests/support/process.h"
@@ -23,11 +24,6 @@ namespace fs = std::filesystem;
 
 const std::vector<std::string> kSmallRun{"--train-limit", "3000", "--test-limit", "500",
                                          "--batch",       "32",   "--threads",    "1"};
-
-std::vector<std::string> with(std::vector<std::string> a, std::vector<std::string> b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
 
 TEST(AllreduceSgd, ThreeWorkersStayBitIdentical) {
   Cluster c(3, with(kSmallRun, {"--epochs", "2", "--quiet", "--timeout-ms", "5000"}));

@@ -22,17 +22,17 @@ namespace {
 
 using namespace std::chrono_literals;
 
-const std::vector<std::string> kData{"--train-limit", "3200", "--test-limit", "500",
-                                     "--batch",       "32",   "--threads",    "1"};
+const std::vector<std::string> kGridData{"--train-limit", "3200", "--test-limit", "500",
+                                         "--batch",       "32",   "--threads",    "1"};
 
-const std::vector<std::string> kOneEpoch = with(kData, {"--epochs", "1"});
+const std::vector<std::string> kGridEpoch = with(kGridData, {"--epochs", "1"});
 
-double serial_accuracy(const std::vector<std::string>& flags = kOneEpoch) {
+double serial_accuracy(const std::vector<std::string>& flags = kGridEpoch) {
   return serial_test_accuracy(flags);
 }
 
 TEST(GridRun, CellsEndIdenticalAndAsAccurateAsTheSerialRun) {
-  Cluster c(4, with(kOneEpoch, {"--algo", "grid", "--grid", "2x2", "--quiet", "--timeout-ms", "10000"}));
+  Cluster c(4, with(kGridEpoch, {"--algo", "grid", "--grid", "2x2", "--quiet", "--timeout-ms", "10000"}));
   const Done done = expect_identical_cells(c, 180s);
   EXPECT_EQ(done.rounds, 3200 / 32);  // one replica: the whole set per epoch
   EXPECT_NEAR(done.accuracy, serial_accuracy(), 0.005);
@@ -128,7 +128,7 @@ TEST(GridRun, ResumesFromItsCheckpointsAsIfNeverStopped) {
 }
 
 TEST(GridRun, StatusAndMetricsShowTheShapeTheCellAndTheBytesByKind) {
-  Cluster c(4, with(kData, {"--algo", "grid", "--grid", "2x2", "--quiet", "--epochs", "1000"}));
+  Cluster c(4, with(kGridData, {"--algo", "grid", "--grid", "2x2", "--quiet", "--epochs", "1000"}));
   const uint16_t port = c.http_port(3);
   ASSERT_GT(port, 0) << c.proc(3).out() << c.proc(3).err();
   ASSERT_TRUE(
@@ -159,8 +159,9 @@ TEST(GridRun, StatusAndMetricsShowTheShapeTheCellAndTheBytesByKind) {
 }
 
 TEST(GridRun, ADeadCellStopsEveryOtherCellNamingIt) {
-  Cluster c(4, with(kData, {"--algo", "grid", "--grid", "2x2", "--quiet", "--epochs", "1000", "--timeout-ms",
-                            "2000", "--heartbeat-ms", "100", "--failure-timeout-ms", "1500"}));
+  Cluster c(4,
+            with(kGridData, {"--algo", "grid", "--grid", "2x2", "--quiet", "--epochs", "1000", "--timeout-ms",
+                             "2000", "--heartbeat-ms", "100", "--failure-timeout-ms", "1500"}));
   wait_for_rounds(c, 2);
   c.proc(2).signal(SIGKILL);
   // The step's timeout, then at most the failure timeout for membership to drop it.

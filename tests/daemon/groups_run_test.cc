@@ -20,11 +20,12 @@ namespace {
 
 using namespace std::chrono_literals;
 
-const std::vector<std::string> kData{"--train-limit", "3000", "--test-limit", "500",
-                                     "--batch",       "32",   "--threads",    "1"};
+const std::vector<std::string> kGroupsData{"--train-limit", "3000", "--test-limit", "500",
+                                           "--batch",       "32",   "--threads",    "1"};
 
 std::vector<std::string> groups(int g, const std::vector<std::string>& more) {
-  return with(with(kData, {"--algo", "groups", "--compute-groups", std::to_string(g), "--quiet"}), more);
+  return with(with(kGroupsData, {"--algo", "groups", "--compute-groups", std::to_string(g), "--quiet"}),
+              more);
 }
 
 TEST(GroupsRun, EachGroupEndsWithOneModelAndBothLearn) {
@@ -75,7 +76,7 @@ TEST(GroupsRun, OneGroupIsAllreduceSgd) {
     groups_done = expect_identical_cells(c, 120s);
   }
   {
-    Cluster c(2, with(kData, {"--algo", "allreduce", "--epochs", "1", "--quiet"}));
+    Cluster c(2, with(kGroupsData, {"--algo", "allreduce", "--epochs", "1", "--quiet"}));
     allreduce_done = expect_identical_cells(c, 120s);
   }
   EXPECT_EQ(groups_done.hash, allreduce_done.hash);
@@ -100,9 +101,9 @@ TEST(GroupsRun, ADeadMemberLeavesItsGroupToReformAndTheOtherGroupGoesOn) {
 
 TEST(GroupsRun, BadCountsAndMomentaAreOneLine) {
   expect_refused_by(4, groups(3, {}), "--compute-groups 3: 3 compute groups do not divide 4 workers");
-  expect_refused_by(4, with(kData, {"--algo", "groups"}), "--algo groups needs --compute-groups");
-  expect_refused_by(4, with(kData, {"--compute-groups", "2"}), "--compute-groups is for --algo groups");
-  expect_refused_by(4, with(kData, {"--momentum", "auto"}), "--momentum auto is for --algo groups");
+  expect_refused_by(4, with(kGroupsData, {"--algo", "groups"}), "--algo groups needs --compute-groups");
+  expect_refused_by(4, with(kGroupsData, {"--compute-groups", "2"}), "--compute-groups is for --algo groups");
+  expect_refused_by(4, with(kGroupsData, {"--momentum", "auto"}), "--momentum auto is for --algo groups");
   expect_refused_by(4, groups(2, {"--momentum", "1.5"}), "'1.5' is not in [0, 0.999] nor auto");
   expect_refused_by(4, groups(2, {"--momentum", "high"}), "'high' is not in [0, 0.999] nor auto");
   const RunResult train = run({bin("gossipd"), "train", "--momentum", "auto", "--epochs", "1"}, 30s);

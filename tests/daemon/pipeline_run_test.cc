@@ -18,20 +18,21 @@ namespace {
 
 using namespace std::chrono_literals;
 
-const std::vector<std::string> kData{"--model", "cnn", "--train-limit", "1600", "--test-limit", "500",
-                                     "--batch", "32",  "--threads",     "1"};
-const std::vector<std::string> kOneEpoch = with(kData, {"--epochs", "1"});
+const std::vector<std::string> kPipelineData{"--model", "cnn", "--train-limit", "1600", "--test-limit", "500",
+                                             "--batch", "32",  "--threads",     "1"};
+const std::vector<std::string> kPipelineEpoch = with(kPipelineData, {"--epochs", "1"});
 
 TEST(PipelineRun, StagesEndWithOneModelAsAccurateAsTheSerialRun) {
-  Cluster c(2, with(kOneEpoch, {"--algo", "pipeline", "--stages", "2", "--micro-batches", "4", "--quiet"}));
+  Cluster c(2,
+            with(kPipelineEpoch, {"--algo", "pipeline", "--stages", "2", "--micro-batches", "4", "--quiet"}));
   const Done done = expect_identical_cells(c, 180s);
   EXPECT_EQ(done.rounds, 1600 / 32);  // one replica: the whole set per epoch
-  EXPECT_NEAR(done.accuracy, serial_test_accuracy(kOneEpoch), 0.003);
+  EXPECT_NEAR(done.accuracy, serial_test_accuracy(kPipelineEpoch), 0.003);
 }
 
 TEST(PipelineRun, StatusAndMetricsShowTheStageItsLayersAndTheBytes) {
-  Cluster c(2, with(kData, {"--algo", "pipeline", "--stages", "2", "--partition", "4,6", "--micro-batches",
-                            "4", "--quiet", "--epochs", "1000"}));
+  Cluster c(2, with(kPipelineData, {"--algo", "pipeline", "--stages", "2", "--partition", "4,6",
+                                    "--micro-batches", "4", "--quiet", "--epochs", "1000"}));
   const uint16_t port = c.http_port(0);
   ASSERT_GT(port, 0) << c.proc(0).out() << c.proc(0).err();
   ASSERT_TRUE(
@@ -55,9 +56,9 @@ TEST(PipelineRun, StatusAndMetricsShowTheStageItsLayersAndTheBytes) {
 }
 
 TEST(PipelineRun, ADeadStageStopsTheOthersNamingIt) {
-  Cluster c(3,
-            with(kData, {"--algo", "pipeline", "--stages", "3", "--quiet", "--epochs", "1000", "--timeout-ms",
-                         "2000", "--heartbeat-ms", "100", "--failure-timeout-ms", "1500"}));
+  Cluster c(3, with(kPipelineData,
+                    {"--algo", "pipeline", "--stages", "3", "--quiet", "--epochs", "1000", "--timeout-ms",
+                     "2000", "--heartbeat-ms", "100", "--failure-timeout-ms", "1500"}));
   wait_for_rounds(c, 2);
   c.proc(1).signal(SIGKILL);
   // The step's timeout, then at most the failure timeout for membership to drop it.

@@ -27,7 +27,7 @@ const std::vector<std::string> kNet{"--algo",    "sparse",
                                     "--batch",   std::to_string(kBatch),
                                     "--threads", "1",
                                     "--quiet"};
-const std::vector<std::string> kOneEpoch =
+const std::vector<std::string> kSparseEpoch =
     with(kNet, {"--train-limit", "3200", "--test-limit", "500", "--epochs", "1", "--timeout-ms", "20000"});
 
 // Every process's "done" line (they hold different shares: no common hash).
@@ -55,7 +55,7 @@ std::vector<SparseDone> expect_done(Cluster& c, std::chrono::seconds timeout) {
 // kernels (RowTraining against SparseTrainer within 1e-5 after 100 steps is
 // tests/daemon/sparse_training_test.cc).
 double one_process_accuracy() {
-  Cluster alone(1, with(kOneEpoch, {"--partition", "block"}));
+  Cluster alone(1, with(kSparseEpoch, {"--partition", "block"}));
   const std::vector<SparseDone> done = expect_done(alone, 120s);
   return done.empty() ? -1 : done[0].accuracy;
 }
@@ -64,7 +64,7 @@ TEST(SparseRun, ProcessesEndWithTheAccuracyOfOneProcess) {
   const double alone = one_process_accuracy();
   EXPECT_GT(alone, 0.5);  // ten classes: chance is 0.1
   for (const char* partition : {"block", "random"}) {
-    Cluster c(3, with(kOneEpoch, {"--partition", partition}));
+    Cluster c(3, with(kSparseEpoch, {"--partition", partition}));
     for (const SparseDone& d : expect_done(c, 120s)) {
       EXPECT_EQ(d.rounds, 3200 / kBatch) << partition;  // one model: the whole set per epoch
       // The same model up to the summation order of the head's logits: the

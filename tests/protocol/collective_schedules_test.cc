@@ -24,7 +24,7 @@ using testing::serial_sum;
 using testing::small_pieces;
 using testing::TestCluster;
 
-constexpr uint32_t kTag = 11;
+constexpr uint32_t kScheduleTag = 11;
 
 size_t offset_of(std::span<const size_t> counts, size_t rank) {
   return std::accumulate(counts.begin(), counts.begin() + static_cast<long>(rank), size_t{0});
@@ -39,7 +39,7 @@ void expect_butterflies_exact(TestCluster& cluster, size_t count, std::span<cons
   const auto expected_again = serial_sum(n, count, 1);
   std::vector<std::vector<float>> scattered(n), gathered(n), reduced(n);
   testing::expect_no_errors(cluster.run([&](size_t r) {
-    Group g(cluster.node(r), kTag, cluster.ids(), small_pieces());
+    Group g(cluster.node(r), kScheduleTag, cluster.ids(), small_pieces());
     scattered[r] = rank_input(r, count);
     Butterfly(g, scattered[r], Butterfly::Kind::kReduceScatter, counts).run();
     gathered[r] = scattered[r];
@@ -90,11 +90,11 @@ INSTANTIATE_TEST_SUITE_P(BothPaths, ButterflyPathTest, ::testing::Values(DataPat
 
 TEST(Butterfly, RefusesAGroupThatIsNotAPowerOfTwoAndCountsThatDoNotFit) {
   TestCluster cluster(3);
-  Group g(cluster.node(0), kTag, cluster.ids(), small_pieces());
+  Group g(cluster.node(0), kScheduleTag, cluster.ids(), small_pieces());
   std::vector<float> v(10);
   EXPECT_THROW(Butterfly(g, v, Butterfly::Kind::kAllgather), ProtocolConfigError);
   TestCluster two(2);
-  Group g2(two.node(0), kTag, two.ids(), small_pieces());
+  Group g2(two.node(0), kScheduleTag, two.ids(), small_pieces());
   const std::vector<size_t> short_counts{4, 5};
   EXPECT_THROW(Butterfly(g2, v, Butterfly::Kind::kReduceScatter, short_counts), ProtocolConfigError);
 }
@@ -113,7 +113,7 @@ TEST(Choosers, EqualSerialSumsOnBothSidesOfEveryThreshold) {
       testing::expect_no_errors(cluster.run([&](size_t r) {
         CollectiveOptions o = small_pieces();
         o.chunk_bytes = 256 << 10;
-        Group g(cluster.node(r), kTag, cluster.ids(), o);
+        Group g(cluster.node(r), kScheduleTag, cluster.ids(), o);
         summed[r] = rank_input(r, count);
         Allreduce(g, summed[r]).run();
         scattered[r] = rank_input(r, count);
@@ -141,7 +141,7 @@ TEST(Butterfly, ExactUnderDuplicatedAndReorderedFrames) {
   TestCluster cluster(kRanks, base);
   std::vector<int> wrong(kRanks, 0);
   testing::expect_no_errors(cluster.run([&](size_t r) {
-    Group g(cluster.node(r), kTag, cluster.ids(), small_pieces());
+    Group g(cluster.node(r), kScheduleTag, cluster.ids(), small_pieces());
     std::vector<float> v = rank_input(r, kCount);
     AllreduceButterfly(g, v).run();  // makes the connections unarmed
     cluster.node(r).arm_faults();

@@ -18,8 +18,8 @@ using namespace std::chrono_literals;
 using testing::TestCluster;
 using testing::wait_until;
 
-const SegmentTable kSegments{{0, 300}, {300, 500}, {800, 1}, {801, 199}};
-constexpr size_t kFloats = 1000;
+const SegmentTable kGroupSegments{{0, 300}, {300, 500}, {800, 1}, {801, 199}};
+constexpr size_t kModelFloats = 1000;
 
 struct TwoGroups {
   TestCluster cluster{4};
@@ -27,17 +27,17 @@ struct TwoGroups {
   std::map<std::string, std::string> labels{{"n0", "A"}, {"n1", "A"}, {"n2", "B"}, {"n3", "B"}};
   std::vector<std::unique_ptr<AsyncGroupExchange>> exchanges;
   TwoGroups() {
-    for (size_t i = 0; i < 4; ++i) register_segments(cluster.node(i), kSegments);
+    for (size_t i = 0; i < 4; ++i) register_segments(cluster.node(i), kGroupSegments);
     for (size_t i = 0; i < 4; ++i) {
       GossipOptions o;
       o.seed = 3;
       o.segment_deadline = 2000ms;
-      exchanges.push_back(std::make_unique<AsyncGroupExchange>(cluster.node(i), kSegments, o));
+      exchanges.push_back(std::make_unique<AsyncGroupExchange>(cluster.node(i), kGroupSegments, o));
     }
   }
   // Offers `value` everywhere at `step`, once each exchange is idle.
   void offer_all(float value, uint64_t step) {
-    const std::vector<float> params(kFloats, value);
+    const std::vector<float> params(kModelFloats, value);
     for (auto& x : exchanges) {
       ASSERT_TRUE(wait_until([&] { return x->offer(view, labels, step, params); }, 10s));
     }
@@ -69,7 +69,7 @@ TEST(AsyncGroupExchange, EachOwnerGetsTheOtherGroupsNewestCopyWithoutWaiting) {
     ASSERT_EQ(got.size(), 2u) << "rank " << rank;
     for (const auto& [s, f] : got) {
       EXPECT_EQ(s % 2, rank % 2) << "rank " << rank << " got a segment it does not own";
-      EXPECT_EQ(f.values.size(), kSegments[s].length);
+      EXPECT_EQ(f.values.size(), kGroupSegments[s].length);
       EXPECT_EQ(f.sender_step, 20u);
       EXPECT_EQ(f.values.front(), 2.0f);
     }

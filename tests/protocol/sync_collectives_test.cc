@@ -23,7 +23,7 @@ using testing::serial_sum;
 using testing::small_pieces;
 using testing::TestCluster;
 
-constexpr uint32_t kTag = 9;
+constexpr uint32_t kSyncTag = 9;
 
 class DoublingTest : public ::testing::TestWithParam<std::tuple<size_t, size_t>> {};
 
@@ -34,7 +34,7 @@ TEST_P(DoublingTest, AllreduceEqualsSerialSumOnEveryRank) {
   const auto expected = serial_sum(n, count);
   std::vector<std::vector<float>> out(n);
   testing::expect_no_errors(cluster.run([&](size_t r) {
-    Group g(cluster.node(r), kTag, cluster.ids(), small_pieces());
+    Group g(cluster.node(r), kSyncTag, cluster.ids(), small_pieces());
     out[r] = rank_input(r, count);
     AllreduceDoubling(g, out[r]).run();
     AllreduceDoubling(g, out[r]).run();  // twice: the second call on the same links
@@ -52,7 +52,7 @@ INSTANTIATE_TEST_SUITE_P(PowersOfTwo, DoublingTest,
 
 TEST(Doubling, RefusesAGroupThatIsNotAPowerOfTwo) {
   TestCluster cluster(3);
-  Group g(cluster.node(0), kTag, cluster.ids(), small_pieces());
+  Group g(cluster.node(0), kSyncTag, cluster.ids(), small_pieces());
   std::vector<float> v(10);
   EXPECT_THROW(AllreduceDoubling(g, v), ProtocolConfigError);
 }
@@ -67,7 +67,7 @@ TEST(UnevenRing, ReduceScatterThenAllgatherGiveTheSum) {
   const auto expected = serial_sum(n, count);
   std::vector<std::vector<float>> scattered(n), gathered(n);
   testing::expect_no_errors(cluster.run([&](size_t r) {
-    Group g(cluster.node(r), kTag, cluster.ids(), small_pieces());
+    Group g(cluster.node(r), kSyncTag, cluster.ids(), small_pieces());
     scattered[r] = rank_input(r, count);
     ReduceScatterRing(g, scattered[r], kCounts).run();
     gathered[r] = scattered[r];
@@ -83,7 +83,7 @@ TEST(UnevenRing, ReduceScatterThenAllgatherGiveTheSum) {
 
 TEST(UnevenRing, CountsThatDoNotFitTheBufferAreAConfigError) {
   TestCluster cluster(2);
-  Group g(cluster.node(0), kTag, cluster.ids(), small_pieces());
+  Group g(cluster.node(0), kSyncTag, cluster.ids(), small_pieces());
   std::vector<float> v(10);
   const std::vector<size_t> short_counts{4, 5}, too_many{5, 5, 0};
   EXPECT_THROW(AllgatherRing(g, v, short_counts), ProtocolConfigError);
@@ -97,7 +97,7 @@ TEST_P(TensorTest, ReceivesByKeyWhateverTheOrderOfArrival) {
   constexpr size_t kTensors = 6;
   std::vector<std::vector<float>> got(kTensors, std::vector<float>(300));
   testing::expect_no_errors(cluster.run([&](size_t r) {
-    Group g(cluster.node(r), kTag, cluster.ids(), small_pieces());
+    Group g(cluster.node(r), kSyncTag, cluster.ids(), small_pieces());
     TensorStream s(g);
     if (r == 0) {
       std::vector<std::vector<float>> sent;
@@ -120,7 +120,7 @@ TEST_P(TensorTest, AWrongSizeIsCountedAndTheRightOneStillArrives) {
   TestCluster cluster(2, on_path(GetParam()));
   std::vector<float> got(50);
   testing::expect_no_errors(cluster.run([&](size_t r) {
-    Group g(cluster.node(r), kTag, cluster.ids(), small_pieces());
+    Group g(cluster.node(r), kSyncTag, cluster.ids(), small_pieces());
     TensorStream s(g);
     if (r == 0) {
       const auto wrong = rank_input(1, 49), right = rank_input(2, 50);
