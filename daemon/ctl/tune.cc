@@ -50,7 +50,7 @@ class Tuner {
     summary_.set_chosen(-1);
   }
 
-  // Every g in turn, its probes after the previous g's best.
+  // The probes, every g in turn (next_probe).
   void probe() {
     std::vector<size_t> groups(o_.groups.begin(), o_.groups.end());
     std::sort(groups.begin(), groups.end());
@@ -83,27 +83,26 @@ class Tuner {
   const TuneGoal& goal() const { return goal_; }
 
  private:
+  // The probes in next_probe's order until the grid is done, the budget
+  // spent or a signal came.
   std::string probe_groups(const std::vector<size_t>& groups) {
-    std::optional<TuneConfig> previous;
-    for (size_t k = 0; k < groups.size(); ++k) {
-      const auto configs =
-          previous ? next_probes(groups[k], *previous, o_.momenta)
-                   : first_probes(groups[k], o_.lrs, *std::max_element(o_.momenta.begin(), o_.momenta.end()));
-      for (const TuneConfig& c : configs) {
-        if (stop_.stop_requested()) return "signal";
-        if (seconds_since(start_) >= o_.budget_s) return "budget";
-        char dir[64];
-        std::snprintf(dir, sizeof dir, "probes/%02d-g%zu-lr%g-m%g", summary_.probes_size() + 1, c.groups,
-                      c.lr, c.momentum);
-        *summary_.add_probes() = run(c, dir, true);
-      }
-      previous = best_of(groups[k], configs.front());
+    std::vector<TuneConfig> done;
+    const BestOf best = [this](size_t g) { return best_of(g); };
+    while (const auto c = next_probe(groups, o_.lrs, o_.momenta, done, best)) {
+      if (stop_.stop_requested()) return "signal";
+      if (seconds_since(start_) >= o_.budget_s) return "budget";
+      char dir[64];
+      std::snprintf(dir, sizeof dir, "probes/%02d-g%zu-lr%g-m%g", summary_.probes_size() + 1, c->groups,
+                    c->lr, c->momentum);
+      *summary_.add_probes() = run(*c, dir, true);
+      done.push_back(*c);
     }
     return "grid done";
   }
 
-  // Of g's probes: the least predicted time, else the nearest to the goal.
-  TuneConfig best_of(size_t groups, const TuneConfig& fallback) const {
+  // Of g's probes that ran to their end: the least predicted time, else the
+  // nearest to the goal.
+  std::optional<TuneConfig> best_of(size_t groups) const {
     const proto::TuneRun* best = nullptr;
     for (const auto& p : summary_.probes()) {
       if (p.groups() != groups || p.status() != "ok") continue;
@@ -114,7 +113,8 @@ class Tuner {
                : best->predicted_seconds() < 0 && goal_.better(p.final_metric(), best->final_metric()));
       if (better) best = &p;
     }
-    return best ? TuneConfig{groups, best->lr(), best->momentum()} : fallback;
+    if (!best) return std::nullopt;
+    return TuneConfig{groups, best->lr(), best->momentum()};
   }
 
   double best_predicted() const {

@@ -74,4 +74,35 @@ std::vector<TuneConfig> next_probes(size_t groups, const TuneConfig& previous_be
   return probes;
 }
 
+std::optional<TuneConfig> next_probe(const std::vector<size_t>& groups, const std::vector<double>& lrs,
+                                     const std::vector<double>& momenta, const std::vector<TuneConfig>& done,
+                                     const BestOf& best) {
+  if (groups.empty() || lrs.empty() || momenta.empty()) return std::nullopt;
+  const auto fresh = [&](const TuneConfig& c) {
+    return std::find(done.begin(), done.end(), c) == done.end();
+  };
+  const auto cold = first_probes(groups[0], lrs, *std::max_element(momenta.begin(), momenta.end()));
+  for (const TuneConfig& c : cold) {
+    if (fresh(c)) return c;
+  }
+  // Each larger g's probes after the best of the g before it (the cold
+  // start's first where none of that g ended).
+  std::vector<std::vector<TuneConfig>> larger;
+  TuneConfig previous = best(groups[0]).value_or(cold.front());
+  for (size_t k = 1; k < groups.size(); ++k) {
+    larger.push_back(next_probes(groups[k], previous, momenta));
+    const auto b = best(groups[k]);
+    previous = b ? *b : TuneConfig{groups[k], previous.lr, previous.momentum};
+  }
+  for (const auto& configs : larger) {
+    if (!configs.empty() && fresh(configs.front())) return configs.front();
+  }
+  for (const auto& configs : larger) {
+    for (const TuneConfig& c : configs) {
+      if (fresh(c)) return c;
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace gossipd::daemon

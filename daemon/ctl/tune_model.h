@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,6 +35,7 @@ struct TuneConfig {
   double lr = 0;
   double momentum = 0;
   std::string name() const;  // "g2 lr 0.05 m 0.9"
+  bool operator==(const TuneConfig&) const = default;
 };
 
 // Where a curve first reaches the goal, interpolated linearly between the
@@ -63,5 +65,16 @@ std::vector<TuneConfig> first_probes(size_t groups, const std::vector<double>& l
 // best), the previous best's momentum first.
 std::vector<TuneConfig> next_probes(size_t groups, const TuneConfig& previous_best,
                                     const std::vector<double>& momenta);
+
+// The next probe, or nullopt when the grid is done, given those run so far
+// (`done`) and the best so far of each g (`best`, nullopt: none of g ran to
+// its end). Every g gets a probe before any larger g gets its second, so a
+// budget that ends the probing early has seen every g: the smallest g's cold
+// start (first_probes at the largest momentum), then each larger g's first
+// next_probes after the g before it, then the rest of each larger g's.
+using BestOf = std::function<std::optional<TuneConfig>(size_t groups)>;
+std::optional<TuneConfig> next_probe(const std::vector<size_t>& groups, const std::vector<double>& lrs,
+                                     const std::vector<double>& momenta, const std::vector<TuneConfig>& done,
+                                     const BestOf& best);
 
 }  // namespace gossipd::daemon

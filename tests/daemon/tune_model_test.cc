@@ -1,5 +1,6 @@
 // gossipctl tune's model: the goal on a curve, hardware and statistical
-// efficiency, and the cold start's probes with Omnivore's pruning.
+// efficiency, and the cold start's probes with Omnivore's pruning, in the
+// order that probes every g before probing any g again.
 #include "daemon/ctl/tune_model.h"
 
 #include <gtest/gtest.h>
@@ -58,6 +59,51 @@ TEST(TuneModel, LargerGroupCountsProbeNoMomentumAboveThePreviousBest) {
   for (const auto& p : probes) names.push_back(p.name());
   EXPECT_EQ(names, (std::vector<std::string>{"g4 lr 0.05 m 0.6", "g4 lr 0.05 m 0.3", "g4 lr 0.05 m 0",
                                              "g4 lr 0.005 m 0.6", "g4 lr 0.005 m 0.3", "g4 lr 0.005 m 0"}));
+}
+
+// Runs next_probe to the end, each probe's "best of its g" the first of that
+// g that ran (a stand-in for the least prediction); the names in order.
+std::vector<std::string> probe_order(const std::vector<size_t>& groups, std::vector<TuneConfig> done = {}) {
+  const BestOf first_of = [&done](size_t g) -> std::optional<TuneConfig> {
+    for (const auto& c : done) {
+      if (c.groups == g) return c;
+    }
+    return std::nullopt;
+  };
+  std::vector<std::string> names;
+  while (const auto c = next_probe(groups, {0.1, 0.01}, {0.9, 0.5}, done, first_of)) {
+    names.push_back(c->name());
+    done.push_back(*c);
+  }
+  return names;
+}
+
+TEST(TuneModel, EveryGroupCountIsProbedOnceBeforeAnyIsProbedAgain) {
+  EXPECT_EQ(probe_order({1, 2, 4}),
+            (std::vector<std::string>{"g1 lr 0.1 m 0.9", "g1 lr 0.01 m 0.9",  // cold start
+                                      "g2 lr 0.1 m 0.9", "g4 lr 0.1 m 0.9",   // one of each g
+                                      "g2 lr 0.1 m 0.5", "g2 lr 0.01 m 0.9", "g2 lr 0.01 m 0.5",  // the rest
+                                      "g4 lr 0.1 m 0.5", "g4 lr 0.01 m 0.9", "g4 lr 0.01 m 0.5"}));
+}
+
+TEST(TuneModel, ALargerGroupCountFollowsTheBestOfTheOneBeforeIt) {
+  // g1's best lr 0.1 m 0.9, g2's so far lr 0.01 m 0.5: g4's first probe is
+  // g2's best, none of g4's above momentum 0.5.
+  const BestOf best = [](size_t g) -> std::optional<TuneConfig> {
+    if (g == 1) return TuneConfig{1, 0.1, 0.9};
+    if (g == 2) return TuneConfig{2, 0.01, 0.5};
+    return std::nullopt;
+  };
+  const std::vector<TuneConfig> done{{1, 0.1, 0.9}, {1, 0.01, 0.9}, {2, 0.1, 0.9}};
+  const auto c = next_probe({1, 2, 4}, {0.1, 0.01}, {0.9, 0.5}, done, best);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->name(), "g4 lr 0.01 m 0.5");
+}
+
+TEST(TuneModel, AnEmptyGridHasNoProbe) {
+  const BestOf none = [](size_t) { return std::nullopt; };
+  EXPECT_FALSE(next_probe({}, {0.1}, {0.9}, {}, none));
+  EXPECT_FALSE(next_probe({1}, {}, {0.9}, {}, none));
 }
 
 }  // namespace
