@@ -32,10 +32,6 @@ struct GossipOptions {
   // waiting repeats its notes every deadline / 8, so a lost note costs time,
   // not the segment.
   bool pace = false;
-  // The exchange between compute groups (AsyncGroupExchange): the fraction
-  // of wall time its thread spends sending; after a round of d seconds it
-  // rests d * (1 / share - 1), leaving the link to the groups' allreduce.
-  double exchange_share = 1.0;
   std::stop_token stop;
 };
 

@@ -122,19 +122,14 @@ void AsyncGroupExchange::loop(std::stop_token stop) {
       job = std::move(*job_);
       job_.reset();
     }
-    const auto start = std::chrono::steady_clock::now();
     try {
       run_round(job, round);
     } catch (const std::exception& e) {  // a view without this member's partner: the next round goes on
       spdlog::debug("node '{}': exchange round {} between groups failed: {}", node_.id(), round, e.what());
     }
-    std::unique_lock lock(mutex_);
-    rounds_ = round;
-    if (options_.exchange_share < 1.0) {  // rest, busy, so no round is offered meanwhile
-      const auto rest = (std::chrono::steady_clock::now() - start) * (1.0 / options_.exchange_share - 1.0);
-      wake_.wait_for(lock, stop, rest, [] { return false; });
-    }
+    std::lock_guard lock(mutex_);
     busy_ = false;
+    rounds_ = round;
   }
 }
 

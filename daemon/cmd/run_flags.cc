@@ -72,11 +72,6 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
          "is in group r / (N/g)): gradients allreduced inside a group every step, models exchanged "
          "between groups in the background (Crossover-SGD), never waiting for another group")
       ->check(CLI::Range(size_t{1}, size_t{4096}));
-  cmd->add_option("--group-exchange-share", o.group_exchange_share,
-                  "--algo groups: the share of time the exchange between groups sends for, resting "
-                  "between its rounds so the group's allreduce has the link (groups of one member: always 1)")
-      ->check(CLI::Range(0.01, 1.0))
-      ->capture_default_str();
   cmd->add_option("--target-momentum", o.target_momentum,
                   "--algo groups --momentum auto: the total momentum (explicit + the asynchrony's implicit)")
       ->check(CLI::Range(0.0f, 0.999f))

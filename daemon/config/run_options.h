@@ -20,11 +20,6 @@ struct RunOptions {
   // the implicit momentum of the asynchrony (1 - 1/g), never below the floor.
   float target_momentum = 0.9f;
   float momentum_floor = 0.0f;
-  // --algo groups: the share of wall time the exchange between groups may
-  // send for (protocol::GossipOptions::exchange_share); groups of one
-  // member have no allreduce to yield to and send all the time.
-  static constexpr double kGroupExchangeShare = 1.0;
-  double group_exchange_share = kGroupExchangeShare;
   std::string grid;  // --algo grid: PRxPC (topology/grid.h)
   // --algo pipeline (topology/pipeline.h): K stages x D replicas, M micro-batches.
   size_t stages = 0;         // 0: not given

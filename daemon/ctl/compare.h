@@ -50,8 +50,6 @@ struct CompareOptions {
   // Pipeline entries: gossipd run --partition and --micro-batches.
   std::string partition = "auto";
   size_t micro_batches = 0;  // 0: gossipd run's default
-  // Compute-groups entries: gossipd run --group-exchange-share; 0: its default.
-  double group_exchange_share = 0;
   // Flags every worker is given after compare's own (gossipctl tune: --momentum, --lr-decay).
   std::vector<std::string> extra_flags;
   // Asked with an entry's metrics files and its slowest worker's round at

@@ -5,7 +5,6 @@
 #include "daemon/config/run_options.h"
 #include "daemon/ctl/compare_entry.h"
 #include "daemon/ctl/compare_hosts.h"
-#include "daemon/ctl/compare_report.h"
 #include "trainer/models.h"
 
 // The flags of `gossipctl compare`, and those it shares with `gossipctl tune`.
@@ -58,10 +57,6 @@ void add_run_flags(CLI::App* cmd, CompareOptions& o) {
          "daemon's default")
       ->check(CLI::Range(0, RunOptions::kMaxSendBufferKb))
       ->capture_default_str();
-  cmd->add_option("--group-exchange-share", o.group_exchange_share,
-                  "Compute groups: gossipd run --group-exchange-share (0: the daemon's default, " +
-                      format("%g", RunOptions::kGroupExchangeShare) + ")")
-      ->check(CLI::Range(0.0, 1.0));
 }
 
 CLI::App* add_compare_command(CLI::App& app, CompareOptions& o) {

@@ -26,13 +26,12 @@ struct TwoGroups {
   topology::View view{1, cluster.ids()};
   std::map<std::string, std::string> labels{{"n0", "A"}, {"n1", "A"}, {"n2", "B"}, {"n3", "B"}};
   std::vector<std::unique_ptr<AsyncGroupExchange>> exchanges;
-  explicit TwoGroups(double share = 1.0) {
+  TwoGroups() {
     for (size_t i = 0; i < 4; ++i) register_segments(cluster.node(i), kGroupSegments);
     for (size_t i = 0; i < 4; ++i) {
       GossipOptions o;
       o.seed = 3;
       o.segment_deadline = 2000ms;
-      o.exchange_share = share;
       exchanges.push_back(std::make_unique<AsyncGroupExchange>(cluster.node(i), kGroupSegments, o));
     }
   }
@@ -77,24 +76,6 @@ TEST(AsyncGroupExchange, EachOwnerGetsTheOtherGroupsNewestCopyWithoutWaiting) {
   }
   EXPECT_EQ(g.exchanges[0]->stats().segments_sent, 4u);  // 2 segments x 2 rounds
   EXPECT_EQ(g.exchanges[0]->rounds(), 2u);
-}
-
-// A share below 1 rests after each round (1 / share - 1 times the round's
-// time: here 999 times), offering nothing meanwhile; the round's copies
-// still go out. At share 1 the next round may start as soon as one ends.
-TEST(AsyncGroupExchange, APacedExchangeRestsBetweenItsRounds) {
-  for (const double share : {0.001, 1.0}) {
-    TwoGroups g(share);
-    g.offer_all(1.0f, 5);
-    ASSERT_TRUE(wait_until([&] { return g.exchanges[0]->rounds() == 1; }, 10s));
-    const std::vector<float> params(kModelFloats, 2.0f);
-    EXPECT_EQ(g.exchanges[0]->offer(g.view, g.labels, 6, params), share == 1.0) << "share " << share;
-    const auto got = g.newest(2, 5);  // n0's copies of segments 0 and 2
-    ASSERT_EQ(got.size(), 2u) << "share " << share;
-    if (share < 1.0) {
-      EXPECT_EQ(got.begin()->second.sender_step, 5u) << "a round while resting";
-    }
-  }
 }
 
 TEST(AsyncGroupExchange, ACopyOfAnotherOwnersSegmentOrMisSizedIsRefusedAndCounted) {
