@@ -72,10 +72,6 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
          "is in group r / (N/g)): gradients allreduced inside a group every step, models exchanged "
          "between groups in the background (Crossover-SGD), never waiting for another group")
       ->check(CLI::Range(size_t{1}, size_t{4096}));
-  cmd->add_option("--fold-every", o.group_fold_every,
-                  "--algo groups: fold in other groups' copies (and send this group's) every F steps")
-      ->check(CLI::Range(uint64_t{1}, uint64_t{1000000}))
-      ->capture_default_str();
   cmd->add_option("--target-momentum", o.target_momentum,
                   "--algo groups --momentum auto: the total momentum (explicit + the asynchrony's implicit)")
       ->check(CLI::Range(0.0f, 0.999f))

@@ -20,8 +20,7 @@ struct RunOptions {
   // the implicit momentum of the asynchrony (1 - 1/g), never below the floor.
   float target_momentum = 0.9f;
   float momentum_floor = 0.0f;
-  uint64_t group_fold_every = 1;  // --algo groups: fold in other groups' copies every this many steps
-  std::string grid;               // --algo grid: PRxPC (topology/grid.h)
+  std::string grid;  // --algo grid: PRxPC (topology/grid.h)
   // --algo pipeline (topology/pipeline.h): K stages x D replicas, M micro-batches.
   size_t stages = 0;         // 0: not given
   size_t micro_batches = 0;  // 0: topology::default_micro_batches(batch)

@@ -199,8 +199,6 @@ class Comparison {
     }
     if (paces(algo)) a.push_back("--pace");
     for (const std::string& f : entry.flags()) a.push_back(f);
-    if (entry.compute_groups && o_.fold_every > 0)
-      a.insert(a.end(), {"--fold-every", std::to_string(o_.fold_every)});
     if (entry.pipeline) {
       a.insert(a.end(), {"--partition", o_.partition, "--micro-batches", std::to_string(o_.micro_batches)});
     }

@@ -50,7 +50,6 @@ struct CompareOptions {
   // Pipeline entries: gossipd run --partition and --micro-batches.
   std::string partition = "auto";
   size_t micro_batches = 0;  // 0: gossipd run's default
-  uint64_t fold_every = 0;   // compute-groups entries: gossipd run --fold-every; 0: its default
   // Flags every worker is given after compare's own (gossipctl tune: --momentum, --lr-decay).
   std::vector<std::string> extra_flags;
   // Asked with an entry's metrics files and its slowest worker's round at

@@ -57,8 +57,6 @@ void add_run_flags(CLI::App* cmd, CompareOptions& o) {
          "daemon's default")
       ->check(CLI::Range(0, RunOptions::kMaxSendBufferKb))
       ->capture_default_str();
-  cmd->add_option("--fold-every", o.fold_every,
-                  "Compute groups: gossipd run --fold-every (0: the daemon's default)");
 }
 
 CLI::App* add_compare_command(CLI::App& app, CompareOptions& o) {

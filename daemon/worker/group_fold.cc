@@ -66,11 +66,6 @@ std::vector<uint32_t> GroupFold::owned(const protocol::Group& ring, size_t rank)
 }
 
 void GroupFold::after_update(protocol::Group& ring, uint64_t round) {
-  if (round % momentum_.fold_every != 0) {  // every member of the ring is at this round
-    fit_.add(trainer_.model().params(), trainer_.model().grads(), trainer_.current_lr(),
-             trainer_.optimizer().options().weight_decay);
-    return;
-  }
   std::vector<protocol::FoldIn> mine = exchange_.take();
   const std::vector<uint32_t> own = owned(ring, ring.rank());
   // A copy of a segment this member no longer owns (its ring changed) is dropped.

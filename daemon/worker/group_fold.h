@@ -28,9 +28,6 @@ struct MomentumRule {
   bool automatic = false;  // --momentum auto; otherwise the optimizer's stays
   float target = 0.9f;
   float floor = 0.0f;
-  // Fold in and offer the exchange a copy every this many steps (between
-  // them a step is the group's allreduce alone).
-  uint64_t fold_every = 1;
 };
 
 // Compute groups' side of a step (--algo groups), after the group's update:

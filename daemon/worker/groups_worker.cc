@@ -50,7 +50,7 @@ std::unique_ptr<Worker> make_groups_worker(WorkerContext& c) {
   protocol::GossipOptions g;
   g.seed = c.topology_seed;
   g.segment_deadline = std::chrono::milliseconds(o.segment_deadline_ms);
-  const MomentumRule momentum{o.train.momentum_auto, o.target_momentum, o.momentum_floor, o.group_fold_every};
+  const MomentumRule momentum{o.train.momentum_auto, o.target_momentum, o.momentum_floor};
   auto fold = std::make_unique<GroupFold>(c.node, c.membership,
                                           topology::compute_group_labels(c.members, o.compute_groups),
                                           c.segments, g, momentum, c.trainer, c.state, c.metrics);
