@@ -66,11 +66,12 @@ std::vector<TuneConfig> first_probes(size_t groups, const std::vector<double>& l
 std::vector<TuneConfig> next_probes(size_t groups, const TuneConfig& previous_best,
                                     const std::vector<double>& momenta);
 
-// The next probe, or nullopt when the grid is done, given those run so far
-// (`done`) and the best so far of each g (`best`, nullopt: none of g ran to
-// its end). Every g gets a probe before any larger g gets its second, so a
-// budget that ends the probing early has seen every g: the smallest g's cold
-// start (first_probes at the largest momentum), then each larger g's first
+// The next probe over `groups` (increasing, distinct), or nullopt when the
+// grid is done, given the probes run so far (`done`) and the best so far of
+// each g (`best`; nullopt: none of that g ran to its end). Every g gets a
+// probe before any g gets a second beyond the cold start, so a budget that
+// ends the probing early has seen every g: the smallest g's cold start
+// (first_probes at the largest momentum), then each larger g's first
 // next_probes after the g before it, then the rest of each larger g's.
 using BestOf = std::function<std::optional<TuneConfig>(size_t groups)>;
 std::optional<TuneConfig> next_probe(const std::vector<size_t>& groups, const std::vector<double>& lrs,
