@@ -36,7 +36,8 @@ class Transport {
   virtual void reset(const std::string& peer) = 0;
 
   // Queues a multipart message (frames[0] = envelope). Throws PeerTimeout when
-  // the peer's queue stays full for `timeout`, PeerGone for a peer that is
+  // the peer's queue stays full for `timeout` (or another sender to the
+  // peer holds it that long, waiting for room), PeerGone for a peer that is
   // not connected (never was, or left).
   virtual void send(const std::string& peer, std::vector<OutFrame> frames,
                     std::chrono::milliseconds timeout) = 0;

@@ -1,5 +1,6 @@
 #include "protocol/zmq_transport.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "protocol/errors.h"
@@ -15,6 +16,11 @@ constexpr size_t kZeroCopyMinBytes = 256;
 // Kernel receive buffers: large enough that one wake-up of the I/O thread
 // moves a whole pipeline piece (hundreds of KiB to MiB) through the socket.
 constexpr int kReceiveBufferBytes = 4 << 20;
+
+// How long a send with a shorter timeout still waits for another sender to
+// the same peer: far longer than a send that finds room, far shorter than
+// one that waits for it.
+constexpr auto kLockGrace = std::chrono::milliseconds(20);
 
 void release_owner(void* /*data*/, void* hint) { delete static_cast<std::shared_ptr<const void>*>(hint); }
 
@@ -136,7 +142,11 @@ void ZmqTransport::send(const std::string& peer, std::vector<OutFrame> frames,
   for (auto& f : frames) parts.push_back(to_zmq(f));
 
   const auto deadline = Clock::now() + timeout;
-  std::lock_guard lock(p->mutex);
+  // Another sender may hold the socket while it waits for room in this
+  // peer's queue: this one waits for it no longer than its own timeout (a
+  // moment for a timeout of 0), so a heartbeat never stalls behind a segment.
+  std::unique_lock lock(p->mutex, std::max(deadline, Clock::now() + kLockGrace));
+  if (!lock.owns_lock()) throw PeerTimeout(options_.node_id, peer, timeout, "send");
   if (!p->socket) throw TransportError(options_.node_id, peer, "send to disconnected peer '" + peer + "'");
   for (size_t i = 0; i < parts.size(); ++i) {
     const auto flags =

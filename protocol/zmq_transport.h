@@ -48,7 +48,7 @@ class ZmqTransport : public Transport {
 
  private:
   struct Peer {
-    std::mutex mutex;  // zmq sockets are not thread-safe; send() is
+    std::timed_mutex mutex;  // zmq sockets are not thread-safe; send() is
     std::string endpoint;
     zmq::socket_t socket;
   };

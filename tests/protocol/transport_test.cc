@@ -3,7 +3,10 @@
 // transport promises is in transport_contract_test.cc.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdio>
+#include <thread>
 
 #include "protocol/errors.h"
 #include "protocol/fault_injection.h"
@@ -175,6 +178,43 @@ TEST(ZmqTransport, ResetAndDisconnectReleaseQueuedFramesForADeadPeer) {
     EXPECT_TRUE(testing::wait_until([&] { return watch.expired(); }, std::chrono::seconds(5)))
         << (reset ? "reset" : "disconnect") << " kept the frames";
   }
+}
+
+// A sender waiting for room in a peer's queue holds that peer's socket; a
+// send with timeout 0 to the same peer (a heartbeat) gives up at once
+// instead of waiting for it.
+TEST(ZmqTransport, ASendWaitsForAnotherSenderNoLongerThanItsOwnTimeout) {
+  zmq::context_t ctx;
+  ZmqTransportOptions o = options("a");
+  o.send_hwm = 1;
+  ZmqTransport a(ctx, o);
+  a.connect("ghost", "tcp://127.0.0.1:1");  // nobody listens: the queue fills and stays full
+  int queued = 0;
+  for (; queued < 100; ++queued) {
+    try {
+      a.send("ghost", two_frames("env", "x"), std::chrono::milliseconds(0));
+    } catch (const PeerTimeout&) {
+      break;
+    }
+  }
+  ASSERT_LT(queued, 100) << "the queue never filled";
+  std::atomic<bool> waiting{false};
+  std::thread slow([&] {
+    waiting = true;
+    EXPECT_THROW(a.send("ghost", two_frames("env", "segment"), std::chrono::seconds(5)), PeerTimeout);
+  });
+  ASSERT_TRUE(testing::wait_until([&] { return waiting.load(); }, std::chrono::seconds(5)));
+  // Over a second of heartbeats, the slow sender holds the socket for most of
+  // it: each heartbeat still returns within a moment, never after its 5 s.
+  std::chrono::steady_clock::duration longest{};
+  for (auto end = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+       std::chrono::steady_clock::now() < end;) {
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_THROW(a.send("ghost", two_frames("env", "beat"), std::chrono::milliseconds(0)), PeerTimeout);
+    longest = std::max(longest, std::chrono::steady_clock::now() - t0);
+  }
+  EXPECT_LT(longest, std::chrono::milliseconds(500));
+  slow.join();
 }
 
 TEST(Node, SeveralNodesInOneProcessExchangeControlMessages) {
