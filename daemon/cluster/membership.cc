@@ -404,12 +404,27 @@ void Membership::beat() {
   for (const auto& id : expired) node_.remove_peer(id);
 }
 
+void Membership::excuse_pause(Clock::duration late) {
+  if (late <= options_.heartbeat_interval) return;  // scheduling jitter
+  {
+    std::lock_guard lock(mu_);
+    if (!armed_) return;
+    const auto now = Clock::now();
+    for (auto& [id, e] : entries_) e.last_heard = std::min(now, e.last_heard + late);
+  }
+  spdlog::warn(
+      "node '{}': membership was paused for {:.1f} s (this process did not run); that silence is "
+      "not held against the peers",
+      node_.id(), std::chrono::duration<double>(late).count());
+}
+
 void Membership::loop(std::stop_token stop) {
   static constexpr proto::MessageType kTypes[] = {proto::LEAVE, proto::HELLO, proto::MEMBER_LIST,
                                                   proto::HEARTBEAT};
   auto next_beat = Clock::now();
   while (!stop.stop_requested()) {
-    if (Clock::now() >= next_beat) {
+    if (const auto now = Clock::now(); now >= next_beat) {
+      excuse_pause(now - next_beat);
       beat();
       next_beat = Clock::now() + options_.heartbeat_interval;
     }

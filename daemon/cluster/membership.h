@@ -51,7 +51,8 @@ struct JoinPolicy {
 // every member with since_round <= r. The table spreads by gossip: every
 // heartbeat carries it, and a member adopts the entries it lacks (unless it
 // saw that incarnation leave). Departures apply at once: a member silent past
-// the failure timeout is evicted, one that sends LEAVE is dropped. The view
+// the failure timeout is evicted (not for silence while this member itself
+// was paused), one that sends LEAVE is dropped. The view
 // epoch is a hash of the (id, since_round) pairs, so members with the same
 // table draw the same topology whatever order they learned it in.
 //
@@ -127,6 +128,10 @@ class Membership {
   void loop(std::stop_token stop);
   void handle_hello(const std::string& id, const proto::Hello& hello);
   void merge(const proto::MemberList& list);
+  // The beat due now comes `late` (this process or thread did not run): the
+  // peers' heartbeats of that time are still queued here, so the pause is
+  // added to their silence allowance instead of evicting them for it.
+  void excuse_pause(std::chrono::steady_clock::duration late);
   void beat();
   void drop(const std::string& id, const char* why);
   // node_.add_peer; false (logged) when the transport cannot connect there.

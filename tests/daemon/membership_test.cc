@@ -121,6 +121,23 @@ TEST_F(FiveWorkers, ASigkilledMemberIsEvictedAndTheRestKeepTraining) {
   EXPECT_EQ(metrics.value("gossipd_members_evicted_total"), 1) << metrics;
 }
 
+// A member stopped past the failure timeout (SIGSTOP: a stall of the whole
+// process) is evicted by the others; when it runs again, the silence it
+// counts from them is its own pause, and it evicts nobody for it.
+TEST_F(FiveWorkers, AMemberThatWasPausedDoesNotEvictThePeersItCouldNotHear) {
+  ASSERT_NO_FATAL_FAILURE(start("3000"));
+  cluster_->proc(4).signal(SIGSTOP);
+  until_dropped({0, 1, 2, 3}, "w4", 20s);
+  cluster_->proc(4).signal(SIGCONT);
+  // Its first beat after the pause says so; the peers, who no longer talk
+  // to it, are silent from then on, and 3 s later it may evict them for that.
+  ASSERT_TRUE(wait_until(
+      [&] { return cluster_->proc(4).out().find("membership was paused for") != std::string::npos; }, 3s))
+      << cluster_->proc(4).out();
+  EXPECT_EQ(evictions(ports_[4]), 0) << cluster_->proc(4).out();
+  EXPECT_EQ(evictions(ports_[0]), 1);
+}
+
 TEST_F(FiveWorkers, ASigtermedMemberIsDroppedInUnderASecond) {
   ASSERT_NO_FATAL_FAILURE(start("1500"));
   cluster_->proc(3).signal(SIGTERM);
