@@ -76,7 +76,13 @@ inline Done expect_identical_cells(Cluster& c, std::chrono::seconds timeout, std
     done = {std::stoi(m[1]), std::stod(m[2]), m[3]};
     hashes.insert(m[3]);
   }
-  EXPECT_EQ(hashes.size(), 1u) << "the processes assembled different models";
+  if (hashes.size() != 1) {
+    std::string logs;
+    for (int i : cells)
+      logs.append("\n--- process ").append(std::to_string(i)).append(":\n").append(c.proc(i).err());
+    ADD_FAILURE() << "the processes assembled different models (" << hashes.size()
+                  << " hashes); their logs:" << logs;
+  }
   return done;
 }
 
