@@ -68,13 +68,19 @@ void TensorStream::recv(size_t from_rank, uint64_t seq, std::span<float> out) {
   wait(h);
 }
 
-// Takes the handle's tensor before the deadline; one of the wrong size is
-// dropped and counted, and the wait goes on.
+// Takes the handle's tensor before the deadline; one that is not float32 or
+// of the wrong size is dropped and counted, and the wait goes on.
 bool TensorStream::complete(RecvHandle& h, Clock::time_point deadline) {
   Node& node = group_.node();
   const std::string& peer = group_.member(h.from_rank_);
   const size_t want = h.out_.size_bytes();
-  const auto fits = [&](size_t bytes) {
+  const auto fits = [&](size_t bytes, uint32_t dtype) {
+    if (dtype != proto::DTYPE_FLOAT32) {
+      node.reject_log().reject(
+          peer, RejectReason::kDType,
+          "tensor " + std::to_string(h.seq_) + " of dtype " + std::to_string(dtype) + ", expected float32");
+      return false;
+    }
     if (bytes == want) return true;
     node.reject_log().reject(peer, RejectReason::kSizeMismatch,
                              "tensor " + std::to_string(h.seq_) + " of " + std::to_string(bytes) +
@@ -89,7 +95,7 @@ bool TensorStream::complete(RecvHandle& h, Clock::time_point deadline) {
     std::optional<InFrame> got;
     const auto taken = [&] {
       while ((got = w->take(h.from_rank_, match, never))) {
-        if (fits(got->payload.size())) return true;
+        if (fits(got->payload.size(), got->header.dtype)) return true;
       }
       return false;
     };
@@ -99,7 +105,7 @@ bool TensorStream::complete(RecvHandle& h, Clock::time_point deadline) {
     for (;;) {
       auto msg = node.mailbox().pop_chunk({group_.tag(), h.seq_, peer}, deadline, group_.options().stop);
       if (!msg) return false;
-      if (!fits(msg->payload[0].size())) continue;
+      if (!fits(msg->payload[0].size(), msg->envelope.dtype())) continue;
       std::memcpy(h.out_.data(), msg->payload[0].data(), want);
       break;
     }

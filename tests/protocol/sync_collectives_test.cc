@@ -7,8 +7,12 @@
 #include <numeric>
 #include <tuple>
 
+#include "protocol/collective_channel.h"
+#include "protocol/data_wire.h"
 #include "protocol/doubling_allreduce.h"
 #include "protocol/errors.h"
+#include "protocol/group_wire.h"
+#include "protocol/message.h"
 #include "protocol/ring_collectives.h"
 #include "protocol/tensor_stream.h"
 #include "tests/protocol/collective_inputs.h"
@@ -132,6 +136,37 @@ TEST_P(TensorTest, AWrongSizeIsCountedAndTheRightOneStillArrives) {
   }));
   EXPECT_EQ(got, rank_input(2, 50));
   EXPECT_EQ(cluster.node(1).counters().get(RejectReason::kSizeMismatch), 1u);
+}
+
+// The same bytes as the tensor expected, declared as another dtype: dropped
+// and counted, never read as floats.
+TEST_P(TensorTest, AnotherDtypeIsCountedAndTheFloatTensorStillArrives) {
+  TestCluster cluster(2, on_path(GetParam()));
+  std::vector<float> got(50);
+  testing::expect_no_errors(cluster.run([&](size_t r) {
+    Group g(cluster.node(r), kSyncTag, cluster.ids(), small_pieces());
+    TensorStream s(g);
+    if (r == 0) {
+      const std::vector<uint8_t> bytes(200, 0xff);  // 50 floats' worth, every one a NaN
+      if (GroupWire* w = g.wire()) {
+        wire::FrameHeader f;
+        f.kind = wire::FrameKind::kTensor;
+        f.dtype = proto::DTYPE_UINT8;
+        f.seq = 7;
+        f.bytes = bytes.size();
+        w->send(1, f, bytes.data(), nullptr);
+      } else {
+        send_chunk(g.node(), g.member(1), {g.tag(), 7}, proto::DTYPE_UINT8, bytes.size(),
+                   OutFrame::copy_of(bytes.data(), bytes.size()), std::chrono::seconds(5));
+      }
+      const auto right = rank_input(2, 50);
+      s.wait(s.send(1, 7, right));  // drives the frame before it out too
+    } else {
+      s.recv(0, 7, got);
+    }
+  }));
+  EXPECT_EQ(got, rank_input(2, 50));
+  EXPECT_EQ(cluster.node(1).counters().get(RejectReason::kDType), 1u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, TensorTest, ::testing::Values(DataPath::kTcp, DataPath::kZmq),
