@@ -79,8 +79,8 @@ bool DataLink::flush(Clock::time_point now) {
   return !broken_;
 }
 
-bool DataLink::read_available() {
-  while (!broken_ && !eof_) {
+bool DataLink::read_available(size_t inbox_limit) {
+  while (!broken_ && !eof_ && inbox_bytes_ < inbox_limit) {
     const size_t missing = in_frame_ ? in_frame_->bytes - in_payload_have_ : 0;
     // Straight into place, unless the bytes are to be added (through staging).
     std::byte* target = in_post_ ? (in_post_->add ? nullptr : in_post_->dst) : in_payload_.get();

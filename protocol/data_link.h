@@ -58,11 +58,13 @@ class DataLink {
   // When the first queued frame is due (for a poll timeout); max() when none.
   Clock::time_point next_due() const;
 
-  // Reads what is there (until a read comes back short); whole frames go to
-  // inbox() or a posted receive. False when broken (a
+  // Reads what is there (until a read comes back short), or until the inbox
+  // holds `inbox_limit` bytes (it may pass it by one read: 64 KiB and a
+  // frame); the rest waits in the kernel, and TCP holds the sender back.
+  // Whole frames go to inbox() or a posted receive. False when broken (a
   // reset, junk); the peer's orderly close only sets eof(): what it sent
   // before stays to be taken.
-  bool read_available();
+  bool read_available(size_t inbox_limit = SIZE_MAX);
   bool eof() const { return eof_; }
   size_t inbox_bytes() const { return inbox_bytes_; }
 

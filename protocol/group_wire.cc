@@ -166,7 +166,7 @@ void GroupWire::progress(Clock::time_point now, const std::string& during) {
   const size_t limit = group_.node().options().max_queued_bytes;
   for (DataLink* l : open_) {
     if (l->wants_write() && !l->flush(now)) lost(*l, during);
-    if (l->inbox_bytes() < limit && !l->eof() && !l->read_available()) lost(*l, during);
+    if (!l->eof() && !l->read_available(limit)) lost(*l, during);
   }
 }
 

@@ -30,6 +30,26 @@ class LinkPair {
   // reading after each, and stops after `stop_after` bytes when given.
   void write(uint32_t chunk, const std::vector<float>& floats, size_t split = 1 << 20,
              size_t stop_after = SIZE_MAX) {
+    const std::vector<std::byte> bytes = frame(chunk, floats);
+    write_bytes(std::span<const std::byte>(bytes).subspan(0, std::min(stop_after, bytes.size())), split);
+  }
+
+  // Writes a whole frame and reads nothing: it waits in the socket.
+  void write_unread(uint32_t chunk, const std::vector<float>& floats) {
+    const std::vector<std::byte> bytes = frame(chunk, floats);
+    ASSERT_EQ(::send(writer_.get(), bytes.data(), bytes.size(), 0), static_cast<ssize_t>(bytes.size()));
+  }
+
+  void write_bytes(std::span<const std::byte> bytes, size_t split) {
+    for (size_t at = 0; at < bytes.size();) {
+      const ssize_t n = ::send(writer_.get(), bytes.data() + at, std::min(split, bytes.size() - at), 0);
+      ASSERT_GT(n, 0);
+      at += static_cast<size_t>(n);
+      ASSERT_TRUE(link_.read_available());
+    }
+  }
+
+  static std::vector<std::byte> frame(uint32_t chunk, const std::vector<float>& floats) {
     wire::FrameHeader h;
     h.dtype = proto::DTYPE_FLOAT32;
     h.tag = kTag;
@@ -40,16 +60,7 @@ class LinkPair {
     std::vector<std::byte> bytes(header.begin(), header.end());
     const auto* p = reinterpret_cast<const std::byte*>(floats.data());
     bytes.insert(bytes.end(), p, p + h.bytes);
-    write_bytes(std::span<const std::byte>(bytes).subspan(0, std::min(stop_after, bytes.size())), split);
-  }
-
-  void write_bytes(std::span<const std::byte> bytes, size_t split) {
-    for (size_t at = 0; at < bytes.size();) {
-      const ssize_t n = ::send(writer_.get(), bytes.data() + at, std::min(split, bytes.size() - at), 0);
-      ASSERT_GT(n, 0);
-      at += static_cast<size_t>(n);
-      ASSERT_TRUE(link_.read_available());
-    }
+    return bytes;
   }
 
   // The chunks of the frames in the inbox, in order.
@@ -145,6 +156,23 @@ TEST(DataLink, WithdrawnHalfWayTheRestIsDroppedAndTheStreamGoesOn) {
   EXPECT_EQ(dst, before);  // nothing landed after the withdrawal
   EXPECT_EQ(pair.inbox_chunks(), std::vector<uint32_t>{1});
   EXPECT_FALSE(pair.link().broken());
+}
+
+// A peer that sends frames nobody takes fills the inbox up to the limit the
+// caller gives (the per-sender byte limit), not past it by what the socket
+// holds: the rest stays in the kernel until the inbox is taken.
+TEST(DataLink, ReadingStopsAtTheInboxLimitAndTheRestWaitsInTheSocket) {
+  LinkPair pair;
+  constexpr size_t kFrames = 5, kFloats = 8192, kLimit = 40 << 10;  // frames of 32 KiB
+  for (uint32_t c = 0; c < kFrames; ++c) pair.write_unread(c, floats(kFloats, static_cast<float>(c)));
+  ASSERT_TRUE(pair.link().read_available(kLimit));
+  EXPECT_GE(pair.link().inbox_bytes(), kLimit);
+  EXPECT_LE(pair.link().inbox_bytes(), kLimit + (64 << 10) + kFloats * sizeof(float));
+  std::vector<uint32_t> chunks = pair.inbox_chunks();
+  EXPECT_LT(chunks.size(), kFrames) << "read past the limit";
+  ASSERT_TRUE(pair.link().read_available(SIZE_MAX));
+  for (uint32_t c : pair.inbox_chunks()) chunks.push_back(c);
+  EXPECT_EQ(chunks, (std::vector<uint32_t>{0, 1, 2, 3, 4}));
 }
 
 }  // namespace
