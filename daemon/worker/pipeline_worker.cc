@@ -4,9 +4,7 @@
 
 #include <array>
 #include <filesystem>
-#include <fstream>
 #include <optional>
-#include <sstream>
 
 #include "daemon/cluster/replica_state.h"
 #include "daemon/config/cli.h"
@@ -14,6 +12,7 @@
 #include "daemon/plan/pipeline_plan.h"
 #include "daemon/worker/gone_member.h"
 #include "daemon/worker/grid_resume.h"
+#include "daemon/worker/pipeline_partition.h"
 #include "daemon/worker/sync_start.h"
 #include "protocol/collectives.h"
 #include "protocol/errors.h"
@@ -27,18 +26,6 @@ size_t micros(const RunOptions& o) { return topology::micro_batches_for(o.train.
 
 // Rounds (passes per layer) the auto partition times each layer with.
 constexpr int kAutoReps = 10;
-
-// The partition in a layout stage_name wrote.
-topology::LayerRanges partition_of(const std::string& layout, size_t layers) {
-  const std::string key = ", partition ";
-  const size_t at = layout.rfind(key);
-  try {
-    if (at == std::string::npos) throw std::invalid_argument("no partition in it");
-    return topology::parse_layer_counts(layout.substr(at + key.size()), layers);
-  } catch (const std::invalid_argument& e) {
-    throw UsageError("checkpoint of '" + layout + "': " + e.what() + ": not a pipeline stage's");
-  }
-}
 
 size_t stage_params(const trainer::Model& model, const topology::LayerRanges& r, size_t stage) {
   size_t n = 0;
@@ -234,30 +221,7 @@ class PipelineWorker : public SyncWorker {
   double bubble_sum_ = 0;
 };
 
-// "partition":"3,7" in a plan's JSON.
-std::string partition_in_plan(const std::string& path) {
-  std::ifstream in(path);
-  if (!in)
-    throw UsageError("--partition " + path + ": cannot read it (give auto, L,L,... or a plan's JSON file)");
-  std::stringstream text;
-  text << in.rdbuf();
-  const std::string s = text.str(), key = "\"partition\":\"";
-  const size_t at = s.find(key);
-  const size_t end = at == std::string::npos ? at : s.find('"', at + key.size());
-  if (end == std::string::npos)
-    throw UsageError("--partition " + path +
-                     ": no \"partition\" in it (make it with gossipctl plan pipeline --json)");
-  return s.substr(at + key.size(), end - at - key.size());
-}
-
 }  // namespace
-
-std::string stage_name(topology::PipelineShape shape, topology::PipelineCoord at,
-                       const topology::LayerRanges& r) {
-  return "pipeline " + std::to_string(shape.stages) + "x" + std::to_string(shape.replicas) + " stage " +
-         std::to_string(at.stage) + " (replica " + std::to_string(at.replica) + "), partition " +
-         topology::layer_counts(r);
-}
 
 StateLayout pipeline_state_layout(const RunOptions& o, const Placement& where,
                                   const trainer::Trainer& trainer) {
@@ -277,18 +241,6 @@ StateLayout pipeline_state_layout(const RunOptions& o, const Placement& where,
   if (!r) return {"pipeline, partition auto (no checkpoint yet)", 0, 0};
   const size_t n = stage_params(model, *r, at.stage);
   return {stage_name(shape, at, *r), n, n};  // the optimizer's state: a velocity per parameter
-}
-
-std::optional<topology::LayerRanges> given_partition(const RunOptions& o, size_t layers) {
-  if (o.partition == "auto") return std::nullopt;
-  const bool file = std::filesystem::exists(o.partition) || o.partition.find('/') != std::string::npos ||
-                    o.partition.ends_with(".json");
-  const std::string text = file ? partition_in_plan(o.partition) : o.partition;
-  try {
-    return topology::parse_layer_counts(text, layers);
-  } catch (const std::invalid_argument& e) {
-    throw UsageError("--partition " + o.partition + ": " + e.what());
-  }
 }
 
 void check_pipeline(const RunOptions& o, size_t members, const trainer::Model& model) {

@@ -25,19 +25,10 @@ void check_pipeline(const RunOptions& options, size_t members, const trainer::Mo
 // Every pipeline member samples its pipeline's shard of the data.
 trainer::SamplerOptions pipeline_shard(const RunOptions& options, const Placement& where);
 
-// "pipeline 2x1 stage 0 (replica 0), partition 3,7": the layout its
-// checkpoints carry (another shape's or partition's is refused by name).
-std::string stage_name(topology::PipelineShape shape, topology::PipelineCoord at,
-                       const topology::LayerRanges& r);
-
 // What a stage's checkpoint holds: its layers' parameters and optimizer
 // state. Under --partition auto, the partition of the newest checkpoint in
 // --checkpoint-dir (a restart keeps the partition it was written with).
 StateLayout pipeline_state_layout(const RunOptions& options, const Placement& where,
                                   const trainer::Trainer& trainer);
-
-// --partition given as counts or a plan's JSON: the layer ranges, or
-// nullopt for auto. Throws UsageError naming what is wrong.
-std::optional<topology::LayerRanges> given_partition(const RunOptions& options, size_t layers);
 
 }  // namespace gossipd::daemon

@@ -12,6 +12,7 @@
 #include "daemon/cluster/checkpoint.h"
 #include "daemon/cluster/state_transfer.h"
 #include "daemon/sparse/partition_file.h"
+#include "daemon/worker/pipeline_partition.h"
 #include "protocol/data_wire.h"
 #include "protocol/ring_collectives.h"
 #include "protocol/segment_inbox.h"
@@ -257,5 +258,15 @@ int main(int argc, char** argv) {
         daemon::partition_text(net, daemon::partition_neurons(net, 3, daemon::NeuronPartitioner::kBlock, {}),
                                3));
   }
+
+  // partition_text: pipeline counts, a stage's checkpoint layout, the head
+  // of a plan's JSON (gossipctl plan pipeline --json), a grid shape.
+  put("partition_text", "counts", "3,7");
+  put("partition_text", "layout",
+      daemon::stage_name({2, 1}, {1, 0}, topology::parse_layer_counts("3,7", 10)));
+  put("partition_text", "plan",
+      R"({"plan":"pipeline","model":"mlp","batch":64,"micros":8,"partition":"1,4","bubble":0.31,)"
+      R"("by_count":[{"stages":1,"partition":"5","step_s":0.0023}]})");
+  put("partition_text", "grid", "4x2");
   return 0;
 }
