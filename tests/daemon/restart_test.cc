@@ -28,19 +28,24 @@ uint64_t newest_round(const std::string& dir) {
   return all.empty() ? 0 : daemon::read_checkpoint(all[0]).state.header.step();
 }
 
-std::vector<std::string> args_for(const std::string& algo) {
-  return {"--algo",   algo,
-          "--epochs", "1000",
-          "--quiet",  "--threads",
-          "1",        "--train-limit",
-          "6000",     "--test-limit",
-          "1000",     "--batch",
-          "32",       "--heartbeat-ms",
-          "100",      "--failure-timeout-ms",
-          "1500",     "--segment-deadline-ms",
-          "1000",     "--checkpoint-every",
-          "25",       "--checkpoint-keep",
-          "3"};
+// "groups": compute groups of one member each (3 groups of 3 workers), so
+// each group's checkpoints are its only member's.
+std::vector<std::string> args_for(const std::string& param) {
+  const bool groups = param == "groups";
+  std::vector<std::string> args{"--algo",   groups ? "groups" : param,
+                                "--epochs", "1000",
+                                "--quiet",  "--threads",
+                                "1",        "--train-limit",
+                                "6000",     "--test-limit",
+                                "1000",     "--batch",
+                                "32",       "--heartbeat-ms",
+                                "100",      "--failure-timeout-ms",
+                                "1500",     "--segment-deadline-ms",
+                                "1000",     "--checkpoint-every",
+                                "25",       "--checkpoint-keep",
+                                "3"};
+  if (groups) args.insert(args.end(), {"--compute-groups", "3"});
+  return args;
 }
 
 class WholeClusterRestart : public ::testing::TestWithParam<std::string> {};
@@ -116,7 +121,8 @@ TEST_P(WholeClusterRestart, GoesOnFromTheCheckpointsNotFromZero) {
       static_cast<unsigned long long>(oldest), before, after, epoch_after);
 }
 
-INSTANTIATE_TEST_SUITE_P(Protocols, WholeClusterRestart, ::testing::Values("crossover", "sgp", "allreduce"));
+INSTANTIATE_TEST_SUITE_P(Protocols, WholeClusterRestart,
+                         ::testing::Values("crossover", "sgp", "allreduce", "groups"));
 
 TEST(MemberRestart, AKilledMemberRestartedWithItsCheckpointsRejoinsWithoutGoingBack) {
   TempDir dir("gossipd_restart");
