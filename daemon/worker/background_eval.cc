@@ -19,6 +19,7 @@ struct BackgroundEvaluator::Job {
 
   Job(std::span<const float> p, Done d, size_t batches, uint64_t n)
       : number(n),
+        submitted(std::chrono::steady_clock::now()),
         params(p.begin(), p.end()),
         done(std::move(d)),
         by_background(batches),
@@ -29,6 +30,7 @@ struct BackgroundEvaluator::Job {
   size_t batches() const { return by_background.size(); }
 
   const uint64_t number;  // in submission order, from 0
+  const std::chrono::steady_clock::time_point submitted;
   const std::vector<float> params;
   Done done;
   std::vector<trainer::EvalBatch> by_background;
@@ -53,13 +55,15 @@ size_t resolve_max_pending(size_t requested, size_t params) {
 }  // namespace
 
 BackgroundEvaluator::BackgroundEvaluator(std::unique_ptr<trainer::Model> own, trainer::Trainer& replica,
-                                         const trainer::Dataset& test, size_t max_pending, bool start_thread)
+                                         const trainer::Dataset& test, size_t max_pending, bool start_thread,
+                                         std::chrono::steady_clock::duration max_wait)
     : own_(std::move(own)),
       replica_(replica.model()),
       test_(test),
       caller_(replica.evaluator()),
       background_(*own_, replica.options().eval_batch, replica.options().label_smoothing),
-      slots_(resolve_max_pending(max_pending, replica_.params().size())) {
+      slots_(resolve_max_pending(max_pending, replica_.params().size())),
+      max_wait_(max_wait) {
   if (own_->params().size() != replica_.params().size()) {
     throw std::invalid_argument("background evaluation model has " + std::to_string(own_->params().size()) +
                                 " parameters, the replica " + std::to_string(replica_.params().size()));
@@ -141,11 +145,17 @@ double BackgroundEvaluator::submit(std::span<const float> params, Done done) {
   return seconds;
 }
 
-void BackgroundEvaluator::poll() {
-  while (!pending_.empty() &&
-         pending_.front()->background_done.load(std::memory_order_acquire) == pending_.front()->batches()) {
-    publish_oldest();
-  }
+double BackgroundEvaluator::poll() {
+  const auto complete = [&] {
+    return !pending_.empty() &&
+           pending_.front()->background_done.load(std::memory_order_acquire) == pending_.front()->batches();
+  };
+  while (complete()) publish_oldest();
+  const auto now = std::chrono::steady_clock::now();
+  if (pending_.empty() || now - pending_.front()->submitted <= max_wait_) return 0;
+  finish_oldest();
+  while (complete()) publish_oldest();
+  return since(now);
 }
 
 double BackgroundEvaluator::finish() {

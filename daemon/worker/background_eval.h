@@ -1,6 +1,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -21,11 +22,12 @@ namespace gossipd::daemon {
 //
 // Evaluations wait their turn in submission order, up to `max_pending` of
 // them; the training thread never waits for the background thread. Where a
-// submit() finds the queue full (no idle cycles came for a while), the
-// caller evaluates the batches of the oldest still missing itself, on the
-// replica's model with the copy swapped in and the live parameters put back,
-// which costs no more than evaluating inline; finish() does so for all of
-// them. Everything but the background thread's work happens on the caller's
+// submit() finds the queue full, or a poll() finds the oldest waiting
+// longer than `max_wait` (no idle cycles came for a while: a compute-bound
+// machine), the caller evaluates the batches of the oldest still missing
+// itself, on the replica's model with the copy swapped in and the live
+// parameters put back, which costs no more than evaluating inline; finish()
+// does so for all of them. Everything but the background thread's work happens on the caller's
 // (the training) thread, results included (`done`, in submission order).
 // Nothing is shared under a lock (a thread at idle priority that is
 // preempted holding one could stall training for seconds): jobs sit in a
@@ -41,9 +43,12 @@ class BackgroundEvaluator {
   // an evaluation itself. `max_pending`: evaluations that may wait (0: as
   // many parameter copies as fit in kPendingBytes, at least 1 and at most
   // kMaxPending). `start_thread` false (for tests): no background thread,
-  // the caller does every evaluation, when the queue is full or in finish().
-  BackgroundEvaluator(std::unique_ptr<trainer::Model> own, trainer::Trainer& replica,
-                      const trainer::Dataset& test, size_t max_pending = 0, bool start_thread = true);
+  // the caller does every evaluation, when the queue is full, when one waited
+  // past `max_wait` (max(): no bound) or in finish().
+  BackgroundEvaluator(
+      std::unique_ptr<trainer::Model> own, trainer::Trainer& replica, const trainer::Dataset& test,
+      size_t max_pending = 0, bool start_thread = true,
+      std::chrono::steady_clock::duration max_wait = std::chrono::steady_clock::duration::max());
   // Abandons the evaluations not yet published (their `done` is not called).
   ~BackgroundEvaluator();
   BackgroundEvaluator(const BackgroundEvaluator&) = delete;
@@ -57,8 +62,10 @@ class BackgroundEvaluator {
   // the seconds spent finishing.
   double submit(std::span<const float> params, Done done);
   // Publishes the evaluations the background thread completed, oldest
-  // first, up to the first one not complete; cheap, for every step.
-  void poll();
+  // first, up to the first one not complete; cheap, for every step. Then, if
+  // the oldest still waiting has waited past max_wait, finishes and
+  // publishes it (one per call). Returns the seconds spent finishing.
+  double poll();
   // Finishes and publishes every evaluation waiting. Returns the seconds spent.
   double finish();
 
@@ -96,6 +103,7 @@ class BackgroundEvaluator {
   // working on (a hazard pointer: a job is freed only while it is in no slot
   // and not this one).
   std::vector<std::atomic<Job*>> slots_;
+  const std::chrono::steady_clock::duration max_wait_;
   std::atomic<uint64_t> submitted_{0};
   std::atomic<uint64_t> published_{0};
   std::atomic<uint64_t> wake_{0};  // what the background thread waits on

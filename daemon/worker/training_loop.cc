@@ -26,7 +26,8 @@ TrainingLoop::TrainingLoop(std::string id, trainer::Trainer& trainer, const trai
                                   "Seconds the training thread waited on the protocol's exchange")),
       start_(std::chrono::steady_clock::now()) {
   if (eval_model) {
-    background_ = std::make_unique<BackgroundEvaluator>(std::move(eval_model), trainer, test_);
+    background_ =
+        std::make_unique<BackgroundEvaluator>(std::move(eval_model), trainer, test_, 0, true, kEvalMaxWait);
   }
 }
 
@@ -110,7 +111,7 @@ void TrainingLoop::run(size_t steps, std::stop_token stop, const Step& step, con
 
 void TrainingLoop::step_done(uint64_t round, double running_loss) {
   rounds_.add();
-  if (background_) background_->poll();
+  if (background_) eval_seconds_ += background_->poll();
   // Training time only: the evaluations between epochs are not part of a round.
   const double elapsed =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count() - eval_seconds_;

@@ -29,12 +29,18 @@ namespace gossipd::daemon {
 // (wall_seconds, train_seconds) are those of the point where the copy was
 // taken. The results are published on the training thread, in order, at the
 // first step after they are complete; evaluations the idle cycles have not
-// yet reached wait their turn (up to BackgroundEvaluator::max_pending(), the
-// training thread finishing the oldest beyond that), and run() returns once
+// yet reached wait their turn (up to BackgroundEvaluator::max_pending(), and
+// no longer than kEvalMaxWait: the training thread finishes the oldest
+// beyond either, so a machine with no idle cycles still sees its records
+// within seconds, at the cost of evaluating inline), and run() returns once
 // the last one is published, the training thread finishing those still
 // waiting. Without an `eval_model`, evaluations run on the training thread.
 class TrainingLoop {
  public:
+  // How long an evaluation waits for idle cycles before the training thread
+  // does it (the lag of a record on a compute-bound machine).
+  static constexpr std::chrono::seconds kEvalMaxWait{2};
+
   // One training step on the given samples (the protocol's work included).
   using Step = std::function<trainer::StepResult(std::span<const uint32_t>)>;
   // Called before each evaluation (SGP puts the de-biased parameters in place).

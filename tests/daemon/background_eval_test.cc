@@ -166,6 +166,35 @@ TEST_F(BackgroundEval, EvaluationsWaitTheirTurnAndTheCallerFinishesTheOldestOnly
   EXPECT_EQ(std::vector<float>(t->model().params().begin(), t->model().params().end()), live);
 }
 
+// No idle cycles (no background thread here): an evaluation that has waited
+// past max_wait is finished by the caller at the next poll, one per poll,
+// with the same figures; within max_wait it keeps waiting.
+TEST_F(BackgroundEval, AnEvaluationWaitingPastMaxWaitIsFinishedByTheCallerAtThePoll) {
+  auto t = make_trainer();
+  train(*t, 2);
+  const EvalResult inline_result = t->evaluate(*test_);
+  {
+    BackgroundEvaluator patient(model(), *t, *test_, 8, /*start_thread=*/false, std::chrono::hours(1));
+    Published p;
+    patient.submit(t->model().params(), record(p));
+    EXPECT_EQ(patient.poll(), 0.0);
+    EXPECT_EQ(p.calls, 0) << "finished before it waited an hour";
+    EXPECT_EQ(patient.pending(), 1u);
+  }
+  BackgroundEvaluator ev(model(), *t, *test_, 8, /*start_thread=*/false, std::chrono::nanoseconds(0));
+  Published first, second;
+  ev.submit(t->model().params(), record(first));
+  ev.submit(t->model().params(), record(second));
+  EXPECT_GT(ev.poll(), 0.0);
+  ASSERT_EQ(first.calls, 1);
+  EXPECT_EQ(second.calls, 0) << "more than one finished in one poll";
+  expect_same(*first.result, inline_result);
+  EXPECT_EQ(ev.batches_on_caller(), 8u);
+  ev.poll();
+  EXPECT_EQ(second.calls, 1);
+  EXPECT_EQ(ev.pending(), 0u);
+}
+
 TEST_F(BackgroundEval, TheBackgroundThreadWorksThroughAQueueInOrder) {
   auto t = make_trainer();
   BackgroundEvaluator ev(model(), *t, *test_);
