@@ -3,7 +3,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <cmath>
 
 namespace gossipd::daemon {
 namespace {
@@ -236,101 +235,6 @@ void Membership::merge(const proto::MemberList& list) {
   if (changed) publish();
 }
 
-void Membership::handle_hello(const std::string& id, const proto::Hello& hello) {
-  proto::MemberList reply;
-  std::vector<std::string> announce_to;
-  bool restarted = false;
-  {
-    std::lock_guard lock(mu_);
-    if (!policy_) return;  // still starting; the joiner asks again
-    const auto now = Clock::now();
-    if (hello.ready()) {
-      auto j = joiners_.find(id);
-      auto e = entries_.find(id);
-      if (j == joiners_.end() && e != entries_.end() && e->second.endpoint == hello.endpoint()) {
-        announce_to.push_back(id);  // already admitted: the announcement crossed its retry
-        reply = table();
-      } else if (j != joiners_.end() && !j->second.refused && j->second.state_sent) {
-        const double rate = std::max(state_.snapshot().rounds_per_second(), 0.0);
-        const auto ahead = static_cast<uint64_t>(
-            std::ceil(rate * std::chrono::duration<double>(options_.admit_ahead).count()));
-        const uint64_t since = last_round_ + std::max<uint64_t>(ahead, 3);
-        entries_[id] = Entry{j->second.endpoint, j->second.group, since, now};
-        joiners_.erase(j);
-        ++changes_;
-        joins_.add();
-        reply = table();
-        reply.set_starts_in_ms(
-            static_cast<uint32_t>(rate > 0 ? 1000.0 * static_cast<double>(since - last_round_) / rate
-                                           : options_.admit_ahead.count()));
-        for (const auto& [peer, entry] : entries_) announce_to.push_back(peer);
-        spdlog::info("node '{}': admitted '{}' from round {} (now at round {})", node_.id(), id, since,
-                     last_round_);
-      } else {
-        return;  // not a joiner this member is serving
-      }
-    } else {
-      if (!joiners_.count(id) && joiners_.size() >= options_.max_pending_joiners) {
-        spdlog::warn("node '{}': HELLO from '{}' dropped: {} joins already in progress", node_.id(), id,
-                     joiners_.size());
-        return;
-      }
-      if (id == self_.id()) {
-        // Answering would connect our own id elsewhere: the joiner times out
-        // with a hint that its --id may be taken.
-        spdlog::warn("node '{}': HELLO under this member's own id from {} ignored", node_.id(),
-                     hello.endpoint());
-        return;
-      }
-      std::string why = policy_->refuse(hello);
-      if (why.empty() && !entries_.count(id) && entries_.size() + 1 >= options_.max_members) {
-        why = "the cluster is full: " + std::to_string(entries_.size() + 1) + " members, --max-members " +
-              std::to_string(options_.max_members);
-      }
-      auto e = entries_.find(id);
-      if (e != entries_.end() && !why.empty()) {
-        // A live member's id with an unfit configuration: answering would
-        // redirect our connection to that member. Not answered.
-        spdlog::warn("node '{}': HELLO from {} under member '{}' refused unanswered: {}", node_.id(),
-                     hello.endpoint(), id, why);
-        return;
-      }
-      if (e != entries_.end() && why.empty()) {
-        // A member that says HELLO again restarted: its old incarnation is gone.
-        departed_.record(id, e->second.since_round);
-        entries_.erase(e);
-        ++changes_;
-        restarted = true;
-      }
-      auto j = joiners_.find(id);
-      const bool repeat = j != joiners_.end() && j->second.endpoint == hello.endpoint() && !j->second.refused;
-      if (!repeat) {
-        joiners_[id] = Joiner{hello.endpoint(), hello.group(),
-                              now + (why.empty() ? options_.join_timeout : std::chrono::milliseconds(2000)),
-                              !why.empty(), false};
-      }
-      if (why.empty()) {
-        reply = table();
-        reply.set_topology_seed(policy_->topology_seed);
-      } else {
-        reply.set_refused(why);
-        spdlog::warn("node '{}': refused joiner '{}': {}", node_.id(), id, why);
-      }
-      announce_to.push_back(id);
-    }
-  }
-  if (restarted) {
-    spdlog::warn(
-        "node '{}': member '{}' asks to join again (it restarted): its old incarnation leaves the view",
-        node_.id(), id);
-    publish();
-  }
-  // The reply goes to the address a new joiner gave (a ready one is connected already).
-  if (!hello.ready() && !connect(id, hello.endpoint())) return;
-  for (const auto& to : announce_to) send_list(to, reply);
-  if (hello.ready()) publish();
-}
-
 bool Membership::connect(const std::string& id, const std::string& endpoint) {
   try {
     node_.add_peer(id, endpoint);
@@ -429,54 +333,6 @@ void Membership::loop(std::stop_token stop) {
       next_beat = Clock::now() + options_.heartbeat_interval;
     }
     if (auto m = node_.mailbox().pop_any(kTypes, next_beat, stop)) handle(*m);
-  }
-}
-
-void Membership::at_step(uint64_t round, const std::function<ReplicaState()>& snapshot) {
-  std::vector<std::string> want;
-  bool republish = false;
-  {
-    std::lock_guard lock(mu_);
-    last_round_ = round;
-    for (auto& [id, j] : joiners_) {
-      if (j.refused || j.state_sent) continue;
-      j.state_sent = true;
-      want.push_back(id);
-    }
-    republish = view_locked(round + 1).id() != published_view_;
-  }
-  for (const auto& id : want) {
-    auto st = std::make_shared<ReplicaState>(snapshot());
-    seal(*st);
-    {
-      std::lock_guard lock(transfer_mu_);
-      transfers_.emplace_back(id, std::move(st));
-    }
-    transfer_cv_.notify_one();
-  }
-  if (republish) publish();
-}
-
-void Membership::transfer_loop(std::stop_token stop) {
-  // One download at a time: a burst of joiners cannot take every link at once.
-  for (;;) {
-    std::pair<std::string, std::shared_ptr<const ReplicaState>> job;
-    {
-      std::unique_lock lock(transfer_mu_);
-      if (!transfer_cv_.wait(lock, stop, [&] { return !transfers_.empty(); })) return;
-      job = std::move(transfers_.front());
-      transfers_.pop_front();
-    }
-    const auto start = Clock::now();
-    try {
-      send_state(node_, job.first, job.second, options_.state_chunk_bytes, std::chrono::milliseconds(5000));
-      spdlog::info("node '{}': state for '{}' queued ({} floats, step {}) in {:.0f} ms", node_.id(),
-                   job.first, job.second->params.size() + job.second->optimizer.size(),
-                   job.second->header.step(),
-                   std::chrono::duration<double, std::milli>(Clock::now() - start).count());
-    } catch (const std::exception& e) {
-      spdlog::warn("node '{}': state download to '{}' abandoned: {}", node_.id(), job.first, e.what());
-    }
   }
 }
 
