@@ -30,9 +30,20 @@ class Butterfly {
   void run();
 
  private:
-  BlockRange span_of(size_t lo, size_t hi) const;  // blocks [lo, hi) as elements
+  friend class AllreduceButterfly;
+  using Fold = CollectiveChannel::Fold;
+  BlockRange span_of(size_t lo, size_t hi) const;        // blocks [lo, hi) as elements
+  std::span<float> piece(BlockRange r, size_t j) const;  // piece j of r, cut as piece_count says
+  // One halving step at distance d on the window [lo, hi), which it halves;
+  // returns the range kept.
+  BlockRange halve(CollectiveChannel& channel, SendTracker& tracker, uint32_t step, size_t d, size_t& lo,
+                   size_t& hi);
+  // One doubling step at distance d.
+  void double_up(CollectiveChannel& channel, SendTracker& tracker, uint32_t step, size_t d);
   void exchange(CollectiveChannel& channel, SendTracker& tracker, uint32_t step, size_t partner,
-                BlockRange out, BlockRange in);
+                BlockRange out, BlockRange in, Fold fold);
+  // After a failure: every partner may hold some of our sends.
+  void release(CollectiveChannel& channel, SendTracker& tracker) const;
 
   Group& group_;
   std::span<float> data_;
@@ -44,13 +55,19 @@ class Butterfly {
 // doubling allgather (Rabenseifner's algorithm; MPICH's and OpenMPI's choice
 // for mid-sized buffers). 2k steps moving 2(n - 1)/n of the buffer, like the
 // ring's 2(n - 1) steps. Each block is summed once, on one rank, and copied
-// to the others: replicas stay bit-identical.
+// to the others: replicas stay bit-identical. The last halving step and the
+// first doubling step have the same partner (distance 1) and run piece by
+// piece: a piece of our block goes back to the partner as soon as its sum is
+// done, not after the whole block (at P = 2, the whole call is one pipeline).
 class AllreduceButterfly {
  public:
   AllreduceButterfly(Group& group, std::span<float> data) : group_(group), data_(data) {}
   void run();
 
  private:
+  void fused_step(Butterfly& b, CollectiveChannel& channel, SendTracker& tracker, uint32_t step, size_t lo,
+                  size_t hi);
+
   Group& group_;
   std::span<float> data_;
 };
