@@ -13,10 +13,10 @@
 namespace gossipd::protocol {
 
 DataListener::DataListener(std::string node_id, const std::string& host, Validator& validator,
-                           int buffer_bytes, std::chrono::milliseconds hello_timeout)
+                           DataSocketTuning tuning, std::chrono::milliseconds hello_timeout)
     : node_id_(std::move(node_id)),
       validator_(validator),
-      buffer_bytes_(buffer_bytes),
+      tuning_(std::move(tuning)),
       hello_timeout_(hello_timeout),
       rng_(std::random_device{}()) {
   listen_ = listen_tcp(host, &port_);
@@ -139,7 +139,7 @@ void DataListener::conclude(Pending& p) {
     return refuse(p, RejectReason::kUnexpected, hello->sender,
                   "data-path hello with a nonce not announced to it");
   }
-  tune_data_socket(p.fd.get(), buffer_bytes_);
+  tune_data_socket(p.fd.get(), tuning_);
   const std::byte ack = wire::kAck;
   if (::send(p.fd.get(), &ack, 1, MSG_NOSIGNAL) != 1) return;  // gone already; the claim times out
   it->second.fd = std::move(p.fd);

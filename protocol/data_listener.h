@@ -33,7 +33,7 @@ class DataListener {
   // Connections still owing their Hello; a new one past it evicts the oldest.
   static constexpr size_t kMaxPending = 64;
 
-  DataListener(std::string node_id, const std::string& host, Validator& validator, int buffer_bytes,
+  DataListener(std::string node_id, const std::string& host, Validator& validator, DataSocketTuning tuning,
                std::chrono::milliseconds hello_timeout = kHelloTimeout);
   ~DataListener();
   DataListener(const DataListener&) = delete;
@@ -70,7 +70,7 @@ class DataListener {
 
   std::string node_id_;
   Validator& validator_;
-  int buffer_bytes_;
+  DataSocketTuning tuning_;
   std::chrono::milliseconds hello_timeout_;
   Fd listen_;
   uint16_t port_ = 0;

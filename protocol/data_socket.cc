@@ -118,14 +118,29 @@ Fd connect_tcp(const std::string& host, uint16_t port, Clock::time_point deadlin
   return Fd();
 }
 
-void tune_data_socket(int fd, int buffer_bytes) {
+namespace {
+
+bool set_congestion(int fd, const std::string& name) {
+  return ::setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name.data(), static_cast<socklen_t>(name.size())) == 0;
+}
+
+}  // namespace
+
+void tune_data_socket(int fd, const DataSocketTuning& tuning) {
   set_nonblocking(fd);
   const int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  if (buffer_bytes > 0) {
-    ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buffer_bytes, sizeof(buffer_bytes));
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buffer_bytes, sizeof(buffer_bytes));
+  if (tuning.buffer_bytes > 0) {
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &tuning.buffer_bytes, sizeof(tuning.buffer_bytes));
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &tuning.buffer_bytes, sizeof(tuning.buffer_bytes));
   }
+  if (!tuning.congestion.empty()) set_congestion(fd, tuning.congestion);
+}
+
+std::string congestion_refusal(const std::string& name) {
+  Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd) return std::string("no socket: ") + std::strerror(errno);
+  return set_congestion(fd.get(), name) ? "" : std::strerror(errno);
 }
 
 std::string endpoint_host(const std::string& endpoint) {

@@ -42,8 +42,31 @@ Fd listen_tcp(const std::string& host, uint16_t* port);
 Fd connect_tcp(const std::string& host, uint16_t port, std::chrono::steady_clock::time_point deadline,
                std::string* why);
 
-// Non-blocking, TCP_NODELAY, send and receive buffers of `buffer_bytes`.
-void tune_data_socket(int fd, int buffer_bytes);
+// The direct connections' TCP congestion control unless told otherwise:
+// see DataSocketTuning::congestion.
+inline constexpr const char* kDefaultCongestion = "reno";
+
+// How direct data-path connections are set up in the kernel.
+struct DataSocketTuning {
+  // SO_SNDBUF/SO_RCVBUF; 0 leaves the kernel's autotuning.
+  int buffer_bytes = 0;
+  // TCP congestion control (TCP_CONGESTION); "" keeps the system's default.
+  // Reno: a collective's transfers are bursts of a few MB between members
+  // that wait for each other, and on this project's machines (BBR by
+  // default) the 2 x 2 MB allreduce took 1.4-1.6x as long under BBR as under
+  // Reno (tests/bench/README.md). Every kernel has Reno and lets any process
+  // pick it.
+  std::string congestion = kDefaultCongestion;
+};
+
+// Non-blocking, TCP_NODELAY, then `tuning` (a congestion control the kernel
+// refuses is left at the system's: see congestion_refusal).
+void tune_data_socket(int fd, const DataSocketTuning& tuning);
+
+// "" when a TCP socket takes the congestion control `name`, else the
+// kernel's reason (not loaded, or not in net.ipv4.tcp_allowed_congestion_control
+// for an unprivileged process).
+std::string congestion_refusal(const std::string& name);
 
 // The host part of "tcp://HOST:PORT" ("" when it has none).
 std::string endpoint_host(const std::string& endpoint);

@@ -134,7 +134,7 @@ Fd GroupWire::connect_announced(const std::string& peer, const Message& announce
   const wire::Hello hello{node.options().validation.version, ann->nonce, node.options().validation.cluster_id,
                           node.id()};
   if (fd && write_all(fd.get(), wire::encode_hello(hello), deadline) && read_ack(fd.get(), deadline)) {
-    tune_data_socket(fd.get(), node.options().data_buffer_bytes);
+    tune_data_socket(fd.get(), node.options().data_socket);
     return fd;
   }
   return Fd();

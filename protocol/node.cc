@@ -1,5 +1,7 @@
 #include "protocol/node.h"
 
+#include <spdlog/spdlog.h>
+
 #include <zmq.hpp>
 
 #include "protocol/zap_handler.h"
@@ -31,8 +33,9 @@ Node::Node(NodeOptions options)
   }
   const bool tcp = options_.listen.rfind("tcp://", 0) == 0;
   if (options_.data_path == DataPath::kTcp && tcp && !options_.curve) {
+    keep_congestion_if_taken();
     data_ = std::make_unique<DataListener>(options_.id, endpoint_host(options_.listen), validator_,
-                                           options_.data_buffer_bytes, options_.data_hello_timeout);
+                                           options_.data_socket, options_.data_hello_timeout);
   }
   start();
 }
@@ -47,6 +50,18 @@ Node::Node(NodeOptions options, InProcHub& hub)
 }
 
 Node::~Node() { close(); }
+
+void Node::keep_congestion_if_taken() {
+  std::string& name = options_.data_socket.congestion;
+  if (name.empty()) return;
+  const std::string why = congestion_refusal(name);
+  if (why.empty()) return;
+  spdlog::warn(
+      "node '{}': the kernel refuses TCP congestion control '{}' ({}): direct connections keep the system's; "
+      "pick one of /proc/sys/net/ipv4/tcp_allowed_congestion_control (gossipd run --data-congestion)",
+      options_.id, name, why);
+  name.clear();
+}
 
 void Node::start() {
   validator_.add_member(options_.id);

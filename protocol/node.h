@@ -46,8 +46,9 @@ struct NodeOptions {
   // direct path needs a tcp:// endpoint and stays off with CURVE (it would
   // carry payloads in the clear; protocol/README.md says what that costs).
   DataPath data_path = DataPath::kTcp;
-  // SO_SNDBUF/SO_RCVBUF of direct connections; 0 leaves the kernel's autotuning.
-  int data_buffer_bytes = 0;
+  // Socket settings of direct connections (buffers, congestion control). A
+  // congestion control the kernel refuses is dropped with a warning.
+  DataSocketTuning data_socket;
   // A direct connection that has not sent its whole Hello by then is refused.
   std::chrono::milliseconds data_hello_timeout = DataListener::kHelloTimeout;
   // false: no receive thread reads the transport (the fuzz targets validate
@@ -112,6 +113,7 @@ class Node {
 
  private:
   void start();
+  void keep_congestion_if_taken();  // options_.data_socket.congestion, or "" with a warning
 
   NodeOptions options_;
   std::unique_ptr<zmq::context_t> context_;

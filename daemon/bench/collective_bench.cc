@@ -63,6 +63,10 @@ void add_common_options(CLI::App& cmd, CollectiveBenchOptions& o, bool pingpong)
   cmd.add_option("--spin-us", o.spin_us, "How long a waiting call spins before blocking in poll(2)")
       ->check(CLI::Range(0, 10000000))
       ->capture_default_str();
+  cmd.add_option("--congestion", o.congestion,
+                 "TCP congestion control of the direct connections (gossipd run --data-congestion); system: "
+                 "the kernel's default")
+      ->capture_default_str();
   if (!pingpong) {
     cmd.add_option(
            "--schedule", o.schedule,
@@ -117,6 +121,8 @@ std::vector<std::string> worker_args(const CollectiveBenchOptions& o, int rank) 
                                 o.path,
                                 "--spin-us",
                                 str(o.spin_us),
+                                "--congestion",
+                                o.congestion,
                                 "--worker-rank",
                                 str(rank)};
   if (o.op != "pingpong") args.insert(args.end(), {"--schedule", o.schedule});

@@ -5,6 +5,7 @@
 
 #include "daemon/bench/bench_workers.h"
 #include "daemon/config/cli.h"  // CLI::App, declared
+#include "protocol/data_socket.h"
 
 namespace gossipd::daemon {
 
@@ -26,6 +27,8 @@ struct CollectiveBenchOptions {
   std::string bind_to = "core";
   std::string path = "tcp";  // NodeOptions::data_path: tcp (direct) or zmq
   int spin_us = 200;         // CollectiveOptions::spin
+  // DataSocketTuning::congestion of the direct connections; "system": the kernel's default.
+  std::string congestion = protocol::kDefaultCongestion;
   // auto: the schedule the modes get (Allreduce, ReduceScatter, Allgather);
   // ring; butterfly (recursive doubling / halving, power-of-two groups).
   std::string schedule = "auto";

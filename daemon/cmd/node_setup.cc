@@ -19,6 +19,7 @@ protocol::NodeOptions node_options(const RunOptions& o) {
                 "gossipd run's default send buffer is the transport's");
   n.send_buffer_bytes = o.send_buffer_kb * 1024;
   n.data_path = o.data_path == "zmq" ? protocol::DataPath::kZmq : protocol::DataPath::kTcp;
+  n.data_socket.congestion = o.data_congestion == "system" ? "" : o.data_congestion;
   n.faults.delay = std::chrono::milliseconds(o.delay_ms);
   n.faults.drop = o.inject_drop;
   n.faults.duplicate = o.inject_duplicate;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "daemon/config/train_flags.h"
+#include "protocol/data_socket.h"
 
 namespace gossipd::daemon {
 
@@ -65,6 +66,9 @@ struct RunOptions {
   // Collective payloads: "tcp" = the direct data path, "zmq" = over ZeroMQ
   // (--data-path). CURVE turns the direct path off.
   std::string data_path = "tcp";
+  // TCP congestion control of the direct connections (--data-congestion);
+  // "system" keeps the kernel's default.
+  std::string data_congestion = protocol::kDefaultCongestion;
   std::string curve_secret_key;
   std::string curve_cluster_key;
   std::string metrics_out;

@@ -15,7 +15,8 @@
 #      SIZES="8K 32K 128K 512K 2M 8M 32M 64M" (bytes; K/M suffixes)  REPS=30  RUNS=2
 #      PATHS="tcp" (and/or zmq: NodeOptions::data_path; curve: CURVE on, which turns the
 #      direct path off: encrypted ZeroMQ against MPI's plain TCP)
-#      CHUNK_BYTES, SPIN_US (ours; unset: defaults)
+#      CHUNK_BYTES, SPIN_US, CONGESTION (ours; unset: defaults; CONGESTION=system: the
+#      kernel's default congestion control, which MPI's connections always have)
 #      MPI_ARGS: more mpirun arguments, e.g. "--mca coll_tuned_use_dynamic_rules 1
 #      --mca coll_tuned_reduce_scatter_block_algorithm 2" (OpenMPI 4.1's default
 #      reduce_scatter_block is a linear reduce then scatter, slow over TCP)
@@ -41,6 +42,7 @@ mpirun_args+=("${extra[@]}")
 ours_extra=()
 [[ -n "${CHUNK_BYTES:-}" ]] && ours_extra+=(--chunk-bytes "$CHUNK_BYTES")
 [[ -n "${SPIN_US:-}" ]] && ours_extra+=(--spin-us "$SPIN_US")
+[[ -n "${CONGESTION:-}" ]] && ours_extra+=(--congestion "$CONGESTION")
 
 to_bytes() {
   case "$1" in

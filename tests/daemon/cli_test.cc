@@ -46,6 +46,7 @@ TEST(Cli, RejectsBadFlagsWithOneLine) {
   expect_usage_error(train_args({"--lr", "-0.1"}), "--lr");
   expect_usage_error(train_args({"--epochs", "zero"}), "--epochs");
   expect_usage_error(train_args({"--momentum", "0", "--nesterov"}), "Nesterov");
+  expect_usage_error(train_args({"--data-congestion", "Reno!"}), "--data-congestion");
   expect_usage_error({bin("gossipd")}, "subcommand");
 }
 

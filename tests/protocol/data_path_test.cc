@@ -8,7 +8,12 @@
 #include <filesystem>
 #include <random>
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
 #include "protocol/curve.h"
+#include "protocol/data_socket.h"
 #include "protocol/errors.h"
 #include "protocol/ring_collectives.h"
 #include "tests/protocol/collective_inputs.h"
@@ -326,6 +331,34 @@ TEST(DataPath, ZmqAndTcpPathsAgree) {
       EXPECT_EQ(tcp.allgather[r][i], inputs[from][i]) << i;
     }
   }
+}
+
+TEST(DataPath, ConnectionsTakeTheChosenCongestionControl) {
+  Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  ASSERT_TRUE(fd);
+  tune_data_socket(fd.get(), DataSocketTuning{});
+  char name[16] = {};
+  socklen_t len = sizeof(name);
+  ASSERT_EQ(::getsockopt(fd.get(), IPPROTO_TCP, TCP_CONGESTION, name, &len), 0);
+  EXPECT_STREQ(name, kDefaultCongestion);
+  EXPECT_EQ(congestion_refusal(kDefaultCongestion), "");
+}
+
+TEST(DataPath, ACongestionControlTheKernelRefusesLeavesTheSystemsAndTheCollectivesRun) {
+  EXPECT_NE(congestion_refusal("no_such_cc"), "");
+  NodeOptions base;
+  base.data_socket.congestion = "no_such_cc";
+  TestCluster cluster(2, base);
+  EXPECT_EQ(cluster.node(0).options().data_socket.congestion, "");  // dropped, with a warning
+  constexpr size_t kCount = 5000;
+  std::vector<std::vector<float>> data{rank_input(0, kCount), rank_input(1, kCount)};
+  testing::expect_no_errors(cluster.run([&](size_t r) {
+    Group g(cluster.node(r), 1, cluster.ids(), options());
+    ASSERT_NE(g.wire(), nullptr);
+    AllreduceRing(g, data[r]).run();
+  }));
+  EXPECT_EQ(data[0], serial_sum(2, kCount));
+  EXPECT_EQ(data[1], serial_sum(2, kCount));
 }
 
 }  // namespace

@@ -18,7 +18,10 @@ namespace gossipd::protocol::testing {
 // all connected to each other, with ranks run as threads.
 class TestCluster {
  public:
-  explicit TestCluster(size_t n, NodeOptions base = {}) {
+  // (base by reference, the defaults one static: GCC 12 raised a false
+  // -Wmaybe-uninitialized for a NodeOptions{} temporary inlined at every caller)
+  explicit TestCluster(size_t n) : TestCluster(n, default_options()) {}
+  TestCluster(size_t n, const NodeOptions& base) {
     for (size_t i = 0; i < n; ++i) {
       NodeOptions o = base;
       // snprintf + move: GCC 12 raises a -Wrestrict false positive (PR 105329)
@@ -34,6 +37,11 @@ class TestCluster {
         if (a != b) a->add_peer(b->id(), b->endpoint());
       }
     }
+  }
+
+  static const NodeOptions& default_options() {
+    static const NodeOptions options;
+    return options;
   }
 
   Node& node(size_t i) { return *nodes_.at(i); }
