@@ -173,12 +173,18 @@ void PingpongOp::send_all(gp::CollectiveChannel& ch, gp::SendTracker& tracker, c
   }
 }
 
+// Every piece is posted first (MPI's irecv): one that overtakes the piece
+// being waited for lands in place too.
 void PingpongOp::recv_all(gp::CollectiveChannel& ch, uint32_t step) {
-  for (size_t j = 0; j < pieces_; ++j) {
+  const auto piece = [&](size_t j) {
     const gp::BlockRange p = gp::block_range(buffer_.size(), pieces_, j);
-    ch.recv_into(1 - group_.rank(), step, static_cast<uint32_t>(j),
-                 std::span<float>(buffer_).subspan(p.begin, p.size()), gp::CollectiveChannel::Fold::kCopy);
-  }
+    return std::span<float>(buffer_).subspan(p.begin, p.size());
+  };
+  constexpr auto kCopy = gp::CollectiveChannel::Fold::kCopy;
+  for (size_t j = 0; j < pieces_; ++j)
+    ch.expect(1 - group_.rank(), step, static_cast<uint32_t>(j), piece(j), kCopy);
+  for (size_t j = 0; j < pieces_; ++j)
+    ch.recv_into(1 - group_.rank(), step, static_cast<uint32_t>(j), piece(j), kCopy);
 }
 
 WorkerReport time_op(gp::Group& group, BenchOp& op, const CollectiveBenchOptions& o) {
