@@ -2,15 +2,14 @@
 // hard: injected faults, CURVE turning it off, groups in flight at once, a
 // peer that dies, and agreement with the ZeroMQ path bit for bit.
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <cstring>
 #include <filesystem>
 #include <random>
-
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/socket.h>
 
 #include "protocol/curve.h"
 #include "protocol/data_socket.h"
