@@ -73,6 +73,7 @@ class Node {
 
   // The direct data path's listener; nullptr when payloads go over ZeroMQ.
   DataListener* data_listener() { return data_.get(); }
+  const DataListener* data_listener() const { return data_.get(); }
   // The endpoint add_peer() was given ("" for an unknown peer).
   std::string peer_endpoint(const std::string& peer) const;
   // The fault draws shared by both paths; nullptr without --inject-*.

@@ -32,6 +32,14 @@ protocol::NodeOptions node_options(const RunOptions& o) {
   return n;
 }
 
+void describe_worker(proto::Status& s, const RunOptions& o, const protocol::Node& node) {
+  s.set_id(o.id);
+  s.set_algo(o.algo);
+  s.set_listen(node.endpoint());
+  const protocol::DataListener* data = node.data_listener();
+  s.set_data_port(data ? data->port() : 0);
+}
+
 void register_transport_metrics(MetricsRegistry& metrics, protocol::Node& node) {
   metrics.sampled("gossipd_messages_rejected_total", "Inbound messages dropped by validation", "counter",
                   [&node] {

@@ -15,6 +15,10 @@ protocol::NodeOptions node_options(const RunOptions& options);
 // CURVE clients refused.
 void register_transport_metrics(MetricsRegistry& metrics, protocol::Node& node);
 
+// What /status says of the worker from the start: id, algo, the endpoint
+// bound, the direct data path's port.
+void describe_worker(proto::Status& status, const RunOptions& options, const protocol::Node& node);
+
 // /status (the worker's state as JSON) and /metrics (Prometheus text).
 HttpHandler status_routes(WorkerState& state, MetricsRegistry& metrics, protocol::Node& node);
 

@@ -185,9 +185,7 @@ void RunCommand::open_node() {
   }
   register_transport_metrics(metrics_, *node_);
   state_.update([&](proto::Status& s) {
-    s.set_id(o_.id);
-    s.set_algo(o_.algo);
-    s.set_listen(node_->endpoint());
+    describe_worker(s, o_, *node_);
     if (joining_) s.set_state("joining");
   });
   if (!o_.http.empty())

@@ -198,11 +198,7 @@ void SparseRun::open_node() {
   self.set_endpoint(o_.advertise.empty() ? node_->endpoint() : o_.advertise);
   self.set_group(o_.group.empty() ? "sparse" : o_.group);
   register_transport_metrics(metrics_, *node_);
-  state_.update([&](proto::Status& s) {
-    s.set_id(o_.id);
-    s.set_algo(o_.algo);
-    s.set_listen(node_->endpoint());
-  });
+  state_.update([&](proto::Status& s) { describe_worker(s, o_, *node_); });
   if (!o_.http.empty())
     http_ = std::make_unique<HttpServer>(o_.http, status_routes(state_, metrics_, *node_));
   std::printf("gossipd run: id %s rank %u/%zu listening on %s", o_.id.c_str(), rank_, members_.size(),

@@ -21,11 +21,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// gossipd_messages_rejected_total{reason="..."} from /metrics (-1 if absent).
-double rejected(uint16_t port, const std::string& reason) {
-  return fetch_metrics(port).value("gossipd_messages_rejected_total", {{"reason", reason}}).value_or(-1);
-}
-
 proto::Envelope envelope(const std::string& sender, proto::MessageType type) {
   return make_envelope("test", sender, type);
 }

@@ -19,6 +19,7 @@
 #include "protocol/ring_collectives.h"
 #include "tests/protocol/collective_inputs.h"
 #include "tests/protocol/test_cluster.h"
+#include "tests/support/raw_tcp_client.h"
 
 namespace gossipd::protocol {
 namespace {
@@ -31,38 +32,8 @@ using testing::wait_until;
 constexpr milliseconds kHelloTimeout{500};
 constexpr milliseconds kWait{5000};  // for what should take milliseconds
 
-// One plain, blocking TCP connection to 127.0.0.1:port.
-class RawClient {
- public:
-  explicit RawClient(uint16_t port) : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    connected_ = fd_.get() >= 0 && ::connect(fd_.get(), reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
-  }
-  bool connected() const { return connected_; }
-  void send(std::span<const std::byte> bytes) {
-    ASSERT_EQ(::send(fd_.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL),
-              static_cast<ssize_t>(bytes.size()));
-  }
-  // What the other side said before `timeout`: the ack, nothing (it closed
-  // or reset the connection) or, when it did neither, nullopt.
-  enum class Answer { kAck, kClosed, kOther };
-  std::optional<Answer> answer(milliseconds timeout) {
-    pollfd p{fd_.get(), POLLIN, 0};
-    if (::poll(&p, 1, static_cast<int>(timeout.count())) <= 0) return std::nullopt;
-    std::byte b{};
-    const ssize_t n = ::recv(fd_.get(), &b, 1, MSG_DONTWAIT);
-    if (n == 1) return b == wire::kAck ? Answer::kAck : Answer::kOther;
-    return Answer::kClosed;
-  }
-  void close() { fd_.reset(); }
-
- private:
-  Fd fd_;
-  bool connected_ = false;
-};
+using RawClient = gossipd::testing::RawTcpClient;
+const int kAck = std::to_integer<int>(wire::kAck);
 
 std::vector<std::byte> hello(const Node& node, const std::string& sender, uint64_t nonce) {
   const auto& v = node.options().validation;
@@ -95,8 +66,8 @@ void expect_refused(Node& node, std::span<const std::byte> bytes, RejectReason r
   const Tally before = Tally::of(node);
   RawClient c(node.data_listener()->port());
   ASSERT_TRUE(c.connected());
-  c.send(bytes);
-  EXPECT_EQ(c.answer(kWait), RawClient::Answer::kClosed);
+  ASSERT_TRUE(c.send(bytes));
+  EXPECT_EQ(c.answer(kWait), RawClient::kClosed);
   ASSERT_TRUE(wait_until([&] { return node.data_listener()->refused() == before.refused + 1; }, kWait));
   const Tally after = Tally::of(node);
   EXPECT_EQ(after[reason], before[reason] + 1);
@@ -171,8 +142,8 @@ TEST(DataPath, HostileClients) {
     const uint64_t nonce = target.data_listener()->expect("n2");
     expect_refused(target, hello(target, "n1", nonce), RejectReason::kUnexpected);
     RawClient c(port);
-    c.send(hello(target, "n2", nonce));
-    EXPECT_EQ(c.answer(kWait), RawClient::Answer::kAck);
+    ASSERT_TRUE(c.send(hello(target, "n2", nonce)));
+    EXPECT_EQ(c.answer(kWait), kAck);
     EXPECT_TRUE(wait_until([&] { return bool(target.data_listener()->take(nonce)); }, kWait));
   }
   {
@@ -181,8 +152,8 @@ TEST(DataPath, HostileClients) {
     const auto t0 = Clock::now();
     RawClient c(port);
     const auto h = hello(target, "n1", 42);
-    c.send(std::span(h).first(wire::kHelloFixedBytes / 2));
-    EXPECT_EQ(c.answer(kHelloTimeout + kWait), RawClient::Answer::kClosed);
+    ASSERT_TRUE(c.send(std::span(h).first(wire::kHelloFixedBytes / 2)));
+    EXPECT_EQ(c.answer(kHelloTimeout + kWait), RawClient::kClosed);
     EXPECT_GE(Clock::now() - t0, kHelloTimeout);
     ASSERT_TRUE(wait_until([&] { return target.data_listener()->refused() == before.refused + 1; }, kWait));
     EXPECT_EQ(Tally::of(target)[RejectReason::kTruncated], before[RejectReason::kTruncated] + 1);
@@ -224,8 +195,8 @@ TEST(DataPath, HostileClients) {
     {
       const uint64_t nonce = target.data_listener()->expect("n2");
       RawClient legit(port);
-      legit.send(hello(target, "n2", nonce));
-      EXPECT_EQ(legit.answer(kWait), RawClient::Answer::kAck);
+      ASSERT_TRUE(legit.send(hello(target, "n2", nonce)));
+      EXPECT_EQ(legit.answer(kWait), kAck);
       EXPECT_TRUE(wait_until([&] { return bool(target.data_listener()->take(nonce)); }, kWait));
     }
     for (auto& c : flood) c->close();

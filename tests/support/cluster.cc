@@ -2,12 +2,18 @@
 
 #include <regex>
 
+#include "daemon/ctl/compare_hosts.h"
 #include "tests/support/wait.h"
 
 namespace gossipd::testing {
 
 Cluster::Cluster(int n, const std::vector<std::string>& extra,
-                 const std::function<std::vector<std::string>(int)>& per_member) {
+                 const std::function<std::vector<std::string>(int)>& per_member, Listen listen) {
+  if (listen == Listen::kTcp) {
+    const std::vector<uint16_t> ports = daemon::free_ports(n);
+    for (int i = 0; i < n; ++i)
+      tcp_[id(i)] = "tcp://127.0.0.1:" + std::to_string(ports.at(static_cast<size_t>(i)));
+  }
   std::string peers;
   for (int i = 0; i < n; ++i) peers.append(i ? "," : "").append(id(i)).append("=").append(endpoint(id(i)));
   for (int i = 0; i < n; ++i) {
@@ -22,6 +28,11 @@ Cluster::Cluster(int n, const std::vector<std::string>& extra,
     procs_.push_back(std::make_unique<Process>(argv));
     argv_.push_back(argv);
   }
+}
+
+std::string Cluster::endpoint(const std::string& id) const {
+  const auto it = tcp_.find(id);
+  return it != tcp_.end() ? it->second : "ipc://" + dir_.file(id + ".sock");
 }
 
 int Cluster::restart(int i) {

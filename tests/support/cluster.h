@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,13 +14,19 @@
 namespace gossipd::testing {
 
 // N `gossipd run` workers w0..w{N-1} with a static member list over ipc://
-// sockets in a TempDir of its own, each serving HTTP on 127.0.0.1 (any port).
-// Every process is killed by pid when the Cluster goes, also on failure.
+// sockets in a TempDir of its own (or tcp://127.0.0.1 ports, where the
+// direct data path runs), each serving HTTP on 127.0.0.1 (any port). Every
+// process is killed by pid when the Cluster goes, also on failure.
 class Cluster {
  public:
-  // `extra` goes to every worker, `per_member(i)` to worker i only.
+  enum class Listen { kIpc, kTcp };
+  // `extra` goes to every worker, `per_member(i)` to worker i only. kTcp:
+  // loopback ports below the ephemeral range found free a moment before
+  // (daemon::free_ports; a process binding that very port first makes
+  // that worker fail to bind, and say so).
   Cluster(int n, const std::vector<std::string>& extra,
-          const std::function<std::vector<std::string>(int)>& per_member = nullptr);
+          const std::function<std::vector<std::string>(int)>& per_member = nullptr,
+          Listen listen = Listen::kIpc);
   ~Cluster();
   Cluster(const Cluster&) = delete;
   Cluster& operator=(const Cluster&) = delete;
@@ -31,7 +38,8 @@ class Cluster {
     std::snprintf(s, sizeof(s), "w%d", i);
     return s;
   }
-  std::string endpoint(const std::string& id) const { return "ipc://" + dir_.file(id + ".sock"); }
+  // The endpoint worker `id` listens on (ipc:// for joiners).
+  std::string endpoint(const std::string& id) const;
   // Starts one more worker, `id`, that joins through worker `via` with
   // `extra` flags; returns its index (for proc() and http_port()).
   int join(const std::string& id, int via, const std::vector<std::string>& extra);
@@ -48,6 +56,7 @@ class Cluster {
   TempDir dir_{"gossipd_cluster"};  // declared first: goes after the processes
   std::vector<std::unique_ptr<Process>> procs_;
   std::vector<std::vector<std::string>> argv_;  // per process
+  std::map<std::string, std::string> tcp_;      // id -> tcp:// endpoint (Listen::kTcp)
 };
 
 // The HTTP port a `gossipd run --http 127.0.0.1:0` process printed at start

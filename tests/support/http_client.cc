@@ -20,4 +20,8 @@ proto::Status fetch_status(uint16_t port) {
 
 MetricsText fetch_metrics(uint16_t port) { return MetricsText(http_get(port, "/metrics")); }
 
+double rejected(uint16_t port, const std::string& reason) {
+  return fetch_metrics(port).value("gossipd_messages_rejected_total", {{"reason", reason}}).value_or(0);
+}
+
 }  // namespace gossipd::testing

@@ -23,4 +23,8 @@ proto::Status fetch_status(uint16_t port);
 // GET /metrics, parsed; no samples when the daemon does not answer.
 MetricsText fetch_metrics(uint16_t port);
 
+// gossipd_messages_rejected_total{reason="..."} from /metrics; 0 when the
+// daemon has counted none (or does not answer).
+double rejected(uint16_t port, const std::string& reason);
+
 }  // namespace gossipd::testing
