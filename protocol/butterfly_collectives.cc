@@ -48,15 +48,18 @@ void Butterfly::run() {
   }
 }
 
-BlockRange Butterfly::halve(CollectiveChannel& channel, SendTracker& tracker, uint32_t step, size_t d,
-                            size_t& lo, size_t& hi) {
+Butterfly::Halves Butterfly::halves(size_t d, size_t lo, size_t hi) const {
   const size_t mid = lo + (hi - lo) / 2;
   const bool upper = (group_.rank() & d) != 0;
-  const BlockRange keep = upper ? span_of(mid, hi) : span_of(lo, mid);
-  exchange(channel, tracker, step, group_.rank() ^ d, upper ? span_of(lo, mid) : span_of(mid, hi), keep,
-           Fold::kAdd);
-  (upper ? lo : hi) = mid;
-  return keep;
+  return upper ? Halves{span_of(mid, hi), span_of(lo, mid), mid}
+               : Halves{span_of(lo, mid), span_of(mid, hi), mid};
+}
+
+void Butterfly::halve(CollectiveChannel& channel, SendTracker& tracker, uint32_t step, size_t d, size_t& lo,
+                      size_t& hi) {
+  const Halves h = halves(d, lo, hi);
+  exchange(channel, tracker, step, group_.rank() ^ d, h.give, h.keep, Fold::kAdd);
+  ((group_.rank() & d) != 0 ? lo : hi) = h.mid;
 }
 
 void Butterfly::double_up(CollectiveChannel& channel, SendTracker& tracker, uint32_t step, size_t d) {
@@ -117,10 +120,7 @@ void AllreduceButterfly::fused_step(Butterfly& b, CollectiveChannel& channel, Se
                                     uint32_t step, size_t lo, size_t hi) {
   using Fold = CollectiveChannel::Fold;
   const size_t partner = group_.rank() ^ 1;
-  const bool upper = (group_.rank() & 1) != 0;
-  const size_t mid = lo + (hi - lo) / 2;
-  const BlockRange keep = upper ? b.span_of(mid, hi) : b.span_of(lo, mid);
-  const BlockRange give = upper ? b.span_of(lo, mid) : b.span_of(mid, hi);
+  const auto [keep, give, mid] = b.halves(1, lo, hi);
   const size_t keep_pieces = piece_count(keep.size(), group_.options());
   const size_t give_pieces = piece_count(give.size(), group_.options());
   for (size_t j = 0; j < keep_pieces; ++j)

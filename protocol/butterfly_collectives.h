@@ -34,10 +34,16 @@ class Butterfly {
   using Fold = CollectiveChannel::Fold;
   BlockRange span_of(size_t lo, size_t hi) const;        // blocks [lo, hi) as elements
   std::span<float> piece(BlockRange r, size_t j) const;  // piece j of r, cut as piece_count says
-  // One halving step at distance d on the window [lo, hi), which it halves;
-  // returns the range kept.
-  BlockRange halve(CollectiveChannel& channel, SendTracker& tracker, uint32_t step, size_t d, size_t& lo,
-                   size_t& hi);
+  // The halves of the window [lo, hi) at distance d: the one this rank
+  // keeps (and sums) and the one it gives its partner.
+  struct Halves {
+    BlockRange keep, give;
+    size_t mid;
+  };
+  Halves halves(size_t d, size_t lo, size_t hi) const;
+  // One halving step at distance d on the window [lo, hi), which it halves.
+  void halve(CollectiveChannel& channel, SendTracker& tracker, uint32_t step, size_t d, size_t& lo,
+             size_t& hi);
   // One doubling step at distance d.
   void double_up(CollectiveChannel& channel, SendTracker& tracker, uint32_t step, size_t d);
   void exchange(CollectiveChannel& channel, SendTracker& tracker, uint32_t step, size_t partner,
