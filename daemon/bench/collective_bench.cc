@@ -66,6 +66,7 @@ void add_common_options(CLI::App& cmd, CollectiveBenchOptions& o, bool pingpong)
   cmd.add_option("--congestion", o.congestion,
                  "TCP congestion control of the direct connections (gossipd run --data-congestion); system: "
                  "the kernel's default")
+      ->check(congestion_name())
       ->capture_default_str();
   if (!pingpong) {
     cmd.add_option(

@@ -6,21 +6,6 @@
 
 // The flags of `gossipd run`.
 namespace gossipd::daemon {
-namespace {
-
-// A kernel congestion control's name (TCP_CA_NAME_MAX is 16 with the NUL)
-// or "system"; whether the kernel has it is known only when a socket tries.
-CLI::Validator congestion_name() {
-  return CLI::Validator(
-      [](const std::string& name) -> std::string {
-        const bool ok = !name.empty() && name.size() <= 15 &&
-                        name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") == std::string::npos;
-        return ok ? "" : "'" + name + "' is not a congestion control's name (e.g. reno, cubic, bbr, system)";
-      },
-      "NAME");
-}
-
-}  // namespace
 
 CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
   CLI::App* cmd = app.add_subcommand("run", "Run a worker that trains with its peers");

@@ -15,6 +15,16 @@
 
 namespace gossipd::daemon {
 
+CLI::Validator congestion_name() {
+  return CLI::Validator(
+      [](const std::string& name) -> std::string {
+        const bool ok = !name.empty() && name.size() <= 15 &&
+                        name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") == std::string::npos;
+        return ok ? "" : "'" + name + "' is not a congestion control's name (e.g. reno, cubic, bbr, system)";
+      },
+      "NAME");
+}
+
 int run_cli(CLI::App& app, int argc, char** argv, const std::function<int()>& run) {
   const std::string prog = app.get_name();
   try {

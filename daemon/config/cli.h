@@ -11,7 +11,8 @@
 // the files that define flags include <CLI/CLI.hpp>.
 namespace CLI {
 class App;
-}
+class Validator;
+}  // namespace CLI
 
 namespace gossipd::daemon {
 
@@ -30,6 +31,12 @@ class UsageError : public std::runtime_error {
 // stderr prefixed with the program name, and an exit code: 2 for bad flags,
 // config or data, 1 for faults while running.
 int run_cli(CLI::App& app, int argc, char** argv, const std::function<int()>& run);
+
+// Checks a TCP congestion control's name (gossipd run --data-congestion,
+// gossipctl bench --congestion): letters, digits and '_', at most 15
+// (TCP_CA_NAME_MAX), or "system". Whether the kernel has it is known only
+// when a socket tries.
+CLI::Validator congestion_name();
 
 // Keeps freed heap memory in the process instead of returning it to the
 // kernel at once: the transport receives every large tensor into a freshly

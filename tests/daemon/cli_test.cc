@@ -142,6 +142,7 @@ TEST(Cli, CollectiveBenchRejectsBadSizes) {
   expect_usage_error({bin("gossipctl"), "bench", "pingpong", "--procs", "3"}, "--procs");
   expect_usage_error({bin("gossipctl"), "bench", "allgather", "--bytes", "6"}, "--bytes");
   expect_usage_error({bin("gossipctl"), "bench", "allreduce", "--path", "udp"}, "--path");
+  expect_usage_error({bin("gossipctl"), "bench", "allreduce", "--congestion", "Reno!"}, "--congestion");
 }
 
 std::string read_file(const fs::path& p) {
