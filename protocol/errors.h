@@ -6,12 +6,22 @@
 
 namespace gossipd::protocol {
 
+// The root of every error gossipd throws on purpose (transport faults here,
+// the daemon's own in daemon/), so one handler can tell them from a bug or a
+// library's exception; its what() is the one line main prints. Bad arguments
+// stay std::invalid_argument (ProtocolConfigError), broken invariants
+// std::logic_error (GOSSIPD_ENFORCE).
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 // A recoverable fault between this node and a peer. Carries who saw it and
 // about whom, so the daemon can evict the peer or re-form the ring.
-class TransportError : public std::runtime_error {
+class TransportError : public Error {
  public:
   TransportError(std::string node, std::string peer, const std::string& what)
-      : std::runtime_error(what), node_(std::move(node)), peer_(std::move(peer)) {}
+      : Error(what), node_(std::move(node)), peer_(std::move(peer)) {}
   const std::string& node() const { return node_; }
   const std::string& peer() const { return peer_; }
 

@@ -15,6 +15,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "daemon/config/cli.h"
+
 namespace gossipd::daemon {
 namespace {
 
@@ -35,15 +37,15 @@ std::string read_line(int fd, Clock::time_point deadline, const std::string& who
   std::string line;
   for (;;) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    if (left <= 0) throw std::runtime_error(who + ": no answer before the deadline");
+    if (left <= 0) throw DaemonError(who + ": no answer before the deadline");
     pollfd p{fd, POLLIN, 0};
     if (::poll(&p, 1, static_cast<int>(std::min<long long>(left, 1000))) <= 0) continue;
     char c;
     const ssize_t n = ::read(fd, &c, 1);
-    if (n == 0) throw std::runtime_error(who + ": exited early");
+    if (n == 0) throw DaemonError(who + ": exited early");
     if (n < 0) {
       if (errno == EINTR) continue;
-      throw std::runtime_error(who + ": read failed");
+      throw DaemonError(who + ": read failed");
     }
     if (c == '\n') return line;
     line.push_back(c);
@@ -55,7 +57,7 @@ void write_all(int fd, const std::string& text) {
   while (done < text.size()) {
     const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw std::runtime_error("bench: pipe write failed");
+    if (n <= 0) throw DaemonError("bench: pipe write failed");
     done += static_cast<size_t>(n);
   }
 }
@@ -65,7 +67,7 @@ void bind_to_core(int rank) {
   CPU_ZERO(&set);
   CPU_SET(static_cast<unsigned>(rank) % std::max(1u, std::thread::hardware_concurrency()), &set);
   if (sched_setaffinity(0, sizeof(set), &set) != 0) {
-    throw std::runtime_error(std::string("cannot bind to a core: ") + std::strerror(errno));
+    throw DaemonError(std::string("cannot bind to a core: ") + std::strerror(errno));
   }
 }
 
@@ -94,10 +96,9 @@ class Workers {
 
   void spawn(const std::vector<std::string>& args) {
     int down[2], up[2];
-    if (::pipe2(down, O_CLOEXEC) != 0 || ::pipe2(up, O_CLOEXEC) != 0)
-      throw std::runtime_error("bench: pipe failed");
+    if (::pipe2(down, O_CLOEXEC) != 0 || ::pipe2(up, O_CLOEXEC) != 0) throw DaemonError("bench: pipe failed");
     const pid_t pid = ::fork();
-    if (pid < 0) throw std::runtime_error("bench: fork failed");
+    if (pid < 0) throw DaemonError("bench: fork failed");
     if (pid == 0) {
       // Child: pipes to fixed descriptors (dup2 clears close-on-exec), and
       // stdout to stderr so that only the parent prints JSON.
@@ -141,7 +142,7 @@ WorkerReport parse_report(const std::string& line, const std::string& who) {
   std::string status;
   int exact = 0;
   in >> status;
-  if (status != "ok") throw std::runtime_error(who + ": " + line);
+  if (status != "ok") throw DaemonError(who + ": " + line);
   in >> exact;
   WorkerReport report;
   report.exact = exact == 1;
@@ -179,7 +180,7 @@ std::vector<WorkerReport> run_bench_workers(int procs,
     const std::string who = worker_name(r);
     reports.push_back(parse_report(read_line(workers.children()[r].from_child, deadline, who), who));
   }
-  if (!workers.reap()) throw std::runtime_error("bench: a worker exited with an error");
+  if (!workers.reap()) throw DaemonError("bench: a worker exited with an error");
   return reports;
 }
 

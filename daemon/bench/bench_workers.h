@@ -15,8 +15,8 @@ struct WorkerReport {
 // The parent side: spawns `procs` copies of this executable (each given
 // `args(rank)` as its argv, which must select the worker mode), tells every
 // worker the others' endpoints and collects their reports. The workers are
-// killed and reaped on every exit path; throws when one fails or is silent
-// for longer than `timeout_ms` (per phase; the run itself may take
+// killed and reaped on every exit path; throws DaemonError when one fails or
+// is silent for longer than `timeout_ms` (per phase; the run itself may take
 // `run_timeout_ms`).
 std::vector<WorkerReport> run_bench_workers(int procs,
                                             const std::function<std::vector<std::string>(int)>& args,

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "daemon/bench/collective_ops.h"
+#include "daemon/config/cli.h"
 #include "protocol/curve.h"
 
 namespace gossipd::daemon {
@@ -166,7 +167,7 @@ class BenchKeyFile {
  public:
   BenchKeyFile() {
     std::string dir = (std::filesystem::temp_directory_path() / "gossipd-bench-XXXXXX").string();
-    if (!::mkdtemp(dir.data())) throw std::runtime_error("bench --curve: cannot make a temporary directory");
+    if (!::mkdtemp(dir.data())) throw DaemonError("bench --curve: cannot make a temporary directory");
     dir_ = dir;
     protocol::write_secret_key_file(path(), protocol::generate_keypair());
   }

@@ -14,6 +14,7 @@
 
 #include "daemon/cluster/state_transfer.h"
 #include "proto/gossip.pb.h"
+#include "protocol/errors.h"
 
 namespace gossipd::daemon {
 
@@ -28,9 +29,9 @@ struct Checkpoint {
 };
 
 // A checkpoint file that cannot be used: truncated, corrupt, not one at all.
-class CheckpointError : public std::runtime_error {
+class CheckpointError : public protocol::Error {
  public:
-  using std::runtime_error::runtime_error;
+  using protocol::Error::Error;
 };
 
 // File name of the checkpoint of `round`: ckpt-000000001234.gsck (names sort by round).

@@ -74,7 +74,7 @@ JoinResult join_cluster(protocol::Node& node, const std::vector<std::string>& en
   for (const auto& p : probes) node.transport().disconnect(p);
   if (!contact_endpoint.empty()) node.add_peer(r.contact, contact_endpoint);
   if (!node.validator().is_member(r.contact)) {
-    throw std::runtime_error("member '" + r.contact + "' answered but is not in its own member list");
+    throw StateTransferError("member '" + r.contact + "' answered but is not in its own member list");
   }
   spdlog::info("node '{}': joining through '{}', downloading the state", node.id(), r.contact);
 
@@ -85,7 +85,7 @@ JoinResult join_cluster(protocol::Node& node, const std::vector<std::string>& en
   hello.set_ready(true);
   for (;;) {
     if (Clock::now() >= deadline) {
-      throw std::runtime_error("member '" + r.contact +
+      throw StateTransferError("member '" + r.contact +
                                "' sent the state but never admitted this worker within " +
                                std::to_string(timeout.count()) + " ms");
     }

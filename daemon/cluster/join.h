@@ -8,21 +8,22 @@
 
 #include "daemon/cluster/state_transfer.h"
 #include "proto/gossip.pb.h"
+#include "protocol/errors.h"
 #include "protocol/node.h"
 
 namespace gossipd::daemon {
 
 // The cluster refused this joiner (different model, protocol, segments...):
 // a configuration error, reported in one line.
-class JoinRefused : public std::runtime_error {
+class JoinRefused : public protocol::Error {
  public:
-  using std::runtime_error::runtime_error;
+  using protocol::Error::Error;
 };
 
 // Nobody answered at any --join endpoint within the timeout.
-class NoMemberAnswered : public std::runtime_error {
+class NoMemberAnswered : public protocol::Error {
  public:
-  using std::runtime_error::runtime_error;
+  using protocol::Error::Error;
 };
 
 struct JoinResult {
@@ -42,8 +43,9 @@ struct JoinResult {
 // worker (endpoint, group, model sizes, protocol). `on_state`, when set, is
 // called with the downloaded state before the joiner says it is ready (the
 // daemon evaluates the model it starts from there). Throws JoinRefused,
-// std::runtime_error when no member answers within `timeout` or the download
-// fails, protocol::Aborted on stop.
+// NoMemberAnswered when no member answers within `timeout`,
+// StateTransferError when the download fails or the contact never admits
+// this worker, protocol::Aborted on stop.
 JoinResult join_cluster(protocol::Node& node, const std::vector<std::string>& endpoints, proto::Hello hello,
                         size_t optimizer_floats, std::chrono::milliseconds timeout, std::stop_token stop,
                         const std::function<void(const ReplicaState&)>& on_state = {});

@@ -72,7 +72,7 @@ ReplicaState receive_state(protocol::Node& node, const std::string& from, size_t
     auto m = node.mailbox().pop(proto::STATE_CHUNK, Clock::now() + idle_timeout, stop);
     if (!m) {
       if (stop.stop_requested()) throw protocol::Aborted(node.id(), "downloading the state");
-      throw std::runtime_error("state download from '" + from + "' stalled: nothing for " +
+      throw StateTransferError("state download from '" + from + "' stalled: nothing for " +
                                std::to_string(idle_timeout.count()) + " ms (is the member still up?)");
     }
     const proto::Envelope& e = m->envelope;
@@ -80,13 +80,13 @@ ReplicaState receive_state(protocol::Node& node, const std::string& from, size_t
     if (e.has_state_header()) {
       st.header = e.state_header();
       if (st.header.format_version() != kStateFormatVersion) {
-        throw std::runtime_error("state format " + std::to_string(st.header.format_version()) + " from '" +
+        throw StateTransferError("state format " + std::to_string(st.header.format_version()) + " from '" +
                                  from + "', this build reads " + std::to_string(kStateFormatVersion) +
                                  ": run the same gossipd version on every worker");
       }
       if (st.header.parameter_floats() != param_floats ||
           st.header.optimizer_state_floats() != optimizer_floats) {
-        throw std::runtime_error(
+        throw StateTransferError(
             "state from '" + from + "' has " + std::to_string(st.header.parameter_floats()) +
             " parameters and " + std::to_string(st.header.optimizer_state_floats()) +
             " optimizer floats, this worker " + std::to_string(param_floats) + " and " +
@@ -103,7 +103,7 @@ ReplicaState receive_state(protocol::Node& node, const std::string& from, size_t
                                                                     : nullptr;
       if (!buf || e.dtype() != proto::DTYPE_FLOAT32 || e.offset() > buf->size() ||
           e.count() > buf->size() - e.offset()) {
-        throw std::runtime_error("state chunk from '" + from + "' out of bounds (buffer " +
+        throw StateTransferError("state chunk from '" + from + "' out of bounds (buffer " +
                                  std::to_string(e.segment_id()) + ", offset " + std::to_string(e.offset()) +
                                  ")");
       }
@@ -114,7 +114,7 @@ ReplicaState receive_state(protocol::Node& node, const std::string& from, size_t
     if (have_header && received == param_floats + optimizer_floats) break;
   }
   if (crc_of(st.params, st.optimizer) != st.header.payload_crc32()) {
-    throw std::runtime_error("state from '" + from + "' failed its CRC-32 check: the download was corrupted");
+    throw StateTransferError("state from '" + from + "' failed its CRC-32 check: the download was corrupted");
   }
   return st;
 }

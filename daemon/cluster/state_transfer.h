@@ -7,6 +7,7 @@
 
 #include "daemon/cluster/replica_state.h"
 #include "proto/gossip.pb.h"
+#include "protocol/errors.h"
 #include "protocol/node.h"
 
 namespace gossipd::daemon {
@@ -19,6 +20,13 @@ constexpr uint32_t kStateParams = 0;
 constexpr uint32_t kStateOptimizer = 1;
 constexpr uint32_t kStateFormatVersion = 1;
 
+// A joiner's state hand-over that failed: the download stalled, was corrupt
+// or does not fit this worker, or the contact never admitted the joiner.
+class StateTransferError : public protocol::Error {
+ public:
+  using protocol::Error::Error;
+};
+
 // Fills in the header's sizes, format version and checksum.
 void seal(ReplicaState& state);
 
@@ -30,7 +38,7 @@ void send_state(protocol::Node& node, const std::string& peer, std::shared_ptr<c
 
 // Receives one download from `from`, checking every chunk against the header
 // and the header against the sizes this worker expects. Throws
-// std::runtime_error with a one-line reason (mismatch, corruption, or no
+// StateTransferError with a one-line reason (mismatch, corruption, or no
 // chunk for `idle_timeout`), protocol::Aborted on stop.
 ReplicaState receive_state(protocol::Node& node, const std::string& from, size_t param_floats,
                            size_t optimizer_floats, std::chrono::milliseconds idle_timeout,

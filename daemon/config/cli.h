@@ -7,6 +7,8 @@
 #include <stop_token>
 #include <string>
 
+#include "protocol/errors.h"
+
 // Declared only: CLI11's header costs seconds per translation unit, so only
 // the files that define flags include <CLI/CLI.hpp>.
 namespace CLI {
@@ -21,10 +23,19 @@ constexpr int kExitFailure = 1;  // a fault while running
 constexpr int kExitUsage = 2;    // bad flags, config or input data
 
 // Bad user input found after flag parsing (a file that cannot be written, a
-// combination of flags that does not fit). main prints it as one line.
-class UsageError : public std::runtime_error {
+// combination of flags that does not fit). main prints it as one line and
+// exits 2.
+class UsageError : public protocol::Error {
  public:
-  using std::runtime_error::runtime_error;
+  using protocol::Error::Error;
+};
+
+// A fault of the daemon's own while it runs: a file it cannot write (disk
+// full), a server it cannot start, a child it cannot fork. main prints it as
+// one line and exits 1.
+class DaemonError : public protocol::Error {
+ public:
+  using protocol::Error::Error;
 };
 
 // Parses argv with `app`, then calls `run`. Every error becomes one line on

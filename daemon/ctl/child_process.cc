@@ -10,6 +10,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "daemon/config/cli.h"
+
 namespace gossipd::daemon {
 
 ChildProcess::ChildProcess(std::vector<std::string> argv, const std::string& out_path,
@@ -18,7 +20,7 @@ ChildProcess::ChildProcess(std::vector<std::string> argv, const std::string& out
   for (auto& a : argv) args.push_back(a.data());
   args.push_back(nullptr);
   pid_ = fork();
-  if (pid_ < 0) throw std::runtime_error("fork failed: cannot start " + argv.at(0));
+  if (pid_ < 0) throw DaemonError("fork failed: cannot start " + argv.at(0));
   if (pid_ == 0) {
     const int o = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     const int e = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);

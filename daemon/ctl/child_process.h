@@ -12,7 +12,7 @@ namespace gossipd::daemon {
 // error in the parent never leaves a worker behind.
 class ChildProcess {
  public:
-  // argv[0] is the program's path. Throws std::runtime_error if fork fails;
+  // argv[0] is the program's path. Throws DaemonError if fork fails;
   // a program that cannot be executed exits 127.
   ChildProcess(std::vector<std::string> argv, const std::string& out_path, const std::string& err_path);
   ~ChildProcess();

@@ -11,8 +11,10 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <regex>
+#include <sstream>
 #include <stdexcept>
 
 #include "daemon/config/cli.h"
@@ -29,6 +31,11 @@ void sh(const std::string& cmd) {
 }
 
 const std::regex kRate("([0-9]+(\\.[0-9]+)?)([kmg]?)(bit|bps)");
+
+bool is_executable_file(const std::filesystem::path& p) {
+  std::error_code ec;
+  return std::filesystem::is_regular_file(p, ec) && ::access(p.c_str(), X_OK) == 0;
+}
 
 }  // namespace
 
@@ -61,8 +68,42 @@ std::vector<uint16_t> free_ports(int n) {
     held.push_back(std::move(a));
     ports.push_back(port);
   }
-  if (static_cast<int>(ports.size()) < n) throw std::runtime_error("no free loopback ports in 20000-31999");
+  if (static_cast<int>(ports.size()) < n) throw DaemonError("no free loopback ports in 20000-31999");
   return ports;
+}
+
+std::string find_program(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  return find_program_in(name,
+                         std::string(path ? path : "/usr/local/bin:/usr/bin:/bin") + ":/usr/sbin:/sbin");
+}
+
+std::string find_program_in(const std::string& name, const std::string& dirs) {
+  if (name.empty() || name.find('/') != std::string::npos) return "";
+  std::stringstream list(dirs);
+  for (std::string d; std::getline(list, d, ':');) {
+    if (d.empty()) continue;
+    std::error_code ec;
+    const auto candidate = std::filesystem::absolute(std::filesystem::path(d) / name, ec);
+    if (!ec && is_executable_file(candidate)) return candidate.lexically_normal().string();
+  }
+  return "";
+}
+
+std::string missing_netns_tool_message(const std::vector<std::string>& missing) {
+  std::string names;
+  for (size_t i = 0; i < missing.size(); ++i) names += (i == 0 ? "" : " and ") + missing[i];
+  return "--netns needs " + names + " from iproute2, not found on PATH, in /usr/sbin or in /sbin: " +
+         "install iproute2 (apt-get install iproute2, or run deploy/install-deps.sh)";
+}
+
+NetnsTools netns_tools(bool with_tc) {
+  NetnsTools t{find_program("ip"), with_tc ? find_program("tc") : ""};
+  std::vector<std::string> missing;
+  if (t.ip.empty()) missing.push_back("ip");
+  if (with_tc && t.tc.empty()) missing.push_back("tc");
+  if (!missing.empty()) throw UsageError(missing_netns_tool_message(missing));
+  return t;
 }
 
 void enter_netns(const std::string& name) {
@@ -71,33 +112,36 @@ void enter_netns(const std::string& name) {
   if (fd < 0 || ::setns(fd, CLONE_NEWNET) != 0) {
     const std::string why = std::strerror(errno);
     if (fd >= 0) ::close(fd);
-    throw std::runtime_error("cannot enter network namespace " + name + ": " + why);
+    throw DaemonError("cannot enter network namespace " + name + ": " + why);
   }
   ::close(fd);
 }
 
-NetnsHosts::NetnsHosts(int hosts, const std::string& rate) : tag_(std::to_string(getpid() % 100000)) {
+// The tools are found first: a missing one is reported before anything exists.
+NetnsHosts::NetnsHosts(int hosts, const std::string& rate)
+    : tools_(netns_tools(!rate.empty())), tag_(std::to_string(getpid() % 100000)) {
   subnet_ = "10.213." + std::to_string(getpid() % 250) + ".";
+  const std::string& ip = tools_.ip;
   try {
-    sh("ip link add " + bridge() + " type bridge");
-    sh("ip addr add " + subnet_ + "254/24 dev " + bridge());
-    sh("ip link set " + bridge() + " up");
+    sh(ip + " link add " + bridge() + " type bridge");
+    sh(ip + " addr add " + subnet_ + "254/24 dev " + bridge());
+    sh(ip + " link set " + bridge() + " up");
     for (int i = 0; i < hosts; ++i) {
       const std::string ns = netns(i), veth = "gd" + tag_ + "v" + std::to_string(i);
-      sh("ip netns add " + ns);
+      sh(ip + " netns add " + ns);
       namespaces_.push_back(ns);
-      sh("ip link add " + veth + " type veth peer name " + veth + "p");
-      sh("ip link set " + veth + "p netns " + ns);
-      sh("ip -n " + ns + " link set " + veth + "p name eth0");
-      sh("ip -n " + ns + " addr add " + address(i) + "/24 dev eth0");
-      sh("ip -n " + ns + " link set eth0 up");
-      sh("ip -n " + ns + " link set lo up");
-      sh("ip link set " + veth + " master " + bridge());
-      sh("ip link set " + veth + " up");
+      sh(ip + " link add " + veth + " type veth peer name " + veth + "p");
+      sh(ip + " link set " + veth + "p netns " + ns);
+      sh(ip + " -n " + ns + " link set " + veth + "p name eth0");
+      sh(ip + " -n " + ns + " addr add " + address(i) + "/24 dev eth0");
+      sh(ip + " -n " + ns + " link set eth0 up");
+      sh(ip + " -n " + ns + " link set lo up");
+      sh(ip + " link set " + veth + " master " + bridge());
+      sh(ip + " link set " + veth + " up");
       if (!rate.empty()) {
         const std::string tbf = " root tbf rate " + rate + " burst 256kb latency 400ms";
-        sh("tc qdisc add dev " + veth + tbf);
-        sh("ip netns exec " + ns + " tc qdisc add dev eth0" + tbf);
+        sh(tools_.tc + " qdisc add dev " + veth + tbf);
+        sh(ip + " netns exec " + ns + " " + tools_.tc + " qdisc add dev eth0" + tbf);
       }
     }
   } catch (...) {
@@ -112,11 +156,11 @@ void NetnsHosts::cleanup() {
   // Deleting a namespace deletes its end of the veth, and so the pair.
   for (size_t i = 0; i < namespaces_.size(); ++i) {
     // The kernel frees a deleted namespace's veth asynchronously: delete our end now.
-    std::system(("ip link del gd" + tag_ + "v" + std::to_string(i) + " 2>/dev/null").c_str());
-    std::system(("ip netns del " + namespaces_[i] + " 2>/dev/null").c_str());
+    std::system((ip() + " link del gd" + tag_ + "v" + std::to_string(i) + " 2>/dev/null").c_str());
+    std::system((ip() + " netns del " + namespaces_[i] + " 2>/dev/null").c_str());
   }
   namespaces_.clear();
-  std::system(("ip link del " + bridge() + " 2>/dev/null").c_str());
+  std::system((ip() + " link del " + bridge() + " 2>/dev/null").c_str());
 }
 
 }  // namespace gossipd::daemon

@@ -118,15 +118,15 @@ std::string table(const proto::CompareSummary& summary, double target) {
 void write_text_file(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::trunc);
   out << text;
-  if (!out) throw std::runtime_error("cannot write " + path);
+  if (!out) throw DaemonError("cannot write " + path);
 }
 
 void run_gnuplot(const std::string& out, const std::string& script) {
   write_text_file(out + "/plots.gp", script);
   const std::string cmd = "gnuplot '" + out + "/plots.gp' 2> '" + out + "/gnuplot.err'";
   if (std::system(cmd.c_str()) != 0) {
-    throw std::runtime_error("gnuplot failed on " + out +
-                             "/plots.gp: " + last_line(read_file(out + "/gnuplot.err")));
+    throw DaemonError("gnuplot failed on " + out +
+                      "/plots.gp: " + last_line(read_file(out + "/gnuplot.err")));
   }
 }
 

@@ -20,9 +20,9 @@ std::string time_to_target(const proto::CompareResult& r);
 // The last non-empty line of a text (for one-line error reports).
 std::string last_line(const std::string& text);
 
-// Writes `text` to `path` (replacing it); throws std::runtime_error when it cannot.
+// Writes `text` to `path` (replacing it); throws DaemonError when it cannot.
 void write_text_file(const std::string& path, const std::string& text);
-// Writes OUT/plots.gp and runs gnuplot on it; throws std::runtime_error naming gnuplot's error.
+// Writes OUT/plots.gp and runs gnuplot on it; throws DaemonError naming gnuplot's error.
 void run_gnuplot(const std::string& out, const std::string& script);
 // OUT/report.html: the title, the setup sentence, a markdown table as HTML
 // and each plot (title, SVG file in OUT) inline.

@@ -47,7 +47,7 @@ class ScratchDir {
  public:
   ScratchDir() {
     std::string dir = (fs::temp_directory_path() / "gossipd-bench-sparse-XXXXXX").string();
-    if (!::mkdtemp(dir.data())) throw std::runtime_error("bench sparse: cannot make a temporary directory");
+    if (!::mkdtemp(dir.data())) throw DaemonError("bench sparse: cannot make a temporary directory");
     dir_ = dir;
   }
   ~ScratchDir() {

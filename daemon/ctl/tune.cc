@@ -10,6 +10,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "daemon/config/cli.h"
 #include "daemon/ctl/compare.h"
 #include "daemon/ctl/compare_entry.h"
 #include "daemon/ctl/compare_hosts.h"
@@ -209,7 +210,7 @@ int run_tune(const TuneOptions& o) {
   const bool ran = t.run_choice();
   write_tune_report(o.run.out, t.summary(), t.goal());
   if (stop.stop_requested()) return kExitFailure;
-  if (!ran) throw std::runtime_error(no_goal_line(t.summary(), t.goal()));
+  if (!ran) throw DaemonError(no_goal_line(t.summary(), t.goal()));
   std::printf("gossipctl tune: report in %s/report.md and %s/report.html (tune.json, curves.svg)\n",
               o.run.out.c_str(), o.run.out.c_str());
   return kExitOk;

@@ -5,6 +5,8 @@
 #include <asio.hpp>
 #include <stdexcept>
 
+#include "daemon/config/cli.h"
+
 namespace gossipd::daemon {
 namespace {
 
@@ -139,7 +141,7 @@ HttpServer::HttpServer(const std::string& address, HttpHandler handler) : impl_(
   if (!ec) impl_->acceptor.set_option(asio::socket_base::reuse_address(true), ec);
   if (!ec) impl_->acceptor.bind(ep, ec);
   if (!ec) impl_->acceptor.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) throw std::runtime_error("cannot serve HTTP on " + address + ": " + ec.message());
+  if (ec) throw DaemonError("cannot serve HTTP on " + address + ": " + ec.message());
   impl_->accept();
   impl_->thread = std::thread([this] { impl_->io.run(); });
 }

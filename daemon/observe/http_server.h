@@ -25,7 +25,7 @@ class HttpServer {
  public:
   // `address` is "IP:PORT"; port 0 picks a free port (see port()).
   // Throws std::invalid_argument for a malformed address and
-  // std::runtime_error when the address cannot be bound.
+  // DaemonError (daemon/config/cli.h) when the address cannot be bound.
   HttpServer(const std::string& address, HttpHandler handler);
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;

@@ -14,7 +14,7 @@ std::string to_json(const google::protobuf::Message& message) {
   opts.always_print_primitive_fields = true;
   std::string out;
   auto status = google::protobuf::util::MessageToJsonString(message, &out, opts);
-  if (!status.ok()) throw std::runtime_error("cannot render JSON: " + status.ToString());
+  if (!status.ok()) throw DaemonError("cannot render JSON: " + status.ToString());
   return out;
 }
 
@@ -29,7 +29,7 @@ void JsonLinesWriter::write(const google::protobuf::Message& record) {
   if (!out_.is_open()) return;
   out_ << to_json(record) << '\n';
   out_.flush();
-  if (!out_) throw std::runtime_error("writing " + path_ + " failed (disk full?)");
+  if (!out_) throw DaemonError("writing " + path_ + " failed (disk full?)");
 }
 
 }  // namespace gossipd::daemon

@@ -16,8 +16,8 @@ std::string to_json(const google::protobuf::Message& message);
 // killed run keeps every finished line. An empty path disables it.
 class JsonLinesWriter {
  public:
-  explicit JsonLinesWriter(const std::string& path);  // throws UsageError
-  void write(const google::protobuf::Message& record);
+  explicit JsonLinesWriter(const std::string& path);    // throws UsageError
+  void write(const google::protobuf::Message& record);  // throws DaemonError
   bool enabled() const { return out_.is_open(); }
 
  private:

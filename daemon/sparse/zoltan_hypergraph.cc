@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "daemon/config/cli.h"
+
 namespace gossipd::daemon {
 namespace {
 
@@ -22,7 +24,7 @@ class MpiSession {
     if (done) return;
     int provided = 0;
     if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
-      throw std::runtime_error("cannot start MPI for Zoltan");
+      throw DaemonError("cannot start MPI for Zoltan");
     owned_ = true;
   }
   ~MpiSession() {
@@ -101,18 +103,17 @@ struct ZoltanFree {
 
 void set(Zoltan_Struct* z, const char* name, const std::string& value) {
   if (Zoltan_Set_Param(z, name, value.c_str()) != ZOLTAN_OK)
-    throw std::runtime_error(std::string("Zoltan refused ") + name + " = " + value);
+    throw DaemonError(std::string("Zoltan refused ") + name + " = " + value);
 }
 
 }  // namespace
 
 std::vector<uint32_t> partition_hypergraph(const Hypergraph& h, const HypergraphOptions& o) {
   if (h.pins.size() > static_cast<size_t>(INT32_MAX))
-    throw std::runtime_error("the hypergraph has more pins than Zoltan's int counts");
+    throw DaemonError("the hypergraph has more pins than Zoltan's int counts");
   start_mpi_once();
   float version = 0;
-  if (Zoltan_Initialize(0, nullptr, &version) != ZOLTAN_OK)
-    throw std::runtime_error("Zoltan_Initialize failed");
+  if (Zoltan_Initialize(0, nullptr, &version) != ZOLTAN_OK) throw DaemonError("Zoltan_Initialize failed");
   std::unique_ptr<Zoltan_Struct, ZoltanFree> z(Zoltan_Create(MPI_COMM_SELF));
   set(z.get(), "DEBUG_LEVEL", "0");
   set(z.get(), "LB_METHOD", "HYPERGRAPH");
@@ -147,7 +148,7 @@ std::vector<uint32_t> partition_hypergraph(const Hypergraph& h, const Hypergraph
   Zoltan_LB_Free_Part(&import_gids, &import_lids, &import_procs, &import_parts);
   Zoltan_LB_Free_Part(&export_gids, &export_lids, &export_procs, &export_parts);
   if (rc != ZOLTAN_OK)
-    throw std::runtime_error("Zoltan's hypergraph partitioning failed (code " + std::to_string(rc) + ")");
+    throw DaemonError("Zoltan's hypergraph partitioning failed (code " + std::to_string(rc) + ")");
   return part;
 }
 

@@ -32,7 +32,7 @@ uint64_t hypergraph_cut(const Hypergraph& h, const std::vector<uint32_t>& part);
 // (MPI starts on first use and finishes at exit): the part of every vertex,
 // fixed vertices where they were put. With `start_part` Zoltan refines that
 // partition (moves that lower the cut) instead of partitioning anew.
-// Throws std::runtime_error when Zoltan fails.
+// Throws DaemonError (daemon/config/cli.h) when Zoltan fails.
 std::vector<uint32_t> partition_hypergraph(const Hypergraph& h, const HypergraphOptions& o);
 
 }  // namespace gossipd::daemon

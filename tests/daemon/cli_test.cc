@@ -1,11 +1,20 @@
 // The binaries as a user runs them: bad input gets one clear line and exit 2.
+#include "daemon/config/cli.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
+#include <type_traits>
 
+#include "daemon/cluster/checkpoint.h"
+#include "daemon/cluster/join.h"
+#include "daemon/cluster/state_transfer.h"
+#include "daemon/ctl/compare_hosts.h"
+#include "protocol/errors.h"
 #include "tests/daemon/sync_run.h"
 #include "tests/support/process.h"
 #include "tests/support/records.h"
@@ -220,12 +229,51 @@ TEST(Cli, BenchSparseRunsRowParallelAsTheSerialReferenceInNamespacesTooAndRefuse
   expect_usage_error(with(bench, {"--bandwidth", "1gbit"}), "--bandwidth 1gbit: a tc rate");
   if (geteuid() != 0) return;  // network namespaces need root (CI runs as root)
   // Three hosts, each a namespace with a capped link: as exact, nothing left behind.
-  const std::string before = run({"/usr/sbin/ip", "netns", "list"}, 10s).out;
+  const std::string ip = daemon::find_program("ip");
+  ASSERT_FALSE(ip.empty()) << "--netns needs iproute2";
+  const std::string before = run({ip, "netns", "list"}, 10s).out;
   r = run(with(bench, {"--procs", "3", "--partition", "random", "--netns", "--bandwidth", "100mbit"}), 120s);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("\"hosts\":\"netns 100mbit\""), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("\"exact\":true"), std::string::npos) << r.out;
-  EXPECT_EQ(run({"/usr/sbin/ip", "netns", "list"}, 10s).out, before) << "a namespace was left behind";
+  EXPECT_EQ(run({ip, "netns", "list"}, 10s).out, before) << "a namespace was left behind";
+}
+
+// True when `error`, thrown, is caught as the root and keeps its message.
+template <typename E>
+bool caught_by_error_root(const E& error) {
+  try {
+    throw error;
+  } catch (const protocol::Error& e) {
+    return std::string(e.what()) == error.what();
+  } catch (...) {
+    return false;
+  }
+}
+
+// Every error gossipd throws on purpose derives from protocol::Error, so one
+// handler can tell them from a bug; each is still a std::runtime_error, so
+// the existing handlers (and run_cli's exit codes) catch what they caught.
+TEST(ErrorRoot, EveryDaemonErrorIsAProtocolError) {
+  static_assert(std::is_base_of_v<std::runtime_error, protocol::Error>);
+  static_assert(std::is_base_of_v<protocol::Error, protocol::TransportError>);
+  static_assert(std::is_base_of_v<protocol::Error, protocol::PeerTimeout>);
+  static_assert(std::is_base_of_v<protocol::Error, daemon::UsageError>);
+  static_assert(std::is_base_of_v<protocol::Error, daemon::DaemonError>);
+  static_assert(std::is_base_of_v<protocol::Error, daemon::CheckpointError>);
+  static_assert(std::is_base_of_v<protocol::Error, daemon::JoinRefused>);
+  static_assert(std::is_base_of_v<protocol::Error, daemon::NoMemberAnswered>);
+  static_assert(std::is_base_of_v<protocol::Error, daemon::StateTransferError>);
+  // Bad arguments stay std::invalid_argument: run_cli maps them to exit 2.
+  static_assert(std::is_base_of_v<std::invalid_argument, protocol::ProtocolConfigError>);
+
+  EXPECT_TRUE(caught_by_error_root(daemon::UsageError("bad flag")));
+  EXPECT_TRUE(caught_by_error_root(daemon::DaemonError("cannot write x")));
+  EXPECT_TRUE(caught_by_error_root(daemon::CheckpointError("corrupt (CRC-32 mismatch)")));
+  EXPECT_TRUE(caught_by_error_root(daemon::JoinRefused("the cluster refused this worker")));
+  EXPECT_TRUE(caught_by_error_root(daemon::NoMemberAnswered("no member answered")));
+  EXPECT_TRUE(caught_by_error_root(daemon::StateTransferError("state download stalled")));
+  EXPECT_TRUE(caught_by_error_root(protocol::PeerTimeout("w0", "w1", 5ms, "a test")));
 }
 
 }  // namespace
