@@ -19,11 +19,11 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", version_line("gossipd"));
   TrainCommandOptions train;
   CLI::App* train_cmd = add_train_command(app, train);
-  RunOptions run;
-  CLI::App* run_cmd = add_run_command(app, run);
+  RunCommandLine run;
+  add_run_command(app, run);
   return run_cli(app, argc, argv, [&]() -> int {
     if (train_cmd->parsed()) return run_train_command(train);
-    if (run_cmd->parsed()) return run_run_command(run);
+    if (run.command->parsed()) return run_run_command(run.options, run.modes, *run.flags);
     return kExitUsage;
   });
 }

@@ -1,10 +1,14 @@
 #pragma once
 
+#include "daemon/config/mode_flags.h"
 #include "daemon/config/run_options.h"
+#include "daemon/worker/modes.h"
 
 namespace gossipd::daemon {
 
-// `gossipd run`: one worker of a cluster, until training ends or a signal.
-int run_run_command(const RunOptions& options);
+// gossipd run: the member of options.algo's mode (whose flags `flags` has
+// parsed into `modes`), its lines on stdout and its records in
+// --control-out. Returns the exit code; bad input is a UsageError.
+int run_run_command(const RunOptions& options, ModeSet& modes, const ModeFlags& flags);
 
 }  // namespace gossipd::daemon

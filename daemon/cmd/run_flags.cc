@@ -7,31 +7,25 @@
 // The flags of `gossipd run`.
 namespace gossipd::daemon {
 
-CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
+void add_run_command(CLI::App& app, RunCommandLine& line) {
+  RunOptions& o = line.options;
   CLI::App* cmd = app.add_subcommand("run", "Run a worker that trains with its peers");
+  line.command = cmd;
   add_train_flags(*cmd, o.train);
   std::string modes_help = "The mode:";
-  for (const Mode& m : modes()) modes_help += "\n  " + m.name + ": " + m.summary;
-  cmd->add_option("--algo", o.algo, modes_help)->check(CLI::IsMember(mode_names()))->capture_default_str();
+  for (const auto& m : line.modes.all()) modes_help += "\n  " + m->name() + ": " + m->summary();
+  cmd->add_option("--algo", o.algo, modes_help)
+      ->check(CLI::IsMember(line.modes.names()))
+      ->capture_default_str();
   cmd->add_option("--segments", o.segments,
                   "Gossip unit: fine (one per layer block), coarse (whole model) or N pieces")
       ->capture_default_str();
-  cmd->add_flag(
-      "--overlap", o.overlap,
-      "crossover: gossip on a communication thread while the next step computes (sgp: use --algo osgp)");
-  cmd->add_flag(
-      "--pace", o.pace,
-      "crossover: send a segment only once its receiver has finished the last round (for bandwidth-bound "
-      "networks: keeps rounds from competing on the links; costs a note per peer and round)");
-  cmd->add_option("--heartbeat-ms", o.heartbeat_ms, "Heartbeat interval (gossip protocols)")
+  cmd->add_option("--heartbeat-ms", o.heartbeat_ms, "Heartbeat interval")
       ->check(CLI::Range(10, 600000))
       ->capture_default_str();
   cmd->add_option("--failure-timeout-ms", o.failure_timeout_ms,
-                  "A member silent this long is evicted from the view (gossip protocols)")
+                  "A member silent this long is evicted from the view")
       ->check(CLI::Range(50, 3600000))
-      ->capture_default_str();
-  cmd->add_option("--consensus-every", o.consensus_every,
-                  "Measure the replicas' consensus distance every N rounds (0: never; gossip protocols)")
       ->capture_default_str();
   cmd->add_option(
          "--evals-per-epoch", o.evals_per_epoch,
@@ -40,7 +34,8 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   cmd->add_option("--segment-deadline-ms", o.segment_deadline_ms,
-                  "A gossip segment later than this is skipped")
+                  "A segment of an asynchronous exchange (gossip, between compute groups) later than this is "
+                  "skipped")
       ->check(CLI::Range(1, 3600000))
       ->capture_default_str();
   cmd->add_option("--id", o.id, "This worker's node id, unique in the cluster")->required();
@@ -59,68 +54,6 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
       "Endpoint other members reach this worker at (default: the bound one; needed with 0.0.0.0)");
   cmd->add_option("--group", o.group,
                   "Hierarchical group label (default: the host of the advertised endpoint)");
-  cmd->add_flag("--hierarchical", o.hierarchical,
-                "crossover: exact averages inside each --group, crossover gossip between groups");
-  cmd->add_option(
-         "--group-owner", o.group_owner,
-         "Hierarchical: who exchanges a group's segments: spread (member k: segments s = k mod size) or root")
-      ->check(CLI::IsMember({"spread", "root"}))
-      ->capture_default_str();
-  cmd->add_option(
-         "--compute-groups", o.compute_groups,
-         "--algo groups: g compute groups of N/g workers (g divides N; rank r, members sorted by id, "
-         "is in group r / (N/g)): gradients allreduced inside a group every step, models exchanged "
-         "between groups in the background (Crossover-SGD), never waiting for another group")
-      ->check(CLI::Range(size_t{1}, size_t{4096}));
-  cmd->add_option("--target-momentum", o.target_momentum,
-                  "--algo groups --momentum auto: the total momentum (explicit + the asynchrony's implicit)")
-      ->check(CLI::Range(0.0f, 0.999f))
-      ->capture_default_str();
-  cmd->add_option(
-         "--momentum-floor", o.momentum_floor,
-         "--algo groups --momentum auto: the explicit momentum never goes below this (may be negative)")
-      ->check(CLI::Range(-0.9f, 0.999f))
-      ->capture_default_str();
-  cmd->add_option("--grid", o.grid,
-                  "--algo grid: PRxPC, Pr processes split every dense layer's rows and the images' rows, Pc "
-                  "columns split --batch "
-                  "(the grid's batch); rank r (members sorted by id) is row r mod Pr of column r / Pr");
-  cmd->add_option(
-         "--stages", o.stages,
-         "--algo pipeline: K stages of consecutive layers, one process each; rank r (members sorted by "
-         "id) is stage r mod K of pipeline r / K")
-      ->check(CLI::Range(size_t{1}, size_t{1024}));
-  cmd->add_option("--micro-batches", o.micro_batches,
-                  "--algo pipeline: M micro-batches per batch (M divides --batch, one pipeline's batch); 0: "
-                  "micro-batches of about 8 samples (the fastest measured)")
-      ->check(CLI::Range(size_t{0}, size_t{1} << 16))
-      ->capture_default_str();
-  cmd->add_option("--schedule", o.schedule,
-                  "--algo pipeline: gpipe (all forwards, then all backwards), 1f1b (at most K micro-batches "
-                  "held), 1f1b-async (no drain: an update per micro-batch, weight stashing)")
-      ->check(CLI::IsMember({"gpipe", "1f1b", "1f1b-async"}))
-      ->capture_default_str();
-  cmd->add_option("--partition", o.partition,
-                  "--algo pipeline: auto (planned here: gossipctl plan pipeline), L,L,... (layers per "
-                  "stage), or the JSON a plan printed (--json). --algo sparse: the neurons' owners: auto "
-                  "(= hypergraph), block, random, hypergraph (Zoltan PHG), or a file gossipctl plan sparse "
-                  "--write-partitions wrote for this network and P")
-      ->capture_default_str();
-  cmd->add_option("--neurons", o.neurons,
-                  "--algo sparse: N neurons per layer of the RadiX-Net trained (a power of two and a "
-                  "square: 64, 256, 1024, 4096, ...; default 1024); rank r (members sorted by id) is "
-                  "process r of the partition");
-  cmd->add_option("--layers", o.layers, "--algo sparse: L sparse layers (default 4)")
-      ->check(CLI::Range(uint32_t{1}, uint32_t{4096}));
-  cmd->add_option("--imbalance", o.imbalance,
-                  "--algo sparse: the hypergraph partition's heaviest process over the mean, per layer")
-      ->check(CLI::Range(1.0, 10.0))
-      ->capture_default_str();
-  cmd->add_option("--replicas", o.replicas,
-                  "--algo pipeline: D pipelines, each on its shard of the data, averaging each stage's "
-                  "gradients (K x D members)")
-      ->check(CLI::Range(size_t{1}, size_t{4096}))
-      ->capture_default_str();
   cmd->add_option("--http", o.http, "Serve /status and /metrics on IP:PORT (port 0 = any)");
   cmd->add_option("--cluster-id", o.cluster_id, "Messages from other clusters are rejected")
       ->capture_default_str();
@@ -200,10 +133,15 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
   cmd->add_option("--checkpoint-keep", o.checkpoint_keep, "How many checkpoints to keep (the newest)")
       ->check(CLI::Range(1, 1000000))
       ->capture_default_str();
+  cmd->add_option(
+      "--control-out", o.control_out,
+      "Append one JSON line when listening (id, endpoint, http and data ports) and one at the end "
+      "(done, stopped or failed, with the final /status): what tools read instead of the log");
   cmd->add_flag("--quiet", o.quiet, "No per-epoch progress lines");
   cmd->add_flag("--check-config", o.check_config,
                 "Check the flags, data, model, segments and key files, then exit (0: OK) without starting");
-  return cmd;
+  line.flags = std::make_unique<ModeFlags>(*cmd);
+  line.modes.add_flags(*line.flags);
 }
 
 }  // namespace gossipd::daemon

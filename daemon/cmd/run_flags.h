@@ -1,11 +1,27 @@
 #pragma once
 
-#include "daemon/config/cli.h"  // CLI::App, declared
+#include <memory>
+
+#include "daemon/config/mode_flags.h"
 #include "daemon/config/run_options.h"
+#include "daemon/worker/modes.h"
+
+namespace CLI {
+class App;
+}
 
 namespace gossipd::daemon {
 
-// Registers `gossipd run` and its flags, filling `options`; returns it.
-CLI::App* add_run_command(CLI::App& app, RunOptions& options);
+// gossipd run's command line: the flags every mode shares into `options`,
+// each mode's own into the mode (`flags` says whose is which).
+struct RunCommandLine {
+  RunOptions options;
+  ModeSet modes;
+  std::unique_ptr<ModeFlags> flags;
+  CLI::App* command = nullptr;
+};
+
+// Adds the `run` subcommand to `app`, its flags bound to `line`.
+void add_run_command(CLI::App& app, RunCommandLine& line);
 
 }  // namespace gossipd::daemon

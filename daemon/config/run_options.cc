@@ -59,29 +59,6 @@ void check_run_options(const RunOptions& o) {
     throw UsageError(
         "--join and --peers are alternatives: a joiner learns the members from the member it joins");
   }
-  if (o.overlap && o.algo != "crossover") {
-    throw UsageError("--overlap is for --algo crossover (for SGP use --algo osgp; allreduce is synchronous)");
-  }
-  if (o.hierarchical && o.algo != "crossover") throw UsageError("--hierarchical is for --algo crossover");
-  if (!o.grid.empty() && o.algo != "grid") throw UsageError("--grid is for --algo grid");
-  if (o.compute_groups != 0 && o.algo != "groups") throw UsageError("--compute-groups is for --algo groups");
-  if (o.train.momentum_auto && o.algo != "groups") {
-    throw UsageError(
-        "--momentum auto is for --algo groups (only compute groups add the momentum of asynchrony)");
-  }
-  if (o.grid.empty() && o.algo == "grid")
-    throw UsageError("--algo grid needs --grid PRxPC (e.g. --grid 2x2)");
-  if (o.stages != 0 && o.algo != "pipeline") throw UsageError("--stages is for --algo pipeline");
-  if (o.stages == 0 && o.algo == "pipeline")
-    throw UsageError("--algo pipeline needs --stages K (e.g. --stages 2)");
-  if (o.replicas != 1 && o.algo != "pipeline") throw UsageError("--replicas is for --algo pipeline");
-  if ((o.neurons != 0 || o.layers != 0) && o.algo != "sparse")
-    throw UsageError("--neurons and --layers are for --algo sparse");
-  if (o.hierarchical && o.overlap)
-    throw UsageError("--hierarchical and --overlap do not combine yet; pick one");
-  if (o.pace && ((o.algo != "crossover" && o.algo != "sgp") || o.hierarchical)) {
-    throw UsageError("--pace is for flat --algo crossover and sgp (not osgp, allreduce or --hierarchical)");
-  }
   if (o.failure_timeout_ms <= 2 * o.heartbeat_ms) {
     throw UsageError(
         "--failure-timeout-ms must be more than twice --heartbeat-ms, or live members get evicted");
@@ -112,6 +89,7 @@ void check_run_options(const RunOptions& o) {
   }
   check_writable_parent(o.metrics_out, "--metrics-out");
   check_writable_parent(o.params_out, "--params-out");
+  check_writable_parent(o.control_out, "--control-out");
   if (!o.checkpoint_dir.empty()) {
     std::error_code ec;
     const auto st = std::filesystem::status(o.checkpoint_dir, ec);

@@ -11,36 +11,16 @@
 
 namespace gossipd::daemon {
 
-// What `gossipd run` was asked to do. gossipctl compare builds the same
+// What `gossipd run` was asked to do, whatever the mode (a mode's own flags
+// are the mode's: daemon/worker/mode.h). gossipctl compare builds the same
 // options for its workers, so both read the defaults and limits from here.
 struct RunOptions {
   TrainFlags train;
-  std::string algo = "allreduce";  // allreduce | crossover | sgp | osgp | grid | pipeline | sparse | groups
-  size_t compute_groups = 0;       // --algo groups: g (0: not given)
-  // --algo groups --momentum auto: the explicit momentum is the target less
-  // the implicit momentum of the asynchrony (1 - 1/g), never below the floor.
-  float target_momentum = 0.9f;
-  float momentum_floor = 0.0f;
-  std::string grid;  // --algo grid: PRxPC (topology/grid.h)
-  // --algo pipeline (topology/pipeline.h): K stages x D replicas, M micro-batches.
-  size_t stages = 0;         // 0: not given
-  size_t micro_batches = 0;  // 0: topology::default_micro_batches(batch)
-  std::string schedule = "1f1b";
-  // pipeline: auto | L,L,... (layers per stage) | a plan's JSON file;
-  // sparse: auto (= hypergraph) | block | random | hypergraph | a partition file.
-  std::string partition = "auto";
-  size_t replicas = 1;
-  // --algo sparse: a RadiX-Net of `neurons` x `layers` (trainer/sparse/radix_net.h);
-  // the hypergraph partition's balance bound.
-  uint32_t neurons = 0;  // 0: not given (1024)
-  uint32_t layers = 0;   // 0: not given (4)
-  double imbalance = 1.05;
-  std::string segments = "fine";  // fine | coarse | N
-  int segment_deadline_ms = 2000;
-  bool overlap = false;
-  bool pace = false;
-  uint64_t consensus_every = 100;
-  int evals_per_epoch = 1;  // test-set evaluations per epoch (the last at its end)
+  // The mode (daemon/worker/modes.h); its own flags live in the mode.
+  std::string algo = "allreduce";
+  std::string segments = "fine";   // fine | coarse | N
+  int segment_deadline_ms = 2000;  // an asynchronous exchange's segment later than this is skipped
+  int evals_per_epoch = 1;         // test-set evaluations per epoch (the last at its end)
   int heartbeat_ms = 200;
   int failure_timeout_ms = 3000;
   std::string id;
@@ -50,9 +30,7 @@ struct RunOptions {
   bool bootstrap = false;          // with --join: start as the first member if nobody answers
   std::string advertise;           // the endpoint others reach this worker at (default: the bound one)
   std::string group;               // hierarchical group label (default: the host of the advertised endpoint)
-  bool hierarchical = false;
-  std::string group_owner = "spread";  // spread | root
-  std::string http;                    // IP:PORT for /status and /metrics; empty = off
+  std::string http;                // IP:PORT for /status and /metrics; empty = off
   std::string cluster_id = "gossipd";
   int timeout_ms = 10000;
   int startup_timeout_ms = 60000;
@@ -72,7 +50,8 @@ struct RunOptions {
   std::string curve_secret_key;
   std::string curve_cluster_key;
   std::string metrics_out;
-  std::string params_out;  // raw float32 parameters at the end
+  std::string params_out;   // raw float32 parameters at the end
+  std::string control_out;  // JSON lines: listening, then done | stopped | failed (proto ControlRecord)
   bool quiet = false;
   bool check_config = false;  // validate everything, start nothing
   int delay_ms = 0;           // injected latency on every outbound message

@@ -25,7 +25,6 @@
 #include "daemon/ctl/mean_curve.h"
 #include "daemon/ctl/worker_watch.h"
 #include "daemon/observe/metrics_log.h"
-#include "daemon/worker/modes.h"
 #include "proto/gossip.pb.h"
 #include "trainer/dataset.h"
 #include "trainer/models.h"
@@ -38,9 +37,17 @@ namespace fs = std::filesystem;
 // Whether the workers pace their sends (--pace auto: where links are capped).
 bool pacing(const CompareOptions& o) { return o.pace == "on" || (o.pace == "auto" && !o.bandwidth.empty()); }
 
-// Protocols that pace: flat crossover and plain SGP.
-bool pace_capable(const std::string& algo, int groups) {
-  return (algo == "crossover" && groups <= 1) || algo == "sgp";
+// What an entry's mode is told of this comparison.
+EntryContext entry_context(const CompareOptions& o, size_t train_samples) {
+  EntryContext c;
+  c.workers = static_cast<size_t>(o.workers);
+  c.batch = o.batch;
+  c.train_samples = train_samples;
+  c.hierarchy_groups = static_cast<size_t>(std::max(o.groups, 1));
+  c.pace = pacing(o);
+  c.partition = o.partition;
+  c.micro_batches = o.micro_batches;
+  return c;
 }
 
 // What every worker is given as --send-buffer-kb, 0 for nothing.
@@ -120,7 +127,10 @@ class Comparison {
                   : "tcp://127.0.0.1:" + std::to_string(ports_.at(static_cast<size_t>(k)));
   }
   std::string http_host(int k) const { return hosts_ ? hosts_->address(k) : "127.0.0.1"; }
-  bool paces(const std::string& algo) const { return pacing(o_) && pace_capable(algo, o_.groups); }
+  CompareEntry entry(const std::string& algo) const {
+    return parse_compare_entry(algo, entry_context(o_, train_samples()));
+  }
+  bool paces(const std::string& algo) const { return entry(algo).launch.paced; }
   // ", crossover and sgp paced (--pace)": the protocols of this run that pace, for the report.
   std::string paced_protocols() const {
     std::string names;
@@ -130,25 +140,20 @@ class Comparison {
     return names.empty() ? names : names + " paced (--pace)";
   }
   // Steps per epoch of `algo`'s workers (the mode decides).
-  size_t steps(const std::string& algo) const {
-    const CompareEntry e = parse_compare_entry(algo);
-    const auto workers = static_cast<size_t>(o_.workers);
-    return find_mode(e.mode).steps_per_epoch(RunOptions{}, train_samples(), workers,
-                                             e.batch(o_.batch, workers));
-  }
+  size_t steps(const std::string& algo) const { return entry(algo).launch.steps_per_epoch; }
   size_t train_samples() const {
     return o_.train_limit > 0 ? std::min<size_t>(o_.train_limit, 60000) : 60000;
   }
 
   std::vector<std::string> worker_argv(const std::string& algo, int i, const std::string& dir) {
-    const CompareEntry entry = parse_compare_entry(algo);
+    const CompareEntry entry = this->entry(algo);
     std::string peers;
     for (int k = 0; k < o_.workers; ++k) {
       peers += (k ? "," : "") + ("w" + std::to_string(k)) + "=" + endpoint(k);
     }
     const std::string id = "w" + std::to_string(i);
     std::vector<std::string> a;
-    if (hosts_) a = {"/usr/sbin/ip", "netns", "exec", hosts_->netns(i)};  // execs gossipd: same pid
+    if (hosts_) a = {hosts_->ip(), "netns", "exec", hosts_->netns(i)};  // execs gossipd: same pid
     a.insert(a.end(), {gossipd_,
                        "run",
                        "--id",
@@ -164,7 +169,7 @@ class Comparison {
                        "--epochs",
                        std::to_string(o_.epochs),
                        "--batch",
-                       std::to_string(entry.batch(o_.batch, static_cast<size_t>(o_.workers))),
+                       std::to_string(entry.launch.batch),
                        "--lr",
                        format("%g", o_.lr),
                        "--seed",
@@ -178,12 +183,12 @@ class Comparison {
                        http_host(i) + ":0",
                        "--cluster-id",
                        "compare-" + entry_dir(algo),
-                       "--consensus-every",
-                       std::to_string(steps(algo)),
                        "--metrics-out",
                        dir + "/" + id + ".jsonl",
                        "--params-out",
                        dir + "/" + id + ".params",
+                       "--control-out",
+                       dir + "/" + id + ".control",
                        "--evals-per-epoch",
                        std::to_string(o_.evals_per_epoch)});
     if (!o_.hidden.empty()) a.insert(a.end(), {"--hidden", join_widths(o_.hidden)});
@@ -194,13 +199,10 @@ class Comparison {
     if (o_.test_limit > 0) a.insert(a.end(), {"--test-limit", std::to_string(o_.test_limit)});
     if (!o_.data.empty()) a.insert(a.end(), {"--data", o_.data});
     if (o_.delay_ms > 0) a.insert(a.end(), {"--delay-ms", std::to_string(o_.delay_ms)});
-    if (algo == "crossover" && o_.groups > 1) {
-      a.insert(a.end(), {"--hierarchical", "--group", "g" + std::to_string(i % o_.groups)});
-    }
-    if (paces(algo)) a.push_back("--pace");
-    for (const std::string& f : entry.flags()) a.push_back(f);
-    if (entry.pipeline) {
-      a.insert(a.end(), {"--partition", o_.partition, "--micro-batches", std::to_string(o_.micro_batches)});
+    a.insert(a.end(), entry.launch.flags.begin(), entry.launch.flags.end());
+    if (!entry.launch.per_worker.empty()) {
+      const auto& own = entry.launch.per_worker.at(static_cast<size_t>(i));
+      a.insert(a.end(), own.begin(), own.end());
     }
     if (const int kb = send_buffer_kb(o_); kb > 0)
       a.insert(a.end(), {"--send-buffer-kb", std::to_string(kb)});
@@ -239,6 +241,7 @@ class Comparison {
       w.err = dir + "/" + w.id + ".err";
       w.metrics = dir + "/" + w.id + ".jsonl";
       w.params = dir + "/" + w.id + ".params";
+      w.control = dir + "/" + w.id + ".control";
       w.proc = std::make_unique<ChildProcess>(worker_argv(algo, i, dir), w.out, w.err);
     }
     WatchSpec spec{algo, steps(algo) * static_cast<uint64_t>(o_.epochs), o_.epochs,
@@ -381,13 +384,12 @@ int run_compare(const CompareOptions& o) {
   SignalWatcher signals(stop);
   if (o.groups > o.workers)
     throw UsageError("--groups " + std::to_string(o.groups) + " is more than --workers");
-  for (const std::string& algo : o.algos) {
-    const std::string why = parse_compare_entry(algo).refusal(static_cast<size_t>(o.workers));
-    if (!why.empty()) throw UsageError(why);
-  }
-  if (o.groups > 1 && o.pace == "on" && o.algos == std::vector<std::string>{"crossover"}) {
+  for (const std::string& algo : o.algos) parse_compare_entry(algo, entry_context(o, 0));  // refusals first
+  const auto paced = [&](const std::string& algo) {
+    return parse_compare_entry(algo, entry_context(o, 0)).launch.paced;
+  };
+  if (o.groups > 1 && o.pace == "on" && std::none_of(o.algos.begin(), o.algos.end(), paced))
     throw UsageError("--pace on is for flat crossover and sgp: drop --groups or --pace");
-  }
   check_compare_setup(o);
   prepare_out_dir(o.out);
   const std::vector<PresetRun> configs = preset_runs(o);

@@ -99,7 +99,7 @@ std::string table(const proto::CompareSummary& summary, double target) {
       t << "| " << r.algo() << " | " << r.status() << " | | | | | | | | | | | |\n";
       continue;
     }
-    const bool one_replica = parse_compare_entry(r.algo()).one_replica();
+    const bool one_replica = parse_compare_entry(r.algo(), EntryContext{.workers = 0}).one_replica;
     t << "| " << r.algo() << " | ok | " << format("%.4f", r.final_mean_accuracy()) << " | "
       << format("%.4f", r.best_mean_accuracy()) << " | "
       << (r.averaged_model_accuracy() < 0 ? "n/a" : format("%.4f", r.averaged_model_accuracy())) << " | "

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "daemon/observe/http_client.h"
+#include "daemon/observe/metrics_log.h"
 
 // gossipctl compare's (and tune's) watch over a running entry's workers.
 namespace gossipd::daemon {
@@ -32,7 +33,6 @@ struct Look {
 };
 
 Look look(std::vector<WatchedWorker>& workers, uint64_t total, int epochs) {
-  static const std::regex port_re("http on port ([0-9]+)");
   Look l{true, false, total, static_cast<uint32_t>(epochs)};
   for (auto& w : workers) {
     if (w.proc->wait(std::chrono::milliseconds(0))) {
@@ -41,9 +41,9 @@ Look look(std::vector<WatchedWorker>& workers, uint64_t total, int epochs) {
     }
     l.all_done = false;
     if (w.http_port == 0) {
-      std::smatch m;
-      const std::string log = read_file(w.out);
-      if (std::regex_search(log, m, port_re)) w.http_port = static_cast<uint16_t>(std::stoi(m[1]));
+      for (const proto::ControlRecord& r : read_control_records(w.control)) {
+        if (r.event() == "listening") w.http_port = static_cast<uint16_t>(r.http_port());
+      }
       l.round = 0;
       l.epoch = 0;
       continue;

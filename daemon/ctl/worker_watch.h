@@ -17,7 +17,8 @@ struct WatchedWorker {
   std::string host;  // where its /status answers
   std::unique_ptr<ChildProcess> proc;
   std::string out, err, metrics, params;
-  uint16_t http_port = 0;  // read from its log once it serves
+  std::string control;     // its --control-out records
+  uint16_t http_port = 0;  // from its control record once it serves
 };
 
 // One progress line: entry, round, epoch, best mean accuracy so far,

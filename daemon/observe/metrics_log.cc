@@ -2,6 +2,7 @@
 
 #include <google/protobuf/util/json_util.h>
 
+#include <iterator>
 #include <stdexcept>
 
 #include "daemon/config/cli.h"
@@ -30,6 +31,22 @@ void JsonLinesWriter::write(const google::protobuf::Message& record) {
   out_ << to_json(record) << '\n';
   out_.flush();
   if (!out_) throw DaemonError("writing " + path_ + " failed (disk full?)");
+}
+
+std::vector<proto::ControlRecord> read_control_records(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<proto::ControlRecord> out;
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  size_t begin = 0;
+  for (size_t end = text.find('\n'); end != std::string::npos;
+       begin = end + 1, end = text.find('\n', begin)) {
+    proto::ControlRecord r;
+    google::protobuf::util::JsonParseOptions opts;
+    opts.ignore_unknown_fields = true;  // a newer worker's fields
+    if (google::protobuf::util::JsonStringToMessage(text.substr(begin, end - begin), &r, opts).ok())
+      out.push_back(std::move(r));
+  }
+  return out;
 }
 
 }  // namespace gossipd::daemon

@@ -4,6 +4,9 @@
 
 #include <fstream>
 #include <string>
+#include <vector>
+
+#include "proto/gossip.pb.h"
 
 namespace gossipd::daemon {
 
@@ -24,5 +27,10 @@ class JsonLinesWriter {
   std::string path_;
   std::ofstream out_;
 };
+
+// The records a worker wrote to --control-out so far (gossipd run: one
+// when it listens, one at its end); a line not yet whole is left out, and a
+// missing file has none.
+std::vector<proto::ControlRecord> read_control_records(const std::string& path);
 
 }  // namespace gossipd::daemon

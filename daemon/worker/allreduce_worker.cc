@@ -165,7 +165,7 @@ AllreduceWorkerOptions allreduce_worker_options(const WorkerContext& c) {
 }
 
 std::unique_ptr<Worker> make_allreduce_worker(WorkerContext& c) {
-  return std::make_unique<AllreduceWorker>(c.node, c.members, c.membership, c.trainer, c.loop,
+  return std::make_unique<AllreduceWorker>(c.node, c.members, c.membership, c.trainer(), c.loop(),
                                            allreduce_worker_options(c));
 }
 

@@ -309,26 +309,25 @@ void GossipWorker::run(std::stop_token stop) {
   if (options_.checkpointer) options_.checkpointer->write_now(capture(p->state(), p->push_sum()));
 }
 
-std::unique_ptr<Worker> make_gossip_worker(WorkerContext& c, GossipAlgo algo) {
-  const RunOptions& o = c.options;
+std::unique_ptr<Worker> make_gossip_worker(WorkerContext& c, GossipAlgo algo, const GossipFlags& o) {
   GossipWorkerOptions w;
   w.algo = algo;
   w.steps_per_epoch = c.steps_per_epoch;
   w.seed = c.topology_seed;
   w.segments = c.segments;
-  w.segment_deadline = std::chrono::milliseconds(o.segment_deadline_ms);
+  w.segment_deadline = std::chrono::milliseconds(c.options.segment_deadline_ms);
   w.overlap = o.overlap;
   w.pace = o.pace;
   w.hierarchical = o.hierarchical;
   w.spread = o.group_owner == "root" ? topology::GroupSpread::kRoot : topology::GroupSpread::kSpread;
   w.consensus_every = o.consensus_every;
-  w.startup_timeout = std::chrono::milliseconds(o.startup_timeout_ms);
+  w.startup_timeout = std::chrono::milliseconds(c.options.startup_timeout_ms);
   w.joined = c.joined;
   w.push_sum_weights = c.push_sum_weights;
   w.snapshot_header = c.snapshot_header;
   w.checkpointer = c.checkpointer;
   w.resumed = c.resumed;
-  return std::make_unique<GossipWorker>(c.node, c.members, c.membership, c.trainer, c.loop, c.state,
+  return std::make_unique<GossipWorker>(c.node, c.members, c.membership, c.trainer(), c.loop(), c.state,
                                         c.metrics, w);
 }
 

@@ -19,6 +19,15 @@ namespace gossipd::daemon {
 
 enum class GossipAlgo { kCrossover, kSgp, kOsgp };
 
+// gossipd run's flags of the gossip protocols (daemon/worker/gossip_mode.cc).
+struct GossipFlags {
+  bool overlap = false;                // crossover
+  bool pace = false;                   // flat crossover, sgp
+  bool hierarchical = false;           // crossover
+  std::string group_owner = "spread";  // spread | root
+  uint64_t consensus_every = 100;
+};
+
 struct GossipWorkerOptions {
   GossipAlgo algo = GossipAlgo::kCrossover;
   size_t steps_per_epoch = 1;  // the same on every member
@@ -106,7 +115,7 @@ class GossipWorker : public Worker {
 };
 
 // gossipd run's factory for --algo crossover, sgp and osgp.
-std::unique_ptr<Worker> make_gossip_worker(WorkerContext& context, GossipAlgo algo);
+std::unique_ptr<Worker> make_gossip_worker(WorkerContext& context, GossipAlgo algo, const GossipFlags& flags);
 
 // The oldest of the members' rounds (a collective over `group`).
 uint64_t agree_on_oldest_round(protocol::Group& group, uint64_t mine);

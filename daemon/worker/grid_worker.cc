@@ -30,17 +30,17 @@ class GridWorker : public SyncWorker {
       : SyncWorker(c, "grid cell", "restart every cell with the same --grid"),
         shape_(shape),
         at_(topology::grid_coord(shape, rank_of(c))),
-        model_(plan_layers(c.trainer.model()), shape, at_),
+        model_(plan_layers(c.trainer().model()), shape, at_),
         comm_(c.node, c.members, shape, rank_of(c), step_options(c.options)),
-        timed_(comm_, c.loop),
+        timed_(comm_, c.loop()),
         step_(model_, timed_, c.options.train.label_smoothing),
-        optimizer_(c.trainer.optimizer().options(), model_.segments(), model_.params().size()),
+        optimizer_(c.trainer().optimizer().options(), model_.segments(), model_.params().size()),
         slice_(topology::block_range(c.options.train.batch, shape.cols, at_.col)) {
     header_.set_layout(cell_name(shape_, at_));
     if (c.resume_state) {
       restore(*c.resume_state);
     } else {
-      model_.load(c.trainer.model().params());
+      model_.load(c.trainer().model().params());
     }
     const std::string help = "Payload bytes the grid step's collectives sent, by kind";
     const std::string seconds_help = "Seconds the grid step waited on its collectives, by kind";
@@ -178,10 +178,10 @@ class GridWorker : public SyncWorker {
 
 }  // namespace
 
-void check_grid(const RunOptions& o, size_t members, const trainer::Model& model) {
+void check_grid(const RunOptions& o, const std::string& grid, size_t members, const trainer::Model& model) {
   topology::GridShape shape;
   try {
-    shape = topology::parse_grid_shape(o.grid);
+    shape = topology::parse_grid_shape(grid);
   } catch (const std::invalid_argument& e) {
     throw UsageError(std::string("--grid: ") + e.what());
   }
@@ -202,15 +202,15 @@ std::string cell_name(topology::GridShape shape, topology::GridCoord at) {
          std::to_string(at.col) + ")";
 }
 
-StateLayout grid_state_layout(const RunOptions& o, const Placement& where, const trainer::Trainer& trainer) {
-  const topology::GridShape shape = topology::parse_grid_shape(o.grid);
+StateLayout grid_state_layout(topology::GridShape shape, const Placement& where,
+                              const trainer::Trainer& trainer) {
   const topology::GridCoord at = topology::grid_coord(shape, where.rank);
   const size_t n = GridModel(plan_layers(trainer.model()), shape, at).row_params(at.row);
   return {cell_name(shape, at), n, n};  // the optimizer's state: a velocity per parameter
 }
 
-std::unique_ptr<Worker> make_grid_worker(WorkerContext& c) {
-  return std::make_unique<GridWorker>(c, topology::parse_grid_shape(c.options.grid));
+std::unique_ptr<Worker> make_grid_worker(WorkerContext& c, topology::GridShape shape) {
+  return std::make_unique<GridWorker>(c, shape);
 }
 
 }  // namespace gossipd::daemon

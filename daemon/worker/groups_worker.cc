@@ -20,8 +20,8 @@ class GroupsWorker : public Worker {
     w.after_update = [f = fold_.get()](protocol::Group& ring, uint64_t round) {
       f->after_update(ring, round);
     };
-    ring_ =
-        std::make_unique<AllreduceWorker>(c.node, c.members, c.membership, c.trainer, c.loop, std::move(w));
+    ring_ = std::make_unique<AllreduceWorker>(c.node, c.members, c.membership, c.trainer(), c.loop(),
+                                              std::move(w));
   }
   void run(std::stop_token stop) override { ring_->run(stop); }
 
@@ -32,7 +32,7 @@ class GroupsWorker : public Worker {
 
 }  // namespace
 
-void check_groups(const RunOptions& o, size_t members, const trainer::Model&) {
+void check_groups(const GroupsFlags& o, size_t members) {
   if (o.compute_groups == 0) {
     throw UsageError("--algo groups needs --compute-groups g (g divides the " + std::to_string(members) +
                      " workers: 1 is AllReduce-SGD, " + std::to_string(members) + " one group per worker)");
@@ -45,15 +45,14 @@ void check_groups(const RunOptions& o, size_t members, const trainer::Model&) {
   }
 }
 
-std::unique_ptr<Worker> make_groups_worker(WorkerContext& c) {
-  const RunOptions& o = c.options;
+std::unique_ptr<Worker> make_groups_worker(WorkerContext& c, const GroupsFlags& o) {
   protocol::GossipOptions g;
   g.seed = c.topology_seed;
-  g.segment_deadline = std::chrono::milliseconds(o.segment_deadline_ms);
-  const MomentumRule momentum{o.train.momentum_auto, o.target_momentum, o.momentum_floor};
+  g.segment_deadline = std::chrono::milliseconds(c.options.segment_deadline_ms);
+  const MomentumRule momentum{c.options.train.momentum_auto, o.target_momentum, o.momentum_floor};
   auto fold = std::make_unique<GroupFold>(c.node, c.membership,
                                           topology::compute_group_labels(c.members, o.compute_groups),
-                                          c.segments, g, momentum, c.trainer, c.state, c.metrics);
+                                          c.segments, g, momentum, c.trainer(), c.state, c.metrics);
   AllreduceWorkerOptions w = allreduce_worker_options(c);
   return std::make_unique<GroupsWorker>(std::move(fold), c, std::move(w));
 }

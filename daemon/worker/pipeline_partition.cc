@@ -49,15 +49,15 @@ std::string partition_in_plan_text(const std::string& json, const std::string& p
   return json.substr(at + key.size(), end - at - key.size());
 }
 
-std::optional<topology::LayerRanges> given_partition(const RunOptions& o, size_t layers) {
-  if (o.partition == "auto") return std::nullopt;
-  const bool file = std::filesystem::exists(o.partition) || o.partition.find('/') != std::string::npos ||
-                    o.partition.ends_with(".json");
-  const std::string text = file ? partition_in_plan_text(read_plan(o.partition), o.partition) : o.partition;
+std::optional<topology::LayerRanges> given_partition(const std::string& partition, size_t layers) {
+  if (partition == "auto") return std::nullopt;
+  const bool file = std::filesystem::exists(partition) || partition.find('/') != std::string::npos ||
+                    partition.ends_with(".json");
+  const std::string text = file ? partition_in_plan_text(read_plan(partition), partition) : partition;
   try {
     return topology::parse_layer_counts(text, layers);
   } catch (const std::invalid_argument& e) {
-    throw UsageError("--partition " + o.partition + ": " + e.what());
+    throw UsageError("--partition " + partition + ": " + e.what());
   }
 }
 

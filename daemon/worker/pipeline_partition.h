@@ -27,6 +27,6 @@ std::string partition_in_plan_text(const std::string& json, const std::string& p
 
 // --partition given as counts or a plan's JSON: the layer ranges, or
 // nullopt for auto.
-std::optional<topology::LayerRanges> given_partition(const RunOptions& options, size_t layers);
+std::optional<topology::LayerRanges> given_partition(const std::string& partition, size_t layers);
 
 }  // namespace gossipd::daemon

@@ -21,8 +21,10 @@
 namespace gossipd::daemon {
 namespace {
 
-topology::PipelineShape shape_of(const RunOptions& o) { return {o.stages, o.replicas}; }
-size_t micros(const RunOptions& o) { return topology::micro_batches_for(o.train.batch, o.micro_batches); }
+topology::PipelineShape shape_of(const PipelineFlags& p) { return {p.stages, p.replicas}; }
+size_t micros(const RunOptions& o, const PipelineFlags& p) {
+  return topology::micro_batches_for(o.train.batch, p.micro_batches);
+}
 
 // Rounds (passes per layer) the auto partition times each layer with.
 constexpr int kAutoReps = 10;
@@ -35,9 +37,10 @@ size_t stage_params(const trainer::Model& model, const topology::LayerRanges& r,
 
 class PipelineWorker : public SyncWorker {
  public:
-  PipelineWorker(WorkerContext& c)
+  PipelineWorker(WorkerContext& c, const PipelineFlags& flags)
       : SyncWorker(c, "pipeline stage", "restart every stage with the same --stages and --partition"),
-        shape_(shape_of(c.options)),
+        p_(flags),
+        shape_(shape_of(flags)),
         rank_(rank_of(c)),
         comm_(c.node, c.members, shape_, rank_, step_options(c.options)) {
     if (c.resume_state) resume_ = *c.resume_state;
@@ -80,14 +83,14 @@ class PipelineWorker : public SyncWorker {
   // process takes: timings differ from process to process.
   topology::LayerRanges agree_on_partition(protocol::Group& all) {
     const size_t layers = trainer_.model().layers().size();
-    std::optional<topology::LayerRanges> given = given_partition(options_, layers);
+    std::optional<topology::LayerRanges> given = given_partition(p_.partition, layers);
     if (given) return *given;
     std::vector<float> counts(shape_.stages * members_.size(), 0.0f);
     if (rank_ == 0) {
       PipelinePlanInput in = measure_pipeline(trainer_.model(), trainer_.optimizer().options(),
-                                              options_.train.batch / micros(options_), kAutoReps);
-      in.micros = micros(options_);
-      in.schedule = topology::parse_schedule(options_.schedule);
+                                              options_.train.batch / micros(options_, p_), kAutoReps);
+      in.micros = micros(options_, p_);
+      in.schedule = topology::parse_schedule(p_.schedule);
       in.link = LinkModel{10e-6, 4e9};  // loopback (gossipctl plan's default)
       const PipelinePlan plan = best_partition(in, shape_.stages);
       for (size_t k = 0; k < shape_.stages; ++k)
@@ -108,8 +111,8 @@ class PipelineWorker : public SyncWorker {
     optimizer_ = std::make_unique<trainer::Optimizer>(trainer_.optimizer().options(), stage_->segments(),
                                                       stage_->params().size());
     PipelineStepOptions o;
-    o.schedule = topology::parse_schedule(options_.schedule);
-    o.micros = micros(options_);
+    o.schedule = topology::parse_schedule(p_.schedule);
+    o.micros = micros(options_, p_);
     o.batch = options_.train.batch;
     o.steps_per_epoch = steps_per_epoch_;
     o.label_smoothing = options_.train.label_smoothing;
@@ -182,8 +185,8 @@ class PipelineWorker : public SyncWorker {
       p.set_replica(static_cast<uint32_t>(comm_.at().replica));
       p.set_partition(topology::layer_counts(ranges_));
       p.set_layers(layers_);
-      p.set_schedule(options_.schedule);
-      p.set_micro_batches(static_cast<uint32_t>(micros(options_)));
+      p.set_schedule(p_.schedule);
+      p.set_micro_batches(static_cast<uint32_t>(micros(options_, p_)));
       p.set_most_in_flight(static_cast<uint32_t>(stage_->most_in_flight()));
       p.set_most_stashed_bytes(sizeof(float) * stage_->most_stashed_floats());
       p.set_bubble(bubble_sum_ / steps);
@@ -206,6 +209,7 @@ class PipelineWorker : public SyncWorker {
     comm_.gather_parameters(trainer_.model().params(), counts);
   }
 
+  PipelineFlags p_;
   topology::PipelineShape shape_;
   size_t rank_;
   PipelineComm comm_;
@@ -223,12 +227,12 @@ class PipelineWorker : public SyncWorker {
 
 }  // namespace
 
-StateLayout pipeline_state_layout(const RunOptions& o, const Placement& where,
+StateLayout pipeline_state_layout(const RunOptions& o, const PipelineFlags& p, const Placement& where,
                                   const trainer::Trainer& trainer) {
   const trainer::Model& model = trainer.model();
-  const topology::PipelineShape shape = shape_of(o);
+  const topology::PipelineShape shape = shape_of(p);
   const topology::PipelineCoord at = topology::pipeline_coord(shape, where.rank);
-  std::optional<topology::LayerRanges> r = given_partition(o, model.layers().size());
+  std::optional<topology::LayerRanges> r = given_partition(p.partition, model.layers().size());
   // auto: the partition of the newest checkpoint that reads (the one a
   // restart resumes from), so a restart keeps it.
   for (const auto& file : r ? std::vector<std::filesystem::path>{} : list_checkpoints(o.checkpoint_dir)) {
@@ -243,36 +247,39 @@ StateLayout pipeline_state_layout(const RunOptions& o, const Placement& where,
   return {stage_name(shape, at, *r), n, n};  // the optimizer's state: a velocity per parameter
 }
 
-void check_pipeline(const RunOptions& o, size_t members, const trainer::Model& model) {
+void check_pipeline(const RunOptions& o, const PipelineFlags& p, size_t members,
+                    const trainer::Model& model) {
   const size_t layers = model.layers().size();
-  if (o.stages > layers)
-    throw UsageError("--stages " + std::to_string(o.stages) + " is more than the model's " +
+  if (p.stages > layers)
+    throw UsageError("--stages " + std::to_string(p.stages) + " is more than the model's " +
                      std::to_string(layers) + " layers");
-  if (o.stages * o.replicas != members)
-    throw UsageError("--stages " + std::to_string(o.stages) + " x --replicas " + std::to_string(o.replicas) +
-                     " is " + std::to_string(o.stages * o.replicas) + " processes, the cluster has " +
+  if (p.stages * p.replicas != members)
+    throw UsageError("--stages " + std::to_string(p.stages) + " x --replicas " + std::to_string(p.replicas) +
+                     " is " + std::to_string(p.stages * p.replicas) + " processes, the cluster has " +
                      std::to_string(members) + " members (this one and --peers)");
-  if (o.train.batch % micros(o) != 0)
-    throw UsageError("--micro-batches " + std::to_string(micros(o)) + " does not divide --batch " +
+  if (o.train.batch % micros(o, p) != 0)
+    throw UsageError("--micro-batches " + std::to_string(micros(o, p)) + " does not divide --batch " +
                      std::to_string(o.train.batch));
-  const std::optional<topology::LayerRanges> r = given_partition(o, layers);
-  if (!o.checkpoint_dir.empty() && o.schedule == "1f1b-async")
+  const std::optional<topology::LayerRanges> r = given_partition(p.partition, layers);
+  if (!o.checkpoint_dir.empty() && p.schedule == "1f1b-async")
     throw UsageError(
         "--schedule 1f1b-async keeps micro-batches in flight from batch to batch and writes no "
         "checkpoints: drop --checkpoint-dir, or use 1f1b");
-  if (r && r->stages() != o.stages)
-    throw UsageError("--partition " + o.partition + " has " + std::to_string(r->stages()) +
-                     " stages, --stages says " + std::to_string(o.stages));
+  if (r && r->stages() != p.stages)
+    throw UsageError("--partition " + p.partition + " has " + std::to_string(r->stages()) +
+                     " stages, --stages says " + std::to_string(p.stages));
 }
 
-trainer::SamplerOptions pipeline_shard(const RunOptions& o, const Placement& where) {
+trainer::SamplerOptions pipeline_shard(const RunOptions& o, const PipelineFlags& p, const Placement& where) {
   trainer::SamplerOptions s = trainer_options(o.train).sampler;
-  const size_t stages = std::max<size_t>(o.stages, 1);
+  const size_t stages = std::max<size_t>(p.stages, 1);
   s.worker_index = static_cast<int>(where.rank / stages);
-  s.worker_count = static_cast<int>(std::max<size_t>(o.replicas, 1));
+  s.worker_count = static_cast<int>(std::max<size_t>(p.replicas, 1));
   return s;
 }
 
-std::unique_ptr<Worker> make_pipeline_worker(WorkerContext& c) { return std::make_unique<PipelineWorker>(c); }
+std::unique_ptr<Worker> make_pipeline_worker(WorkerContext& c, const PipelineFlags& flags) {
+  return std::make_unique<PipelineWorker>(c, flags);
+}
 
 }  // namespace gossipd::daemon

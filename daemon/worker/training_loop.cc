@@ -1,7 +1,6 @@
 #include "daemon/worker/training_loop.h"
 
 #include <algorithm>
-#include <cstdio>
 
 #include "protocol/errors.h"
 
@@ -14,14 +13,9 @@ TrainingLoop::TrainingLoop(std::string id, trainer::Trainer& trainer, const trai
       trainer_(trainer),
       test_(test),
       state_(state),
-      log_(log),
+      report_(id_, state, metrics, log, epochs, quiet),
       epochs_(epochs),
-      quiet_(quiet),
       evals_per_epoch_(std::max(1, evals_per_epoch)),
-      rounds_(metrics.counter("gossipd_rounds_total", "Training rounds (steps) completed")),
-      epoch_gauge_(metrics.gauge("gossipd_epoch", "Epochs of local data completed")),
-      loss_gauge_(metrics.gauge("gossipd_loss", "Mean training loss of the last epoch")),
-      accuracy_gauge_(metrics.gauge("gossipd_test_accuracy", "Test accuracy at the last evaluation")),
       comm_total_(metrics.counter("gossipd_comm_seconds_total",
                                   "Seconds the training thread waited on the protocol's exchange")),
       start_(std::chrono::steady_clock::now()) {
@@ -110,7 +104,7 @@ void TrainingLoop::run(size_t steps, std::stop_token stop, const Step& step, con
 }
 
 void TrainingLoop::step_done(uint64_t round, double running_loss) {
-  rounds_.add();
+  report_.step_done();
   if (background_) eval_seconds_ += background_->poll();
   // Training time only: the evaluations between epochs are not part of a round.
   const double elapsed =
@@ -158,27 +152,9 @@ void TrainingLoop::evaluated(uint32_t epoch, double progress, double train_loss,
 }
 
 void TrainingLoop::publish(proto::EpochRecord rec, const trainer::EvalResult& ev, const std::string& hash) {
-  const uint32_t epoch = rec.epoch();
-  const bool epoch_end = rec.progress() == static_cast<double>(epoch);  // else an evaluation inside the epoch
-  state_.update([&](proto::Status& s) {
-    s.set_epoch(epoch);
-    if (epoch_end) s.set_loss(rec.loss());
-    s.set_test_accuracy(ev.accuracy);
-    s.set_test_loss(ev.loss);
-    s.set_param_hash(hash);
-  });
-  epoch_gauge_.set(epoch);
-  if (epoch_end) loss_gauge_.set(rec.loss());
-  accuracy_gauge_.set(ev.accuracy);
   rec.set_test_loss(ev.loss);
   rec.set_test_accuracy(ev.accuracy);
-  log_.write(rec);
-  if (!quiet_) {
-    std::printf("[%s] epoch %g/%d  loss %.4f  train_acc %.4f  test_acc %.4f  round %llu  %.1f s\n",
-                id_.c_str(), rec.progress(), epochs_, rec.loss(), rec.train_accuracy(), ev.accuracy,
-                static_cast<unsigned long long>(rec.round()), rec.wall_seconds());
-    std::fflush(stdout);
-  }
+  report_.publish(rec, hash);
 }
 
 }  // namespace gossipd::daemon

@@ -12,6 +12,7 @@
 #include "daemon/observe/metrics_log.h"
 #include "daemon/observe/worker_state.h"
 #include "daemon/worker/background_eval.h"
+#include "daemon/worker/epoch_report.h"
 #include "trainer/trainer.h"
 
 namespace gossipd::daemon {
@@ -85,14 +86,9 @@ class TrainingLoop {
   trainer::Trainer& trainer_;
   const trainer::Dataset& test_;
   WorkerState& state_;
-  JsonLinesWriter& log_;
+  EpochReport report_;
   int epochs_;
-  bool quiet_;
   int evals_per_epoch_;
-  Counter& rounds_;
-  Gauge& epoch_gauge_;
-  Gauge& loss_gauge_;
-  Gauge& accuracy_gauge_;
   Counter& comm_total_;
   double comm_seconds_ = 0;  // CommTimers on the training thread, since run() began
   // The training thread evaluating or waiting for an evaluation, since run()

@@ -9,7 +9,9 @@
 #include "daemon/cluster/membership.h"
 #include "daemon/config/run_options.h"
 #include "daemon/observe/metrics.h"
+#include "daemon/observe/metrics_log.h"
 #include "daemon/observe/worker_state.h"
+#include "daemon/worker/replica.h"
 #include "daemon/worker/training_loop.h"
 #include "protocol/node.h"
 #include "protocol/segment_table.h"
@@ -27,18 +29,21 @@ class Worker {
   virtual void run(std::stop_token stop) = 0;
 };
 
-// What gossipd run has built when it makes the worker: the node, the
-// membership, the trainer and its loop, and what the run starts from (a
-// join, a checkpoint, or round 0).
+// What the run scaffold has built when it makes the worker: the node, the
+// membership, what this process trains (for a trained replica, its trainer
+// and the loop over it), and what the run starts from (a join, a
+// checkpoint, or round 0). It lives only while the mode makes its worker:
+// a worker copies what it keeps (the references in it outlive the worker).
 struct WorkerContext {
   const RunOptions& options;
   protocol::Node& node;
   std::vector<std::string> members;  // the initial members, sorted: index = rank
   Membership& membership;
-  trainer::Trainer& trainer;
-  TrainingLoop& loop;
+  Replica& replica;
+  TrainingLoop* training_loop = nullptr;  // a trained replica's (nullptr otherwise)
   WorkerState& state;
   MetricsRegistry& metrics;
+  JsonLinesWriter& log;  // --metrics-out
   protocol::SegmentTable segments;
   size_t steps_per_epoch = 1;                  // the same on every member
   uint64_t topology_seed = 1;                  // the same on every member (a joiner's comes from its contact)
@@ -48,6 +53,10 @@ struct WorkerContext {
   std::vector<double> push_sum_weights;        // SGP: the weights it starts from (joined or resumed)
   proto::StateHeader snapshot_header;          // the schedule and mode, filled into every state it serves
   Checkpointer* checkpointer = nullptr;        // nullptr: no checkpoints
+
+  // The trained replica's trainer and loop (a mode of trained replicas only).
+  trainer::Trainer& trainer() const { return replica.trained()->trainer(); }
+  TrainingLoop& loop() const { return *training_loop; }
 };
 
 }  // namespace gossipd::daemon

@@ -6,7 +6,6 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
-#include <regex>
 #include <set>
 
 #include "tests/daemon/sync_run.h"
@@ -31,13 +30,10 @@ TEST(AllreduceSgd, ThreeWorkersStayBitIdentical) {
   for (int i = 0; i < c.size(); ++i) {
     ASSERT_TRUE(c.proc(i).wait(180s)) << "worker " << i << " did not finish";
     ASSERT_EQ(c.proc(i).exit_code(), 0) << c.proc(i).err();
-    std::smatch m;
-    std::string out = c.proc(i).out();
-    ASSERT_TRUE(std::regex_search(
-        out, m, std::regex("done: round ([0-9]+) test_accuracy [0-9.]+ param_hash ([0-9a-f]+)")))
-        << out;
-    EXPECT_EQ(std::stoi(m[1]), 2 * (3000 / 3 / 32));  // 31 steps per epoch, 2 epochs
-    finals.insert(m[0]);
+    const auto end = c.end_record(i);
+    ASSERT_TRUE(end && end->event() == "done") << c.proc(i).out();
+    EXPECT_EQ(end->round(), 2u * (3000 / 3 / 32));  // 31 steps per epoch, 2 epochs
+    finals.insert(std::to_string(end->round()) + " " + end->param_hash());
   }
   EXPECT_EQ(finals.size(), 1u) << "replicas differ after training";
 }
@@ -90,13 +86,10 @@ TEST(AllreduceSgd, SurvivorsOfASigkilledRankReformTheRingAndEndIdentical) {
     EXPECT_EQ(c.proc(i).exit_code(), 0) << c.proc(i).err();
     const std::string log = c.proc(i).out() + c.proc(i).err();  // spdlog writes to stdout
     EXPECT_NE(log.find("ring re-formed over 2 members"), std::string::npos) << log;
-    std::smatch m;
-    const std::string out = c.proc(i).out();
-    ASSERT_TRUE(std::regex_search(
-        out, m, std::regex("done: round ([0-9]+) test_accuracy [0-9.]+ param_hash ([0-9a-f]+)")))
-        << out;
-    EXPECT_EQ(std::stoi(m[1]), 60 * (3000 / 3 / 32));  // the planned number of steps, no more, no less
-    finals.insert(m[0]);
+    const auto end = c.end_record(i);
+    ASSERT_TRUE(end && end->event() == "done") << c.proc(i).out();
+    EXPECT_EQ(end->round(), 60u * (3000 / 3 / 32));  // the planned number of steps, no more, no less
+    finals.insert(std::to_string(end->round()) + " " + end->param_hash());
   }
   EXPECT_EQ(finals.size(), 1u) << "the survivors' replicas differ after re-forming";
 }
@@ -133,8 +126,9 @@ TEST(AllreduceSgd, CurveClusterTrainsAndAStrangerKeyIsLockedOut) {
       ASSERT_TRUE(c.proc(i).wait(120s));
       EXPECT_EQ(c.proc(i).exit_code(), 0) << c.proc(i).err();
       // Trained: the epoch's every step, over the encrypted connections.
-      EXPECT_NE(c.proc(i).out().find("done: round " + std::to_string(3000 / 2 / 32) + " "), std::string::npos)
-          << c.proc(i).out();
+      const auto end = c.end_record(i);
+      ASSERT_TRUE(end && end->event() == "done") << c.proc(i).out();
+      EXPECT_EQ(end->round(), 3000u / 2 / 32) << c.proc(i).out();
     }
   }
   // w1 holds another cluster's keys: w0 refuses it and reports at start-up.

@@ -11,6 +11,7 @@
 #include "daemon/config/cli.h"
 #include "daemon/ctl/child_process.h"
 #include "daemon/ctl/compare_hosts.h"
+#include "daemon/observe/metrics_log.h"
 #include "tests/support/cluster.h"
 #include "tests/support/process.h"
 #include "tests/support/records.h"
@@ -297,13 +298,50 @@ TEST(LinkSendBuffer, HoldsFiveMillisecondsOfTheRate) {
   EXPECT_THROW(daemon::link_send_buffer_kb("fast"), daemon::UsageError);
 }
 
+// --netns runs iproute2's ip and tc by the absolute path found on PATH (or
+// in the sbin directories), not a path fixed at build time.
+TEST(NetnsTools, FindProgramReturnsAnAbsolutePathOrNothing) {
+  const std::string sh = daemon::find_program("sh");
+  ASSERT_FALSE(sh.empty()) << "sh is on every PATH";
+  EXPECT_EQ(sh.front(), '/') << sh;
+  EXPECT_EQ(fs::path(sh).filename(), "sh") << sh;
+  EXPECT_EQ(::access(sh.c_str(), X_OK), 0) << sh;
+  EXPECT_EQ(daemon::find_program("gossipd-no-such-program"), "");
+  EXPECT_EQ(daemon::find_program(""), "");
+  EXPECT_EQ(daemon::find_program("bin/sh"), "") << "a name, not a path";
+}
+
+TEST(NetnsTools, FindProgramInTakesTheFirstExecutableInOrder) {
+  TempDir a("gossipd_find_a"), b("gossipd_find_b");
+  for (const auto* dir : {&a, &b}) std::ofstream(dir->file("tool")) << "#!/bin/sh\n";
+  fs::permissions(b.file("tool"), fs::perms::owner_exec, fs::perm_options::add);
+  // a's tool is not executable: skipped, as a shell skips it.
+  EXPECT_EQ(daemon::find_program_in("tool", "/nonexistent::" + a.path() + ":" + b.path()), b.file("tool"));
+  EXPECT_EQ(daemon::find_program_in("tool", a.path()), "");
+  fs::create_directory(b.file("dir"));
+  EXPECT_EQ(daemon::find_program_in("dir", b.path()), "") << "a directory is not a program";
+}
+
+// A missing tool fails --netns with one line naming it and what to install
+// (checked before any namespace exists; building the line needs no root).
+TEST(NetnsTools, AMissingToolIsNamedInOneLine) {
+  const std::string tc = daemon::missing_netns_tool_message({"tc"});
+  EXPECT_NE(tc.find("--netns needs tc from iproute2"), std::string::npos) << tc;
+  EXPECT_NE(tc.find("install iproute2"), std::string::npos) << tc;
+  EXPECT_EQ(tc.find('\n'), std::string::npos) << tc;
+  const std::string both = daemon::missing_netns_tool_message({"ip", "tc"});
+  EXPECT_NE(both.find("--netns needs ip and tc from iproute2"), std::string::npos) << both;
+}
+
 // One network namespace per worker, 100 mbit per host: each worker has its
 // own address, the protocols train across the namespaces, and nothing is
 // left behind. Needs root (CI runs as root).
 TEST_F(CompareTest, NetnsHostsHaveTheirOwnAddressesAndAreRemoved) {
   if (geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
-  const auto links_before = run({"/usr/sbin/ip", "-o", "link"}, 10s).out;
-  const auto netns_before = run({"/usr/sbin/ip", "netns", "list"}, 10s).out;
+  const std::string ip = daemon::find_program("ip");
+  ASSERT_FALSE(ip.empty()) << "--netns needs iproute2";
+  const auto links_before = run({ip, "-o", "link"}, 10s).out;
+  const auto netns_before = run({ip, "netns", "list"}, 10s).out;
   const std::string out = dir_ + "/report";
   const auto r = run({bin("gossipctl"),
                       "compare",
@@ -331,11 +369,13 @@ TEST_F(CompareTest, NetnsHostsHaveTheirOwnAddressesAndAreRemoved) {
   std::set<std::string> addresses;
   for (const std::string algo : {"crossover", "allreduce"}) {
     for (int i = 0; i < 3; ++i) {
-      const std::string log = daemon::read_file(out + "/" + algo + "/w" + std::to_string(i) + ".log");
+      const auto records =
+          daemon::read_control_records(out + "/" + algo + "/w" + std::to_string(i) + ".control");
+      ASSERT_FALSE(records.empty()) << algo << " w" << i << " wrote no control record";
+      const std::string& endpoint = records.front().endpoint();
       std::smatch m;
-      ASSERT_TRUE(
-          std::regex_search(log, m, std::regex("listening on tcp://(10\\.213\\.[0-9]+\\.[0-9]+):7100")))
-          << log;
+      ASSERT_TRUE(std::regex_match(endpoint, m, std::regex("tcp://(10\\.213\\.[0-9]+\\.[0-9]+):7100")))
+          << endpoint;
       if (algo == "crossover") addresses.insert(m[1]);
     }
   }
@@ -350,8 +390,8 @@ TEST_F(CompareTest, NetnsHostsHaveTheirOwnAddressesAndAreRemoved) {
   EXPECT_NE(report.find("100mbit per host"), std::string::npos) << report;
   EXPECT_NE(report.find("62 KiB send buffers"), std::string::npos) << report;  // ~5 ms of 100 mbit
   EXPECT_NE(report.find("paced (--pace)"), std::string::npos) << "capped links pace by default: " << report;
-  EXPECT_EQ(run({"/usr/sbin/ip", "netns", "list"}, 10s).out, netns_before) << "a namespace was left behind";
-  EXPECT_EQ(run({"/usr/sbin/ip", "-o", "link"}, 10s).out, links_before) << "a link was left behind";
+  EXPECT_EQ(run({ip, "netns", "list"}, 10s).out, netns_before) << "a namespace was left behind";
+  EXPECT_EQ(run({ip, "-o", "link"}, 10s).out, links_before) << "a link was left behind";
 }
 
 }  // namespace

@@ -2,7 +2,6 @@
 // reaches 0.85 mean test accuracy within 3 epochs of data per worker.
 #include <gtest/gtest.h>
 
-#include <regex>
 #include <sstream>
 
 #include "tests/support/cluster.h"
@@ -26,11 +25,10 @@ TEST_P(GossipTraining, FourWorkersReachEightyFivePercentInThreeEpochs) {
   for (int i = 0; i < c.size(); ++i) {
     ASSERT_TRUE(c.proc(i).wait(300s)) << "worker " << i << " did not finish";
     ASSERT_EQ(c.proc(i).exit_code(), 0) << c.proc(i).err();
-    std::smatch m;
-    const std::string out = c.proc(i).out();
-    ASSERT_TRUE(std::regex_search(out, m, std::regex("done: round ([0-9]+) test_accuracy ([0-9.]+)"))) << out;
-    EXPECT_EQ(std::stoi(m[1]), 3 * (60000 / 4 / 64));  // every member made the same rounds
-    sum += std::stod(m[2]);
+    const auto end = c.end_record(i);
+    ASSERT_TRUE(end && end->event() == "done") << c.proc(i).out();
+    EXPECT_EQ(end->round(), 3u * (60000 / 4 / 64));  // every member made the same rounds
+    sum += end->status().test_accuracy();
   }
   EXPECT_GE(sum / c.size(), 0.85) << GetParam() << " mean test accuracy " << sum / c.size();
 }
@@ -54,10 +52,9 @@ TEST_P(Hierarchical, SixWorkersInTwoGroupsHoldIdenticalReplicasPerGroup) {
   for (int i = 0; i < c.size(); ++i) {
     ASSERT_TRUE(c.proc(i).wait(120s)) << "worker " << i << " did not finish";
     ASSERT_EQ(c.proc(i).exit_code(), 0) << c.proc(i).err();
-    std::smatch m;
-    const std::string out = c.proc(i).out();
-    ASSERT_TRUE(std::regex_search(out, m, std::regex("param_hash ([0-9a-f]+)"))) << out;
-    hashes.push_back(m[1]);
+    const auto end = c.end_record(i);
+    ASSERT_TRUE(end && end->event() == "done") << c.proc(i).out();
+    hashes.push_back(end->param_hash());
   }
   for (int i : {1, 2}) EXPECT_EQ(hashes[i], hashes[0]) << "group a, worker " << i;
   for (int i : {4, 5}) EXPECT_EQ(hashes[i], hashes[3]) << "group b, worker " << i;

@@ -54,8 +54,10 @@ TEST(HostileInput, EveryBadMessageIsCountedAndStatusStillAnswers) {
                   "--train-limit",
                   "500",
                   "--test-limit",
-                  "100"});
-  const uint16_t port = http_port(daemon);
+                  "100",
+                  "--control-out",
+                  dir.file("w0.control")});
+  const uint16_t port = http_port(daemon, dir.file("w0.control"));
   ASSERT_GT(port, 0) << daemon.err();
 
   zmq::context_t ctx;

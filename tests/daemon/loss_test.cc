@@ -36,10 +36,10 @@ TEST_P(LossyNetwork, GossipStillReachesEightyFivePercent) {
   for (int i = 0; i < c.size(); ++i) {
     ASSERT_TRUE(c.proc(i).wait(400s)) << "worker " << i << " did not finish";
     ASSERT_EQ(c.proc(i).exit_code(), 0) << c.proc(i).err();
-    std::smatch m;
     const std::string out = c.proc(i).out();
-    ASSERT_TRUE(std::regex_search(out, m, std::regex("done: round ([0-9]+) test_accuracy ([0-9.]+)"))) << out;
-    sum += std::stod(m[2]);
+    const auto end = c.end_record(i);
+    ASSERT_TRUE(end && end->event() == "done") << out;
+    sum += end->status().test_accuracy();
     std::smatch d;
     if (std::regex_search(out, d, std::regex("faults injected: ([0-9]+) of ([0-9]+) messages dropped"))) {
       dropped += std::stoull(d[1]);

@@ -7,7 +7,6 @@
 #include <signal.h>
 
 #include <algorithm>
-#include <regex>
 
 #include "tests/daemon/sync_run.h"
 #include "tests/support/cluster.h"
@@ -40,13 +39,12 @@ std::vector<SparseDone> expect_done(Cluster& c, std::chrono::seconds timeout) {
   for (int i = 0; i < c.size(); ++i) {
     EXPECT_TRUE(c.proc(i).wait(timeout)) << "process " << i << " did not finish";
     EXPECT_EQ(c.proc(i).exit_code(), 0) << c.proc(i).err();
-    std::smatch m;
-    const std::string out = c.proc(i).out();
-    if (!std::regex_search(out, m, std::regex("done: round ([0-9]+) test_accuracy ([0-9.]+)"))) {
-      ADD_FAILURE() << "process " << i << ": " << out;
+    const auto end = c.end_record(i);
+    if (!end || end->event() != "done") {
+      ADD_FAILURE() << "process " << i << " wrote no done record: " << c.proc(i).out();
       continue;
     }
-    all.push_back({std::stoi(m[1]), std::stod(m[2])});
+    all.push_back({static_cast<int>(end->round()), end->status().test_accuracy()});
   }
   return all;
 }

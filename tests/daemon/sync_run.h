@@ -66,15 +66,13 @@ inline Done expect_identical_cells(Cluster& c, std::chrono::seconds timeout, std
   for (int i : cells) {
     EXPECT_TRUE(c.proc(i).wait(timeout)) << "process " << i << " did not finish";
     EXPECT_EQ(c.proc(i).exit_code(), 0) << c.proc(i).err();
-    std::smatch m;
-    const std::string out = c.proc(i).out();
-    if (!std::regex_search(
-            out, m, std::regex("done: round ([0-9]+) test_accuracy ([0-9.]+) param_hash ([0-9a-f]+)"))) {
-      ADD_FAILURE() << "process " << i << ": " << out;
+    const auto end = c.end_record(i);
+    if (!end || end->event() != "done") {
+      ADD_FAILURE() << "process " << i << " wrote no done record: " << c.proc(i).out();
       continue;
     }
-    done = {std::stoi(m[1]), std::stod(m[2]), m[3]};
-    hashes.insert(m[3]);
+    done = {static_cast<int>(end->round()), end->status().test_accuracy(), end->param_hash()};
+    hashes.insert(end->param_hash());
   }
   if (hashes.size() != 1) {
     std::string logs;

@@ -1,8 +1,7 @@
 #include "tests/support/cluster.h"
 
-#include <regex>
-
 #include "daemon/ctl/compare_hosts.h"
+#include "daemon/observe/metrics_log.h"
 #include "tests/support/wait.h"
 
 namespace gossipd::testing {
@@ -25,9 +24,17 @@ Cluster::Cluster(int n, const std::vector<std::string>& extra,
       auto own = per_member(i);
       argv.insert(argv.end(), own.begin(), own.end());
     }
-    procs_.push_back(std::make_unique<Process>(argv));
-    argv_.push_back(argv);
+    launch(argv, id(i));
   }
+}
+
+int Cluster::launch(const std::vector<std::string>& argv, const std::string& id) {
+  controls_.push_back(dir_.file(id + "." + std::to_string(procs_.size()) + ".control"));
+  std::vector<std::string> with_control = argv;
+  with_control.insert(with_control.end(), {"--control-out", controls_.back()});
+  procs_.push_back(std::make_unique<Process>(with_control));
+  argv_.push_back(argv);
+  return size() - 1;
 }
 
 std::string Cluster::endpoint(const std::string& id) const {
@@ -37,9 +44,7 @@ std::string Cluster::endpoint(const std::string& id) const {
 
 int Cluster::restart(int i) {
   const auto argv = argv_.at(static_cast<size_t>(i));
-  procs_.push_back(std::make_unique<Process>(argv));
-  argv_.push_back(argv);
-  return size() - 1;
+  return launch(argv, argv.at(3));  // argv: gossipd run --id ID ...
 }
 
 int Cluster::join(const std::string& new_id, int via, const std::vector<std::string>& extra) {
@@ -47,28 +52,32 @@ int Cluster::join(const std::string& new_id, int via, const std::vector<std::str
       bin("gossipd"),    "run",    "--id",        new_id,         "--listen", endpoint(new_id), "--join",
       endpoint(id(via)), "--http", "127.0.0.1:0", "--cluster-id", "test"};
   argv.insert(argv.end(), extra.begin(), extra.end());
-  procs_.push_back(std::make_unique<Process>(argv));
-  argv_.push_back(argv);
-  return size() - 1;
+  return launch(argv, new_id);
 }
 
 Cluster::~Cluster() {
   procs_.clear();  // kills and reaps, before dir_ goes
 }
 
-uint16_t Cluster::http_port(int i) { return testing::http_port(proc(i)); }
+uint16_t Cluster::http_port(int i) { return testing::http_port(proc(i), control_file(i)); }
 
-uint16_t http_port(Process& p) {
-  static const std::regex re("http on port ([0-9]+)");
-  std::smatch m;
-  std::string out;
+std::optional<proto::ControlRecord> Cluster::end_record(int i) const {
+  const auto records = daemon::read_control_records(control_file(i));
+  if (records.empty() || records.back().event() == "listening") return std::nullopt;
+  return records.back();
+}
+
+uint16_t http_port(Process& p, const std::string& control_file) {
+  uint16_t port = 0;
   wait_until(
       [&] {
-        out = p.out();
-        return std::regex_search(out, m, re) || p.wait(std::chrono::milliseconds(0));
+        for (const auto& r : daemon::read_control_records(control_file)) {
+          if (r.event() == "listening") port = static_cast<uint16_t>(r.http_port());
+        }
+        return port != 0 || p.wait(std::chrono::milliseconds(0));
       },
       std::chrono::seconds(30));
-  return std::regex_search(out, m, re) ? static_cast<uint16_t>(std::stoi(m[1])) : 0;
+  return port;
 }
 
 }  // namespace gossipd::testing

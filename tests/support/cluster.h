@@ -5,9 +5,11 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "proto/gossip.pb.h"
 #include "tests/support/process.h"
 #include "tests/support/temp_dir.h"
 
@@ -49,18 +51,27 @@ class Cluster {
   Process& proc(int i) { return *procs_.at(static_cast<size_t>(i)); }
   int size() const { return static_cast<int>(procs_.size()); }
 
-  // The HTTP port worker i printed at start (0 if it did not within 30 s).
+  // The HTTP port worker i's control record names once it listens (0 if
+  // none within 30 s, or it exited first).
   uint16_t http_port(int i);
+  // Where process i writes its control records (gossipd run --control-out).
+  const std::string& control_file(int i) const { return controls_.at(static_cast<size_t>(i)); }
+  // Process i's record of its end (done, stopped or failed); nullopt before.
+  std::optional<proto::ControlRecord> end_record(int i) const;
 
  private:
+  int launch(const std::vector<std::string>& argv, const std::string& id);
+
   TempDir dir_{"gossipd_cluster"};  // declared first: goes after the processes
   std::vector<std::unique_ptr<Process>> procs_;
-  std::vector<std::vector<std::string>> argv_;  // per process
+  std::vector<std::vector<std::string>> argv_;  // per process, without --control-out
+  std::vector<std::string> controls_;           // per process: its --control-out file
   std::map<std::string, std::string> tcp_;      // id -> tcp:// endpoint (Listen::kTcp)
 };
 
-// The HTTP port a `gossipd run --http 127.0.0.1:0` process printed at start
-// (0 if it did not within 30 s, or exited first).
-uint16_t http_port(Process& p);
+// The HTTP port a `gossipd run --http 127.0.0.1:0 --control-out FILE`
+// process names in FILE once it listens (0 if not within 30 s, or it exited
+// first).
+uint16_t http_port(Process& p, const std::string& control_file);
 
 }  // namespace gossipd::testing

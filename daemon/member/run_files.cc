@@ -1,4 +1,4 @@
-#include "daemon/cmd/run_files.h"
+#include "daemon/member/run_files.h"
 
 #include <spdlog/spdlog.h>
 

@@ -9,9 +9,10 @@
 
 namespace gossipd::daemon {
 
-// What a joiner says about itself (endpoint, group, mode, model and
-// optimizer sizes, segments); a contact compares it with its own.
-proto::Hello describe(const RunOptions& options, const proto::Member& self, trainer::Trainer& trainer,
+// What a joiner says about itself (endpoint, group, mode as
+// Mode::join_name, model and optimizer sizes, segments); a contact compares
+// it with its own.
+proto::Hello describe(const std::string& algo, const proto::Member& self, trainer::Trainer& trainer,
                       const protocol::SegmentTable& segments);
 
 // "" when a joiner that says `theirs` fits a cluster that says `mine`;

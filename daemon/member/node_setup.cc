@@ -1,4 +1,4 @@
-#include "daemon/cmd/node_setup.h"
+#include "daemon/member/node_setup.h"
 
 #include <functional>
 

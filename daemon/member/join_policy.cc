@@ -1,15 +1,15 @@
-#include "daemon/cmd/join_policy.h"
+#include "daemon/member/join_policy.h"
 
 #include <algorithm>
 
 namespace gossipd::daemon {
 
-proto::Hello describe(const RunOptions& o, const proto::Member& self, trainer::Trainer& trainer,
+proto::Hello describe(const std::string& algo, const proto::Member& self, trainer::Trainer& trainer,
                       const protocol::SegmentTable& segments) {
   proto::Hello h;
   h.set_endpoint(self.endpoint());
   h.set_group(self.group());
-  h.set_algo(o.algo + (o.hierarchical ? "-hierarchical" : ""));
+  h.set_algo(algo);
   h.set_parameter_floats(trainer.model().params().size());
   h.set_optimizer_state_floats(trainer.optimizer().state().size());
   for (const auto& seg : segments) h.add_segment_lengths(seg.length);

@@ -6,7 +6,7 @@
 
 #include "daemon/cluster/checkpoint.h"
 #include "daemon/config/run_options.h"
-#include "daemon/worker/modes.h"
+#include "daemon/worker/replica.h"
 
 namespace gossipd::daemon {
 

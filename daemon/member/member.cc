@@ -1,0 +1,214 @@
+#include "daemon/member/member.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "daemon/config/cli.h"
+#include "daemon/member/join_policy.h"
+#include "daemon/member/node_setup.h"
+#include "daemon/member/run_files.h"
+#include "protocol/curve.h"
+#include "protocol/errors.h"
+
+namespace gossipd::daemon {
+
+Member::Member(const RunOptions& o, const Mode& mode, MemberEvents& events)
+    : o_(o), mode_(mode), events_(events) {}
+
+Member::~Member() = default;
+
+Member::End Member::run(std::stop_token stop) {
+  set_blas_threads(o_.train.threads);
+  check_run_options(o_);
+  mode_.check_flags(o_);
+  place();
+  load();
+  if (o_.check_config) {
+    if (!o_.curve_secret_key.empty())
+      protocol::curve_options_from_files(o_.curve_secret_key, o_.curve_cluster_key);
+    events_.config_ok(o_.algo, replica_->config_summary(), resume_ ? resume_->state.header.step() : 0);
+    return End::kConfigChecked;
+  }
+  open_node();
+  try {
+    enter(stop);
+    const std::unique_ptr<Worker> worker = make_worker();
+    worker->run(stop);
+  } catch (const protocol::Aborted&) {
+    return stopped();
+  } catch (const std::exception& e) {
+    fail(e);
+    throw;
+  }
+  return finish(stop);
+}
+
+// Who is who: the members listed in --peers (ranks in sorted order), or a
+// joiner that learns them from the member it joins.
+void Member::place() {
+  peers_ = parse_peers(o_.peers);
+  peers_.erase(o_.id);
+  joining_ = !o_.join.empty();
+  if (joining_ && !mode_.accepts_joins())
+    throw UsageError("--algo " + o_.algo + " takes no joiners: drop --join");
+  if (!o_.checkpoint_dir.empty() && !mode_.writes_checkpoints())
+    throw UsageError("--algo " + o_.algo + " writes no checkpoints: drop --checkpoint-dir");
+  members_ = {o_.id};
+  for (const auto& [id, endpoint] : peers_) members_.push_back(id);
+  std::sort(members_.begin(), members_.end());
+  rank_ = static_cast<size_t>(std::find(members_.begin(), members_.end(), o_.id) - members_.begin());
+}
+
+// What this process trains, as its mode loads it, and the checkpoint it
+// would resume from.
+void Member::load() {
+  const Placement here{rank_, members_.size(), joining_};
+  replica_ = mode_.load(o_, here);
+  if (!o_.checkpoint_dir.empty()) resume_ = find_resume_point(o_, mode_.state_layout(o_, here, *replica_));
+}
+
+TrainedReplica& Member::trained() {
+  TrainedReplica* t = replica_->trained();
+  GOSSIPD_ENFORCE(t != nullptr, "--algo " + o_.algo + " joins or resumes only with a trained replica");
+  return *t;
+}
+
+// The transport, /status and /metrics; then the control record that says where it listens.
+void Member::open_node() {
+  log_ = std::make_unique<JsonLinesWriter>(o_.metrics_out);
+  protocol::NodeOptions nopts = node_options(o_);
+  for (const auto& [id, endpoint] : peers_) nopts.initial_members.push_back(id);
+  node_ = std::make_unique<protocol::Node>(nopts);
+  node_->validator().set_open_types({proto::HELLO});  // anyone may ask to join (or hear why not)
+  // Known before any peer's first segment can arrive (a joiner's first round
+  // is often already on its way when its worker starts).
+  protocol::register_segments(*node_, replica_->segments());
+  for (const auto& [id, endpoint] : peers_) node_->add_peer(id, endpoint);
+  self_.set_id(o_.id);
+  self_.set_endpoint(o_.advertise.empty() ? node_->endpoint() : o_.advertise);
+  self_.set_group(o_.group.empty() ? default_group(self_.endpoint()) : o_.group);
+  if (o_.advertise.empty() && binds_everything(self_.endpoint())) {
+    spdlog::warn("node '{}': listening on {} without --advertise: joiners cannot use this member's endpoint",
+                 o_.id, self_.endpoint());
+  }
+  register_transport_metrics(metrics_, *node_);
+  state_.update([&](proto::Status& s) {
+    describe_worker(s, o_, *node_);
+    if (joining_) s.set_state("joining");
+  });
+  if (!o_.http.empty())
+    http_ = std::make_unique<HttpServer>(o_.http, status_routes(state_, metrics_, *node_));
+  events_.listening(record("listening"));
+  if (TrainedReplica* t = replica_->trained())
+    mine_ = describe(mode_.join_name(), self_, t->trainer(), replica_->segments());
+  membership_options_.heartbeat_interval = std::chrono::milliseconds(o_.heartbeat_ms);
+  membership_options_.failure_timeout = std::chrono::milliseconds(o_.failure_timeout_ms);
+  membership_options_.join_timeout = std::chrono::milliseconds(o_.startup_timeout_ms);
+  membership_options_.state_chunk_bytes =
+      std::min<size_t>(membership_options_.state_chunk_bytes, o_.max_message_bytes / 2);
+  membership_options_.max_members = o_.max_members;
+}
+
+// The checkpointer, the training loop and the mode's worker; from here on
+// the cluster may admit joiners through this member.
+std::unique_ptr<Worker> Member::make_worker() {
+  if (!o_.checkpoint_dir.empty()) {
+    CheckpointOptions copts{o_.checkpoint_dir, o_.checkpoint_every, o_.checkpoint_keep};
+    checkpointer_ = std::make_unique<Checkpointer>(copts, o_.id, [this](Checkpoint& c) {
+      c.view = membership_->members();
+      c.test_accuracy = state_.snapshot().test_accuracy();
+    });
+  }
+  if (TrainedReplica* t = replica_->trained()) {
+    // Evaluations run in the background on a model of the same shape.
+    loop_ = std::make_unique<TrainingLoop>(o_.id, t->trainer(), t->test(), state_, metrics_, *log_, epochs_,
+                                           o_.quiet, o_.evals_per_epoch, whole_model(o_));
+  }
+  proto::StateHeader header;
+  header.set_steps_per_epoch(steps_);
+  header.set_epochs(static_cast<uint32_t>(epochs_));
+  header.set_algo(o_.algo);
+  WorkerContext context{.options = o_,
+                        .node = *node_,
+                        .members = members_,
+                        .membership = *membership_,
+                        .replica = *replica_,
+                        .training_loop = loop_.get(),
+                        .state = state_,
+                        .metrics = metrics_,
+                        .log = *log_,
+                        .segments = replica_->segments(),
+                        .steps_per_epoch = steps_,
+                        .topology_seed = topology_seed_,
+                        .joined = joining_,
+                        .resumed = resume_.has_value() && !joining_,
+                        .resume_state = resume_ && !joining_ ? &resume_->state : nullptr,
+                        .push_sum_weights = push_sum_weights_,
+                        .snapshot_header = header,
+                        .checkpointer = checkpointer_.get()};
+  std::unique_ptr<Worker> worker = mode_.make_worker(context);
+  auto refuse = [mine = mine_, accepts = mode_.accepts_joins(), algo = o_.algo](const proto::Hello& h) {
+    return accepts ? refusal(mine, h) : "--algo " + algo + " takes no joiners";
+  };
+  membership_->set_join_policy(JoinPolicy{refuse, topology_seed_});
+  return worker;
+}
+
+proto::ControlRecord Member::record(const std::string& event) const {
+  proto::ControlRecord r;
+  r.set_event(event);
+  r.set_id(o_.id);
+  r.set_endpoint(node_->endpoint());
+  r.set_http_port(http_ ? http_->port() : 0);
+  const protocol::DataListener* data = node_->data_listener();
+  r.set_data_port(data ? data->port() : 0);
+  r.set_joining(joining_);
+  if (!joining_) {
+    r.set_rank(static_cast<uint32_t>(rank_));
+    r.set_members(static_cast<uint32_t>(members_.size()));
+  }
+  if (event != "listening") {
+    *r.mutable_status() = state_.snapshot();
+    r.set_round(replica_->round());
+  }
+  return r;
+}
+
+Member::End Member::finish(std::stop_token stop) {
+  const std::vector<float> params = replica_->params();
+  if (!o_.params_out.empty()) write_params(o_.params_out, params);
+  state_.update([](proto::Status& s) { s.set_state("done"); });
+  proto::ControlRecord end = record("done");
+  end.set_param_hash(param_hash(params));
+  events_.ended(end, node_->fault_counts(), mode_.final_report(end.status()));
+  node_->close();
+  // Keep answering /status ("done", the final accuracy) for collectors.
+  if (http_ && o_.linger_ms > 0) sleep_unless_stopped(std::chrono::milliseconds(o_.linger_ms), stop);
+  return End::kDone;
+}
+
+void Member::fail(const std::exception& e) {
+  state_.update([&](proto::Status& s) {
+    s.set_state("failed");
+    s.set_error(e.what());
+  });
+  events_.ended(record("failed"), node_->fault_counts(), {});
+  node_->close();
+}
+
+Member::End Member::stopped() {
+  state_.update([](proto::Status& s) { s.set_state("stopped"); });
+  if (membership_) {
+    membership_->leave();
+    // Sockets close with linger 0 (a dead peer's queue must never hold up
+    // shutdown): give the I/O thread a moment to put LEAVE on the wire.
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  }
+  events_.ended(record("stopped"), node_->fault_counts(), {});
+  node_->close();
+  return End::kStopped;
+}
+
+}  // namespace gossipd::daemon

@@ -1,0 +1,100 @@
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "daemon/cluster/checkpoint.h"
+#include "daemon/cluster/join.h"
+#include "daemon/cluster/membership.h"
+#include "daemon/config/run_options.h"
+#include "daemon/member/member_events.h"
+#include "daemon/observe/http_server.h"
+#include "daemon/observe/metrics.h"
+#include "daemon/observe/metrics_log.h"
+#include "daemon/observe/worker_state.h"
+#include "daemon/worker/mode.h"
+#include "daemon/worker/training_loop.h"
+#include "protocol/node.h"
+
+namespace gossipd::daemon {
+
+// One member of a cluster, whatever its mode: the run scaffold every mode
+// runs in, gossipd run's and any other process's (it prints nothing and
+// never exits; what happens goes to MemberEvents, faults are thrown). The
+// phases, in order: place (who is who), load (the mode's replica), open the
+// node (transport, /status, /metrics), enter (join, resume or start), make
+// the mode's worker, run it, finish. Members are declared in the order they
+// are built, so they go in reverse (the HTTP server before the state it
+// serves, membership before the node).
+class Member {
+ public:
+  enum class End { kConfigChecked, kDone, kStopped };
+
+  // `mode` has parsed its flags into itself (gossipd run) or been set up by
+  // the caller; both must outlive the member.
+  Member(const RunOptions& options, const Mode& mode, MemberEvents& events);
+  ~Member();
+  Member(const Member&) = delete;
+  Member& operator=(const Member&) = delete;
+
+  // Every phase; kConfigChecked under --check-config (nothing started).
+  // `stop` ends the run (kStopped, after telling the others it leaves).
+  // Throws UsageError for bad input and the protocol's and cluster's errors
+  // for faults (the status then says "failed").
+  End run(std::stop_token stop);
+
+  // What /status serves (live from open_node on).
+  WorkerState& state() { return state_; }
+  const Replica& replica() const { return *replica_; }
+
+ private:
+  void place();
+  void load();
+  void open_node();
+  void enter(std::stop_token stop);
+  std::optional<JoinResult> join(std::stop_token stop);
+  void adopt(const JoinResult& joined, std::stop_token stop);
+  void start_or_resume();
+  std::unique_ptr<Worker> make_worker();
+  End finish(std::stop_token stop);
+  void fail(const std::exception& e);
+  End stopped();
+  proto::ControlRecord record(const std::string& event) const;
+  TrainedReplica& trained();
+
+  const RunOptions& o_;
+  const Mode& mode_;
+  MemberEvents& events_;
+  // place()
+  std::map<std::string, std::string> peers_;
+  std::vector<std::string> members_;  // the initial members, sorted: index = rank
+  size_t rank_ = 0;
+  bool joining_ = false;
+  // load()
+  std::unique_ptr<Replica> replica_;
+  std::optional<Checkpoint> resume_;
+  // open_node()
+  std::unique_ptr<JsonLinesWriter> log_;
+  std::unique_ptr<protocol::Node> node_;
+  proto::Member self_;
+  WorkerState state_;
+  MetricsRegistry metrics_;
+  std::unique_ptr<HttpServer> http_;
+  proto::Hello mine_;
+  MembershipOptions membership_options_;
+  // enter()
+  size_t steps_ = 1;
+  int epochs_ = 0;
+  uint64_t topology_seed_ = 1;
+  std::vector<double> push_sum_weights_;
+  std::unique_ptr<Membership> membership_;
+  // make_worker()
+  std::unique_ptr<Checkpointer> checkpointer_;
+  std::unique_ptr<TrainingLoop> loop_;
+};
+
+}  // namespace gossipd::daemon

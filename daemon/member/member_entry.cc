@@ -1,0 +1,97 @@
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "daemon/config/cli.h"
+#include "daemon/member/member.h"
+#include "protocol/errors.h"
+
+// How a member enters the cluster: through a join, or as one of the members
+// started together (from round 0 or from its checkpoint).
+namespace gossipd::daemon {
+
+void Member::enter(std::stop_token stop) {
+  steps_ = mode_.steps_per_epoch(o_, replica_->train_samples(), members_.size(), o_.train.batch);
+  epochs_ = o_.train.epochs;
+  topology_seed_ = o_.train.seed;
+  std::optional<JoinResult> joined;
+  if (joining_) joined = join(stop);
+  if (joined) {
+    adopt(*joined, stop);
+  } else {
+    start_or_resume();
+  }
+}
+
+// Downloads the state from a live member. nullopt when nobody answered and
+// --bootstrap makes this worker the first member instead.
+std::optional<JoinResult> Member::join(std::stop_token stop) {
+  trainer::Trainer& trainer = trained().trainer();
+  const protocol::SegmentTable& segments = replica_->segments();
+  // The model it starts from, evaluated while the cluster trains on: a
+  // joiner that starts near the others shows it.
+  auto evaluate_download = [&](const ReplicaState& st) {
+    auto params = trainer.model().params();
+    std::copy(st.params.begin(), st.params.end(), params.begin());
+    // SGP sends numerators and weights: the model is their quotient.
+    for (size_t s = 0; s < static_cast<size_t>(st.header.push_sum_weights_size()) && s < segments.size();
+         ++s) {
+      const float w = static_cast<float>(st.header.push_sum_weights(static_cast<int>(s)));
+      for (size_t i = segments[s].offset; i < segments[s].offset + segments[s].length; ++i) params[i] /= w;
+    }
+    events_.downloaded(st.header.step(), trainer.evaluate(trained().test()).accuracy);
+    std::copy(st.params.begin(), st.params.end(), params.begin());
+  };
+  try {
+    return join_cluster(*node_, o_.join, mine_, trainer.optimizer().state().size(),
+                        std::chrono::milliseconds(o_.startup_timeout_ms), stop, evaluate_download);
+  } catch (const NoMemberAnswered& e) {
+    if (!o_.bootstrap) throw;
+    // The first member of a new cluster: its own shard is all the data.
+    spdlog::warn("node '{}': {}; starting as the first member (--bootstrap)", o_.id, e.what());
+    node_->validator().set_open_types({proto::HELLO});
+    joining_ = false;
+    return std::nullopt;
+  } catch (const JoinRefused& e) {
+    throw UsageError(e.what());
+  }
+}
+
+// A joiner takes the contact's schedule, optimizer state and round, and
+// waits until the cluster is about to reach that round.
+void Member::adopt(const JoinResult& joined, std::stop_token stop) {
+  trainer::Trainer& trainer = trained().trainer();
+  const proto::StateHeader& h = joined.state.header;
+  std::copy(joined.state.optimizer.begin(), joined.state.optimizer.end(),
+            trainer.optimizer().state().begin());
+  trainer.set_step_count(joined.since_round - 1);  // its first round is the one it was admitted at
+  steps_ = std::max<uint64_t>(1, h.steps_per_epoch());
+  epochs_ = static_cast<int>(h.epochs());
+  topology_seed_ = joined.topology_seed;
+  push_sum_weights_.assign(h.push_sum_weights().begin(), h.push_sum_weights().end());
+  events_.joined(joined.contact, joined.since_round, steps_ * static_cast<uint64_t>(epochs_),
+                 (joined.since_round - 1) / steps_ + 1);
+  if (resume_) events_.left_checkpoint(resume_->state.header.step());
+  membership_ =
+      std::make_unique<Membership>(*node_, self_, joined.admitted, membership_options_, state_, metrics_);
+  sleep_unless_stopped(joined.start_at - std::chrono::steady_clock::now(), stop);
+  if (stop.stop_requested()) throw protocol::Aborted(o_.id, "waiting for the round it enters at");
+}
+
+void Member::start_or_resume() {
+  membership_ = std::make_unique<Membership>(*node_, self_, peers_, membership_options_, state_, metrics_);
+  if (!resume_) return;
+  trainer::Trainer& trainer = trained().trainer();
+  const proto::StateHeader& h = resume_->state.header;
+  // A share of the replica is its worker's to restore (WorkerContext::resume_state).
+  if (h.layout().empty()) {
+    std::copy(resume_->state.params.begin(), resume_->state.params.end(), trainer.model().params().begin());
+    std::copy(resume_->state.optimizer.begin(), resume_->state.optimizer.end(),
+              trainer.optimizer().state().begin());
+  }
+  trainer.set_step_count(h.step());
+  push_sum_weights_.assign(h.push_sum_weights().begin(), h.push_sum_weights().end());
+  events_.resumed(h.step(), h.epoch(), resume_->test_accuracy);
+}
+
+}  // namespace gossipd::daemon

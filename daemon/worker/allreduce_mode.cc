@@ -1,0 +1,21 @@
+#include "daemon/worker/allreduce_mode.h"
+
+#include "daemon/worker/allreduce_worker.h"
+
+namespace gossipd::daemon {
+namespace {
+
+// Data parallel, every replica the same: the gradients allreduced every step.
+class AllreduceMode : public Mode {
+ public:
+  std::string name() const override { return "allreduce"; }
+  std::string summary() const override { return "AllReduce-SGD: ring allreduce of the gradients every step"; }
+  bool one_replica() const override { return true; }
+  std::unique_ptr<Worker> make_worker(WorkerContext& c) const override { return make_allreduce_worker(c); }
+};
+
+}  // namespace
+
+std::unique_ptr<Mode> make_allreduce_mode() { return std::make_unique<AllreduceMode>(); }
+
+}  // namespace gossipd::daemon

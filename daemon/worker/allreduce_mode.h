@@ -1,0 +1,12 @@
+#pragma once
+
+#include <memory>
+
+#include "daemon/worker/mode.h"
+
+namespace gossipd::daemon {
+
+// --algo allreduce: AllReduce-SGD (daemon/worker/allreduce_worker).
+std::unique_ptr<Mode> make_allreduce_mode();
+
+}  // namespace gossipd::daemon

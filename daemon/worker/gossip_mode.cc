@@ -1,0 +1,95 @@
+#include "daemon/worker/gossip_mode.h"
+
+#include <CLI/CLI.hpp>
+
+#include "daemon/config/cli.h"
+
+namespace gossipd::daemon {
+namespace {
+
+class GossipMode : public Mode {
+ public:
+  explicit GossipMode(GossipAlgo algo) : algo_(algo) {}
+
+  std::string name() const override {
+    return algo_ == GossipAlgo::kCrossover ? "crossover" : algo_ == GossipAlgo::kSgp ? "sgp" : "osgp";
+  }
+  std::string summary() const override {
+    switch (algo_) {
+      case GossipAlgo::kCrossover:
+        return "Crossover-SGD: segments averaged with peers drawn by random derangements";
+      case GossipAlgo::kSgp:
+        return "Stochastic Gradient Push: push-sum over a time-varying exponential graph";
+      case GossipAlgo::kOsgp:
+        break;
+    }
+    return "Overlapped SGP: messages folded in one round late";
+  }
+
+  void add_flags(ModeFlags& f) override {
+    f.option("--consensus-every", flags_.consensus_every,
+             "Measure the replicas' consensus distance every N rounds (0: never; gossip protocols)")
+        ->capture_default_str();
+    if (algo_ == GossipAlgo::kOsgp) return;
+    f.flag("--pace", flags_.pace,
+           "crossover: send a segment only once its receiver has finished the last round (for "
+           "bandwidth-bound networks: keeps rounds from competing on the links; costs a note per peer and "
+           "round)");
+    f.refusal("--pace",
+              "--pace is for flat --algo crossover and sgp (not osgp, allreduce or --hierarchical)");
+    if (algo_ != GossipAlgo::kCrossover) return;
+    add_crossover_flags(f);
+  }
+
+  void check_flags(const RunOptions&) const override {
+    if (flags_.hierarchical && flags_.overlap)
+      throw UsageError("--hierarchical and --overlap do not combine yet; pick one");
+    if (flags_.pace && !can_pace(flags_.hierarchical))
+      throw UsageError("--pace is for flat --algo crossover and sgp (not osgp, allreduce or --hierarchical)");
+  }
+
+  EntryLaunch launch(const std::string& label, const std::string& arg, const EntryContext& c) const override {
+    EntryLaunch l = Mode::launch(label, arg, c);
+    l.flags = {"--consensus-every", std::to_string(l.steps_per_epoch)};
+    const bool hierarchical = algo_ == GossipAlgo::kCrossover && c.hierarchy_groups > 1;
+    for (size_t i = 0; hierarchical && i < c.workers; ++i)
+      l.per_worker.push_back({"--hierarchical", "--group", "g" + std::to_string(i % c.hierarchy_groups)});
+    l.paced = c.pace && can_pace(hierarchical);
+    if (l.paced) l.flags.push_back("--pace");
+    return l;
+  }
+
+  std::string join_name() const override { return name() + (flags_.hierarchical ? "-hierarchical" : ""); }
+  std::unique_ptr<Worker> make_worker(WorkerContext& c) const override {
+    return make_gossip_worker(c, algo_, flags_);
+  }
+
+ private:
+  // The one pacing rule: flat crossover and plain SGP pace.
+  bool can_pace(bool hierarchical) const {
+    return (algo_ == GossipAlgo::kCrossover && !hierarchical) || algo_ == GossipAlgo::kSgp;
+  }
+
+  void add_crossover_flags(ModeFlags& f) {
+    f.flag("--overlap", flags_.overlap,
+           "crossover: gossip on a communication thread while the next step computes (sgp: use --algo osgp)");
+    f.refusal("--overlap",
+              "--overlap is for --algo crossover (for SGP use --algo osgp; allreduce is synchronous)");
+    f.flag("--hierarchical", flags_.hierarchical,
+           "crossover: exact averages inside each --group, crossover gossip between groups");
+    f.option("--group-owner", flags_.group_owner,
+             "Hierarchical: who exchanges a group's segments: spread (member k: segments s = k mod size) or "
+             "root")
+        ->check(CLI::IsMember({"spread", "root"}))
+        ->capture_default_str();
+  }
+
+  GossipAlgo algo_;
+  GossipFlags flags_;
+};
+
+}  // namespace
+
+std::unique_ptr<Mode> make_gossip_mode(GossipAlgo algo) { return std::make_unique<GossipMode>(algo); }
+
+}  // namespace gossipd::daemon

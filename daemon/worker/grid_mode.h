@@ -1,0 +1,12 @@
+#pragma once
+
+#include <memory>
+
+#include "daemon/worker/mode.h"
+
+namespace gossipd::daemon {
+
+// --algo grid: one replica over a Pr x Pc process grid (daemon/worker/grid_worker).
+std::unique_ptr<Mode> make_grid_mode();
+
+}  // namespace gossipd::daemon

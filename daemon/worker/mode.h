@@ -1,0 +1,116 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "daemon/config/mode_flags.h"
+#include "daemon/config/run_options.h"
+#include "daemon/worker/replica.h"
+#include "daemon/worker/worker.h"
+
+namespace gossipd::daemon {
+
+// What gossipctl compare knows when it launches an entry of a mode
+// ("grid:4x2": the mode's name, then its argument).
+struct EntryContext {
+  size_t workers = 1;           // 0: not known (check the syntax alone)
+  size_t batch = 64;            // compare's --batch: per data-parallel worker
+  size_t train_samples = 0;     // the training samples the workers share
+  size_t hierarchy_groups = 1;  // compare --groups: > 1 where the mode can run hierarchical
+  bool pace = false;            // compare --pace resolved: pace where the mode can
+  std::string partition = "auto";
+  size_t micro_batches = 0;
+};
+
+// What an entry launches: its workers' --batch, the flags of the mode beyond
+// --algo (all workers, then worker i's own), and what compare reports.
+struct EntryLaunch {
+  size_t batch = 0;
+  size_t steps_per_epoch = 1;
+  std::vector<std::string> flags;
+  std::vector<std::vector<std::string>> per_worker;  // empty, or one list per worker
+  bool paced = false;
+};
+
+// One value of gossipd run --algo: everything that differs between modes is
+// here, in the mode's own files, and shared code asks the mode. A mode owns
+// its flags (add_flags stores them in the mode object: every mode object
+// lives as long as the command that parsed them), its checks, its compare
+// entry syntax and launch, how it loads what this process trains, its
+// worker and its final report. Add one with a Mode of its own and one line
+// in modes.cc. The defaults are data parallelism: every process trains the
+// whole model on its own shard of the data.
+class Mode {
+ public:
+  virtual ~Mode() = default;
+  virtual std::string name() const = 0;
+  virtual std::string summary() const = 0;  // one line, for --help
+
+  // gossipd run's flags of this mode, stored in the mode.
+  virtual void add_flags(ModeFlags& flags) { (void)flags; }
+  // Checks of the flags alone, before any data is read (throws UsageError).
+  virtual void check_flags(const RunOptions& options) const { (void)options; }
+
+  // gossipctl compare: "grid:PRxPC", as --help shows the entry; empty: not
+  // offered (and `why_not_in_compare` says why).
+  virtual std::string entry_syntax() const { return name(); }
+  virtual std::string why_not_in_compare() const { return ""; }
+  // The entry `name[:arg]` (arg empty without a colon) on `c.workers`
+  // processes (0: not known yet, the syntax alone); throws UsageError
+  // naming the entry and what it may be.
+  virtual EntryLaunch launch(const std::string& label, const std::string& arg, const EntryContext& c) const;
+
+  // What this process trains: the trainer over its model (or share), or the
+  // mode's own kind of replica (throws UsageError for what does not fit).
+  virtual std::unique_ptr<Replica> load(const RunOptions& options, const Placement& where) const;
+  // The mode's checks once the members and the model are known (throws
+  // UsageError); load_trained calls it before reading any data.
+  virtual void check_model(const RunOptions& options, size_t members, const trainer::Model& model) const {
+    (void)options, (void)members, (void)model;
+  }
+  // Steps per epoch, the same on every process of the cluster.
+  virtual size_t steps_per_epoch(const RunOptions& options, size_t samples, size_t members,
+                                 size_t batch) const;
+  // Whether a worker may enter a running cluster (--join), and the name a
+  // joiner's mode must have (a variant of the mode is another name).
+  virtual bool accepts_joins() const { return true; }
+  virtual std::string join_name() const { return name(); }
+  // Whether it writes checkpoints (--checkpoint-dir), and what a checkpoint
+  // of this process holds.
+  virtual bool writes_checkpoints() const { return true; }
+  virtual StateLayout state_layout(const RunOptions& options, const Placement& where,
+                                   const Replica& replica) const;
+  // Every member holds the one model exactly (no consensus distance, no
+  // gossip bytes to report): AllReduce-SGD, the grid.
+  virtual bool one_replica() const { return false; }
+  virtual std::unique_ptr<Worker> make_worker(WorkerContext& context) const = 0;
+  // Lines of its own for the end of a run (after the counters); none by default.
+  virtual std::vector<std::string> final_report(const proto::Status& status) const {
+    (void)status;
+    return {};
+  }
+
+ protected:
+  // The data-parallel load: the whole model, the member's shard of the data.
+  std::unique_ptr<Replica> load_trained(const RunOptions& options, const Placement& where,
+                                        std::unique_ptr<trainer::Model> model,
+                                        trainer::SamplerOptions sampler) const;
+};
+
+// The initial members split the data into shards; a joiner samples the
+// whole set, with a stream of its own.
+trainer::SamplerOptions shard_per_member(const RunOptions& options, const Placement& where);
+// Every member makes the same number of steps: the data over the members, in batches.
+size_t data_parallel_steps(size_t samples, size_t members, size_t batch);
+// The whole model as --model, --hidden and --seed make it.
+std::unique_ptr<trainer::Model> whole_model(const RunOptions& options);
+// A checkpoint holds the trainer's whole model and optimizer state.
+StateLayout whole_state(const trainer::Trainer& trainer);
+// The entry's argument as a count >= 1 ("groups:2"); nullopt when it is not one.
+std::optional<size_t> entry_count(const std::string& arg);
+
+}  // namespace gossipd::daemon

@@ -1,0 +1,12 @@
+#pragma once
+
+#include <memory>
+
+#include "daemon/worker/mode.h"
+
+namespace gossipd::daemon {
+
+// --algo pipeline: one replica over K stages, times D replicas (daemon/worker/pipeline_worker).
+std::unique_ptr<Mode> make_pipeline_mode();
+
+}  // namespace gossipd::daemon
