@@ -38,6 +38,7 @@
 #      unset: it measures sgemm)  OUT=out/bench/grid_claim-DATE
 set -euo pipefail
 export LC_ALL=C OPENBLAS_NUM_THREADS=1
+source "$(dirname "$0")/control.sh"
 cd "$(dirname "$0")/../.."
 build=$(realpath -m "${1:-build}")
 steps=${STEPS:-8}
@@ -119,7 +120,7 @@ poll() {  # compare_pid compare_out
         id=$(sed -n 's/.* --id \([^ ]*\) .*/\1/p' <<<"$args")
         host=$(sed -n 's/.* --http \([^ ]*\):0 .*/\1/p' <<<"$args")
         entry=$(sed -n 's/.* --cluster-id compare-\([^ ]*\) .*/\1/p' <<<"$args")
-        port=$({ sed -n 's/.*http on port \([0-9]*\).*/\1/p' "$2/$entry/$id.log" 2>/dev/null || true; } | head -n1)
+        port=$(control_http_port "$2/$entry/$id.control" || true)
         [[ -n $id && -n $port ]] || continue
         label[$pid]="http://$host:$port/status=$entry/$id"
       fi

@@ -9,7 +9,8 @@ cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done; rm
 trap cleanup EXIT
 
 # start_groups TAG WORKERS GROUPS [flags for every worker...]: starts the
-# workers in the background (pids in $pids), logs in $dir/TAG.wI.log. A
+# workers in the background (pids in $pids), logs in $dir/TAG.wI.log and
+# --control-out records in $dir/TAG.wI.control (tests/bench/control.sh). A
 # worker i gets the flags in the array SLOW_FLAGS too when i is in SLOW
 # (a list of indices).
 start_groups() {
@@ -21,7 +22,8 @@ start_groups() {
     extra=()
     if [[ " ${SLOW:-} " == *" $i "* ]]; then extra=("${SLOW_FLAGS[@]}"); fi
     ./build/bin/gossipd run --id "w$i" --listen "ipc://$dir/$tag.w$i.sock" --peers "$peers" --algo groups \
-      --compute-groups "$g" --threads 1 --quiet "$@" "${extra[@]}" > "$dir/$tag.w$i.log" 2>&1 &
+      --compute-groups "$g" --threads 1 --quiet --control-out "$dir/$tag.w$i.control" "$@" "${extra[@]}" \
+      > "$dir/$tag.w$i.log" 2>&1 &
     pids+=($!)
   done
 }

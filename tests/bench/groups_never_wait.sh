@@ -8,6 +8,7 @@
 # Usage: [REPS=5] [EPOCHS=3] [DELAY_MS=20] tests/bench/groups_never_wait.sh
 set -euo pipefail
 REPS=${REPS:-5}; EPOCHS=${EPOCHS:-3}; DELAY_MS=${DELAY_MS:-20}
+source "$(dirname "$0")/control.sh"
 source "$(dirname "$0")/groups_lib.sh"
 SLOW_FLAGS=(--inject-delay-ms "$DELAY_MS")
 
@@ -19,7 +20,7 @@ run() {  # TAG: one run; prints group 0's steps per second
   end=$(date +%s.%N)
   wait "${pids[1]}"
   for p in "${pids[@]:2}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
-  echo "$(closing "$1" 0 'done: round \([0-9]*\)') $start $end" | awk '{printf "%.1f\n", $1 / ($3 - $2)}'
+  echo "$(control_field "$dir/$1.w0.control" "done" round) $start $end" | awk '{printf "%.1f\n", $1 / ($3 - $2)}'
 }
 
 : > "$dir/plain"; : > "$dir/slowed"

@@ -35,6 +35,7 @@
 #      SECTIONS="speedup plans bubble merge"  OUT=out/bench/pipeline_claim-DATE
 set -euo pipefail
 export LC_ALL=C OPENBLAS_NUM_THREADS=1
+source "$(dirname "$0")/control.sh"
 cd "$(dirname "$0")/../.."
 build=$(realpath -m "${1:-build}")
 batch=${BATCH:-128}
@@ -78,19 +79,20 @@ pipeline() {
   for ((i = 0; i < k; i++)); do peers+="${peers:+,}p$i=tcp://127.0.0.1:${ports[i]}"; done
   pids=()
   for ((i = 0; i < k; i++)); do
+    rm -f "$out/$tag-p$i.control"  # appended to: a reused OUT's old records
     "$gossipd" run --id "p$i" --listen "tcp://127.0.0.1:${ports[i]}" --peers "$peers" --algo pipeline \
       --stages "$k" --micro-batches "$micros" --schedule "$schedule" --partition "$partition" "${model[@]}" "${data[@]}" \
-      --http 127.0.0.1:0 --linger-ms 60000 --quiet >"$out/$tag-p$i.log" 2>&1 &
+      --http 127.0.0.1:0 --linger-ms 60000 --quiet --control-out "$out/$tag-p$i.control" >"$out/$tag-p$i.log" 2>&1 &
     pids+=($!)
   done
   local -a status=()
   for ((i = 0; i < k; i++)); do
-    until grep -q " done: " "$out/$tag-p$i.log"; do
+    until control_field "$out/$tag-p$i.control" "done" event >/dev/null; do
       kill -0 "${pids[i]}" 2>/dev/null || { echo "pipeline_claim.sh: $tag p$i failed:" >&2; cat "$out/$tag-p$i.log" >&2; exit 1; }
       sleep 0.5
     done
     local port
-    port=$(sed -n 's/.*http on port \([0-9]*\).*/\1/p' "$out/$tag-p$i.log")
+    port=$(control_http_port "$out/$tag-p$i.control" || true)
     status+=("$(curl -s --max-time 5 "http://127.0.0.1:$port/status")")
   done
   for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done

@@ -17,6 +17,7 @@
 # 127.0.0.1; logs and the summary go to out/soak/<time>/.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+source tests/bench/control.sh
 
 N="${N:-8}"
 MINUTES="${MINUTES:-10}"
@@ -65,17 +66,17 @@ start() {
   OPENBLAS_NUM_THREADS=1 "$bin" run --id "w$i" --listen "$(endpoint "$i")" "${membership[@]}" \
     --algo "$ALGO" --seed "$SEED" --epochs 100000 --threads 1 --cluster-id soak --http 127.0.0.1:0 \
     --checkpoint-dir "$dir/ckpt/w$i" --checkpoint-every 200 --quiet --metrics-out "$out/w$i.jsonl" \
-    >"$log" 2>&1 &
+    --control-out "$out/w$i.${gen[$i]}.control" >"$log" 2>&1 &
   pid[$i]=$!
   killed_by_us[$i]=0
   port[$i]=""
 }
 
-http_port() {  # I -> port (waits up to 60 s for the worker to print it)
+http_port() {  # I -> port (waits up to 60 s for the worker's listening record)
   local i=$1 t
   for ((t = 0; t < 600; t++)); do
     if [ -z "${port[$i]}" ]; then
-      port[$i]=$(grep -o 'http on port [0-9]*' "$out/w$i.${gen[$i]}.log" 2>/dev/null | grep -o '[0-9]*$' || true)
+      port[$i]=$(control_http_port "$out/w$i.${gen[$i]}.control" || true)
     fi
     [ -n "${port[$i]}" ] && { echo "${port[$i]}"; return; }
     kill -0 "${pid[$i]}" 2>/dev/null || break
