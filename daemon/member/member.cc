@@ -145,7 +145,7 @@ std::unique_ptr<Worker> Member::make_worker() {
                         .joined = joining_,
                         .resumed = resume_.has_value() && !joining_,
                         .resume_state = resume_ && !joining_ ? &resume_->state : nullptr,
-                        .push_sum_weights = push_sum_weights_,
+                        .entered_from = entered_from_ ? &*entered_from_ : nullptr,
                         .snapshot_header = header,
                         .checkpointer = checkpointer_.get()};
   std::unique_ptr<Worker> worker = mode_.make_worker(context);

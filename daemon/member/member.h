@@ -90,7 +90,7 @@ class Member {
   size_t steps_ = 1;
   int epochs_ = 0;
   uint64_t topology_seed_ = 1;
-  std::vector<double> push_sum_weights_;
+  std::optional<proto::StateHeader> entered_from_;  // a join's or a checkpoint's header
   std::unique_ptr<Membership> membership_;
   // make_worker()
   std::unique_ptr<Checkpointer> checkpointer_;

@@ -27,18 +27,11 @@ void Member::enter(std::stop_token stop) {
 // --bootstrap makes this worker the first member instead.
 std::optional<JoinResult> Member::join(std::stop_token stop) {
   trainer::Trainer& trainer = trained().trainer();
-  const protocol::SegmentTable& segments = replica_->segments();
   // The model it starts from, evaluated while the cluster trains on: a
   // joiner that starts near the others shows it.
   auto evaluate_download = [&](const ReplicaState& st) {
     auto params = trainer.model().params();
-    std::copy(st.params.begin(), st.params.end(), params.begin());
-    // SGP sends numerators and weights: the model is their quotient.
-    for (size_t s = 0; s < static_cast<size_t>(st.header.push_sum_weights_size()) && s < segments.size();
-         ++s) {
-      const float w = static_cast<float>(st.header.push_sum_weights(static_cast<int>(s)));
-      for (size_t i = segments[s].offset; i < segments[s].offset + segments[s].length; ++i) params[i] /= w;
-    }
+    mode_.model_in_state(st, replica_->segments(), params);
     events_.downloaded(st.header.step(), trainer.evaluate(trained().test()).accuracy);
     std::copy(st.params.begin(), st.params.end(), params.begin());
   };
@@ -68,7 +61,7 @@ void Member::adopt(const JoinResult& joined, std::stop_token stop) {
   steps_ = std::max<uint64_t>(1, h.steps_per_epoch());
   epochs_ = static_cast<int>(h.epochs());
   topology_seed_ = joined.topology_seed;
-  push_sum_weights_.assign(h.push_sum_weights().begin(), h.push_sum_weights().end());
+  entered_from_ = h;
   events_.joined(joined.contact, joined.since_round, steps_ * static_cast<uint64_t>(epochs_),
                  (joined.since_round - 1) / steps_ + 1);
   if (resume_) events_.left_checkpoint(resume_->state.header.step());
@@ -90,7 +83,7 @@ void Member::start_or_resume() {
               trainer.optimizer().state().begin());
   }
   trainer.set_step_count(h.step());
-  push_sum_weights_.assign(h.push_sum_weights().begin(), h.push_sum_weights().end());
+  entered_from_ = h;
   events_.resumed(h.step(), h.epoch(), resume_->test_accuracy);
 }
 

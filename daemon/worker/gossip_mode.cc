@@ -59,6 +59,16 @@ class GossipMode : public Mode {
     return l;
   }
 
+  // SGP sends numerators and weights: the model is their quotient.
+  void model_in_state(const ReplicaState& st, const protocol::SegmentTable& segments,
+                      std::span<float> params) const override {
+    Mode::model_in_state(st, segments, params);
+    for (size_t s = 0; s < static_cast<size_t>(st.header.push_sum_weights_size()) && s < segments.size();
+         ++s) {
+      const float w = static_cast<float>(st.header.push_sum_weights(static_cast<int>(s)));
+      for (size_t i = segments[s].offset; i < segments[s].offset + segments[s].length; ++i) params[i] /= w;
+    }
+  }
   std::string join_name() const override { return name() + (flags_.hierarchical ? "-hierarchical" : ""); }
   std::unique_ptr<Worker> make_worker(WorkerContext& c) const override {
     return make_gossip_worker(c, algo_, flags_);

@@ -323,7 +323,9 @@ std::unique_ptr<Worker> make_gossip_worker(WorkerContext& c, GossipAlgo algo, co
   w.consensus_every = o.consensus_every;
   w.startup_timeout = std::chrono::milliseconds(c.options.startup_timeout_ms);
   w.joined = c.joined;
-  w.push_sum_weights = c.push_sum_weights;
+  if (c.entered_from)
+    w.push_sum_weights.assign(c.entered_from->push_sum_weights().begin(),
+                              c.entered_from->push_sum_weights().end());
   w.snapshot_header = c.snapshot_header;
   w.checkpointer = c.checkpointer;
   w.resumed = c.resumed;

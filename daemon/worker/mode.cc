@@ -55,6 +55,11 @@ EntryLaunch Mode::launch(const std::string&, const std::string&, const EntryCont
   return l;
 }
 
+void Mode::model_in_state(const ReplicaState& st, const protocol::SegmentTable&,
+                          std::span<float> params) const {
+  std::copy(st.params.begin(), st.params.end(), params.begin());
+}
+
 std::unique_ptr<Replica> Mode::load(const RunOptions& o, const Placement& where) const {
   return load_trained(o, where, whole_model(o), shard_per_member(o, where));
 }

@@ -4,9 +4,11 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "daemon/cluster/replica_state.h"
 #include "daemon/config/mode_flags.h"
 #include "daemon/config/run_options.h"
 #include "daemon/worker/replica.h"
@@ -79,6 +81,10 @@ class Mode {
   // joiner's mode must have (a variant of the mode is another name).
   virtual bool accepts_joins() const { return true; }
   virtual std::string join_name() const { return name(); }
+  // The model a downloaded state holds, into `params` (default: its
+  // parameters as they are; SGP's are numerators over its weights).
+  virtual void model_in_state(const ReplicaState& state, const protocol::SegmentTable& segments,
+                              std::span<float> params) const;
   // Whether it writes checkpoints (--checkpoint-dir), and what a checkpoint
   // of this process holds.
   virtual bool writes_checkpoints() const { return true; }

@@ -50,9 +50,11 @@ struct WorkerContext {
   bool joined = false;                         // entered a running cluster: no start-up barrier
   bool resumed = false;                        // restarted from its checkpoint with the other initial members
   const ReplicaState* resume_state = nullptr;  // that checkpoint's state (resumed only)
-  std::vector<double> push_sum_weights;        // SGP: the weights it starts from (joined or resumed)
-  proto::StateHeader snapshot_header;          // the schedule and mode, filled into every state it serves
-  Checkpointer* checkpointer = nullptr;        // nullptr: no checkpoints
+  // The state header it starts from: a join's download or the checkpoint it
+  // resumed (nullptr: round 0); a mode reads its own fields there (SGP's weights).
+  const proto::StateHeader* entered_from = nullptr;
+  proto::StateHeader snapshot_header;    // the schedule and mode, filled into every state it serves
+  Checkpointer* checkpointer = nullptr;  // nullptr: no checkpoints
 
   // The trained replica's trainer and loop (a mode of trained replicas only).
   trainer::Trainer& trainer() const { return replica.trained()->trainer(); }
