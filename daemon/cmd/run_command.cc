@@ -1,6 +1,7 @@
 #include "daemon/cmd/run_command.h"
 
 #include <cstdio>
+#include <optional>
 
 #include "daemon/config/cli.h"
 #include "daemon/member/member.h"
@@ -13,7 +14,7 @@ namespace {
 // --control-out (written and flushed whole, so a reader sees whole lines).
 class RunPrinter : public MemberEvents {
  public:
-  explicit RunPrinter(const RunOptions& o) : o_(o), control_(o.control_out) {}
+  explicit RunPrinter(const RunOptions& o) : o_(o) {}
 
   void config_ok(const std::string& algo, const std::string& summary, uint64_t resumes_at) override {
     std::printf("gossipd run: configuration OK (%s, %s%s)\n", algo.c_str(), summary.c_str(),
@@ -47,8 +48,14 @@ class RunPrinter : public MemberEvents {
     line("%s resumes from its checkpoint of round %llu (epoch %u, test accuracy %.4f)", o_.id.c_str(),
          static_cast<unsigned long long>(round), epoch, accuracy);
   }
-  void ended(const proto::ControlRecord& r, const protocol::FaultCounts& f,
-             const std::vector<std::string>& mode_lines) override;
+  void evaluated(const proto::EpochRecord& r, int epochs) override {
+    if (o_.quiet) return;
+    std::printf("[%s] epoch %g/%d  loss %.4f  train_acc %.4f  test_acc %.4f  round %llu  %.1f s\n",
+                o_.id.c_str(), r.progress(), epochs, r.loss(), r.train_accuracy(), r.test_accuracy(),
+                static_cast<unsigned long long>(r.round()), r.wall_seconds());
+    std::fflush(stdout);
+  }
+  void ended(const proto::ControlRecord& r, const std::vector<std::string>& mode_lines) override;
 
  private:
   template <class... A>
@@ -58,27 +65,30 @@ class RunPrinter : public MemberEvents {
     std::printf("\n");
     std::fflush(stdout);
   }
+  // Opened at the first record: a run refused before it listens leaves no file.
   void write(const proto::ControlRecord& r) {
-    if (control_.enabled()) control_.write(r);
+    if (o_.control_out.empty()) return;
+    if (!control_) control_.emplace(o_.control_out);
+    control_->write(r);
   }
 
   const RunOptions& o_;
-  JsonLinesWriter control_;  // --control-out
+  std::optional<JsonLinesWriter> control_;  // --control-out
 };
 
-void RunPrinter::ended(const proto::ControlRecord& r, const protocol::FaultCounts& f,
-                       const std::vector<std::string>& mode_lines) {
+void RunPrinter::ended(const proto::ControlRecord& r, const std::vector<std::string>& mode_lines) {
+  const proto::InjectedFaults& f = r.faults();
   if (r.event() == "stopped") {
     line("%s stopped by signal at round %llu", r.id().c_str(), static_cast<unsigned long long>(r.round()));
   } else if (r.event() == "done") {
-    if (f.sent > 0) {
+    if (f.sent() > 0) {
       line("%s faults injected: %llu of %llu messages dropped, %llu duplicated, %llu reordered",
-           r.id().c_str(), static_cast<unsigned long long>(f.dropped),
-           static_cast<unsigned long long>(f.sent), static_cast<unsigned long long>(f.duplicated),
-           static_cast<unsigned long long>(f.reordered));
+           r.id().c_str(), static_cast<unsigned long long>(f.dropped()),
+           static_cast<unsigned long long>(f.sent()), static_cast<unsigned long long>(f.duplicated()),
+           static_cast<unsigned long long>(f.reordered()));
     }
     for (const std::string& l : mode_lines) line("%s %s", r.id().c_str(), l.c_str());
-    line("%s done: round %llu test_accuracy %.4f param_hash %s bytes_sent %llu", r.id().c_str(),
+    line("%s done: round %llu test_accuracy %.4f param_hash %s gossip_bytes_sent %llu", r.id().c_str(),
          static_cast<unsigned long long>(r.round()), r.status().test_accuracy(), r.param_hash().c_str(),
          static_cast<unsigned long long>(r.status().bytes_sent()));
   }
@@ -89,6 +99,7 @@ void RunPrinter::ended(const proto::ControlRecord& r, const protocol::FaultCount
 
 int run_run_command(const RunOptions& options, ModeSet& modes, const ModeFlags& flags) {
   flags.check_given(options.algo, options);
+  set_blas_threads(options.train.threads);  // process-wide: the holder's, not the member's
   std::stop_source stop;
   SignalWatcher signals(stop);
   RunPrinter printer(options);

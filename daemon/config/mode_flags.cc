@@ -27,9 +27,16 @@ void join_help(CLI::Option& option, const std::string& help) {
 
 }  // namespace
 
+CLI::Option* ModeFlags::another_modes(const std::string& name) const {
+  CLI::Option* existing = command_.get_option_no_throw(name);
+  if (existing && !flags_.contains(name))
+    throw std::logic_error(owner_ + "'s flag " + name + " is one every mode shares: name it otherwise");
+  return existing;
+}
+
 template <class T>
 CLI::Option* ModeFlags::add(const std::string& name, T& into, const std::string& help) {
-  if (CLI::Option* shared = command_.get_option_no_throw(name)) {
+  if (CLI::Option* shared = another_modes(name)) {
     // Another mode's flag of the same name: the one value goes to both.
     shared->each([&into](const std::string& v) { CLI::detail::lexical_cast(v, into); });
     join_help(*shared, help);
@@ -65,8 +72,8 @@ CLI::Option* ModeFlags::option(const std::string& n, float& into, const std::str
 }
 
 CLI::Option* ModeFlags::flag(const std::string& name, bool& into, const std::string& help) {
-  if (CLI::Option* shared = command_.get_option_no_throw(name)) {
-    shared->each([&into](const std::string&) { into = true; });
+  if (CLI::Option* shared = another_modes(name)) {
+    shared->each([&into](const std::string& v) { CLI::detail::lexical_cast(v, into); });
     join_help(*shared, help);
     return own(name, shared);
   }

@@ -55,6 +55,9 @@ class ModeFlags {
   template <class T>
   CLI::Option* add(const std::string& name, T& into, const std::string& help);
   CLI::Option* own(const std::string& name, CLI::Option* option);
+  // The option another mode added under `name` (nullptr: none yet); a
+  // shared flag of every mode's is a bug in the mode.
+  CLI::Option* another_modes(const std::string& name) const;
 
   struct Owned {
     CLI::Option* option = nullptr;

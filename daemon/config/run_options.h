@@ -12,8 +12,8 @@
 namespace gossipd::daemon {
 
 // What `gossipd run` was asked to do, whatever the mode (a mode's own flags
-// are the mode's: daemon/worker/mode.h). gossipctl compare builds the same
-// options for its workers, so both read the defaults and limits from here.
+// are the mode's: daemon/worker/mode.h); gossipctl reads the defaults and
+// limits it shares with gossipd run from here.
 struct RunOptions {
   TrainFlags train;
   // The mode (daemon/worker/modes.h); its own flags live in the mode.

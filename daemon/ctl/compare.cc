@@ -385,10 +385,14 @@ int run_compare(const CompareOptions& o) {
   if (o.groups > o.workers)
     throw UsageError("--groups " + std::to_string(o.groups) + " is more than --workers");
   for (const std::string& algo : o.algos) parse_compare_entry(algo, entry_context(o, 0));  // refusals first
-  const auto paced = [&](const std::string& algo) {
-    return parse_compare_entry(algo, entry_context(o, 0)).launch.paced;
+  // --pace on where only --groups keeps every entry from pacing.
+  const auto paces_only_flat = [&](const std::string& algo) {
+    CompareOptions flat = o;
+    flat.groups = 1;
+    return parse_compare_entry(algo, entry_context(flat, 0)).launch.paced &&
+           !parse_compare_entry(algo, entry_context(o, 0)).launch.paced;
   };
-  if (o.groups > 1 && o.pace == "on" && std::none_of(o.algos.begin(), o.algos.end(), paced))
+  if (o.groups > 1 && o.pace == "on" && std::all_of(o.algos.begin(), o.algos.end(), paces_only_flat))
     throw UsageError("--pace on is for flat crossover and sgp: drop --groups or --pace");
   check_compare_setup(o);
   prepare_out_dir(o.out);

@@ -20,7 +20,6 @@ Member::Member(const RunOptions& o, const Mode& mode, MemberEvents& events)
 Member::~Member() = default;
 
 Member::End Member::run(std::stop_token stop) {
-  set_blas_threads(o_.train.threads);
   check_run_options(o_);
   mode_.check_flags(o_);
   place();
@@ -31,8 +30,8 @@ Member::End Member::run(std::stop_token stop) {
     events_.config_ok(o_.algo, replica_->config_summary(), resume_ ? resume_->state.header.step() : 0);
     return End::kConfigChecked;
   }
-  open_node();
   try {
+    open_node();
     enter(stop);
     const std::unique_ptr<Worker> worker = make_worker();
     worker->run(stop);
@@ -124,7 +123,7 @@ std::unique_ptr<Worker> Member::make_worker() {
   if (TrainedReplica* t = replica_->trained()) {
     // Evaluations run in the background on a model of the same shape.
     loop_ = std::make_unique<TrainingLoop>(o_.id, t->trainer(), t->test(), state_, metrics_, *log_, epochs_,
-                                           o_.quiet, o_.evals_per_epoch, whole_model(o_));
+                                           evaluation_sink(), o_.evals_per_epoch, whole_model(o_));
   }
   proto::StateHeader header;
   header.set_steps_per_epoch(steps_);
@@ -139,6 +138,7 @@ std::unique_ptr<Worker> Member::make_worker() {
                         .state = state_,
                         .metrics = metrics_,
                         .log = *log_,
+                        .on_evaluation = evaluation_sink(),
                         .segments = replica_->segments(),
                         .steps_per_epoch = steps_,
                         .topology_seed = topology_seed_,
@@ -172,6 +172,12 @@ proto::ControlRecord Member::record(const std::string& event) const {
   if (event != "listening") {
     *r.mutable_status() = state_.snapshot();
     r.set_round(replica_->round());
+    const protocol::FaultCounts f = node_->fault_counts();
+    proto::InjectedFaults& faults = *r.mutable_faults();
+    faults.set_sent(f.sent);
+    faults.set_dropped(f.dropped);
+    faults.set_duplicated(f.duplicated);
+    faults.set_reordered(f.reordered);
   }
   return r;
 }
@@ -182,8 +188,8 @@ Member::End Member::finish(std::stop_token stop) {
   state_.update([](proto::Status& s) { s.set_state("done"); });
   proto::ControlRecord end = record("done");
   end.set_param_hash(param_hash(params));
-  events_.ended(end, node_->fault_counts(), mode_.final_report(end.status()));
   node_->close();
+  events_.ended(end, mode_.final_report(end.status()));
   // Keep answering /status ("done", the final accuracy) for collectors.
   if (http_ && o_.linger_ms > 0) sleep_unless_stopped(std::chrono::milliseconds(o_.linger_ms), stop);
   return End::kDone;
@@ -194,8 +200,18 @@ void Member::fail(const std::exception& e) {
     s.set_state("failed");
     s.set_error(e.what());
   });
-  events_.ended(record("failed"), node_->fault_counts(), {});
+  if (!node_) return;  // it never listened: nobody was told it would
+  const proto::ControlRecord end = record("failed");
   node_->close();
+  try {
+    events_.ended(end, {});
+  } catch (const std::exception& also) {
+    spdlog::error("node '{}': its failure could not be reported: {}", o_.id, also.what());
+  }
+}
+
+EvaluationSink Member::evaluation_sink() {
+  return [this](const proto::EpochRecord& r) { events_.evaluated(r, epochs_); };
 }
 
 Member::End Member::stopped() {
@@ -206,8 +222,9 @@ Member::End Member::stopped() {
     // shutdown): give the I/O thread a moment to put LEAVE on the wire.
     std::this_thread::sleep_for(std::chrono::milliseconds(150));
   }
-  events_.ended(record("stopped"), node_->fault_counts(), {});
+  const proto::ControlRecord end = record("stopped");
   node_->close();
+  events_.ended(end, {});
   return End::kStopped;
 }
 

@@ -24,7 +24,9 @@ namespace gossipd::daemon {
 
 // One member of a cluster, whatever its mode: the run scaffold every mode
 // runs in, gossipd run's and any other process's (it prints nothing and
-// never exits; what happens goes to MemberEvents, faults are thrown). The
+// never exits; what happens goes to MemberEvents, faults are thrown; the
+// process-wide settings, OpenBLAS's threads and signals, are its
+// holder's). The
 // phases, in order: place (who is who), load (the mode's replica), open the
 // node (transport, /status, /metrics), enter (join, resume or start), make
 // the mode's worker, run it, finish. Members are declared in the order they
@@ -64,6 +66,7 @@ class Member {
   void fail(const std::exception& e);
   End stopped();
   proto::ControlRecord record(const std::string& event) const;
+  EvaluationSink evaluation_sink();
   TrainedReplica& trained();
 
   const RunOptions& o_;

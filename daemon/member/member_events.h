@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "proto/gossip.pb.h"
-#include "protocol/node.h"
 
 namespace gossipd::daemon {
 
@@ -35,12 +34,13 @@ class MemberEvents {
   virtual void resumed(uint64_t round, uint32_t epoch, double test_accuracy) {
     (void)round, (void)epoch, (void)test_accuracy;
   }
+  // An evaluation's record (after `record.progress()` of `epochs` epochs).
+  virtual void evaluated(const proto::EpochRecord& record, int epochs) { (void)record, (void)epochs; }
   // The end: record.event is "done", "stopped" or "failed", with the final
-  // status; `faults` the injected faults (sent 0: none); `mode_lines` the
-  // mode's own report (Mode::final_report).
-  virtual void ended(const proto::ControlRecord& record, const protocol::FaultCounts& faults,
-                     const std::vector<std::string>& mode_lines) {
-    (void)record, (void)faults, (void)mode_lines;
+  // status and the injected faults; `mode_lines` the mode's own report
+  // (Mode::final_report).
+  virtual void ended(const proto::ControlRecord& record, const std::vector<std::string>& mode_lines) {
+    (void)record, (void)mode_lines;
   }
 };
 

@@ -1,16 +1,12 @@
 #include "daemon/worker/epoch_report.h"
 
-#include <cstdio>
-
 namespace gossipd::daemon {
 
-EpochReport::EpochReport(std::string id, WorkerState& state, MetricsRegistry& metrics, JsonLinesWriter& log,
-                         int epochs, bool quiet)
-    : id_(std::move(id)),
-      state_(state),
+EpochReport::EpochReport(WorkerState& state, MetricsRegistry& metrics, JsonLinesWriter& log,
+                         EvaluationSink sink)
+    : state_(state),
       log_(log),
-      epochs_(epochs),
-      quiet_(quiet),
+      sink_(std::move(sink)),
       rounds_(metrics.counter("gossipd_rounds_total", "Training rounds (steps) completed")),
       epoch_gauge_(metrics.gauge("gossipd_epoch", "Epochs of local data completed")),
       loss_gauge_(metrics.gauge("gossipd_loss", "Mean training loss of the last epoch")),
@@ -30,12 +26,7 @@ void EpochReport::publish(const proto::EpochRecord& rec, const std::string& hash
   if (epoch_end) loss_gauge_.set(rec.loss());
   accuracy_gauge_.set(rec.test_accuracy());
   log_.write(rec);
-  if (!quiet_) {
-    std::printf("[%s] epoch %g/%d  loss %.4f  train_acc %.4f  test_acc %.4f  round %llu  %.1f s\n",
-                id_.c_str(), rec.progress(), epochs_, rec.loss(), rec.train_accuracy(), rec.test_accuracy(),
-                static_cast<unsigned long long>(rec.round()), rec.wall_seconds());
-    std::fflush(stdout);
-  }
+  if (sink_) sink_(rec);
 }
 
 }  // namespace gossipd::daemon

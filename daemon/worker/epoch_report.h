@@ -1,5 +1,6 @@
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "daemon/observe/metrics.h"
@@ -9,12 +10,15 @@
 
 namespace gossipd::daemon {
 
+// Who hears of every evaluation's record (gossipd run prints its progress
+// line); nullptr: nobody.
+using EvaluationSink = std::function<void(const proto::EpochRecord&)>;
+
 // What every mode's loop does with an evaluation: /status, the gauges, the
-// --metrics-out line and the progress line, the same for every mode.
+// --metrics-out line and the sink, the same for every mode.
 class EpochReport {
  public:
-  EpochReport(std::string id, WorkerState& state, MetricsRegistry& metrics, JsonLinesWriter& log, int epochs,
-              bool quiet);
+  EpochReport(WorkerState& state, MetricsRegistry& metrics, JsonLinesWriter& log, EvaluationSink sink);
 
   // `rec` holds its test figures; it ends an epoch when its progress is
   // the whole epoch (an evaluation inside an epoch leaves the loss alone).
@@ -23,11 +27,9 @@ class EpochReport {
   void step_done() { rounds_.add(); }
 
  private:
-  std::string id_;
   WorkerState& state_;
   JsonLinesWriter& log_;
-  int epochs_;
-  bool quiet_;
+  EvaluationSink sink_;
   Counter& rounds_;
   Gauge& epoch_gauge_;
   Gauge& loss_gauge_;

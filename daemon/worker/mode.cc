@@ -1,5 +1,6 @@
 #include "daemon/worker/mode.h"
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <functional>
 
@@ -43,6 +44,19 @@ std::optional<size_t> entry_count(const std::string& arg) {
   }
   if (used != arg.size() || arg[0] == '-' || n == 0) return std::nullopt;
   return n;
+}
+
+void Mode::configure(const std::vector<std::string>& args) {
+  CLI::App app;
+  ModeFlags flags(app);
+  flags.set_owner(name());
+  add_flags(flags);
+  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them last first
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    throw UsageError("--algo " + name() + ": " + e.what());
+  }
 }
 
 EntryLaunch Mode::launch(const std::string&, const std::string&, const EntryContext& c) const {

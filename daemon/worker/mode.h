@@ -54,6 +54,10 @@ class Mode {
 
   // gossipd run's flags of this mode, stored in the mode.
   virtual void add_flags(ModeFlags& flags) { (void)flags; }
+  // Sets the mode's flags from `args` ("--stages", "2", ...) as gossipd run
+  // would, for a process that holds a member without a command line;
+  // throws UsageError naming a flag that is not the mode's or a bad value.
+  void configure(const std::vector<std::string>& args);
   // Checks of the flags alone, before any data is read (throws UsageError).
   virtual void check_flags(const RunOptions& options) const { (void)options; }
 

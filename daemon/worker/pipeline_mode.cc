@@ -17,6 +17,11 @@ std::optional<topology::PipelineShape> parse_shape(const std::string& text) {
   return topology::PipelineShape{*k, *d};
 }
 
+// D pipelines each train on a shard of the data: steps per epoch.
+size_t pipeline_steps(size_t samples, size_t replicas, size_t batch) {
+  return data_parallel_steps(samples, std::max<size_t>(replicas, 1), batch);
+}
+
 // One replica over K stages of consecutive layers, times D replicas
 // (--stages, --replicas): a pipeline's processes sample its shard of the
 // data, the first stage reads the samples, the last the labels.
@@ -43,7 +48,7 @@ class PipelineMode : public Mode {
     check_pipeline(o, flags_, members, model);
   }
   size_t steps_per_epoch(const RunOptions&, size_t samples, size_t, size_t batch) const override {
-    return data_parallel_steps(samples, std::max<size_t>(flags_.replicas, 1), batch);
+    return pipeline_steps(samples, flags_.replicas, batch);
   }
   bool accepts_joins() const override { return false; }
   StateLayout state_layout(const RunOptions& o, const Placement& where, const Replica& r) const override {
@@ -100,7 +105,7 @@ EntryLaunch PipelineMode::launch(const std::string& label, const std::string& ar
   // One replica per pipeline: the D pipelines share the batch all
   // data-parallel workers take together.
   l.batch = c.batch * c.workers / shape->replicas;
-  l.steps_per_epoch = data_parallel_steps(c.train_samples, shape->replicas, l.batch);
+  l.steps_per_epoch = pipeline_steps(c.train_samples, shape->replicas, l.batch);
   l.flags = {"--stages",        std::to_string(shape->stages),
              "--replicas",      std::to_string(shape->replicas),
              "--partition",     c.partition,

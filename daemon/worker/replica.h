@@ -60,6 +60,8 @@ class TrainedReplica : public Replica {
  public:
   TrainedReplica(trainer::Dataset train, trainer::Dataset test, std::unique_ptr<trainer::Model> model,
                  const trainer::TrainerOptions& options, protocol::SegmentTable segments);
+  TrainedReplica(const TrainedReplica&) = delete;  // the trainer reads train_ where it is
+  TrainedReplica& operator=(const TrainedReplica&) = delete;
 
   const protocol::SegmentTable& segments() const override { return segments_; }
   std::vector<float> params() const override;

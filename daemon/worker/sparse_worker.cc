@@ -26,7 +26,7 @@ class SparseWorker : public Worker {
       : c_(c),
         o_(c.options),
         r_(r),
-        report_(o_.id, c.state, c.metrics, c.log, o_.train.epochs, o_.quiet),
+        report_(c.state, c.metrics, c.log, c.on_evaluation),
         gone_{c_.membership,
               c_.members,
               o_.id,
@@ -61,13 +61,10 @@ void SparseWorker::run(std::stop_token stop) {
                    copts);
   describe(rows);
   start_ = Clock::now();
-  try {
-    for (uint32_t e = 0; e < static_cast<uint32_t>(o_.train.epochs); ++e) train_epoch(e, rows, stop);
-  } catch (...) {
-    r_.share = rows.model();
-    throw;
-  }
+  for (uint32_t e = 0; e < static_cast<uint32_t>(o_.train.epochs); ++e) train_epoch(e, rows, stop);
   r_.share = rows.model();
+  // Every byte it sent, the last evaluation's included.
+  c_.state.update([&](proto::Status& s) { s.set_bytes_sent(c_.node.payload_bytes_sent()); });
 }
 
 void SparseWorker::describe(const RowTraining& rows) {

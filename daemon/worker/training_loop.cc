@@ -8,12 +8,13 @@ namespace gossipd::daemon {
 
 TrainingLoop::TrainingLoop(std::string id, trainer::Trainer& trainer, const trainer::Dataset& test,
                            WorkerState& state, MetricsRegistry& metrics, JsonLinesWriter& log, int epochs,
-                           bool quiet, int evals_per_epoch, std::unique_ptr<trainer::Model> eval_model)
+                           EvaluationSink on_evaluation, int evals_per_epoch,
+                           std::unique_ptr<trainer::Model> eval_model)
     : id_(std::move(id)),
       trainer_(trainer),
       test_(test),
       state_(state),
-      report_(id_, state, metrics, log, epochs, quiet),
+      report_(state, metrics, log, std::move(on_evaluation)),
       epochs_(epochs),
       evals_per_epoch_(std::max(1, evals_per_epoch)),
       comm_total_(metrics.counter("gossipd_comm_seconds_total",

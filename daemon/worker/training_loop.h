@@ -48,7 +48,7 @@ class TrainingLoop {
   using BeforeEval = std::function<void()>;
 
   TrainingLoop(std::string id, trainer::Trainer& trainer, const trainer::Dataset& test, WorkerState& state,
-               MetricsRegistry& metrics, JsonLinesWriter& log, int epochs, bool quiet,
+               MetricsRegistry& metrics, JsonLinesWriter& log, int epochs, EvaluationSink on_evaluation,
                int evals_per_epoch = 1, std::unique_ptr<trainer::Model> eval_model = nullptr);
 
   // Runs `epochs` epochs of `steps` steps each (the same count on every

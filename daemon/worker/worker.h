@@ -11,6 +11,7 @@
 #include "daemon/observe/metrics.h"
 #include "daemon/observe/metrics_log.h"
 #include "daemon/observe/worker_state.h"
+#include "daemon/worker/epoch_report.h"
 #include "daemon/worker/replica.h"
 #include "daemon/worker/training_loop.h"
 #include "protocol/node.h"
@@ -43,7 +44,8 @@ struct WorkerContext {
   TrainingLoop* training_loop = nullptr;  // a trained replica's (nullptr otherwise)
   WorkerState& state;
   MetricsRegistry& metrics;
-  JsonLinesWriter& log;  // --metrics-out
+  JsonLinesWriter& log;          // --metrics-out
+  EvaluationSink on_evaluation;  // who hears of every evaluation (TrainingLoop's too)
   protocol::SegmentTable segments;
   size_t steps_per_epoch = 1;                  // the same on every member
   uint64_t topology_seed = 1;                  // the same on every member (a joiner's comes from its contact)

@@ -299,8 +299,8 @@ TEST_F(BackgroundEval, TrainingLoopRecordsMatchInlineEvaluationsAndAreAllWritten
     const std::string path = dir.file(background ? "bg.jsonl" : "inline.jsonl");
     {
       JsonLinesWriter log(path);
-      TrainingLoop loop("w0", *t, *test_, state, metrics, log, 2, /*quiet=*/true, /*evals_per_epoch=*/4,
-                        background ? model() : nullptr);
+      TrainingLoop loop("w0", *t, *test_, state, metrics, log, 2, /*on_evaluation=*/nullptr,
+                        /*evals_per_epoch=*/4, background ? model() : nullptr);
       const size_t steps = data_parallel_steps(train_->size(), 1, t->options().batch);
       loop.run(steps, std::stop_token{}, [&](std::span<const uint32_t> idx) { return t->train_step(idx); });
     }

@@ -40,10 +40,7 @@ TEST_P(LossyNetwork, GossipStillReachesEightyFivePercent) {
     const auto end = c.end_record(i);
     ASSERT_TRUE(end && end->event() == "done") << out;
     sum += end->status().test_accuracy();
-    std::smatch d;
-    if (std::regex_search(out, d, std::regex("faults injected: ([0-9]+) of ([0-9]+) messages dropped"))) {
-      dropped += std::stoull(d[1]);
-    }
+    dropped += end->faults().dropped();
   }
   const double mean = sum / c.size();
   EXPECT_GE(mean, 0.85) << GetParam() << " mean test accuracy " << mean;

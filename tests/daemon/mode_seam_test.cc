@@ -52,8 +52,7 @@ class SoloMode : public Mode {
 // What a held member tells its holder.
 struct Recorder : MemberEvents {
   void listening(const proto::ControlRecord& r) override { records.push_back(r); }
-  void ended(const proto::ControlRecord& r, const protocol::FaultCounts&,
-             const std::vector<std::string>&) override {
+  void ended(const proto::ControlRecord& r, const std::vector<std::string>&) override {
     records.push_back(r);
   }
   std::vector<proto::ControlRecord> records;
@@ -120,8 +119,27 @@ TEST(ModeSeam, TheModesOwnChecksRunBeforeAnythingStarts) {
   o.id = "s0";
   Recorder events;
   Member member(o, line.modes.find("solo"), events);
-  EXPECT_THROW(member.run(std::stop_source().get_token()), UsageError);
+  try {
+    member.run(std::stop_source().get_token());
+    ADD_FAILURE() << "the mode's check did not run";
+  } catch (const UsageError& e) {
+    EXPECT_STREQ(e.what(), "--solo-note refuse: refused by the mode");
+  }
   EXPECT_TRUE(events.records.empty()) << "nothing listened";
+}
+
+// A process holding a member sets a mode's flags without a command line.
+TEST(ModeSeam, AModeIsConfiguredFromItsOwnFlagsAlone) {
+  SoloMode solo;
+  solo.configure({"--solo-note", "configured"});
+  EXPECT_EQ(solo.note(), "configured");
+  try {
+    solo.configure({"--stages", "2"});
+    ADD_FAILURE() << "another mode's flag was taken";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("--algo solo: "), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--stages"), std::string::npos) << e.what();
+  }
 }
 
 // A flag two modes add is one flag: its value reaches both, and a third
