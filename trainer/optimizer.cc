@@ -60,6 +60,25 @@ void Optimizer::step(std::span<float> params, std::span<const float> grads, floa
   }
 }
 
+void Optimizer::step_segments(std::span<float> params, std::span<const float> grads, float lr, size_t first,
+                              size_t last) {
+  if (params.size() != velocity_.size() || grads.size() != velocity_.size() || first > last ||
+      last > segments_.size()) {
+    throw std::invalid_argument("optimizer: segments or sizes outside its state");
+  }
+  for (size_t k = first; k < last; ++k) {
+    const ParamSegment& s = segments_[k];
+    const std::span<float> w = params.subspan(s.offset, s.length),
+                           v = std::span<float>(velocity_).subspan(s.offset, s.length);
+    const std::span<const float> g = grads.subspan(s.offset, s.length);
+    if (options_.kind == OptimizerKind::kSgd) {
+      sgd_step(w, g, v, lr);
+    } else {
+      lars_step(w, g, v, lr, std::sqrt(squared(w)), std::sqrt(squared(g)));
+    }
+  }
+}
+
 void Optimizer::sgd_step(std::span<float> w, std::span<const float> g, std::span<float> v, float lr) const {
   const float mu = options_.momentum;
   const float wd = options_.weight_decay;

@@ -37,6 +37,13 @@ class Optimizer {
   using NormSum = std::function<void(std::span<double> squares)>;
   // A step on this process's part of the segments (model parallelism).
   void step(std::span<float> params, std::span<const float> grads, float lr, const NormSum& sum);
+  // A step on segments [first, last) of the table only (the rest, and
+  // their state, untouched): data-parallel replicas that each update a
+  // share of the parameters and gather the rest (ZeRO's sharded update).
+  // `params` and `grads` are whole.
+  void step_segments(std::span<float> params, std::span<const float> grads, float lr, size_t first,
+                     size_t last);
+  const std::vector<ParamSegment>& segments() const { return segments_; }
 
   const OptimizerOptions& options() const { return options_; }
   // From the next step on (compute groups tune it while training).

@@ -12,7 +12,10 @@ Stage::Stage(Model& model, size_t first, size_t last) : model_(model), first_(fi
     throw std::invalid_argument("stage: layers [" + std::to_string(first) + ", " + std::to_string(last) +
                                 ") are not a range of the model's " + std::to_string(layers.size()));
   }
-  for (size_t i = 0; i < last; ++i) (i < first ? offset_ : count_) += layers[i]->param_count();
+  for (size_t i = 0; i < last; ++i) {
+    if (i >= first) layer_offsets_.push_back(count_);
+    (i < first ? offset_ : count_) += layers[i]->param_count();
+  }
   for (const ParamSegment& s : model.segments()) {
     const bool inside = s.offset >= offset_ && s.offset + s.length <= offset_ + count_;
     const bool outside = s.offset + s.length <= offset_ || s.offset >= offset_ + count_;
@@ -31,10 +34,15 @@ Shape Stage::output_shape() const { return model_.layers()[last_ - 1]->output_sh
 
 std::span<float> Stage::params() { return model_.params().subspan(offset_, count_); }
 
-void Stage::zero_grads() {
+std::span<float> Stage::zeroed_if_fresh() const {
   const std::span<float> g = model_.grads().subspan(offset_, count_);
-  std::fill(g.begin(), g.end(), 0.0f);
+  if (fresh_) std::fill(g.begin(), g.end(), 0.0f);
+  fresh_ = false;
+  return g;
 }
+
+std::span<const float> Stage::grads() const { return zeroed_if_fresh(); }
+std::span<float> Stage::grads() { return zeroed_if_fresh(); }
 
 size_t Stage::stash_floats(const Model& model, size_t first, size_t last, int batch) {
   const Shape in = first == 0 ? model.input_shape() : model.layers()[first - 1]->output_shape();
@@ -81,6 +89,8 @@ Stage::Stash& Stage::find(uint64_t micro) {
 void Stage::release(uint64_t micro) {
   const auto it = std::find_if(live_.begin(), live_.end(), [&](const Stash& s) { return s.micro == micro; });
   stashed_ -= it->floats();
+  if (it->weights && it->weights.use_count() == 1) spare_weights_ = std::move(it->weights);
+  it->weights.reset();
   free_.push_back(std::move(*it));
   live_.erase(it);
 }
@@ -93,7 +103,6 @@ std::span<const float> Stage::forward(uint64_t micro, std::span<const float> in,
                                 std::to_string(input_shape().size() * static_cast<size_t>(batch)));
   }
   std::copy(in.begin(), in.end(), s.input.begin());
-  if (stash_weights_) s.weights.assign(params().begin(), params().end());
   const float* x = s.input.data();
   for (size_t i = first_; i < last_; ++i) {
     model_.layers()[i]->forward(x, s.outputs[i - first_].data(), batch);
@@ -106,10 +115,31 @@ void Stage::backward(uint64_t micro, std::span<const float> dout, std::span<floa
   Stash& s = find(micro);
   if (dout.size() != s.outputs.back().size() || (!din.empty() && din.size() != s.input.size()))
     throw std::invalid_argument("stage: gradient sizes do not match micro-batch " + std::to_string(micro));
-  if (stash_weights_) std::swap_ranges(s.weights.begin(), s.weights.end(), params().begin());
+  if (s.weights) bind_layers(*s.weights);
   run_backward(s, dout, din);
-  if (stash_weights_) std::swap_ranges(s.weights.begin(), s.weights.end(), params().begin());
+  if (s.weights) bind_layers(params());
   release(micro);
+}
+
+void Stage::keep_weights_in_flight() {
+  if (!stash_weights_) return;
+  std::shared_ptr<std::vector<float>> copy;
+  for (Stash& s : live_) {
+    if (s.weights) continue;
+    if (!copy) {
+      copy = spare_weights_ ? std::move(spare_weights_) : std::make_shared<std::vector<float>>();
+      copy->assign(params().begin(), params().end());
+    }
+    s.weights = copy;
+  }
+}
+
+void Stage::bind_layers(std::span<float> params) {
+  const std::span<float> grads = model_.grads().subspan(offset_, count_);
+  for (size_t i = first_; i < last_; ++i) {
+    const size_t at = layer_offsets_[i - first_], n = model_.layers()[i]->param_count();
+    model_.layers()[i]->bind(params.subspan(at, n), grads.subspan(at, n));
+  }
 }
 
 void Stage::run_backward(Stash& s, std::span<const float> dout, std::span<float> din) {
@@ -125,11 +155,12 @@ void Stage::run_backward(Stash& s, std::span<const float> dout, std::span<float>
       dst = din.data();
     }
     Layer& layer = *model_.layers()[i];
-    layer.set_accumulate(true);
+    layer.set_accumulate(!fresh_);
     layer.backward(in, s.outputs[i - first_].data(), d, dst, s.batch);
     layer.set_accumulate(false);
     d = dst;
   }
+  fresh_ = false;
 }
 
 }  // namespace gossipd::trainer

@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -37,13 +38,22 @@ class Stage {
   // The model's segments in the range, offsets relative to params().
   const std::vector<ParamSegment>& segments() const { return segments_; }
   // The sum of the parameter gradients of every backward since zero_grads().
-  // They live in the model's gradient buffer: the layers add to it.
-  std::span<const float> grads() const { return model_.grads().subspan(offset_, count_); }
-  void zero_grads();
+  // They live in the model's gradient buffer: the layers add to it (the
+  // first backward after zero_grads() writes it instead, so zeroing costs
+  // no pass over it unless they are read before any backward).
+  std::span<const float> grads() const;
+  std::span<float> grads();
+  void zero_grads() { fresh_ = true; }
 
   // Weight stashing (PipeDream): each micro-batch's backward runs with the
-  // parameters its forward ran with, though updates came in between.
+  // parameters its forward ran with, though updates came in between. A
+  // copy is taken only when an update comes while micro-batches are in
+  // flight (keep_weights_in_flight), one shared by all of them, and their
+  // backward runs on it by rebinding the layers: no copy per micro-batch.
   void stash_weights(bool on) { stash_weights_ = on; }
+  // The parameters are about to change: with weight stashing, the
+  // micro-batches in flight keep the ones their forward ran with.
+  void keep_weights_in_flight();
 
   // Runs micro-batch `micro` (`batch` samples, input_shape() each) forward;
   // the output is valid until its backward. Throws std::logic_error if it
@@ -69,14 +79,17 @@ class Stage {
     uint64_t micro = 0;
     int batch = 0;
     std::vector<float> input;
-    std::vector<std::vector<float>> outputs;  // per layer of the range
-    std::vector<float> weights;               // with weight stashing
+    std::vector<std::vector<float>> outputs;      // per layer of the range
+    std::shared_ptr<std::vector<float>> weights;  // weight stashing: its forward's, if updated since
     size_t floats() const;
   };
   Stash& take(uint64_t micro, int batch);
   Stash& find(uint64_t micro);
   void release(uint64_t micro);
   void run_backward(Stash& s, std::span<const float> dout, std::span<float> din);
+  void bind_layers(std::span<float> params);
+  std::span<float> zeroed_if_fresh() const;  // the range's gradients, zeroed first after zero_grads()  // the
+                                             // range's layers onto `params`, the model's gradients
 
   Model& model_;
   size_t first_, last_;
@@ -85,7 +98,10 @@ class Stage {
   std::vector<Stash> live_;  // micro-batches in flight
   std::vector<Stash> free_;  // their buffers, for reuse
   std::vector<float> dbuf_[2];
+  std::vector<size_t> layer_offsets_;                  // each layer's first parameter, relative to params()
+  std::shared_ptr<std::vector<float>> spare_weights_;  // a stashed copy no longer in use
   bool stash_weights_ = false;
+  mutable bool fresh_ = true;  // zero_grads() since the last backward: the buffer is not yet zero
   size_t stashed_ = 0, most_stashed_ = 0, most_in_flight_ = 0;
 };
 

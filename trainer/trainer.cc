@@ -123,4 +123,11 @@ EpochStats Trainer::train_epoch(uint32_t epoch) {
 
 EvalResult Trainer::evaluate(const Dataset& data) { return evaluator_.run(data); }
 
+void Trainer::reshard(SamplerOptions sampler, size_t batch) {
+  if (batch == 0) throw std::invalid_argument("batch size must be > 0");
+  options_.sampler = sampler;
+  options_.batch = batch;
+  sampler_ = BatchSampler(train_.size(), sampler);
+}
+
 }  // namespace gossipd::trainer

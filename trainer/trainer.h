@@ -114,6 +114,10 @@ class Trainer {
   // Evaluates this replica's model (what evaluate() runs).
   Evaluator& evaluator() { return evaluator_; }
   BatchSampler& sampler() { return sampler_; }
+  // Before the first step: this worker's share of the data and batch, for
+  // a mode that learns its data-parallel shape only when its members meet
+  // (a planned pipeline's replicas).
+  void reshard(SamplerOptions sampler, size_t batch);
   const TrainerOptions& options() const { return options_; }
   uint64_t step_count() const { return steps_; }
   double epoch_progress() const { return epoch_progress_; }

@@ -49,7 +49,7 @@ struct CompareOptions {
   std::string preset;  // large-batch | scaling (compare_presets.h)
   // Pipeline entries: gossipd run --partition and --micro-batches.
   std::string partition = "auto";
-  size_t micro_batches = 0;  // 0: gossipd run's default
+  size_t micro_batches = 0;  // 0: auto (gossipd run's planner)
   // Flags every worker is given after compare's own (gossipctl tune: --momentum, --lr-decay).
   std::vector<std::string> extra_flags;
   // Asked with an entry's metrics files and its slowest worker's round at

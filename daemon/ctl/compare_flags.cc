@@ -102,9 +102,8 @@ CLI::App* add_compare_command(CLI::App& app, CompareOptions& o) {
   cmd->add_option("--partition", o.partition,
                   "Pipeline entries: gossipd run --partition (auto, L,L,... or a plan's JSON file)")
       ->capture_default_str();
-  cmd->add_option(
-         "--micro-batches", o.micro_batches,
-         "Pipeline entries: gossipd run --micro-batches (0: its default, micro-batches of about 8 samples)")
+  cmd->add_option("--micro-batches", o.micro_batches,
+                  "Pipeline entries: gossipd run --micro-batches (0: auto, the planner's)")
       ->check(CLI::Range(size_t{0}, size_t{1} << 16))
       ->capture_default_str();
   return cmd;

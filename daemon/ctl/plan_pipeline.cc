@@ -7,6 +7,7 @@
 #include "daemon/config/cli.h"
 #include "daemon/ctl/plan_command.h"
 #include "daemon/plan/pipeline_plan.h"
+#include "daemon/plan/pipeline_search.h"
 #include "daemon/plan/plan_layers.h"
 #include "trainer/models.h"
 
@@ -91,6 +92,74 @@ void print_json(const PlanPipelineOptions& o, const PipelinePlanInput& in, const
   std::printf("],\"why\":\"%s\"}\n", c.why.c_str());
 }
 
+void print_ranking(const PlanPipelineOptions& o, const std::string& net, const LinkModel& link,
+                   const CachedProfile& c, const std::vector<WholePlan>& plans) {
+  std::printf(
+      "gossipctl plan pipeline: %s (%s), global batch %zu on %zu processes, link %.3g GB/s, latency %.1f us\n"
+      "%s\n\n",
+      o.model.c_str(), net.c_str(), o.batch, o.procs, link.bytes_per_s / 1e9, link.latency_s * 1e6,
+      c.said.c_str());
+  std::printf(
+      "| rank | K x D | schedule | M | micro-batch | partition | step ms | allreduce ms | bubble | samples/s "
+      "|\n");
+  std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  for (size_t i = 0; i < plans.size() && i < o.top; ++i) {
+    const WholePlan& p = plans[i];
+    std::printf("| %zu | %zux%zu | %s | %zu | %zu | %s | %.2f | %.2f | %.3f | %.0f |\n", i + 1, p.stages,
+                p.replicas, topology::schedule_name(p.schedule).c_str(), p.micros, p.micro_batch,
+                topology::layer_counts(p.pipeline.ranges).c_str(), p.step_s * 1e3, p.allreduce_s * 1e3,
+                p.pipeline.bubble, static_cast<double>(p.batch) / p.step_s);
+  }
+  std::printf("\n%zu plans priced; gossipd run --algo pipeline runs the first.\n", plans.size());
+}
+
+void print_ranking_json(const PlanPipelineOptions& o, const LinkModel& link, const std::string& file,
+                        const CachedProfile& c, const std::vector<WholePlan>& plans) {
+  std::printf(
+      "{\"plan\":\"pipeline\",\"model\":\"%s\",\"batch\":%zu,\"procs\":%zu,\"bandwidth_bytes_per_s\":%.0f,"
+      "\"latency_s\":%.9f,\"profile\":{\"file\":\"%s\",\"machine\":\"%s\",\"date\":\"%s\"},\"plans\":[",
+      o.model.c_str(), o.batch, o.procs, link.bytes_per_s, link.latency_s, file.c_str(),
+      c.profile.machine.c_str(), c.profile.date.c_str());
+  for (size_t i = 0; i < plans.size() && i < o.top; ++i) {
+    const WholePlan& p = plans[i];
+    std::printf(
+        "%s{\"stages\":%zu,\"replicas\":%zu,\"micros\":%zu,\"micro_batch\":%zu,\"schedule\":\"%s\","
+        "\"partition\":\"%s\",\"step_s\":%.9f,\"allreduce_s\":%.9f,\"bubble\":%.6f}",
+        i ? "," : "", p.stages, p.replicas, p.micros, p.micro_batch,
+        topology::schedule_name(p.schedule).c_str(), topology::layer_counts(p.pipeline.ranges).c_str(),
+        p.step_s, p.allreduce_s, p.pipeline.bubble);
+  }
+  std::printf("]}\n");
+}
+
+int run_ranking(const PlanPipelineOptions& o, trainer::Model& model) {
+  const LinkModel link =
+      o.bandwidth == "loopback" ? kLoopback : plan_link("plan pipeline", o.bandwidth, o.latency_us);
+  PlanLimits limits;
+  if (o.micros != 0) limits.micros = o.micros;
+  const std::vector<size_t> sizes = plan_micro_batches(o.batch, o.procs, limits);
+  if (sizes.empty())
+    throw UsageError("plan pipeline: no plan of " + std::to_string(o.procs) + " processes fits --batch " +
+                     std::to_string(o.batch) +
+                     (o.micros ? " and --micro-batches " + std::to_string(o.micros) : ""));
+  const trainer::OptimizerOptions optimizer;
+  const std::filesystem::path file = o.profile.empty() ? default_profile_file(model_key(model, optimizer))
+                                                       : std::filesystem::path(o.profile);
+  const CachedProfile c = cached_profile(file, model, optimizer, sizes, o.reps);
+  std::vector<WholePlan> plans;
+  try {
+    plans = rank_pipeline_plans(c.profile, o.batch, o.procs, link, limits);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError("plan pipeline: " + std::string(e.what()));
+  }
+  if (o.json) {
+    print_ranking_json(o, link, file.string(), c, plans);
+  } else {
+    print_ranking(o, describe(plan_layers(model)), link, c, plans);
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 CLI::App* add_plan_pipeline(CLI::App& plan, PlanPipelineOptions& o) {
@@ -104,7 +173,7 @@ CLI::App* add_plan_pipeline(CLI::App& plan, PlanPipelineOptions& o) {
       ->delimiter(',')
       ->check(CLI::Range(1, 65536));
   cmd->add_option("--stages", o.stages, "Most stages K")->check(CLI::Range(1, 1024))->capture_default_str();
-  cmd->add_option("--batch", o.batch, "One pipeline's batch")
+  cmd->add_option("--batch", o.batch, "One pipeline's batch (--procs: the global batch, over the replicas)")
       ->check(CLI::Range(size_t{1}, size_t{1} << 20))
       ->capture_default_str();
   cmd->add_option(
@@ -115,7 +184,9 @@ CLI::App* add_plan_pipeline(CLI::App& plan, PlanPipelineOptions& o) {
   cmd->add_option("--schedule", o.schedule, "The schedule the partition is chosen for")
       ->check(CLI::IsMember({"gpipe", "1f1b", "1f1b-async"}))
       ->capture_default_str();
-  cmd->add_option("--bandwidth", o.bandwidth, "Link bandwidth between stages: 100mbit, 1gbit, ...")
+  cmd->add_option(
+         "--bandwidth", o.bandwidth,
+         "Link bandwidth between processes: 100mbit, 1gbit, ..., or loopback (processes on one host)")
       ->capture_default_str();
   cmd->add_option("--latency-us", o.latency_us, "Per-message latency (alpha), microseconds")
       ->check(CLI::NonNegativeNumber)
@@ -124,6 +195,21 @@ CLI::App* add_plan_pipeline(CLI::App& plan, PlanPipelineOptions& o) {
       ->check(CLI::Range(1, 10000))
       ->capture_default_str();
   cmd->add_flag("--json", o.json, "One JSON object instead of the tables");
+  cmd->add_option(
+         "--procs", o.procs,
+         "Rank every plan of P processes (K stages x D replicas, M, schedule, partition) for the global "
+         "--batch, as gossipd run --algo pipeline chooses")
+      ->check(CLI::Range(size_t{1}, size_t{4096}));
+  cmd->add_option(
+      "--profile", o.profile,
+      "--procs: the layer profile's cache file (default: ~/.cache/gossipd/pipeline-profile-*.txt, "
+      "or $GOSSIPD_PROFILE_DIR)");
+  cmd->add_option("--threads", o.threads, "OpenBLAS threads while profiling (gossipd run's default: 1)")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  cmd->add_option("--top", o.top, "--procs: plans printed")
+      ->check(CLI::Range(size_t{1}, size_t{100000}))
+      ->capture_default_str();
   return cmd;
 }
 
@@ -131,6 +217,11 @@ int run_plan_pipeline(const PlanPipelineOptions& given) {
   PlanPipelineOptions o = given;
   o.micros = topology::micro_batches_for(o.batch, o.micros);
   const std::unique_ptr<trainer::Model> model = plan_model("plan pipeline", o.model, o.hidden);
+  set_blas_threads(o.threads);
+  if (given.procs > 0) {
+    o.micros = given.micros;
+    return run_ranking(o, *model);
+  }
   if (o.batch % o.micros != 0)
     throw UsageError("plan pipeline: --micro-batches " + std::to_string(o.micros) +
                      " does not divide --batch " + std::to_string(o.batch));
@@ -140,7 +231,7 @@ int run_plan_pipeline(const PlanPipelineOptions& given) {
   PipelinePlanInput in = measure_pipeline(*model, trainer::OptimizerOptions{}, o.batch / o.micros, o.reps);
   in.micros = o.micros;
   in.schedule = topology::parse_schedule(o.schedule);
-  in.link = plan_link("plan pipeline", o.bandwidth, o.latency_us);
+  in.link = o.bandwidth == "loopback" ? kLoopback : plan_link("plan pipeline", o.bandwidth, o.latency_us);
   const PipelineChoice c = plan_pipeline(in, o.stages);
   const std::vector<double> steps = step_by_schedule(in, c.plan.ranges);
   if (o.json) {

@@ -11,7 +11,8 @@ namespace gossipd::daemon {
 
 // gossipctl plan pipeline: a model profiled layer by layer on this machine,
 // partitioned into at most --stages stages and merged where a boundary
-// costs more than it saves (daemon/plan/pipeline_plan.h).
+// costs more than it saves (daemon/plan/pipeline_plan.h); with --procs P,
+// every plan of P processes ranked (daemon/plan/pipeline_search.h).
 struct PlanPipelineOptions {
   std::string model = "cnn";
   std::vector<int> hidden;  // empty: the model's default widths
@@ -19,11 +20,18 @@ struct PlanPipelineOptions {
   size_t batch = 64;              // one pipeline's batch
   size_t micros = 0;              // 0: topology::default_micro_batches(batch)
   std::string schedule = "1f1b";  // the schedule the partition is chosen for
-  // Defaults: this machine's loopback (as gossipctl plan grid).
-  std::string bandwidth = "32gbit";
-  double latency_us = 10;
+  // Default: processes on this host (kLoopback).
+  std::string bandwidth = "loopback";
+  double latency_us = 8;
   int reps = 20;  // timed passes per layer
   bool json = false;
+  // --procs P: the whole plan (K x D = P, M, schedule, partition) for a
+  // global --batch, ranked; the layers profiled at every micro-batch size
+  // it prices, cached in --profile.
+  size_t procs = 0;
+  std::string profile;  // empty: default_profile_file()
+  int threads = 1;      // OpenBLAS threads, as gossipd run's default
+  size_t top = 12;      // plans printed
 };
 
 // Adds `pipeline` to gossipctl's `plan` command; returns it.

@@ -60,6 +60,18 @@ void PipelineComm::allreduce_replicas(std::span<float> data) {
   bytes_.weight_gradient += node_.payload_bytes_sent() - before;
 }
 
+void PipelineComm::reduce_scatter_replicas(std::span<float> data, std::span<const size_t> counts) {
+  const uint64_t before = node_.payload_bytes_sent();
+  protocol::ReduceScatter(*replicas_, data, counts).run();
+  bytes_.weight_gradient += node_.payload_bytes_sent() - before;
+}
+
+void PipelineComm::allgather_replicas(std::span<float> data, std::span<const size_t> counts) {
+  const uint64_t before = node_.payload_bytes_sent();
+  protocol::Allgather(*replicas_, data, counts).run();
+  bytes_.weight_gradient += node_.payload_bytes_sent() - before;
+}
+
 void PipelineComm::gather_parameters(std::span<float> data, std::span<const size_t> counts) {
   if (shape_.stages > 1) protocol::Allgather(*gather_, data, counts).run();
 }

@@ -60,6 +60,11 @@ class PipelineComm {
   void wait(const SendHandle& handle);
   // Sum over the replicas of this stage, in place; nothing with one replica.
   void allreduce_replicas(std::span<float> data);
+  // The same in two halves: afterwards this replica's block (counts[r]
+  // floats after block r - 1) holds the sum; then every replica's block
+  // to the others.
+  void reduce_scatter_replicas(std::span<float> data, std::span<const size_t> counts);
+  void allgather_replicas(std::span<float> data, std::span<const size_t> counts);
   // Every stage's block of `data` to the others of its pipeline (block k,
   // `counts[k]` floats, after block k - 1): the whole model's parameters
   // for an evaluation; not counted in bytes().

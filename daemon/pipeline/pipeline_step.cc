@@ -34,6 +34,39 @@ PipelineStep::PipelineStep(trainer::Stage& stage, PipelineComm& comm, trainer::O
                                 " micro-batches do not divide the batch of " + std::to_string(o.batch));
   stage_.stash_weights(asynchronous(o));
   stage_.zero_grads();
+  share_segments();
+}
+
+// Replica r updates segments [shard_segments_[r], shard_segments_[r + 1]),
+// about 1/D of the stage's parameters; with fewer segments than replicas,
+// each replica updates them all after an allreduce.
+void PipelineStep::share_segments() {
+  const size_t replicas = comm_.shape().replicas;
+  const std::vector<trainer::ParamSegment>& segments = optimizer_.segments();
+  size_t total = 0;
+  bool contiguous = true;
+  for (const trainer::ParamSegment& s : segments) {
+    contiguous = contiguous && s.offset == total;
+    total += s.length;
+  }
+  if (replicas == 1 || segments.size() < replicas || !contiguous || total != stage_.params().size()) return;
+  shard_segments_.assign(1, 0);
+  size_t sum = 0;
+  for (size_t k = 0; k + 1 < segments.size(); ++k) {
+    sum += segments[k].length;
+    const size_t r = shard_segments_.size();  // the boundary next placed
+    const size_t left = segments.size() - k - 1;
+    const bool full = static_cast<double>(sum) * static_cast<double>(replicas) >=
+                      static_cast<double>(total) * static_cast<double>(r);
+    if (r < replicas && (full || left == replicas - r)) shard_segments_.push_back(k + 1);
+  }
+  shard_segments_.push_back(segments.size());
+  for (size_t r = 0; r < replicas; ++r) {
+    size_t n = 0;
+    for (size_t k = shard_segments_[r]; k < shard_segments_[r + 1]; ++k) n += segments[k].length;
+    if (r == comm_.at().replica) shard_offset_ = segments[shard_segments_[r]].offset;
+    shards_.push_back(n);
+  }
 }
 
 trainer::LossResult PipelineStep::train(std::span<const float> x, std::span<const uint8_t> y, float lr) {
@@ -128,15 +161,28 @@ std::vector<float>& PipelineStep::gradient_slot() {
 }
 
 // The accumulated gradients, averaged over the replicas, into one step.
+// The accumulated gradients, averaged over the replicas, into one step:
+// with D > 1 each replica sums and updates its share of the stage's
+// segments and gathers the others' (the bytes of an allreduce, 1/D of
+// the update each).
 void PipelineStep::update(float lr) {
-  std::span<const float> g = stage_.grads();
-  if (const size_t replicas = comm_.shape().replicas; replicas > 1) {
-    grads_.assign(g.begin(), g.end());
-    comm_.allreduce_replicas(grads_);
-    for (float& v : grads_) v /= static_cast<float>(replicas);
-    g = grads_;
+  const std::span<float> g = stage_.grads();
+  stage_.keep_weights_in_flight();
+  if (shards_.empty()) {
+    if (const size_t replicas = comm_.shape().replicas; replicas > 1) {
+      comm_.allreduce_replicas(g);
+      const float mean = 1.0f / static_cast<float>(replicas);
+      for (float& v : g) v *= mean;
+    }
+    optimizer_.step(stage_.params(), g, lr);
+  } else {
+    comm_.reduce_scatter_replicas(g, shards_);
+    const size_t r = comm_.at().replica;
+    const float mean = 1.0f / static_cast<float>(comm_.shape().replicas);
+    for (float& v : g.subspan(shard_offset_, shards_[r])) v *= mean;
+    optimizer_.step_segments(stage_.params(), g, lr, shard_segments_[r], shard_segments_[r + 1]);
+    comm_.allgather_replicas(stage_.params(), shards_);
   }
-  optimizer_.step(stage_.params(), g, lr);
   stage_.zero_grads();
 }
 

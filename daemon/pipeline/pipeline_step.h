@@ -63,6 +63,7 @@ class PipelineStep {
   void backward(uint64_t key, float lr);
   std::vector<float>& gradient_slot();  // a free buffer for an input gradient on its way
   void update(float lr);
+  void share_segments();
 
   trainer::Stage& stage_;
   PipelineComm& comm_;
@@ -74,13 +75,16 @@ class PipelineStep {
   size_t next_op_ = 0;                     // 1f1b-async: where the epoch's schedule stands
   uint64_t epoch_base_ = 0;                // 1f1b-async: key of the epoch's first micro-batch
   uint64_t batches_ = 0;                   // batches started
-  std::vector<float> input_, dout_, grads_;
+  std::vector<float> input_, dout_;
   std::unordered_map<uint64_t, std::vector<float>> dlogits_;  // last stage: per micro-batch in flight
   std::unordered_map<uint64_t, PipelineComm::SendHandle> sent_outputs_;
   std::vector<std::vector<float>> slots_;
   std::vector<PipelineComm::SendHandle> slot_sends_;
   size_t next_slot_ = 0;
   double busy_ = 0, span_ = 0;
+  std::vector<size_t> shards_;          // floats each replica updates (empty: all, after an allreduce)
+  std::vector<size_t> shard_segments_;  // replica r's segments: [r], [r + 1])
+  size_t shard_offset_ = 0;             // this replica's first float
 };
 
 }  // namespace gossipd::daemon

@@ -1,10 +1,11 @@
 #include "daemon/plan/pipeline_plan.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <functional>
 #include <stdexcept>
+
+#include "daemon/plan/layer_profile.h"
 
 namespace gossipd::daemon {
 namespace {
@@ -35,24 +36,14 @@ StagePlan stage_plan(const PipelinePlanInput& in, const topology::LayerRanges& r
   if (k + 1 < ranges.stages()) s.boundary_bytes = 4.0 * in.layers[s.last - 1].out_floats * in.micro_batch;
   s.in_flight = in_flight(in.schedule, ranges.stages(), in.micros, k);
   const bool stash_weights = in.schedule == PipelineSchedule::kOneFOneBAsync;
-  // Parameters, gradients (micro-batches accumulate in them) and velocity.
+  // Parameters, gradients (micro-batches accumulate in them) and velocity;
+  // 1f1b-async: a copy of the weights for each in flight over an update
+  // but the newest.
+  const double weight_copies = stash_weights ? static_cast<double>(s.in_flight - 1) : 0.0;
   s.memory_bytes = 4.0 * (3.0 * static_cast<double>(s.params) +
-                          static_cast<double>(s.in_flight) *
-                              (static_cast<double>(s.stash_floats) + (stash_weights ? s.params : 0)));
+                          static_cast<double>(s.in_flight) * static_cast<double>(s.stash_floats) +
+                          weight_copies * static_cast<double>(s.params));
   return s;
-}
-
-// The fastest of `reps` runs of `f` after an untimed one.
-template <typename F>
-double best_seconds(int reps, F&& f) {
-  double best = 0;
-  for (int r = 0; r <= reps; ++r) {
-    const auto start = std::chrono::steady_clock::now();
-    f();
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (r == 1 || (r > 1 && s < best)) best = s;
-  }
-  return best;
 }
 
 // Throws std::invalid_argument unless 1 <= stages <= the layers.
@@ -68,23 +59,22 @@ void refuse_stages(const PipelinePlanInput& in, size_t stages) {
 
 PipelinePlanInput measure_pipeline(trainer::Model& model, const trainer::OptimizerOptions& optimizer,
                                    size_t micro_batch, int reps) {
+  LayerProfile profile;
+  profile_layers(model, optimizer, {micro_batch}, reps, profile);
   PipelinePlanInput in;
-  in.layers = trainer::time_layers(model, static_cast<int>(micro_batch), reps);
-  in.input_floats = model.input_shape().size();
+  in.layers = profile.at.front();
+  in.input_floats = profile.input_floats;
   in.micro_batch = micro_batch;
-  trainer::Optimizer opt(optimizer, model.segments(), model.params().size());
-  std::vector<float> params(model.params().begin(), model.params().end()), grads(params.size(), 1e-3f);
-  std::vector<float> stash;
-  const double per_param = params.empty() ? 0 : 1.0 / static_cast<double>(params.size());
-  in.update_s_per_param = per_param * best_seconds(reps, [&] { opt.step(params, grads, 1e-3f); });
-  // trainer::Stage's weight stashing: a copy at the forward, a swap before
-  // and after the backward.
-  in.stash_s_per_param = per_param * best_seconds(reps, [&] {
-                           stash.assign(params.begin(), params.end());
-                           std::swap_ranges(stash.begin(), stash.end(), params.begin());
-                           std::swap_ranges(stash.begin(), stash.end(), params.begin());
-                         });
+  in.update_s_per_param = profile.update_s_per_param;
+  in.stash_s_per_param = profile.copy_s_per_param;
   return in;
+}
+
+double allreduce_seconds(const LinkModel& link, size_t replicas, size_t floats, double pass_s_per_float) {
+  if (replicas <= 1 || floats == 0) return 0;
+  const double d = static_cast<double>(replicas);
+  return link.seconds(2 * (d - 1), 2 * (d - 1) / d * 4.0 * static_cast<double>(floats)) +
+         pass_s_per_float * static_cast<double>(floats) / d;
 }
 
 PipelinePlan price_partition(const PipelinePlanInput& in, const topology::LayerRanges& ranges) {
@@ -94,13 +84,24 @@ PipelinePlan price_partition(const PipelinePlanInput& in, const topology::LayerR
   const bool async = in.schedule == PipelineSchedule::kOneFOneBAsync;
   for (size_t k = 0; k < ranges.stages(); ++k) {
     const StagePlan s = stage_plan(in, ranges, k);
-    t.forward.push_back(s.forward_s);
-    t.backward.push_back(s.backward_s);
+    // Sending its output and receiving its input, forward; the same bytes
+    // back as gradients.
+    const double in_bytes = k == 0 ? 0 : p.stages.back().boundary_bytes;
+    const double copies =
+        in.link.copy_bytes_per_s > 0 ? (in_bytes + s.boundary_bytes) / in.link.copy_bytes_per_s : 0;
+    t.forward.push_back(s.forward_s + copies);
+    t.backward.push_back(s.backward_s + copies);
     t.refind.push_back(s.refind_s);
-    // 1f1b-async updates after every backward, and stashes weights each
-    // micro-batch: priced with the update.
-    t.update.push_back((in.update_s_per_param + (async ? in.stash_s_per_param : 0)) *
-                       static_cast<double>(s.params));
+    // 1f1b-async updates after every backward, and a stage with
+    // micro-batches in flight then keeps their weights: priced with the
+    // update, as the replicas' allreduce before it.
+    // With D replicas each updates 1/D of the stage and gathers the rest
+    // (the bytes of an allreduce; PipelineStep::update).
+    const bool stashes = async && k + 1 < ranges.stages();
+    const double share = static_cast<double>(s.params) / static_cast<double>(in.replicas);
+    t.update.push_back(in.update_s_per_param * share +
+                       (stashes ? in.stash_s_per_param * static_cast<double>(s.params) : 0) +
+                       allreduce_seconds(in.link, in.replicas, s.params, in.stash_s_per_param));
     if (s.boundary_bytes > 0) {
       t.to_next.push_back(in.link.seconds(1, s.boundary_bytes));
       t.to_prev.push_back(in.link.seconds(1, s.boundary_bytes));

@@ -22,8 +22,14 @@ struct PipelinePlanInput {
   topology::PipelineSchedule schedule = topology::PipelineSchedule::kOneFOneB;
   LinkModel link;
   double update_s_per_param = 0;
-  double stash_s_per_param = 0;  // 1f1b-async's weight stashing, per micro-batch
+  double stash_s_per_param = 0;  // 1f1b-async's weight stashing: a copy per update, but at the last stage
+  size_t replicas = 1;           // D: each stage's gradients are summed over D replicas before its update
 };
+
+// A ring allreduce of `floats` over `replicas` processes on `link`:
+// 2 (D - 1) messages of 1/D of the floats each, and the pass that takes
+// the mean of this process's 1/D.
+double allreduce_seconds(const LinkModel& link, size_t replicas, size_t floats, double pass_s_per_float);
 
 struct StagePlan {
   size_t first = 0, last = 0;            // layers [first, last)

@@ -17,42 +17,47 @@ std::optional<topology::PipelineShape> parse_shape(const std::string& text) {
   return topology::PipelineShape{*k, *d};
 }
 
-// D pipelines each train on a shard of the data: steps per epoch.
-size_t pipeline_steps(size_t samples, size_t replicas, size_t batch) {
-  return data_parallel_steps(samples, std::max<size_t>(replicas, 1), batch);
-}
+// D pipelines each train on a shard of the data, batch / D a step: an
+// epoch has the steps of one process taking the global batch.
+size_t pipeline_steps(size_t samples, size_t batch) { return data_parallel_steps(samples, 1, batch); }
 
 // One replica over K stages of consecutive layers, times D replicas
-// (--stages, --replicas): a pipeline's processes sample its shard of the
-// data, the first stage reads the samples, the last the labels.
+// (--stages, --replicas, or the plan the members agree on when they
+// meet): a pipeline's processes sample its shard of the data, the first
+// stage reads the samples, the last the labels.
 class PipelineMode : public Mode {
  public:
   std::string name() const override { return "pipeline"; }
   std::string summary() const override {
-    return "Pipeline: one replica over K stages of consecutive layers (--stages), micro-batches in flight, x "
-           "D "
-           "replicas";
+    return "Pipeline: one replica over K stages of consecutive layers, micro-batches in flight, x D "
+           "replicas; "
+           "planned (gossipctl plan pipeline --procs P) unless "
+           "--stages/--replicas/--micro-batches/--schedule "
+           "fix it";
   }
   void add_flags(ModeFlags& f) override;
-  void check_flags(const RunOptions&) const override {
-    if (flags_.stages == 0) throw UsageError("--algo pipeline needs --stages K (e.g. --stages 2)");
+  void check_flags(const RunOptions& o) const override {
+    PipelineFlags counts = flags_;
+    counts.partition = "auto";  // read against the model's layers, in check_model
+    pipeline_limits(o, counts, 0);
   }
 
-  std::string entry_syntax() const override { return "pipeline:K[xD]"; }
+  std::string entry_syntax() const override { return "pipeline[:K[xD]]"; }
   EntryLaunch launch(const std::string& label, const std::string& arg, const EntryContext& c) const override;
 
   std::unique_ptr<Replica> load(const RunOptions& o, const Placement& where) const override {
-    return load_trained(o, where, whole_model(o), pipeline_shard(o, flags_, where));
+    // The worker takes its replica's shard once the plan is agreed.
+    return load_trained(o, where, whole_model(o), trainer_options(o.train).sampler);
   }
   void check_model(const RunOptions& o, size_t members, const trainer::Model& model) const override {
     check_pipeline(o, flags_, members, model);
   }
   size_t steps_per_epoch(const RunOptions&, size_t samples, size_t, size_t batch) const override {
-    return pipeline_steps(samples, flags_.replicas, batch);
+    return pipeline_steps(samples, batch);
   }
   bool accepts_joins() const override { return false; }
   StateLayout state_layout(const RunOptions& o, const Placement& where, const Replica& r) const override {
-    return pipeline_state_layout(o, flags_, where, r.trained()->trainer());
+    return pipeline_state_layout(o, flags_, where, r.trained()->trainer().model());
   }
   bool one_replica() const override { return true; }
   std::unique_ptr<Worker> make_worker(WorkerContext& c) const override {
@@ -64,52 +69,57 @@ class PipelineMode : public Mode {
 };
 
 void PipelineMode::add_flags(ModeFlags& f) {
-  f.option("--stages", flags_.stages,
-           "--algo pipeline: K stages of consecutive layers, one process each; rank r (members sorted by id) "
-           "is stage r mod K of pipeline r / K")
-      ->check(CLI::Range(size_t{1}, size_t{1024}));
+  f.option(
+       "--stages", flags_.stages,
+       "--algo pipeline: K stages of consecutive layers, one process each (rank r, members sorted by id, is "
+       "stage r mod K of pipeline r / K), or auto: the planner's")
+      ->capture_default_str();
+  f.option(
+       "--replicas", flags_.replicas,
+       "--algo pipeline: D pipelines, each on its shard of the data and batch / D, averaging each stage's "
+       "gradients (K x D members), or auto: the planner's")
+      ->capture_default_str();
   f.option("--micro-batches", flags_.micro_batches,
-           "--algo pipeline: M micro-batches per batch (M divides --batch, one pipeline's batch); 0: "
-           "micro-batches of about 8 samples (the fastest measured)")
-      ->check(CLI::Range(size_t{0}, size_t{1} << 16))
+           "--algo pipeline: M micro-batches per replica's batch (M divides --batch / D), or auto (0): the "
+           "planner's")
       ->capture_default_str();
   f.option("--schedule", flags_.schedule,
            "--algo pipeline: gpipe (all forwards, then all backwards), 1f1b (at most K micro-batches held), "
-           "1f1b-async (no drain: an update per micro-batch, weight stashing)")
-      ->check(CLI::IsMember({"gpipe", "1f1b", "1f1b-async"}))
+           "1f1b-async (PipeDream: no drain, an update per micro-batch with weight stashing), or auto: the "
+           "planner's (1f1b-async only at M = 1, where it keeps the batch)")
+      ->check(CLI::IsMember({"auto", "gpipe", "1f1b", "1f1b-async"}))
       ->capture_default_str();
   f.option("--partition", flags_.partition,
-           "--algo pipeline: auto (planned here: gossipctl plan pipeline), L,L,... (layers per stage), or "
-           "the JSON a plan printed (--json)")
-      ->capture_default_str();
-  f.option("--replicas", flags_.replicas,
-           "--algo pipeline: D pipelines, each on its shard of the data, averaging each stage's gradients (K "
-           "x D members)")
-      ->check(CLI::Range(size_t{1}, size_t{4096}))
+           "--algo pipeline: auto (the planner's), L,L,... (layers per stage, with --stages), or the JSON a "
+           "plan printed (--json)")
       ->capture_default_str();
 }
 
 EntryLaunch PipelineMode::launch(const std::string& label, const std::string& arg,
                                  const EntryContext& c) const {
-  if (arg.empty())
-    throw UsageError("--algos pipeline needs its stages: pipeline:K or pipeline:KxD, e.g. pipeline:2");
-  const std::optional<topology::PipelineShape> shape = parse_shape(arg);
-  if (!shape)
-    throw UsageError("--algos " + label +
-                     ": give K stages or KxD (D pipelines of K stages), e.g. pipeline:2");
-  if (c.workers != 0 && shape->procs() != c.workers) {
-    throw UsageError("--algos " + label + " needs " + std::to_string(shape->procs()) +
-                     " processes, --workers is " + std::to_string(c.workers));
+  std::optional<topology::PipelineShape> shape;
+  if (!arg.empty()) {
+    shape = parse_shape(arg);
+    if (!shape)
+      throw UsageError(
+          "--algos " + label +
+          ": give K stages or KxD (D pipelines of K stages), e.g. pipeline:2, or pipeline (planned)");
+    if (c.workers != 0 && shape->procs() != c.workers) {
+      throw UsageError("--algos " + label + " needs " + std::to_string(shape->procs()) +
+                       " processes, --workers is " + std::to_string(c.workers));
+    }
   }
   EntryLaunch l;
-  // One replica per pipeline: the D pipelines share the batch all
-  // data-parallel workers take together.
-  l.batch = c.batch * c.workers / shape->replicas;
-  l.steps_per_epoch = pipeline_steps(c.train_samples, shape->replicas, l.batch);
-  l.flags = {"--stages",        std::to_string(shape->stages),
-             "--replicas",      std::to_string(shape->replicas),
-             "--partition",     c.partition,
-             "--micro-batches", std::to_string(c.micro_batches)};
+  // The global batch all data-parallel workers take together; the D
+  // pipelines share it.
+  l.batch = c.batch * c.workers;
+  l.steps_per_epoch = pipeline_steps(c.train_samples, l.batch);
+  l.flags = {"--partition", c.partition, "--micro-batches", std::to_string(c.micro_batches)};
+  if (shape) {
+    for (const std::string& f : {std::string("--stages"), std::to_string(shape->stages),
+                                 std::string("--replicas"), std::to_string(shape->replicas)})
+      l.flags.push_back(f);
+  }
   return l;
 }
 

@@ -1,5 +1,6 @@
 #include "daemon/worker/pipeline_partition.h"
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -26,6 +27,15 @@ std::string stage_name(topology::PipelineShape shape, topology::PipelineCoord at
   return "pipeline " + std::to_string(shape.stages) + "x" + std::to_string(shape.replicas) + " stage " +
          std::to_string(at.stage) + " (replica " + std::to_string(at.replica) + "), partition " +
          topology::layer_counts(r);
+}
+
+topology::PipelineShape shape_of(const std::string& layout) {
+  size_t k = 0, d = 0;
+  int used = 0;
+  if (std::sscanf(layout.c_str(), "pipeline %zux%zu stage%n", &k, &d, &used) != 2 || used == 0 || k == 0 ||
+      d == 0)
+    throw UsageError("checkpoint of '" + layout + "': no KxD shape in it: not a pipeline stage's");
+  return {k, d};
 }
 
 topology::LayerRanges partition_of(const std::string& layout, size_t layers) {

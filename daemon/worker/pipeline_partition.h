@@ -18,6 +18,9 @@ namespace gossipd::daemon {
 std::string stage_name(topology::PipelineShape shape, topology::PipelineCoord at,
                        const topology::LayerRanges& r);
 
+// The shape in a layout stage_name wrote ("pipeline 2x1 ...").
+topology::PipelineShape shape_of(const std::string& layout);
+
 // The partition in a layout stage_name wrote, of a model of `layers`.
 topology::LayerRanges partition_of(const std::string& layout, size_t layers);
 

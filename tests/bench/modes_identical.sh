@@ -50,9 +50,9 @@ osgp 2 --algo osgp --train-limit 1200
 groups-1 2 --algo groups --compute-groups 1 --train-limit 1200
 grid 2 --algo grid --grid 2x1 --train-limit 1200
 grid-cnn 2 --algo grid --grid 1x2 --model cnn --train-limit 256
-pipeline 2 --algo pipeline --stages 2 --partition 3,2 --train-limit 1200
-pipeline-async 2 --algo pipeline --stages 2 --partition 3,2 --schedule 1f1b-async --train-limit 1200
-pipeline-cnn 2 --algo pipeline --stages 2 --partition 4,6 --model cnn --train-limit 256
+pipeline 2 --algo pipeline --stages 2 --partition 3,2 --micro-batches 4 --schedule 1f1b --train-limit 1200
+pipeline-async 2 --algo pipeline --stages 2 --partition 3,2 --micro-batches 4 --schedule 1f1b-async --train-limit 1200
+pipeline-cnn 2 --algo pipeline --stages 2 --partition 4,6 --micro-batches 4 --schedule 1f1b --model cnn --train-limit 256
 sparse 2 --algo sparse --neurons 256 --layers 4 --train-limit 1200
 LIST
 exit $status

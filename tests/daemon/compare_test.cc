@@ -157,7 +157,7 @@ TEST_F(CompareTest, AGridPipelineOrGroupsEntryThatDoesNotFitIsOneLine) {
   for (const auto& [algos, needle] : std::vector<std::pair<std::string, std::string>>{
            {"grid:3x2", "--algos grid:3x2 needs 6 processes, --workers is 4"},
            {"pipeline:3", "--algos pipeline:3 needs 3 processes, --workers is 4"},
-           {"pipeline", "needs its stages: pipeline:K or pipeline:KxD"},
+           {"pipeline:x2", "give K stages or KxD"},
            {"pipeline:2y2", "give K stages or KxD"},
            {"grid", "needs its shape: grid:PRxPC"},
            {"grid:4", "is not PRxPC"},

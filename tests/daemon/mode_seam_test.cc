@@ -174,14 +174,17 @@ EntryContext four_workers() {
   return c;
 }
 
-// The progress total of compare's entries: a pipeline of K x D trains on
-// one of D shards, its batch the D pipelines' share of the workers' batch.
+// The progress total of compare's entries: a pipeline's batch is the
+// workers' together (its D replicas share it), as a grid's.
 TEST(CompareEntry, EachModeSaysItsBatchAndStepsPerEpoch) {
   const EntryContext c = four_workers();
   const CompareEntry pipeline = parse_compare_entry("pipeline:2x2", c);
   EXPECT_EQ(pipeline.mode, "pipeline");
-  EXPECT_EQ(pipeline.launch.batch, 128u);
-  EXPECT_EQ(pipeline.launch.steps_per_epoch, 60000u / 2 / 128);
+  EXPECT_EQ(pipeline.launch.batch, 256u);
+  EXPECT_EQ(pipeline.launch.steps_per_epoch, 60000u / 256);
+  const CompareEntry planned = parse_compare_entry("pipeline", c);
+  EXPECT_EQ(planned.launch.batch, 256u);
+  EXPECT_EQ(planned.launch.flags, (std::vector<std::string>{"--partition", "auto", "--micro-batches", "0"}));
   const CompareEntry grid = parse_compare_entry("grid:2x2", c);
   EXPECT_EQ(grid.launch.batch, 256u);
   EXPECT_EQ(grid.launch.steps_per_epoch, 60000u / 256);
@@ -221,12 +224,14 @@ TEST(CompareEntry, BadEntriesAreOneLineNamingWhatTheyMayBe) {
   };
   EXPECT_EQ(why("crossover:3"),
             "--algos crossover:3 is not one of allreduce, crossover, sgp, osgp, groups:G, grid:PRxPC, "
-            "pipeline:K[xD]");
+            "pipeline[:K[xD]]");
   EXPECT_NE(why("sparse").find("compare does not run the sparse mode"), std::string::npos);
   EXPECT_EQ(why("pipeline:3"), "--algos pipeline:3 needs 3 processes, --workers is 4");
   EXPECT_EQ(why("groups:3"), "--algos groups:3: 3 groups do not divide --workers 4");
-  EXPECT_EQ(why("pipeline:0"),
-            "--algos pipeline:0: give K stages or KxD (D pipelines of K stages), e.g. pipeline:2");
+  EXPECT_EQ(
+      why("pipeline:0"),
+      "--algos pipeline:0: give K stages or KxD (D pipelines of K stages), e.g. pipeline:2, or pipeline "
+      "(planned)");
   EXPECT_EQ(compare_entry_error("pipeline:3"), "") << "the syntax alone, workers not known";
 }
 

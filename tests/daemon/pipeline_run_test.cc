@@ -55,6 +55,25 @@ TEST(PipelineRun, StatusAndMetricsShowTheStageItsLayersAndTheBytes) {
   EXPECT_LT(p.bubble(), 1.0);
 }
 
+// No shape given: rank 0 prices every plan of the two processes and both
+// run the fastest; /status says which and what step it predicted.
+TEST(PipelineRun, PlannedByDefaultAndStatusSaysThePlan) {
+  Cluster c(2, with(kPipelineData, {"--algo", "pipeline", "--quiet", "--epochs", "1000"}));
+  const uint16_t port = c.http_port(1);
+  ASSERT_GT(port, 0) << c.proc(1).out() << c.proc(1).err();
+  ASSERT_TRUE(
+      wait_until([&] { return fetch_metrics(port).value("gossipd_rounds_total").value_or(0) >= 2; }, 90s));
+  const proto::PipelineStatus p = fetch_status(port).pipeline();
+  EXPECT_EQ(p.stages() * p.replicas(), 2u);
+  EXPECT_EQ(32 % (p.replicas() * p.micro_batches()), 0u);
+  EXPECT_GT(p.predicted_step_seconds(), 0.0);
+  EXPECT_EQ(p.plan(), "rank 0's plan");
+  const proto::PipelineStatus first = fetch_status(c.http_port(0)).pipeline();
+  EXPECT_EQ(first.plan().rfind("planned: the fastest of ", 0), 0u) << first.plan();
+  EXPECT_EQ(first.schedule(), p.schedule());
+  EXPECT_EQ(first.partition(), p.partition());
+}
+
 TEST(PipelineRun, ADeadStageStopsTheOthersNamingIt) {
   Cluster c(3, with(kPipelineData,
                     {"--algo", "pipeline", "--stages", "3", "--quiet", "--epochs", "1000", "--timeout-ms",
@@ -133,7 +152,14 @@ TEST(PipelineRun, ShapesThatDoNotFitAreOneLineAndExitTwo) {
                     "--partition /nonexistent/plan.json: cannot read it");
   expect_refused_by(3, {"--algo", "pipeline", "--stages", "2", "--replicas", "2"},
                     "--stages 2 x --replicas 2 is 4 processes, the cluster has 3 members");
-  expect_refused_by(2, {"--algo", "pipeline"}, "--algo pipeline needs --stages K");
+  expect_refused_by(2, {"--algo", "pipeline", "--partition", "2,3"},
+                    "--partition 2,3 fixes 2 stages: give --stages 2 with it");
+  expect_refused_by(2, {"--algo", "pipeline", "--stages", "3"},
+                    "--stages 3 does not divide the cluster's 2 members");
+  expect_refused_by(2, {"--algo", "pipeline", "--replicas", "2", "--batch", "31"},
+                    "--replicas 2 does not divide --batch 31");
+  expect_refused_by(2, {"--algo", "pipeline", "--micro-batches", "none"},
+                    "--micro-batches none: give a count of at least 1, or auto");
   expect_refused_by(2, {"--algo", "allreduce", "--stages", "2"}, "--stages is for --algo pipeline");
   expect_refused_by(
       2, {"--algo", "pipeline", "--stages", "2", "--schedule", "1f1b-async", "--checkpoint-dir", "/tmp"},

@@ -1,6 +1,7 @@
 // The texts that say how a replica is spread over processes: --partition
 // "L,L,..." and a plan's JSON (pipeline), the layout in a stage's
-// checkpoint, --grid "PRxPC". Any bytes are read whole (a partition covers
+// checkpoint (its partition and shape), --grid "PRxPC", and the pipeline
+// planner's cached layer profile. Any bytes are read whole (a partition covers
 // every layer in order, a shape has a row and a column at least) or refused
 // with the one error type each reader promises, never crash.
 #include <cassert>
@@ -8,6 +9,7 @@
 #include <string>
 
 #include "daemon/config/cli.h"
+#include "daemon/plan/layer_profile.h"
 #include "daemon/worker/pipeline_partition.h"
 #include "topology/grid.h"
 #include "topology/pipeline.h"
@@ -41,6 +43,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string counts = daemon::partition_in_plan_text(text, "plan.json");
     assert(counts.find('"') == std::string::npos);
   } catch (const daemon::UsageError&) {
+  }
+  try {
+    const topology::PipelineShape s = daemon::shape_of(text);
+    assert(s.stages >= 1 && s.replicas >= 1);
+  } catch (const daemon::UsageError&) {
+  }
+  try {
+    const daemon::LayerProfile p = daemon::parse_profile(text, "profile.txt");
+    assert(!p.sizes.empty() && p.at.size() == p.sizes.size());
+    for (const auto& layers : p.at) assert(layers.size() == p.at.front().size());
+    (void)p.timings(p.sizes.back() + 1);
+  } catch (const std::invalid_argument&) {
   }
   try {
     const topology::GridShape s = topology::parse_grid_shape(text);

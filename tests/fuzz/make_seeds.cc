@@ -11,6 +11,7 @@
 
 #include "daemon/cluster/checkpoint.h"
 #include "daemon/cluster/state_transfer.h"
+#include "daemon/plan/layer_profile.h"
 #include "daemon/sparse/partition_file.h"
 #include "daemon/worker/pipeline_partition.h"
 #include "protocol/data_wire.h"
@@ -268,5 +269,19 @@ int main(int argc, char** argv) {
       R"({"plan":"pipeline","model":"mlp","batch":64,"micros":8,"partition":"1,4","bubble":0.31,)"
       R"("by_count":[{"stages":1,"partition":"5","step_s":0.0023}]})");
   put("partition_text", "grid", "4x2");
+  {
+    daemon::LayerProfile p;
+    p.model = "in 28x28x1 dense:1x1x10:7850 sgd+momentum";
+    p.machine = "host, CPU, 2 cores, OpenBLAS threads 1";
+    p.date = "2026-11-26T08:30:00Z";
+    p.input_floats = 784;
+    p.update_s_per_param = 1e-9;
+    p.copy_s_per_param = 2e-10;
+    for (size_t b : {4, 16}) {
+      p.sizes.push_back(b);
+      p.at.push_back({trainer::LayerTiming{"dense", 1e-5 * b, 2e-5 * b, 0, 10, 7850}});
+    }
+    put("partition_text", "profile", daemon::profile_text(p));
+  }
   return 0;
 }

@@ -139,7 +139,9 @@ TEST(Stage, WeightStashingRunsBackwardWithTheForwardsWeights) {
   const std::span<const float> logits = stashing.forward(0, b.x, kMicro);
   const std::vector<float> d = dlogits(logits.data(), b, 0);
   const std::vector<float> before(stashing.params().begin(), stashing.params().end());
-  for (float& w : stashing.params()) w *= 0.5f;  // an update between forward and backward
+  stashing.keep_weights_in_flight();  // an update between forward and backward
+  for (float& w : stashing.params()) w *= 0.5f;
+  stashing.forward(1, b.x, kMicro);  // on the updated weights
   stashing.backward(0, d, {});
   for (size_t i = 0; i < before.size(); ++i) EXPECT_EQ(stashing.params()[i], before[i] * 0.5f);
 
@@ -147,6 +149,16 @@ TEST(Stage, WeightStashingRunsBackwardWithTheForwardsWeights) {
   Stage plain(*fresh, 0, n);
   plain.forward(0, b.x, kMicro);
   plain.backward(0, d, {});
+  for (size_t i = 0; i < before.size(); ++i) ASSERT_EQ(stashing.grads()[i], plain.grads()[i]) << i;
+
+  // Micro-batch 1 ran forward after the update: its backward, on the
+  // current weights, matches a model holding them.
+  stashing.zero_grads();
+  stashing.backward(1, d, {});
+  for (size_t i = 0; i < before.size(); ++i) fresh->params()[i] = before[i] * 0.5f;
+  plain.zero_grads();
+  plain.forward(1, b.x, kMicro);
+  plain.backward(1, d, {});
   for (size_t i = 0; i < before.size(); ++i) ASSERT_EQ(stashing.grads()[i], plain.grads()[i]) << i;
 }
 
