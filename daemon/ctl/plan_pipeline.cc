@@ -137,6 +137,7 @@ int run_ranking(const PlanPipelineOptions& o, trainer::Model& model) {
       o.bandwidth == "loopback" ? kLoopback : plan_link("plan pipeline", o.bandwidth, o.latency_us);
   PlanLimits limits;
   if (o.micros != 0) limits.micros = o.micros;
+  if (o.schedule != "auto") limits.schedule = topology::parse_schedule(o.schedule);
   const std::vector<size_t> sizes = plan_micro_batches(o.batch, o.procs, limits);
   if (sizes.empty())
     throw UsageError("plan pipeline: no plan of " + std::to_string(o.procs) + " processes fits --batch " +
@@ -181,8 +182,10 @@ CLI::App* add_plan_pipeline(CLI::App& plan, PlanPipelineOptions& o) {
          "Micro-batches M per batch (M divides --batch); 0: micro-batches of about 8 samples, as gossipd run")
       ->check(CLI::Range(size_t{0}, size_t{1} << 16))
       ->capture_default_str();
-  cmd->add_option("--schedule", o.schedule, "The schedule the partition is chosen for")
-      ->check(CLI::IsMember({"gpipe", "1f1b", "1f1b-async"}))
+  cmd->add_option("--schedule", o.schedule,
+                  "The schedule the partition is chosen for (auto: 1f1b; --procs: the planner's of gpipe and "
+                  "1f1b; 1f1b-async only when named)")
+      ->check(CLI::IsMember({"auto", "gpipe", "1f1b", "1f1b-async"}))
       ->capture_default_str();
   cmd->add_option(
          "--bandwidth", o.bandwidth,
@@ -216,6 +219,7 @@ CLI::App* add_plan_pipeline(CLI::App& plan, PlanPipelineOptions& o) {
 int run_plan_pipeline(const PlanPipelineOptions& given) {
   PlanPipelineOptions o = given;
   o.micros = topology::micro_batches_for(o.batch, o.micros);
+  if (o.schedule == "auto") o.schedule = "1f1b";
   const std::unique_ptr<trainer::Model> model = plan_model("plan pipeline", o.model, o.hidden);
   set_blas_threads(o.threads);
   if (given.procs > 0) {

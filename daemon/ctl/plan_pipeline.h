@@ -19,7 +19,7 @@ struct PlanPipelineOptions {
   size_t stages = 2;
   size_t batch = 64;              // one pipeline's batch
   size_t micros = 0;              // 0: topology::default_micro_batches(batch)
-  std::string schedule = "1f1b";  // the schedule the partition is chosen for
+  std::string schedule = "auto";  // the schedule the partition is chosen for (auto: 1f1b; --procs: searched)
   // Default: processes on this host (kLoopback).
   std::string bandwidth = "loopback";
   double latency_us = 8;

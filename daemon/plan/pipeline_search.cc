@@ -51,11 +51,10 @@ std::vector<size_t> micro_counts(size_t per, const PlanLimits& l) {
 }
 
 std::vector<PipelineSchedule> schedules(size_t stages, size_t micros, const PlanLimits& l) {
+  if (l.schedule == PipelineSchedule::kOneFOneBAsync && !l.micros && micros != 1) return {};
   if (l.schedule) return {*l.schedule};
   if (stages == 1) return {PipelineSchedule::kOneFOneB};
-  std::vector<PipelineSchedule> out{PipelineSchedule::kGpipe, PipelineSchedule::kOneFOneB};
-  if (micros == 1 && !l.checkpoints) out.push_back(PipelineSchedule::kOneFOneBAsync);
-  return out;
+  return {PipelineSchedule::kGpipe, PipelineSchedule::kOneFOneB};
 }
 
 // The partition into `stages` whose slowest stage (forward and backward

@@ -30,7 +30,6 @@ struct PlanLimits {
   std::optional<size_t> stages, replicas, micros;
   std::optional<topology::PipelineSchedule> schedule;
   std::optional<topology::LayerRanges> partition;
-  bool checkpoints = false;  // 1f1b-async writes none: left out
 };
 
 // The micro-batch sizes a search over `batch` on `procs` processes prices:
@@ -42,9 +41,11 @@ std::vector<size_t> plan_micro_batches(size_t batch, size_t procs, const PlanLim
 // boundaries' transfers, the replicas' ring allreduce), fastest first.
 // Considered: every K x D = procs (K no more than the layers, D dividing
 // the batch), every M dividing batch / D up to kMostMicros, gpipe and
-// 1f1b, and 1f1b-async at M = 1 (its update per micro-batch keeps the
-// global batch only then) unless M was fixed; K = 1 under 1f1b only (the
-// schedules are one there). The partition of each: the fastest of every
+// 1f1b (K = 1: 1f1b only, the schedules are one there), which take the
+// serial run's step. 1f1b-async only when the limits name it (its updates
+// come from gradients of older weights: another optimization, which
+// diverged where the synchronous one trains), at M = 1 unless M is fixed
+// (an update per micro-batch keeps the global batch only then). The partition of each: the fastest of every
 // cut (best_partition), or the most balanced when there are too many cuts
 // to price. Throws std::invalid_argument naming a limit nothing meets.
 std::vector<WholePlan> rank_pipeline_plans(const LayerProfile& profile, size_t batch, size_t procs,

@@ -33,13 +33,12 @@ std::optional<std::string> newest_layout(const std::string& dir) {
 
 }  // namespace
 
-PlanLimits pipeline_limits(const RunOptions& o, const PipelineFlags& f, size_t layers) {
+PlanLimits pipeline_limits(const PipelineFlags& f, size_t layers) {
   PlanLimits l;
   l.stages = count_or_auto("--stages", f.stages, false);
   l.replicas = count_or_auto("--replicas", f.replicas, false);
   l.micros = count_or_auto("--micro-batches", f.micro_batches, true);
   if (f.schedule != "auto") l.schedule = topology::parse_schedule(f.schedule);
-  l.checkpoints = !o.checkpoint_dir.empty();
   l.partition = given_partition(f.partition, layers);
   if (l.partition && !l.stages)
     throw UsageError("--partition " + f.partition + " fixes " + text(l.partition->stages()) +
@@ -51,7 +50,7 @@ PlanLimits pipeline_limits(const RunOptions& o, const PipelineFlags& f, size_t l
 void check_pipeline(const RunOptions& o, const PipelineFlags& f, size_t members,
                     const trainer::Model& model) {
   const size_t layers = model.layers().size();
-  PlanLimits l = pipeline_limits(o, f, layers);
+  PlanLimits l = pipeline_limits(f, layers);
   const size_t batch = o.train.batch;
   if (l.stages && *l.stages > layers)
     throw UsageError("--stages " + text(*l.stages) + " is more than the model's " + text(layers) + " layers");
@@ -73,7 +72,7 @@ void check_pipeline(const RunOptions& o, const PipelineFlags& f, size_t members,
   if (l.micros && l.replicas && (batch / *l.replicas) % *l.micros != 0)
     throw UsageError("--micro-batches " + text(*l.micros) + " does not divide --batch " + text(batch) +
                      (*l.replicas > 1 ? " / --replicas " + text(*l.replicas) : std::string()));
-  if (l.checkpoints && l.schedule == topology::PipelineSchedule::kOneFOneBAsync)
+  if (!o.checkpoint_dir.empty() && l.schedule == topology::PipelineSchedule::kOneFOneBAsync)
     throw UsageError(
         "--schedule 1f1b-async keeps micro-batches in flight from batch to batch and writes no "
         "checkpoints: drop --checkpoint-dir, or use 1f1b");
@@ -101,7 +100,7 @@ PlanLimits resumed_limits(const RunOptions& o, PlanLimits l, size_t layers) {
 
 StateLayout pipeline_state_layout(const RunOptions& o, const PipelineFlags& f, const Placement& where,
                                   const trainer::Model& model) {
-  const PlanLimits l = resumed_limits(o, pipeline_limits(o, f, model.layers().size()), model.layers().size());
+  const PlanLimits l = resumed_limits(o, pipeline_limits(f, model.layers().size()), model.layers().size());
   if (!l.stages || !l.replicas || !l.partition)
     return {"pipeline, planned at the start (no checkpoint yet)", 0, 0};
   const topology::PipelineShape shape{*l.stages, *l.replicas};

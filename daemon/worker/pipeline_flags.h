@@ -20,10 +20,9 @@ struct PipelineFlags {
   std::string partition = "auto";      // L,L,... (layers per stage) | a plan's JSON file
 };
 
-// What the flags fix, the rest left to the planner; a checkpoint being
-// written rules 1f1b-async out. Throws UsageError naming a value that does
+// What the flags fix, the rest left to the planner. Throws UsageError naming a value that does
 // not read or a partition without its --stages.
-PlanLimits pipeline_limits(const RunOptions& options, const PipelineFlags& flags, size_t layers);
+PlanLimits pipeline_limits(const PipelineFlags& flags, size_t layers);
 
 // The flags' values fit the cluster and the model: K x D = the members, M
 // divides the batch, K no more than the model's layers, a partition covers

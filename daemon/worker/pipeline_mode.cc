@@ -36,10 +36,10 @@ class PipelineMode : public Mode {
            "fix it";
   }
   void add_flags(ModeFlags& f) override;
-  void check_flags(const RunOptions& o) const override {
+  void check_flags(const RunOptions&) const override {
     PipelineFlags counts = flags_;
     counts.partition = "auto";  // read against the model's layers, in check_model
-    pipeline_limits(o, counts, 0);
+    pipeline_limits(counts, 0);
   }
 
   std::string entry_syntax() const override { return "pipeline[:K[xD]]"; }
@@ -85,8 +85,8 @@ void PipelineMode::add_flags(ModeFlags& f) {
       ->capture_default_str();
   f.option("--schedule", flags_.schedule,
            "--algo pipeline: gpipe (all forwards, then all backwards), 1f1b (at most K micro-batches held), "
-           "1f1b-async (PipeDream: no drain, an update per micro-batch with weight stashing), or auto: the "
-           "planner's (1f1b-async only at M = 1, where it keeps the batch)")
+           "1f1b-async (PipeDream: no drain, an update per micro-batch with weight stashing: another "
+           "optimization, only when named), or auto: the planner's of gpipe and 1f1b")
       ->check(CLI::IsMember({"auto", "gpipe", "1f1b", "1f1b-async"}))
       ->capture_default_str();
   f.option("--partition", flags_.partition,

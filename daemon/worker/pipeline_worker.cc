@@ -37,7 +37,7 @@ class PipelineWorker : public SyncWorker {
         node_, protocol::tags::range(protocol::tags::User::kPipeline).at(PipelineComm::kStartTag), members_,
         options_, stop);
     const size_t layers = trainer_.model().layers().size();
-    const PlanLimits limits = resumed_limits(options_, pipeline_limits(options_, p_, layers), layers);
+    const PlanLimits limits = resumed_limits(options_, pipeline_limits(p_, layers), layers);
     setup_ = agree_on_plan(*all, rank_, trainer_.model(), trainer_.optimizer().options(),
                            options_.train.batch, members_.size(), limits, kLoopback);
     comm_ = std::make_unique<PipelineComm>(node_, members_, setup_.shape, rank_, step_options(options_));

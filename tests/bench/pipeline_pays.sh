@@ -6,7 +6,9 @@
 # REPS times, one OpenBLAS thread per process:
 #
 #   mlp  --hidden 1024 x 7, batch 512 (the (a)), and the pure
-#        pipeline K = 2, D = 1 (schedule and M the planner's)
+#        pipeline K = 2, D = 1 (schedule and M the planner's), and the
+#        same under 1f1b-async (M = 1), which the planner only runs when
+#        named
 #   cnn  batch 128 (the (b))
 #
 # Samples per second: the serial run's epoch figure (training only); a
@@ -97,13 +99,17 @@ for c in $cases; do
     a=$(pipeline "$c-auto-r$r")
     p1=$(pipeline "$c-first-r$r" "${first[@]}")
     p2=$(pipeline "$c-second-r$r" "${second[@]}")
-    k2=0
-    [[ $c == mlp && $procs -eq 2 ]] && k2=$(pipeline "$c-k2-r$r" --stages 2 --replicas 1)
-    echo "$s $a $p1 $p2 $k2" >>"$out/$c.txt"
-    echo "  $c rep $r: serial $s samples/s, planned step ${a}s, first ${p1}s, second ${p2}s, K=2 ${k2}s" >&2
+    k2=0 k2a=0
+    if [[ $c == mlp && $procs -eq 2 ]]; then
+      k2=$(pipeline "$c-k2-r$r" --stages 2 --replicas 1)
+      k2a=$(pipeline "$c-k2a-r$r" --stages 2 --replicas 1 --schedule 1f1b-async)
+    fi
+    echo "$s $a $p1 $p2 $k2 $k2a" >>"$out/$c.txt"
+    echo "  $c rep $r: serial $s samples/s, planned step ${a}s, first ${p1}s, second ${p2}s, K=2 ${k2}s, async ${k2a}s" >&2
   done
   chosen=$(grep -o 'pipeline plan [^:]*' "$out/$c-auto-r1-p0.log" | head -n 1 | sed 's/pipeline plan //')
   k2plan=$(grep -o 'pipeline plan [^:]*' "$out/$c-k2-r1-p0.log" 2>/dev/null | head -n 1 | sed 's/pipeline plan //' || true)
+  k2aplan=$(grep -o 'pipeline plan [^:]*' "$out/$c-k2a-r1-p0.log" 2>/dev/null | head -n 1 | sed 's/pipeline plan //' || true)
   col() { cut -d' ' -f"$1" "$out/$c.txt"; }
   sm=$(col 1 | median); sb=$(col 1 | sort -g | tail -n 1)
   {
@@ -118,6 +124,8 @@ for c in $cases; do
     if [[ -n $k2plan ]]; then
       km=$(rate 5 | median); kb=$(rate 5 | sort -g | tail -n 1)
       awk -v n="pure pipeline: $k2plan" -v m="$km" -v b="$kb" -v s="$sm" 'BEGIN { printf "| %s | %.0f | %.0f | **%.2fx** |\n", n, m, b, m / s }'
+      km=$(rate 6 | median); kb=$(rate 6 | sort -g | tail -n 1)
+      awk -v n="pure pipeline, named: $k2aplan" -v m="$km" -v b="$kb" -v s="$sm" 'BEGIN { printf "| %s | %.0f | %.0f | %.2fx |\n", n, m, b, m / s }'
     fi
     echo
     echo "| plan (ranked) | predicted step ms | measured step ms (median) | measured / predicted |"

@@ -51,16 +51,14 @@ TEST(PipelineSearch, RanksEveryShapeMicroBatchCountAndScheduleFastestFirst) {
     EXPECT_EQ(p.stages * p.replicas, 2u);
     EXPECT_EQ(64 % (p.replicas * p.micros), 0u);
     EXPECT_EQ(p.micro_batch * p.replicas * p.micros, 64u);
-    if (p.schedule == PipelineSchedule::kOneFOneBAsync) {
-      EXPECT_EQ(p.micros, 1u);  // keeps the batch
-    }
+    EXPECT_NE(p.schedule, PipelineSchedule::kOneFOneBAsync);  // another optimization: only when named
     if (p.stages == 1) {
       EXPECT_EQ(p.schedule, PipelineSchedule::kOneFOneB);
     }
     seen.insert(plan_name(p).substr(0, plan_name(p).find(" partition")));
   }
-  // 1x2: M in 1..32 (6 counts); 2x1: M in 1..64 (7) under gpipe and 1f1b, and 1f1b-async at M = 1.
-  EXPECT_EQ(plans.size(), 6u + 7 * 2 + 1);
+  // 1x2: M in 1..32 (6 counts); 2x1: M in 1..64 (7) under gpipe and 1f1b.
+  EXPECT_EQ(plans.size(), 6u + 7 * 2);
   EXPECT_EQ(seen.size(), plans.size());
   for (size_t i = 1; i < plans.size(); ++i) EXPECT_LE(plans[i - 1].step_s, plans[i].step_s);
 }
@@ -97,11 +95,18 @@ TEST(PipelineSearch, KeepsToWhatTheFlagsFixAndSaysWhenNothingFits) {
   PlanLimits l;
   l.stages = 2;
   l.micros = 4;
-  l.checkpoints = true;
   for (const WholePlan& w : rank_pipeline_plans(p, 64, 2, kFast, l)) {
     EXPECT_EQ(w.stages, 2u);
     EXPECT_EQ(w.micros, 4u);
-    EXPECT_NE(w.schedule, PipelineSchedule::kOneFOneBAsync);  // it writes no checkpoints
+  }
+  // 1f1b-async named: at M = 1 alone unless M is given (an update per micro-batch).
+  l = {};
+  l.schedule = PipelineSchedule::kOneFOneBAsync;
+  const std::vector<WholePlan> async = rank_pipeline_plans(p, 64, 2, kFast, l);
+  ASSERT_EQ(async.size(), 2u);  // 1x2 and 2x1
+  for (const WholePlan& w : async) {
+    EXPECT_EQ(w.schedule, PipelineSchedule::kOneFOneBAsync);
+    EXPECT_EQ(w.micros, 1u);
   }
   l = {};
   l.stages = 2;
