@@ -53,8 +53,10 @@ void fsync_dir(const fs::path& dir) {
 }  // namespace
 
 void write_file_durably(const fs::path& target, std::string_view data) {
+  // Named by the process: two processes writing the same target (a cache
+  // they share) do not write into one temporary.
   fs::path tmp = target;
-  tmp += ".tmp";
+  tmp += ".tmp." + std::to_string(::getpid());
   write_file_synced(tmp, data);
   std::error_code ec;
   fs::rename(tmp, target, ec);

@@ -115,9 +115,18 @@ void Stage::backward(uint64_t micro, std::span<const float> dout, std::span<floa
   Stash& s = find(micro);
   if (dout.size() != s.outputs.back().size() || (!din.empty() && din.size() != s.input.size()))
     throw std::invalid_argument("stage: gradient sizes do not match micro-batch " + std::to_string(micro));
-  if (s.weights) bind_layers(*s.weights);
-  run_backward(s, dout, din);
-  if (s.weights) bind_layers(params());
+  if (s.weights) {
+    bind_layers(*s.weights);
+    try {
+      run_backward(s, dout, din);
+    } catch (...) {
+      bind_layers(params());
+      throw;
+    }
+    bind_layers(params());
+  } else {
+    run_backward(s, dout, din);
+  }
   release(micro);
 }
 

@@ -87,9 +87,10 @@ class Stage {
   Stash& find(uint64_t micro);
   void release(uint64_t micro);
   void run_backward(Stash& s, std::span<const float> dout, std::span<float> din);
+  // The range's layers onto `params` (and the model's gradients).
   void bind_layers(std::span<float> params);
-  std::span<float> zeroed_if_fresh() const;  // the range's gradients, zeroed first after zero_grads()  // the
-                                             // range's layers onto `params`, the model's gradients
+  // The range's gradients, zeroed first if no backward ran since zero_grads().
+  std::span<float> zeroed_if_fresh() const;
 
   Model& model_;
   size_t first_, last_;

@@ -127,6 +127,12 @@ void add_run_command(CLI::App& app, RunCommandLine& line) {
   cmd->add_option(
       "--checkpoint-dir", o.checkpoint_dir,
       "Write checkpoints here (created if missing) and resume from the newest valid one at start");
+  o.cache_dir = default_cache_dir();
+  cmd->add_option(
+         "--cache-dir", o.cache_dir,
+         "What gossipd measures on this machine and keeps: the pipeline planner's layer profiles, one "
+         "file per model")
+      ->capture_default_str();
   cmd->add_option("--checkpoint-every", o.checkpoint_every,
                   "Rounds between two checkpoints (0: only the one at the end of training)")
       ->capture_default_str();

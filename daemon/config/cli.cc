@@ -7,6 +7,8 @@
 #include <asio.hpp>
 #include <condition_variable>
 #include <csignal>
+#include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <mutex>
 #include <thread>
@@ -73,6 +75,14 @@ void sleep_unless_stopped(std::chrono::steady_clock::duration d, std::stop_token
 const char* version() { return GOSSIPD_VERSION; }
 
 std::string version_line(const std::string& program) { return program + " " + version(); }
+
+std::string default_cache_dir() {
+  if (const char* d = std::getenv("XDG_CACHE_HOME"); d && *d)
+    return (std::filesystem::path(d) / "gossipd").string();
+  if (const char* d = std::getenv("HOME"); d && *d)
+    return (std::filesystem::path(d) / ".cache" / "gossipd").string();
+  return (std::filesystem::temp_directory_path() / "gossipd").string();
+}
 
 void set_blas_threads(int threads) { openblas_set_num_threads(threads < 1 ? 1 : threads); }
 

@@ -83,4 +83,10 @@ std::string version_line(const std::string& program);
 // Sets the number of OpenBLAS threads for this process (>= 1).
 void set_blas_threads(int threads);
 
+// Where gossipd keeps what it measured on this machine (the pipeline
+// planner's layer profiles), the default of --cache-dir:
+// $XDG_CACHE_HOME/gossipd, else $HOME/.cache/gossipd, else
+// TMPDIR/gossipd. The one place the environment is read for it.
+std::string default_cache_dir();
+
 }  // namespace gossipd::daemon

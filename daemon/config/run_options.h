@@ -61,6 +61,7 @@ struct RunOptions {
   uint64_t inject_seed = 0;         // 0: derived from --seed and --id
   int linger_ms = 0;                // keep serving /status this long after training
   std::string checkpoint_dir;       // empty = no checkpoints
+  std::string cache_dir;            // what gossipd measured here and keeps (default_cache_dir())
   uint64_t checkpoint_every = 200;  // rounds
   int checkpoint_keep = 3;
 };

@@ -138,14 +138,13 @@ int run_ranking(const PlanPipelineOptions& o, trainer::Model& model) {
   PlanLimits limits;
   if (o.micros != 0) limits.micros = o.micros;
   if (o.schedule != "auto") limits.schedule = topology::parse_schedule(o.schedule);
-  const std::vector<size_t> sizes = plan_micro_batches(o.batch, o.procs, limits);
+  const std::vector<size_t> sizes = plan_micro_batches(o.batch, o.procs, model.layers().size(), limits);
   if (sizes.empty())
     throw UsageError("plan pipeline: no plan of " + std::to_string(o.procs) + " processes fits --batch " +
-                     std::to_string(o.batch) +
-                     (o.micros ? " and --micro-batches " + std::to_string(o.micros) : ""));
+                     std::to_string(o.batch) + " and the model's " + std::to_string(model.layers().size()) +
+                     " layers" + (o.micros ? " and --micro-batches " + std::to_string(o.micros) : ""));
   const trainer::OptimizerOptions optimizer;
-  const std::filesystem::path file = o.profile.empty() ? default_profile_file(model_key(model, optimizer))
-                                                       : std::filesystem::path(o.profile);
+  const std::filesystem::path file = profile_file(o.cache_dir, model_key(model, optimizer));
   const CachedProfile c = cached_profile(file, model, optimizer, sizes, o.reps);
   std::vector<WholePlan> plans;
   try {
@@ -159,6 +158,23 @@ int run_ranking(const PlanPipelineOptions& o, trainer::Model& model) {
     print_ranking(o, describe(plan_layers(model)), link, c, plans);
   }
   return kExitOk;
+}
+
+// --procs and what goes with it.
+void add_ranking_flags(CLI::App& cmd, PlanPipelineOptions& o) {
+  cmd.add_option(
+         "--procs", o.procs,
+         "Rank every plan of P processes (K stages x D replicas, M, schedule, partition) for the global "
+         "--batch, as gossipd run --algo pipeline chooses (--stages is not read)")
+      ->check(CLI::Range(size_t{1}, size_t{4096}));
+  o.cache_dir = default_cache_dir();
+  cmd.add_option(
+         "--cache-dir", o.cache_dir,
+         "--procs: where the layer profile is cached, one file per model (as gossipd run --cache-dir)")
+      ->capture_default_str();
+  cmd.add_option("--top", o.top, "--procs: plans printed")
+      ->check(CLI::Range(size_t{1}, size_t{100000}))
+      ->capture_default_str();
 }
 
 }  // namespace
@@ -177,9 +193,8 @@ CLI::App* add_plan_pipeline(CLI::App& plan, PlanPipelineOptions& o) {
   cmd->add_option("--batch", o.batch, "One pipeline's batch (--procs: the global batch, over the replicas)")
       ->check(CLI::Range(size_t{1}, size_t{1} << 20))
       ->capture_default_str();
-  cmd->add_option(
-         "--micro-batches", o.micros,
-         "Micro-batches M per batch (M divides --batch); 0: micro-batches of about 8 samples, as gossipd run")
+  cmd->add_option("--micro-batches", o.micros,
+                  "Micro-batches M per batch (M divides --batch); 0: about 8 samples each (--procs: every M)")
       ->check(CLI::Range(size_t{0}, size_t{1} << 16))
       ->capture_default_str();
   cmd->add_option("--schedule", o.schedule,
@@ -191,28 +206,18 @@ CLI::App* add_plan_pipeline(CLI::App& plan, PlanPipelineOptions& o) {
          "--bandwidth", o.bandwidth,
          "Link bandwidth between processes: 100mbit, 1gbit, ..., or loopback (processes on one host)")
       ->capture_default_str();
-  cmd->add_option("--latency-us", o.latency_us, "Per-message latency (alpha), microseconds")
+  cmd->add_option("--latency-us", o.latency_us,
+                  "Per-message latency (alpha), microseconds (loopback: its own, 8)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  cmd->add_option("--reps", o.reps, "Timed passes per layer (the median is taken)")
+  cmd->add_option("--reps", o.reps, "Timed passes per layer and micro-batch size (the median is taken)")
       ->check(CLI::Range(1, 10000))
       ->capture_default_str();
   cmd->add_flag("--json", o.json, "One JSON object instead of the tables");
-  cmd->add_option(
-         "--procs", o.procs,
-         "Rank every plan of P processes (K stages x D replicas, M, schedule, partition) for the global "
-         "--batch, as gossipd run --algo pipeline chooses")
-      ->check(CLI::Range(size_t{1}, size_t{4096}));
-  cmd->add_option(
-      "--profile", o.profile,
-      "--procs: the layer profile's cache file (default: ~/.cache/gossipd/pipeline-profile-*.txt, "
-      "or $GOSSIPD_PROFILE_DIR)");
   cmd->add_option("--threads", o.threads, "OpenBLAS threads while profiling (gossipd run's default: 1)")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
-  cmd->add_option("--top", o.top, "--procs: plans printed")
-      ->check(CLI::Range(size_t{1}, size_t{100000}))
-      ->capture_default_str();
+  add_ranking_flags(*cmd, o);
   return cmd;
 }
 

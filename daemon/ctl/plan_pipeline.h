@@ -27,11 +27,11 @@ struct PlanPipelineOptions {
   bool json = false;
   // --procs P: the whole plan (K x D = P, M, schedule, partition) for a
   // global --batch, ranked; the layers profiled at every micro-batch size
-  // it prices, cached in --profile.
+  // it prices, cached in --cache-dir.
   size_t procs = 0;
-  std::string profile;  // empty: default_profile_file()
-  int threads = 1;      // OpenBLAS threads, as gossipd run's default
-  size_t top = 12;      // plans printed
+  std::string cache_dir;  // where the profile is cached (default_cache_dir())
+  int threads = 1;        // OpenBLAS threads, as gossipd run's default
+  size_t top = 12;        // plans printed
 };
 
 // Adds `pipeline` to gossipctl's `plan` command; returns it.

@@ -160,7 +160,6 @@ std::vector<float>& PipelineStep::gradient_slot() {
   return slots_[next_slot_];
 }
 
-// The accumulated gradients, averaged over the replicas, into one step.
 // The accumulated gradients, averaged over the replicas, into one step:
 // with D > 1 each replica sums and updates its share of the stage's
 // segments and gathers the others' (the bytes of an allreduce, 1/D of

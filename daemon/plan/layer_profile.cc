@@ -151,7 +151,8 @@ void profile_layers(trainer::Model& model, const trainer::OptimizerOptions& opti
     into.input_floats = model.input_shape().size();
     time_update(model, optimizer, reps, into);
   }
-  // The model's own parameters and gradients are used for the timing: keep them.
+  // The timing runs on the model's own buffers: its parameters are kept
+  // (its gradients are overwritten).
   const std::vector<float> params(model.params().begin(), model.params().end());
   for (size_t b : sizes) {
     if (b == 0 || into.has(b)) continue;

@@ -53,10 +53,9 @@ void profile_layers(trainer::Model& model, const trainer::OptimizerOptions& opti
 std::string profile_text(const LayerProfile& p);
 LayerProfile parse_profile(const std::string& text, const std::string& path);
 
-// Where the profile of a model is cached: $GOSSIPD_PROFILE_DIR, else
-// $XDG_CACHE_HOME/gossipd, else $HOME/.cache/gossipd; the file is named by
-// a hash of model_key().
-std::filesystem::path default_profile_file(const std::string& model_key);
+// The file in `dir` (gossipd run --cache-dir) the profile of a model is
+// cached in, named by a hash of model_key().
+std::filesystem::path profile_file(const std::filesystem::path& dir, const std::string& model_key);
 
 // The profile of `model` at `sizes`: read from `file` when it is this
 // machine's and this model's and has every size; the sizes it lacks timed

@@ -98,7 +98,11 @@ PipelinePlan price_partition(const PipelinePlanInput& in, const topology::LayerR
     // With D replicas each updates 1/D of the stage and gathers the rest
     // (the bytes of an allreduce; PipelineStep::update).
     const bool stashes = async && k + 1 < ranges.stages();
-    const double share = static_cast<double>(s.params) / static_cast<double>(in.replicas);
+    // (A stage with fewer parameter layers than replicas updates it all.)
+    size_t with_params = 0;
+    for (size_t i = s.first; i < s.last; ++i) with_params += in.layers[i].params > 0 ? 1 : 0;
+    const double share =
+        static_cast<double>(s.params) / static_cast<double>(with_params >= in.replicas ? in.replicas : 1);
     t.update.push_back(in.update_s_per_param * share +
                        (stashes ? in.stash_s_per_param * static_cast<double>(s.params) : 0) +
                        allreduce_seconds(in.link, in.replicas, s.params, in.stash_s_per_param));

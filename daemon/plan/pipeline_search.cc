@@ -124,10 +124,12 @@ WholePlan price(const LayerProfile& profile, size_t batch, size_t stages, size_t
 
 }  // namespace
 
-std::vector<size_t> plan_micro_batches(size_t batch, size_t procs, const PlanLimits& limits) {
+std::vector<size_t> plan_micro_batches(size_t batch, size_t procs, size_t layers, const PlanLimits& limits) {
   std::vector<size_t> sizes;
-  for (const auto& [k, d] : shapes(batch, procs, std::numeric_limits<size_t>::max(), limits)) {
-    for (size_t m : micro_counts(batch / d, limits)) sizes.push_back(batch / d / m);
+  for (const auto& [k, d] : shapes(batch, procs, layers, limits)) {
+    for (size_t m : micro_counts(batch / d, limits)) {
+      if (!schedules(k, m, limits).empty()) sizes.push_back(batch / d / m);
+    }
   }
   std::sort(sizes.begin(), sizes.end());
   sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());

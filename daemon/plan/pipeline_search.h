@@ -32,9 +32,9 @@ struct PlanLimits {
   std::optional<topology::LayerRanges> partition;
 };
 
-// The micro-batch sizes a search over `batch` on `procs` processes prices:
-// what to profile.
-std::vector<size_t> plan_micro_batches(size_t batch, size_t procs, const PlanLimits& limits);
+// The micro-batch sizes a search over `batch` on `procs` processes and a
+// model of `layers` prices: what to profile (empty: no plan fits).
+std::vector<size_t> plan_micro_batches(size_t batch, size_t procs, size_t layers, const PlanLimits& limits);
 
 // Every plan for `procs` processes and a global `batch`, priced from
 // `profile` (each plan at its micro-batch size) and `link` (the stage

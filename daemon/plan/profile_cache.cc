@@ -1,6 +1,5 @@
 // The layer profile's text form and its cache file (layer_profile.h).
 #include <cstdio>
-#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <sstream>
@@ -100,13 +99,6 @@ class ProfileReader {
   size_t number_ = 0;
 };
 
-std::filesystem::path cache_dir() {
-  if (const char* d = std::getenv("GOSSIPD_PROFILE_DIR"); d && *d) return d;
-  if (const char* d = std::getenv("XDG_CACHE_HOME"); d && *d) return std::filesystem::path(d) / "gossipd";
-  if (const char* d = std::getenv("HOME"); d && *d) return std::filesystem::path(d) / ".cache" / "gossipd";
-  return std::filesystem::temp_directory_path() / "gossipd";
-}
-
 // Why the profile in `file` cannot serve `key` here, or empty.
 std::string unfit(const LayerProfile& p, const std::string& key) {
   if (p.model != key) return "it is of another model (" + p.model + ")";
@@ -134,10 +126,10 @@ LayerProfile parse_profile(const std::string& text, const std::string& path) {
   return ProfileReader(text, path).read();
 }
 
-std::filesystem::path default_profile_file(const std::string& model_key) {
+std::filesystem::path profile_file(const std::filesystem::path& dir, const std::string& model_key) {
   char name[64];
   std::snprintf(name, sizeof(name), "pipeline-profile-%016zx.txt", std::hash<std::string>{}(model_key));
-  return cache_dir() / name;
+  return dir / name;
 }
 
 CachedProfile cached_profile(const std::filesystem::path& file, trainer::Model& model,

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include "daemon/config/cli.h"
 #include "daemon/plan/layer_profile.h"
 #include "protocol/collectives.h"
 
@@ -49,8 +50,8 @@ bool fixed(const PlanLimits& l) { return l.stages && l.replicas && l.micros && l
 
 // Rank 0's choice, and how it came to it.
 std::pair<WholePlan, std::string> plan_here(trainer::Model& model, const trainer::OptimizerOptions& optimizer,
-                                            size_t batch, size_t members, const PlanLimits& l,
-                                            const LinkModel& link) {
+                                            const PlanRequest& r) {
+  const PlanLimits& l = r.limits;
   if (fixed(l)) {
     // Priced without a profile: a plan given whole runs as given.
     WholePlan p;
@@ -61,10 +62,11 @@ std::pair<WholePlan, std::string> plan_here(trainer::Model& model, const trainer
     p.pipeline.ranges = *l.partition;
     return {p, "given"};
   }
-  const std::filesystem::path file = default_profile_file(model_key(model, optimizer));
+  const size_t layers = model.layers().size();
   const CachedProfile c =
-      cached_profile(file, model, optimizer, plan_micro_batches(batch, members, l), kProfileReps);
-  const std::vector<WholePlan> plans = rank_pipeline_plans(c.profile, batch, members, link, l);
+      cached_profile(profile_file(r.cache_dir, model_key(model, optimizer)), model, optimizer,
+                     plan_micro_batches(r.batch, r.members, layers, l), kProfileReps);
+  const std::vector<WholePlan> plans = rank_pipeline_plans(c.profile, r.batch, r.members, r.link, l);
   char buf[160];
   std::snprintf(buf, sizeof(buf), "planned: the fastest of %zu plans priced, %.2f ms a step predicted; ",
                 plans.size(), plans.front().step_s * 1e3);
@@ -74,18 +76,24 @@ std::pair<WholePlan, std::string> plan_here(trainer::Model& model, const trainer
 }  // namespace
 
 PipelineSetup agree_on_plan(protocol::Group& all, size_t rank, trainer::Model& model,
-                            const trainer::OptimizerOptions& optimizer, size_t batch, size_t members,
-                            const PlanLimits& limits, const LinkModel& link) {
+                            const trainer::OptimizerOptions& optimizer, const PlanRequest& request) {
   const size_t block = kHead + model.layers().size();
-  std::vector<float> plans(block * members, 0.0f);
+  std::vector<float> plans(block * request.members, 0.0f);
   std::string how;
   if (rank == 0) {
-    auto [plan, said] = plan_here(model, optimizer, batch, members, limits, link);
-    const std::vector<float> mine = encode(plan);
-    std::copy(mine.begin(), mine.end(), plans.begin());
-    how = said;
+    try {
+      auto [plan, said] = plan_here(model, optimizer, request);
+      const std::vector<float> mine = encode(plan);
+      std::copy(mine.begin(), mine.end(), plans.begin());
+      how = said;
+    } catch (const std::exception& e) {
+      how = e.what();  // K = 0 tells the others
+    }
   }
   protocol::Allgather(all, plans).run();
+  if (plans[0] == 0.0f)
+    throw DaemonError(rank == 0 ? "pipeline: no plan: " + how
+                                : "pipeline: rank 0 could make no plan (its log says why)");
   PipelineSetup s = decode(std::span<const float>(plans).first(block));
   s.how = rank == 0 ? how : "rank 0's plan";
   if (rank == 0)

@@ -25,9 +25,16 @@ struct PipelineSetup {
 // 0 prices every plan of `members` processes for the global `batch`
 // (pipeline_search.h) from its layer profile (cached per model and
 // machine, profiled at the micro-batch sizes it lacks) on `link`, and
-// takes the fastest.
+// takes the fastest. The profile is cached in `cache_dir`. A plan rank 0
+// cannot make fails every process (DaemonError: rank 0's names why).
+struct PlanRequest {
+  size_t batch = 0;  // the global batch
+  size_t members = 0;
+  PlanLimits limits;
+  LinkModel link;
+  std::string cache_dir;
+};
 PipelineSetup agree_on_plan(protocol::Group& all, size_t rank, trainer::Model& model,
-                            const trainer::OptimizerOptions& optimizer, size_t batch, size_t members,
-                            const PlanLimits& limits, const LinkModel& link);
+                            const trainer::OptimizerOptions& optimizer, const PlanRequest& request);
 
 }  // namespace gossipd::daemon

@@ -79,22 +79,26 @@ void check_pipeline(const RunOptions& o, const PipelineFlags& f, size_t members,
   if (l.partition && l.partition->stages() != *l.stages)
     throw UsageError("--partition " + f.partition + " has " + text(l.partition->stages()) +
                      " stages, --stages says " + text(*l.stages));
-  if (plan_micro_batches(batch, members, l).empty())
+  if (plan_micro_batches(batch, members, layers, l).empty())
     throw UsageError(
         "no pipeline plan of " + text(members) + " processes fits --batch " + text(batch) +
-        " with the flags given: K x D must be the members, D and --micro-batches divide the batch");
+        " and the model's " + text(layers) +
+        " layers with the flags given: K x D must be the members, K no more than the layers, D and "
+        "--micro-batches divide the batch");
 }
 
 PlanLimits resumed_limits(const RunOptions& o, PlanLimits l, size_t layers) {
   if (l.stages && l.replicas && l.partition) return l;
   const std::optional<std::string> layout = newest_layout(o.checkpoint_dir);
   if (!layout) return l;
-  // What the flags leave to the planner, as the checkpoint has it (a
-  // value given that differs is refused when the checkpoint is read).
+  // What the flags leave to the planner, as the checkpoint has it; flags
+  // that give another shape plan anew (and that checkpoint is refused by
+  // its layout when it is read).
   const topology::PipelineShape shape = shape_of(*layout);
-  if (!l.stages) l.stages = shape.stages;
-  if (!l.replicas) l.replicas = shape.replicas;
-  if (!l.partition && *l.stages == shape.stages) l.partition = partition_of(*layout, layers);
+  if ((l.stages && *l.stages != shape.stages) || (l.replicas && *l.replicas != shape.replicas)) return l;
+  l.stages = shape.stages;
+  l.replicas = shape.replicas;
+  if (!l.partition) l.partition = partition_of(*layout, layers);
   return l;
 }
 

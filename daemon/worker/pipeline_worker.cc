@@ -25,7 +25,9 @@ namespace {
 class PipelineWorker : public SyncWorker {
  public:
   PipelineWorker(WorkerContext& c, const PipelineFlags& flags)
-      : SyncWorker(c, "pipeline stage", "restart every stage with the same --stages and --partition"),
+      : SyncWorker(c, "pipeline stage",
+                   "restart every stage with the same flags (from checkpoints: they keep their shape and "
+                   "partition)"),
         p_(flags),
         rank_(rank_of(c)),
         metrics_(c.metrics) {
@@ -39,7 +41,7 @@ class PipelineWorker : public SyncWorker {
     const size_t layers = trainer_.model().layers().size();
     const PlanLimits limits = resumed_limits(options_, pipeline_limits(p_, layers), layers);
     setup_ = agree_on_plan(*all, rank_, trainer_.model(), trainer_.optimizer().options(),
-                           options_.train.batch, members_.size(), limits, kLoopback);
+                           {options_.train.batch, members_.size(), limits, kLoopback, options_.cache_dir});
     comm_ = std::make_unique<PipelineComm>(node_, members_, setup_.shape, rank_, step_options(options_));
     trainer::SamplerOptions shard = trainer_.options().sampler;
     shard.worker_index = static_cast<int>(comm_->at().replica);

@@ -34,7 +34,7 @@ out=$(realpath "$out")
 cmake --build "$build" -j2 --target gossipd gossipctl >/dev/null
 gossipd="$build/bin/gossipd"
 # The profile the planner prices with: this run's own, made once per case.
-export GOSSIPD_PROFILE_DIR="$out/profile"
+cache=(--cache-dir "$out/profile")
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done; }
 trap cleanup EXIT
@@ -59,7 +59,7 @@ pipeline() {
   for ((i = 0; i < procs; i++)); do
     rm -f "$out/$tag-p$i.jsonl"
     timeout 900 "$gossipd" run --id "p$i" --listen "tcp://127.0.0.1:$((base + i))" --peers "$peers" --algo pipeline \
-      "$@" "${model[@]}" "${data[@]}" --quiet --metrics-out "$out/$tag-p$i.jsonl" >"$out/$tag-p$i.log" 2>&1 &
+      "$@" "${model[@]}" "${data[@]}" "${cache[@]}" --quiet --metrics-out "$out/$tag-p$i.jsonl" >"$out/$tag-p$i.log" 2>&1 &
     pids+=($!)
   done
   for ((i = 0; i < procs; i++)); do
@@ -89,8 +89,10 @@ for c in $cases; do
     *) echo "pipeline_pays.sh: unknown case $c (mlp, cnn)" >&2; exit 2 ;;
   esac
   data=(--batch "$batch" --threads 1 --train-limit "$limit" --test-limit 200 --epochs 1)
-  "$build/bin/gossipctl" plan pipeline "${model[@]}" --batch "$batch" --procs "$procs" --json --top 2 >"$out/$c-plan.json"
-  "$build/bin/gossipctl" plan pipeline "${model[@]}" --batch "$batch" --procs "$procs" --top 6 >"$out/$c-plan.md"
+  "$build/bin/gossipctl" plan pipeline "${model[@]}" --batch "$batch" --procs "$procs" "${cache[@]}" --json \
+    --top 2 >"$out/$c-plan.json"
+  "$build/bin/gossipctl" plan pipeline "${model[@]}" --batch "$batch" --procs "$procs" "${cache[@]}" --top 6 \
+    >"$out/$c-plan.md"
   read -ra first <<<"$(plan_flags "$out/$c-plan.json" 1)"
   read -ra second <<<"$(plan_flags "$out/$c-plan.json" 2)"
   : >"$out/$c.txt"

@@ -58,7 +58,9 @@ TEST(PipelineRun, StatusAndMetricsShowTheStageItsLayersAndTheBytes) {
 // No shape given: rank 0 prices every plan of the two processes and both
 // run the fastest; /status says which and what step it predicted.
 TEST(PipelineRun, PlannedByDefaultAndStatusSaysThePlan) {
-  Cluster c(2, with(kPipelineData, {"--algo", "pipeline", "--quiet", "--epochs", "1000"}));
+  TempDir cache;
+  Cluster c(2, with(kPipelineData,
+                    {"--algo", "pipeline", "--quiet", "--epochs", "1000", "--cache-dir", cache.path()}));
   const uint16_t port = c.http_port(1);
   ASSERT_GT(port, 0) << c.proc(1).out() << c.proc(1).err();
   ASSERT_TRUE(
@@ -72,6 +74,8 @@ TEST(PipelineRun, PlannedByDefaultAndStatusSaysThePlan) {
   EXPECT_EQ(first.plan().rfind("planned: the fastest of ", 0), 0u) << first.plan();
   EXPECT_EQ(first.schedule(), p.schedule());
   EXPECT_EQ(first.partition(), p.partition());
+  EXPECT_NE(first.plan().find("profiled the layers here"), std::string::npos) << first.plan();
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(cache.path()), {}), 1) << "one profile, cached";
 }
 
 TEST(PipelineRun, ADeadStageStopsTheOthersNamingIt) {
@@ -158,6 +162,8 @@ TEST(PipelineRun, ShapesThatDoNotFitAreOneLineAndExitTwo) {
                     "--stages 3 does not divide the cluster's 2 members");
   expect_refused_by(2, {"--algo", "pipeline", "--replicas", "2", "--batch", "31"},
                     "--replicas 2 does not divide --batch 31");
+  expect_refused_by(7, {"--algo", "pipeline"},
+                    "no pipeline plan of 7 processes fits --batch 64 and the model's 5 layers");
   expect_refused_by(2, {"--algo", "pipeline", "--micro-batches", "none"},
                     "--micro-batches none: give a count of at least 1, or auto");
   expect_refused_by(2, {"--algo", "allreduce", "--stages", "2"}, "--stages is for --algo pipeline");

@@ -118,11 +118,13 @@ TEST(PipelineSearch, KeepsToWhatTheFlagsFixAndSaysWhenNothingFits) {
   }
   l = {};
   l.micros = 3;  // divides neither 64 nor 32
-  EXPECT_TRUE(plan_micro_batches(64, 2, l).empty());
+  EXPECT_TRUE(plan_micro_batches(64, 2, 4, l).empty());
   EXPECT_THROW(rank_pipeline_plans(p, 64, 2, kFast, l), std::invalid_argument);
   l = {};
   l.stages = 3;  // does not divide 2 processes
   EXPECT_THROW(rank_pipeline_plans(p, 64, 2, kFast, l), std::invalid_argument);
+  EXPECT_TRUE(plan_micro_batches(64, 8, 4, {}).size() > 0);  // 1x8, 2x4, 4x2
+  EXPECT_TRUE(plan_micro_batches(64, 7, 4, {}).empty());     // 7 stages of 4 layers, or 7 replicas of 64
 }
 
 TEST(LayerProfile, TextReadsBackAndABadLineIsNamed) {
