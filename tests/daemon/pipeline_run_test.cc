@@ -59,8 +59,10 @@ TEST(PipelineRun, StatusAndMetricsShowTheStageItsLayersAndTheBytes) {
 // run the fastest; /status says which and what step it predicted.
 TEST(PipelineRun, PlannedByDefaultAndStatusSaysThePlan) {
   TempDir cache;
-  Cluster c(2, with(kPipelineData,
-                    {"--algo", "pipeline", "--quiet", "--epochs", "1000", "--cache-dir", cache.path()}));
+  // A small MLP: its profile is quick to make, also under the sanitizers.
+  Cluster c(2, {"--model", "mlp", "--hidden", "32", "--train-limit", "640", "--test-limit", "100", "--batch",
+                "32", "--threads", "1", "--algo", "pipeline", "--quiet", "--epochs", "1000", "--cache-dir",
+                cache.path()});
   const uint16_t port = c.http_port(1);
   ASSERT_GT(port, 0) << c.proc(1).out() << c.proc(1).err();
   ASSERT_TRUE(
@@ -79,9 +81,9 @@ TEST(PipelineRun, PlannedByDefaultAndStatusSaysThePlan) {
 }
 
 TEST(PipelineRun, ADeadStageStopsTheOthersNamingIt) {
-  Cluster c(3, with(kPipelineData,
-                    {"--algo", "pipeline", "--stages", "3", "--quiet", "--epochs", "1000", "--timeout-ms",
-                     "2000", "--heartbeat-ms", "100", "--failure-timeout-ms", "1500"}));
+  Cluster c(3, with(kPipelineData, {"--algo", "pipeline", "--stages", "3", "--micro-batches", "4", "--quiet",
+                                    "--epochs", "1000", "--timeout-ms", "2000", "--heartbeat-ms", "100",
+                                    "--failure-timeout-ms", "1500"}));
   wait_for_rounds(c, 2);
   c.proc(1).signal(SIGKILL);
   // The step's timeout, then at most the failure timeout for membership to drop it.
