@@ -22,7 +22,8 @@ class GridComm {
   virtual void allgather_column(std::span<float> data, std::span<const size_t> counts) = 0;
   // Sum over the column; afterwards this process's block holds it.
   virtual void reduce_scatter_column(std::span<float> data, std::span<const size_t> counts) = 0;
-  // Sum over the Pc processes of this grid row, in place.
+  // Sum over the Pc processes of this grid row, in place; the members start
+  // it together and return once every one of them holds the sum.
   virtual void allreduce_row(std::span<float> data) = 0;
   // Sum over all P processes, in place (the convolutions' weight gradients).
   virtual void allreduce_all(std::span<float> data) = 0;

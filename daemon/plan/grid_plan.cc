@@ -1,5 +1,6 @@
 #include "daemon/plan/grid_plan.h"
 
+#include <cmath>
 #include <stdexcept>
 
 #include "protocol/collectives.h"
@@ -78,6 +79,10 @@ void weight_gradients(Totals& t, const GridPlanInput& in, GridShape shape) {
       dense_rows[r] += topology::block_range(l.out.size(), shape.rows, r).size() * per_row;
   }
   for (size_t rows : dense_rows) allreduce(t, t.words.weight_gradient, shape.cols, rows);
+  if (shape.cols > 1 && dense_rows.front() > 0) {  // the row's barriers before and after (GroupGridComm)
+    const double rounds = std::ceil(std::log2(static_cast<double>(shape.cols)));
+    t.messages += static_cast<double>(shape.procs()) * 2 * rounds;
+  }
   allreduce(t, t.words.weight_gradient, shape.procs(), conv);
 }
 

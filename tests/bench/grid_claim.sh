@@ -35,7 +35,8 @@
 # Env: STEPS=8 (>= 3)  SHAPES="8x1 4x2 2x4 1x8"  HIDDEN=2048,2048,2048  BATCH=512 (the grid's)
 #      BANDWIDTH=100mbit  NETWORKS="netns loopback"  REPS=20 (pingpong repetitions)
 #      PING_BYTES=16777216  POLL=0.2  TEST_LIMIT=500  GFLOPS (the planner's --gflops;
-#      unset: it measures sgemm)  OUT=out/bench/grid_claim-DATE
+#      unset: sgemm measured on one thread, times cores / processes where
+#      the processes outnumber the cores)  OUT=out/bench/grid_claim-DATE
 set -euo pipefail
 export LC_ALL=C OPENBLAS_NUM_THREADS=1
 source "$(dirname "$0")/control.sh"
@@ -91,6 +92,17 @@ plan() {  # latency_us bandwidth -> the plan's JSON
 known() { awk 'NF == 2 && $2 != "-"'; }  # "shape value" lines that have a value
 # The shapes ordered by column $2 of "shape value" lines: "4x2 < 8x1 < ...".
 order() { sort -g -k2 | awk '{ printf "%s%s", (NR > 1 ? " < " : ""), $1 }'; }
+
+# --- the compute rate a process gets: sgemm on one thread, shared where the
+# processes outnumber the cores (8 processes on 2 cores: a quarter each) ---
+gflops_how="--gflops"
+if [[ -z ${GFLOPS:-} ]]; then
+  one=$(plan 10 "$bandwidth" | field flops_per_s)
+  cores=$(nproc)
+  share=$(calc "\"%.4f\", ($cores < $procs ? $cores / $procs : 1)")
+  GFLOPS=$(calc "\"%.3f\", $one * $share / 1e9")
+  gflops_how="sgemm it measured on one thread, $(calc "\"%.1f\", $one / 1e9"), x $share: $procs processes on $cores cores"
+fi
 
 # --- alpha and beta: gossipctl bench pingpong (two ranks on loopback) -------
 pingpong() { "$ctl" bench pingpong --bytes "$1" --reps "$reps" | field seconds; }
@@ -210,7 +222,7 @@ main=${networks[0]}
   echo "grid_claim.sh at $commit, $(date +%F): mlp --hidden $hidden, grid batch $batch, $procs processes," \
     "$steps steps per shape; $(nproc) cores; the planner's compute at" \
     "$(calc "\"%.1f\", $(field flops_per_s <"$out/plan_netns.json") / 1e9") GFLOP/s per process" \
-    "$( [[ -n ${GFLOPS:-} ]] && echo "(--gflops)" || echo "(sgemm it measured, one thread)")"
+    "($gflops_how)"
   for net in "${networks[@]}"; do
     echo "$net: $( [[ $net == netns ]] && echo "one namespace per process, $bandwidth per host each way" ||
       echo "TCP loopback"), ${loads[$net]}"
