@@ -28,7 +28,7 @@
 # seconds by kind (GridStatus), which table 3 sets against each kind's words
 # at beta. Needs root (network namespaces)
 # and curl. On a shared machine: nice -n 10 tests/bench/grid_claim.sh
-# Takes ~7 min on 2 cores. OUT keeps compare's outputs, the poll traces
+# Takes ~6 min on 2 cores (3.5 with NETWORKS=netns). OUT keeps compare's outputs, the poll traces
 # (NET.trace), the plans and the table (table.md).
 #
 #   tests/bench/grid_claim.sh [BUILD_DIR]        (default: ./build)
