@@ -82,6 +82,21 @@ std::optional<Message> Mailbox::pop_chunk(const ChunkKey& key, Clock::time_point
   return m;
 }
 
+std::optional<Message> Mailbox::pop_tag(uint32_t tag, Clock::time_point deadline, std::stop_token stop) {
+  std::unique_lock lock(mutex_);
+  auto first = [&] {
+    for (auto it = chunks_.lower_bound(ChunkKey{tag, 0, ""}); it != chunks_.end() && it->first.tag == tag;
+         ++it)
+      if (!it->second.empty()) return it;
+    return chunks_.end();
+  };
+  if (!cv_.wait_until(lock, stop, deadline, [&] { return first() != chunks_.end(); })) return std::nullopt;
+  auto it = first();
+  Message m = take(it->second);
+  if (it->second.empty()) chunks_.erase(it);
+  return m;
+}
+
 std::optional<Message> Mailbox::pop(proto::MessageType type, Clock::time_point deadline,
                                     std::stop_token stop) {
   const proto::MessageType types[] = {type};

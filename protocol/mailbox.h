@@ -54,6 +54,10 @@ class Mailbox {
   std::optional<Message> pop_any(std::span<const proto::MessageType> types, Clock::time_point deadline,
                                  std::stop_token stop);
 
+  // The next chunk of `tag`, whatever its seq and sender (a server taking
+  // requests from anyone); nullopt at the deadline or when `stop` fires.
+  std::optional<Message> pop_tag(uint32_t tag, Clock::time_point deadline, std::stop_token stop);
+
   // Every chunk queued for `tag` from `sender`, whatever its seq, oldest seq
   // first, without waiting (an asynchronous exchange that takes the newest
   // copy of whatever arrived, in no lockstep with its sender).

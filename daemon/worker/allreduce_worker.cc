@@ -70,6 +70,11 @@ trainer::StepResult AllreduceWorker::step(std::span<const uint32_t> idx, std::st
       if (!group_ || ring_changed(view)) reform(view, round, stop);
       // Gradients at the current parameters: after a re-sync they are recomputed.
       trainer::StepResult r = trainer_.compute_gradients(idx);
+      if (options_.update) {
+        TrainingLoop::CommTimer comm(loop_);
+        options_.update(*group_, round);
+        return r;
+      }
       auto grads = trainer_.model().grads();
       {
         TrainingLoop::CommTimer comm(loop_);
@@ -78,7 +83,6 @@ trainer::StepResult AllreduceWorker::step(std::span<const uint32_t> idx, std::st
       const float scale = 1.0f / static_cast<float>(group_->size());
       for (float& g : grads) g *= scale;
       trainer_.apply_gradients(trainer_.current_lr());
-      if (options_.after_update) options_.after_update(*group_, round);
       return r;
     } catch (const protocol::Aborted&) {
       throw;

@@ -30,9 +30,10 @@ struct AllreduceWorkerOptions {
   // view). The ring re-forms when its members change.
   std::function<std::vector<std::string>(const topology::View&)> ring_of;
   std::function<uint32_t(const std::vector<std::string>&)> ring_tag;
-  // Called after every update with the ring and the step's round, inside the
+  // Compute groups: instead of the allreduce and the update, called with the
+  // ring and the step's round once the gradients are computed, inside the
   // step's fault handling (a failure re-forms the ring like the allreduce's).
-  std::function<void(protocol::Group&, uint64_t round)> after_update;
+  std::function<void(protocol::Group&, uint64_t round)> update;
 };
 
 // AllReduce-SGD: every step, each member computes gradients on its own shard,

@@ -10,21 +10,22 @@ namespace gossipd::daemon {
 namespace {
 
 // Compute groups (--compute-groups): data parallel, synchronous inside a
-// group, asynchronous between groups; no joiners (the groups are the
-// initial members').
+// group, asynchronous between groups through the parameter shards; no
+// joiners (the groups are the initial members').
 class GroupsMode : public Mode {
  public:
   std::string name() const override { return "groups"; }
   std::string summary() const override {
-    return "Compute groups: AllReduce-SGD inside each of g groups (--compute-groups), Crossover-SGD between "
-           "groups in the background, no group waiting for another";
+    return "Compute groups (Omnivore): g groups (--compute-groups) push their gradients to parameter shards "
+           "every member owns, which apply them as they arrive; no group waits for another";
   }
 
   void add_flags(ModeFlags& f) override {
     f.option("--compute-groups", flags_.compute_groups,
              "--algo groups: g compute groups of N/g workers (g divides N; rank r, members sorted by id, "
-             "is in group r / (N/g)): gradients allreduced inside a group every step, models exchanged "
-             "between groups in the background (Crossover-SGD), never waiting for another group")
+             "is in group r / (N/g)): every step a group reduces its gradient and pushes it to the owners "
+             "of the parameter shards (one per worker), which apply each group's as it arrives; 1 is "
+             "synchronous SGD, N fully asynchronous")
         ->check(CLI::Range(size_t{1}, size_t{4096}));
     f.option("--target-momentum", flags_.target_momentum,
              "--algo groups --momentum auto: the total momentum (explicit + the asynchrony's implicit)")
@@ -53,8 +54,8 @@ class GroupsMode : public Mode {
   std::string entry_syntax() const override { return "groups:G"; }
 
   bool accepts_joins() const override { return false; }
-  void check_model(const RunOptions&, size_t members, const trainer::Model&) const override {
-    check_groups(flags_, members);
+  void check_model(const RunOptions& o, size_t members, const trainer::Model&) const override {
+    check_groups(flags_, members, o);
   }
   std::unique_ptr<Worker> make_worker(WorkerContext& c) const override {
     return make_groups_worker(c, flags_);
@@ -69,13 +70,15 @@ std::vector<std::string> GroupsMode::final_report(const proto::Status& s) const 
   if (!s.has_groups()) return {};
   const proto::GroupsStatus& g = s.groups();
   char line[400];
-  std::snprintf(line, sizeof(line),
-                "compute group %u of %u: %llu segments folded in (staleness mean %.2f, max %lld steps), %llu "
-                "superseded, %llu sends skipped, momentum %.3f (fitted to its updates %.3f)",
-                g.group(), g.groups(), static_cast<unsigned long long>(g.segments_folded()),
-                g.staleness_mean(), static_cast<long long>(g.staleness_max()),
-                static_cast<unsigned long long>(g.segments_superseded()),
-                static_cast<unsigned long long>(g.segments_skipped()), g.momentum(), g.fitted_momentum());
+  std::snprintf(
+      line, sizeof(line),
+      "compute group %u of %u: as an owner %llu pushes applied (staleness mean %.2f, max %lld), %llu "
+      "repeats answered, %llu shards seeded, %llu updates lost; momentum %.3f (its shards' updates "
+      "show %.3f)",
+      g.group(), g.groups(), static_cast<unsigned long long>(g.pushes_applied()), g.staleness_mean(),
+      static_cast<long long>(g.staleness_max()), static_cast<unsigned long long>(g.pushes_duplicate()),
+      static_cast<unsigned long long>(g.shards_seeded()), static_cast<unsigned long long>(g.updates_lost()),
+      g.momentum(), g.fitted_momentum());
   return {line};
 }
 

@@ -1,38 +1,135 @@
 #include "daemon/worker/groups_worker.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "daemon/config/cli.h"
+#include "daemon/groups/momentum_rule.h"
+#include "daemon/groups/shard_client.h"
+#include "daemon/groups/shard_service.h"
+#include "daemon/groups/shard_store.h"
 #include "daemon/worker/allreduce_worker.h"
-#include "daemon/worker/group_fold.h"
+#include "daemon/worker/groups_report.h"
+#include "protocol/collectives.h"
+#include "protocol/tags.h"
 #include "topology/compute_groups.h"
+#include "topology/groups.h"
 
 namespace gossipd::daemon {
 namespace {
 
-// The fold outlives the ring worker that calls it.
+// A tag per ring (its members), inside the compute groups' range after the
+// shards' two (daemon/groups/shard_wire.h).
+uint32_t ring_tag(const std::vector<std::string>& members) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a over the ids, each ended by a 0
+  for (const auto& id : members) {
+    for (char c : id) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+    h *= 1099511628211ull;
+  }
+  const auto range = protocol::tags::range(protocol::tags::User::kComputeGroups);
+  return range.at(2 + h % (range.count - 2));
+}
+
+AliveMembers alive_members(Membership& membership) {
+  return [&membership] {
+    std::vector<std::string> alive = membership.view().members();
+    std::sort(alive.begin(), alive.end());
+    return alive;
+  };
+}
+
+trainer::OptimizerOptions owners_optimizer(const WorkerContext& c, const GroupsFlags& o, size_t groups) {
+  trainer::OptimizerOptions opt = c.trainer().optimizer().options();
+  if (c.options.train.momentum_auto)
+    opt.momentum = auto_momentum(o.target_momentum, o.momentum_floor, groups);
+  return opt;
+}
+
 class GroupsWorker : public Worker {
  public:
-  GroupsWorker(std::unique_ptr<GroupFold> fold, WorkerContext& c, AllreduceWorkerOptions w)
-      : fold_(std::move(fold)) {
-    w.ring_of = [f = fold_.get()](const topology::View& view) { return f->ring_of(view); };
-    w.ring_tag = &GroupFold::ring_tag;
-    w.after_update = [f = fold_.get()](protocol::Group& ring, uint64_t round) {
-      f->after_update(ring, round);
+  GroupsWorker(WorkerContext& c, const GroupsFlags& o, std::map<std::string, std::string> labels)
+      : node_(c.node),
+        membership_(c.membership),
+        trainer_(c.trainer()),
+        labels_(std::move(labels)),
+        groups_(o.compute_groups),
+        store_(ShardLayout(trainer_.model().params().size(), c.members), owners_optimizer(c, o, groups_)),
+        service_(c.node, alive_members(c.membership), store_, labels_,
+                 std::chrono::milliseconds(c.options.timeout_ms)),
+        client_(c.node, alive_members(c.membership), store_, service_, labels_.at(c.node.id()),
+                client_options(c)),
+        rule_{c.options.train.momentum_auto, o.target_momentum, o.momentum_floor},
+        report_(c.node, c.state, c.metrics, store_, client_,
+                GroupsReportInfo{groups_, labels_.at(c.node.id()), c.options.train.momentum_auto}) {
+    AllreduceWorkerOptions w = allreduce_worker_options(c);
+    // A member may wait on a dead owner until membership moves its shard:
+    // its ring waits that long too before it calls the member dead.
+    w.timeout = client_options(c).give_up;
+    w.ring_of = [this](const topology::View& view) {
+      const topology::Groups groups(view, labels_);
+      return groups.members(*groups.group_of(node_.id()));
     };
-    ring_ = std::make_unique<AllreduceWorker>(c.node, c.members, c.membership, c.trainer(), c.loop(),
-                                              std::move(w));
+    w.ring_tag = &ring_tag;
+    w.update = [this](protocol::Group& ring, uint64_t round) { step(ring, round); };
+    ring_ =
+        std::make_unique<AllreduceWorker>(c.node, c.members, c.membership, trainer_, c.loop(), std::move(w));
   }
-  void run(std::stop_token stop) override { ring_->run(stop); }
+  void run(std::stop_token stop) override {
+    ring_->run(stop);
+    service_.finish(stop);
+    report_.at_end();
+  }
 
  private:
-  std::unique_ptr<GroupFold> fold_;
+  static ShardClientOptions client_options(const WorkerContext& c) {
+    ShardClientOptions o;
+    o.give_up = std::chrono::milliseconds(c.options.timeout_ms + c.options.failure_timeout_ms);
+    o.send_timeout = std::chrono::milliseconds(c.options.timeout_ms);
+    return o;
+  }
+  void step(protocol::Group& ring, uint64_t round);
+
+  protocol::Node& node_;
+  Membership& membership_;
+  trainer::Trainer& trainer_;
+  std::map<std::string, std::string> labels_;
+  size_t groups_;
+  ShardStore store_;
+  ShardService service_;
+  ShardClient client_;
+  MomentumRule rule_;
+  GroupsReport report_;
   std::unique_ptr<AllreduceWorker> ring_;
 };
 
+// The group's gradient reduce-scattered over its ring, each member's slice
+// of shards pushed and pulled, the fresh values allgathered.
+void GroupsWorker::step(protocol::Group& ring, uint64_t round) {
+  const ShardLayout& layout = store_.layout();
+  auto grads = trainer_.model().grads();
+  auto params = trainer_.model().params();
+  const std::vector<size_t> counts = layout.slice_counts(ring.size());
+  if (ring.size() > 1) protocol::ReduceScatter(ring, grads, counts).run();
+  const auto slice = layout.slice(ring.rank(), ring.size());
+  if (slice.first < slice.second) {
+    const float scale = 1.0f / static_cast<float>(ring.size());
+    for (size_t i = layout.range(slice.first).begin; i < layout.range(slice.second - 1).end; ++i)
+      grads[i] *= scale;
+  }
+  client_.exchange(round, trainer_.current_lr(), slice, grads, params, ring.options().stop);
+  if (ring.size() > 1) {
+    protocol::Allgather(ring, params, counts).run();
+    client_.share_versions(ring);
+  }
+  trainer_.count_step();
+  const size_t groups = topology::Groups(membership_.view(), labels_).count();
+  if (rule_.automatic) store_.set_momentum(auto_momentum(rule_.target, rule_.floor, groups));
+  report_.at_step(ring, groups);
+}
+
 }  // namespace
 
-void check_groups(const GroupsFlags& o, size_t members) {
+void check_groups(const GroupsFlags& o, size_t members, const RunOptions& options) {
   if (o.compute_groups == 0) {
     throw UsageError("--algo groups needs --compute-groups g (g divides the " + std::to_string(members) +
                      " workers: 1 is AllReduce-SGD, " + std::to_string(members) + " one group per worker)");
@@ -43,18 +140,15 @@ void check_groups(const GroupsFlags& o, size_t members) {
     throw UsageError("--compute-groups " + std::to_string(o.compute_groups) + ": " + e.what() +
                      "; choose a divisor of " + std::to_string(members));
   }
+  if (options.train.optimizer != "sgd") {
+    throw UsageError(
+        "--algo groups updates each parameter shard at its owner, element by element: --optimizer " +
+        options.train.optimizer + " needs whole layers; use --optimizer sgd");
+  }
 }
 
 std::unique_ptr<Worker> make_groups_worker(WorkerContext& c, const GroupsFlags& o) {
-  protocol::GossipOptions g;
-  g.seed = c.topology_seed;
-  g.segment_deadline = std::chrono::milliseconds(c.options.segment_deadline_ms);
-  const MomentumRule momentum{c.options.train.momentum_auto, o.target_momentum, o.momentum_floor};
-  auto fold = std::make_unique<GroupFold>(c.node, c.membership,
-                                          topology::compute_group_labels(c.members, o.compute_groups),
-                                          c.segments, g, momentum, c.trainer(), c.state, c.metrics);
-  AllreduceWorkerOptions w = allreduce_worker_options(c);
-  return std::make_unique<GroupsWorker>(std::move(fold), c, std::move(w));
+  return std::make_unique<GroupsWorker>(c, o, topology::compute_group_labels(c.members, o.compute_groups));
 }
 
 }  // namespace gossipd::daemon

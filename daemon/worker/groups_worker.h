@@ -18,14 +18,20 @@ struct GroupsFlags {
   float momentum_floor = 0.0f;
 };
 
-// --algo groups (Omnivore's compute groups, decentralised): the members in
-// g groups (topology/compute_groups.h). Inside a group AllReduce-SGD (its
-// ring, re-formed as AllReduce-SGD's when a member dies); between groups
-// Crossover-SGD on a thread of its own, folded in when it arrives
-// (GroupFold), so no group waits for another.
+// --algo groups (Omnivore's compute groups, with the parameter server
+// sharded over the members, daemon/groups): the members in g groups
+// (topology/compute_groups.h). A group's step: its members compute the
+// gradient of their shares of the batch, reduce-scatter it over the group's
+// ring, push each shard of their slice to its owner, which applies every
+// group's gradient as it arrives, take the fresh values it answers with and
+// allgather them over the ring. No group waits for another; a group whose
+// member dies re-forms as AllReduce-SGD's ring does. One group is
+// synchronous SGD.
 std::unique_ptr<Worker> make_groups_worker(WorkerContext& context, const GroupsFlags& flags);
 
-// Throws UsageError when --compute-groups is missing or does not divide the members.
-void check_groups(const GroupsFlags& flags, size_t members);
+// Throws UsageError when --compute-groups is missing or does not divide the
+// members, or the optimizer is not element-wise (an owner updates a shard,
+// not whole layers).
+void check_groups(const GroupsFlags& flags, size_t members, const RunOptions& options);
 
 }  // namespace gossipd::daemon

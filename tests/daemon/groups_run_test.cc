@@ -1,10 +1,14 @@
 // gossipd run --algo groups across real processes: each compute group ends
-// with one model, the groups fold in each other's segments without waiting,
-// one group is AllReduce-SGD, a dead member leaves its group to re-form while
-// the other goes on, and bad counts are one line and exit 2.
+// with one model and every group's push is applied once (duplicated and
+// reordered on the wire), /status shows the shards and the staleness, one
+// group is AllReduce-SGD, a dead member's group re-forms and its shards are
+// seeded again while the other group goes on, and bad counts are one line.
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <cmath>
+#include <filesystem>
+#include <map>
 #include <regex>
 #include <string>
 #include <vector>
@@ -13,6 +17,7 @@
 #include "tests/support/cluster.h"
 #include "tests/support/http_client.h"
 #include "tests/support/process.h"
+#include "tests/support/temp_dir.h"
 #include "tests/support/wait.h"
 
 namespace gossipd::testing {
@@ -33,8 +38,26 @@ std::vector<std::string> groups(int g, const std::vector<std::string>& more) {
               more);
 }
 
-TEST(GroupsRun, EachGroupEndsWithOneModelAndBothLearn) {
-  Cluster c(4, with(groups(2, {"--epochs", "2", "--timeout-ms", "10000"}), kNoEviction));
+// The groups' final records: pushes applied by every owner, repeats refused.
+struct Pushes {
+  uint64_t applied = 0, repeats = 0, duplicated = 0;
+};
+Pushes pushes(Cluster& c, int n) {
+  Pushes p;
+  for (int i = 0; i < n; ++i) {
+    const auto end = c.end_record(i);
+    if (!end) continue;
+    const proto::ControlRecord& r = *end;
+    p.applied += r.status().groups().pushes_applied();
+    p.repeats += r.status().groups().pushes_duplicate();
+    p.duplicated += r.faults().duplicated();
+  }
+  return p;
+}
+
+TEST(GroupsRun, EachGroupEndsWithOneModelBothLearnAndEveryPushIsAppliedOnce) {
+  Cluster c(4,
+            with(groups(2, {"--epochs", "2", "--timeout-ms", "10000", "--momentum", "auto"}), kNoEviction));
   const Done first = expect_identical_cells(c, 180s, {0, 1});
   const Done second = expect_identical_cells(c, 180s, {2, 3});
   EXPECT_EQ(first.rounds, 2 * (3000 / 4 / 32));  // data parallel: each worker its quarter
@@ -42,9 +65,27 @@ TEST(GroupsRun, EachGroupEndsWithOneModelAndBothLearn) {
   EXPECT_NE(first.hash, second.hash) << "asynchronous groups ended with the same model";
   EXPECT_GT(first.accuracy, 0.6);
   EXPECT_GT(second.accuracy, 0.6);
+  EXPECT_EQ(pushes(c, 4).applied, static_cast<uint64_t>(2 * first.rounds * 4))
+      << "two groups, every step, four shards: each once";
 }
 
-TEST(GroupsRun, StatusShowsTheGroupTheStalenessOfWhatWasFoldedInAndTheAutoMomentum) {
+// Groups of one member run no collective: every message between them is a
+// push or an answer, and the injected faults duplicate and reorder those.
+TEST(GroupsRun, FourGroupsOfOneApplyEveryDuplicatedOrReorderedPushOnce) {
+  Cluster c(4, with(groups(4, {"--epochs", "1", "--momentum", "0", "--inject-duplicate", "0.2",
+                               "--inject-reorder", "0.2", "--inject-seed", "5"}),
+                    kNoEviction));
+  int rounds = 0;
+  for (int i = 0; i < 4; ++i) rounds = expect_identical_cells(c, 120s, {i}).rounds;
+  EXPECT_EQ(rounds, 3000 / 4 / 32);
+  const Pushes p = pushes(c, 4);
+  EXPECT_EQ(p.applied, static_cast<uint64_t>(4 * rounds * 4))
+      << "four groups, every step, four shards: each once";
+  EXPECT_GT(p.duplicated, 0u);
+  EXPECT_GT(p.repeats, 0u) << "no repeated push reached an owner: the test tested nothing";
+}
+
+TEST(GroupsRun, StatusShowsTheGroupTheShardsTheStalenessAndTheAutoMomentum) {
   Cluster c(4, groups(2, {"--epochs", "1000", "--momentum", "auto", "--target-momentum", "0.8"}));
   for (int i : {0, 2}) {
     const uint16_t port = c.http_port(i);
@@ -53,7 +94,7 @@ TEST(GroupsRun, StatusShowsTheGroupTheStalenessOfWhatWasFoldedInAndTheAutoMoment
     ASSERT_TRUE(wait_until(
         [&] {
           s = fetch_status(port);
-          return s.groups().segments_folded() > 0 && s.groups().exchange_rounds() > 0;
+          return s.groups().pushes_applied() > 20;
         },
         60s))
         << s.DebugString();
@@ -62,6 +103,11 @@ TEST(GroupsRun, StatusShowsTheGroupTheStalenessOfWhatWasFoldedInAndTheAutoMoment
     EXPECT_EQ(s.groups().group(), i == 0 ? 0u : 1u);
     const std::vector<std::string> ring(s.groups().group_members().begin(), s.groups().group_members().end());
     EXPECT_EQ(ring, i == 0 ? (std::vector<std::string>{"w0", "w1"}) : (std::vector<std::string>{"w2", "w3"}));
+    EXPECT_EQ(std::vector<uint32_t>(s.groups().shards_owned().begin(), s.groups().shards_owned().end()),
+              std::vector<uint32_t>{static_cast<uint32_t>(i)});
+    uint64_t histogram = 0;
+    for (uint64_t n : s.groups().staleness_histogram()) histogram += n;
+    EXPECT_GE(histogram, 20u) << "every applied push has its staleness";
     EXPECT_GE(s.groups().staleness_max(), static_cast<int64_t>(s.groups().staleness_mean()));
     EXPECT_GT(s.bytes_sent(), 0u);
     // Two groups: the asynchrony's implicit momentum is 1 - 1/2, the explicit the rest of 0.8.
@@ -69,26 +115,45 @@ TEST(GroupsRun, StatusShowsTheGroupTheStalenessOfWhatWasFoldedInAndTheAutoMoment
     EXPECT_FLOAT_EQ(s.groups().implicit_momentum(), 0.5f);
     EXPECT_NEAR(s.groups().momentum(), 0.3f, 1e-6);
     const MetricsText m = fetch_metrics(port);
-    EXPECT_GT(m.value("gossipd_groups_segments_folded_total").value_or(0), 0) << m;
+    EXPECT_GT(m.value("gossipd_groups_pushes_applied_total").value_or(0), 0) << m;
   }
 }
 
-// With one group there is nothing to exchange: the run is AllReduce-SGD's.
+// With one group every owner applies one update a step: synchronous SGD,
+// AllReduce-SGD's parameters after 100 steps (4 members, 25 steps an epoch).
 TEST(GroupsRun, OneGroupIsAllreduceSgd) {
-  Done groups_done, allreduce_done;
-  {
-    Cluster c(2, with(groups(1, {"--epochs", "1"}), kNoEviction));
-    groups_done = expect_identical_cells(c, 120s);
+  const std::vector<std::string> flags{"--train-limit", "3200", "--test-limit", "200", "--batch", "32",
+                                       "--threads",     "1",    "--epochs",     "4",   "--quiet"};
+  std::map<std::string, std::vector<float>> params;
+  for (const std::string algo : {"groups", "allreduce"}) {
+    TempDir dir("gossipd_groups_sync");
+    const auto ckpt = [&](int i) { return dir.file(Cluster::id(i) + ".ckpt"); };
+    std::vector<std::string> mode{"--algo", algo};
+    if (algo == "groups") mode = {"--algo", "groups", "--compute-groups", "1"};
+    Cluster c(4, with(with(flags, mode), kNoEviction), [&](int i) {
+      return std::vector<std::string>{"--checkpoint-dir", ckpt(i)};
+    });
+    const Done done = expect_identical_cells(c, 120s);
+    EXPECT_EQ(done.rounds, 100) << algo;
+    const auto all = daemon::list_checkpoints(ckpt(0));
+    ASSERT_FALSE(all.empty()) << algo;
+    const daemon::ReplicaState st = daemon::read_checkpoint(all[0]).state;
+    EXPECT_EQ(st.header.step(), 100u) << algo;
+    params[algo] = st.params;
   }
-  {
-    Cluster c(2, with(with(kGroupsData, {"--algo", "allreduce", "--epochs", "1", "--quiet"}), kNoEviction));
-    allreduce_done = expect_identical_cells(c, 120s);
+  const auto& a = params["groups"];
+  const auto& b = params["allreduce"];
+  ASSERT_EQ(a.size(), b.size());
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
+    norm += double(b[i]) * b[i];
   }
-  EXPECT_EQ(groups_done.hash, allreduce_done.hash);
-  EXPECT_EQ(groups_done.rounds, 3000 / 2 / 32);
+  EXPECT_LE(std::sqrt(diff / norm), 1e-5);
 }
 
-TEST(GroupsRun, ADeadMemberLeavesItsGroupToReformAndTheOtherGroupGoesOn) {
+// w3 owned shard 3: it moves to w0 (alive[3 mod 3]), seeded from a group's copy.
+TEST(GroupsRun, ADeadMemberLeavesItsGroupToReformItsShardIsSeededAgainAndTheOtherGroupGoesOn) {
   Cluster c(4, groups(2, {"--epochs", "40", "--timeout-ms", "1000", "--heartbeat-ms", "100",
                           "--failure-timeout-ms", "1500"}));
   wait_for_rounds(c, 1);
@@ -102,6 +167,9 @@ TEST(GroupsRun, ADeadMemberLeavesItsGroupToReformAndTheOtherGroupGoesOn) {
     const std::string other = c.proc(i).out() + c.proc(i).err();
     EXPECT_EQ(other.find("ring re-formed"), std::string::npos) << "group 0 re-formed: " << other;
   }
+  const auto end = c.end_record(0);
+  ASSERT_TRUE(end.has_value());
+  EXPECT_GE(end->status().groups().shards_seeded(), 1u) << end->DebugString();
 }
 
 TEST(GroupsRun, BadCountsAndMomentaAreOneLine) {
@@ -111,6 +179,8 @@ TEST(GroupsRun, BadCountsAndMomentaAreOneLine) {
   expect_refused_by(4, with(kGroupsData, {"--momentum", "auto"}), "--momentum auto is for --algo groups");
   expect_refused_by(4, groups(2, {"--momentum", "1.5"}), "'1.5' is not in [0, 0.999] nor auto");
   expect_refused_by(4, groups(2, {"--momentum", "high"}), "'high' is not in [0, 0.999] nor auto");
+  expect_refused_by(4, groups(2, {"--optimizer", "lars"}),
+                    "--optimizer lars needs whole layers; use --optimizer sgd");
   const RunResult train = run({bin("gossipd"), "train", "--momentum", "auto", "--epochs", "1"}, 30s);
   EXPECT_EQ(train.exit_code, 2) << train.err;
   EXPECT_NE(train.err.find("--momentum auto is for gossipd run --algo groups"), std::string::npos)

@@ -1,0 +1,153 @@
+#include "daemon/groups/shard_client.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "daemon/groups/shard_wire.h"
+#include "protocol/collectives.h"
+#include "protocol/errors.h"
+
+namespace gossipd::daemon {
+
+ShardClient::ShardClient(protocol::Node& node, AliveMembers alive, ShardStore& store, ShardService& service,
+                         std::string group, ShardClientOptions options)
+    : node_(node),
+      alive_(std::move(alive)),
+      store_(store),
+      service_(service),
+      group_(std::move(group)),
+      options_(options),
+      versions_(store.layout().count(), 0) {}
+
+std::string ShardClient::owner_of(size_t shard) const { return store_.layout().owner(shard, alive_()); }
+
+std::span<const float> ShardClient::piece(std::span<const float> v, size_t shard) const {
+  const auto r = store_.layout().range(shard);
+  return v.subspan(r.begin, r.size());
+}
+
+bool ShardClient::local(const Step& s, size_t shard) {
+  const auto r = store_.layout().range(shard);
+  const ShardPush p{group_, s.step, versions_[shard], s.lr, shard, piece(s.grads, shard)};
+  PushOutcome o = store_.push(p);
+  if (o == PushOutcome::kUnseeded) {
+    store_.seed(shard, s.params.subspan(r.begin, r.size()), versions_[shard]);
+    o = store_.push(p);
+  }
+  if (o != PushOutcome::kApplied && o != PushOutcome::kDuplicate) return false;
+  const auto version = store_.read(shard, s.params.subspan(r.begin, r.size()));
+  if (!version) return false;
+  versions_[shard] = *version;
+  return true;
+}
+
+void ShardClient::push(const Step& s, Pending& p) {
+  p.resend = Clock::now() + p.backoff;
+  if (p.owner == node_.id()) return;  // not in this member's store yet: tried again when due
+  ShardMessage m{proto::SHARD_PUSH, s.step, static_cast<uint32_t>(p.shard), {}};
+  m.note.set_version(versions_[p.shard]);
+  m.note.set_learning_rate(s.lr);
+  send_shard(node_, p.owner, kShardRequestTag, m, piece(s.grads, p.shard), options_.send_timeout);
+}
+
+void ShardClient::seed(const Step& s, const Pending& p) {
+  ShardMessage m{proto::SHARD_SEED, s.step, static_cast<uint32_t>(p.shard), {}};
+  m.note.set_version(versions_[p.shard]);
+  send_shard(node_, p.owner, kShardRequestTag, m, piece(s.params, p.shard), options_.send_timeout);
+}
+
+void ShardClient::exchange(uint64_t step, float lr, std::pair<size_t, size_t> shards,
+                           std::span<const float> grads, std::span<float> params, std::stop_token stop) {
+  const Step s{step, lr, grads, params};
+  service_.follow_view();
+  std::vector<Pending> pending;
+  for (size_t j = shards.first; j < shards.second; ++j) {
+    Pending p{j, owner_of(j), {}, Clock::now() + options_.give_up, options_.first_resend};
+    if (p.owner == node_.id() && local(s, j)) continue;
+    push(s, p);
+    pending.push_back(p);
+  }
+  while (!pending.empty()) {
+    const auto due = std::min_element(pending.begin(), pending.end(),
+                                      [](const Pending& a, const Pending& b) { return a.resend < b.resend; });
+    auto m = node_.mailbox().pop_tag(kShardAnswerTag, due->resend, stop);
+    if (stop.stop_requested()) throw protocol::Aborted(node_.id(), "pulling parameter shards");
+    if (m) {
+      take(s, *m, pending);
+    } else {
+      resend_due(s, pending);
+    }
+  }
+}
+
+void ShardClient::share_versions(protocol::Group& ring) {
+  // Two floats a version, 24 bits each: exact below 2^48.
+  std::vector<float> v(2 * versions_.size());
+  for (size_t j = 0; j < versions_.size(); ++j) {
+    v[2 * j] = static_cast<float>(versions_[j] >> 24);
+    v[2 * j + 1] = static_cast<float>(versions_[j] & 0xFFFFFF);
+  }
+  std::vector<size_t> counts(ring.size());
+  for (size_t r = 0; r < ring.size(); ++r) {
+    const auto [first, last] = store_.layout().slice(r, ring.size());
+    counts[r] = 2 * (last - first);
+  }
+  protocol::Allgather(ring, v, counts).run();
+  for (size_t j = 0; j < versions_.size(); ++j)
+    versions_[j] = (static_cast<uint64_t>(v[2 * j]) << 24) | static_cast<uint64_t>(v[2 * j + 1]);
+}
+
+bool ShardClient::take(const Step& s, const protocol::Message& m, std::vector<Pending>& pending) {
+  const auto msg = read_shard(node_, m);
+  if (!msg || msg->step != s.step) return false;  // a late answer to an earlier step's resend
+  auto p = std::find_if(pending.begin(), pending.end(), [&](const Pending& x) {
+    return x.shard == msg->shard && x.owner == m.envelope.sender();
+  });
+  if (p == pending.end()) return false;  // answered already (a repeat)
+  if (msg->kind == proto::SHARD_UNSEEDED) {
+    seed(s, *p);
+    push(s, *p);  // the owner takes the seed first: one pipe, in order
+    return false;
+  }
+  const auto values = shard_values(m);
+  const auto r = store_.layout().range(p->shard);
+  if (msg->kind != proto::SHARD_FRESH || values.size() != r.size()) {
+    node_.reject_log().reject(m.envelope.sender(), protocol::RejectReason::kSizeMismatch,
+                              "answer for shard " + std::to_string(p->shard) + " of " +
+                                  std::to_string(values.size()) + " elements");
+    return false;
+  }
+  std::memcpy(s.params.data() + r.begin, values.data(), values.size_bytes());
+  versions_[p->shard] = msg->note.version();
+  pending.erase(p);
+  return true;
+}
+
+void ShardClient::resend_due(const Step& s, std::vector<Pending>& pending) {
+  const auto now = Clock::now();
+  for (auto it = pending.begin(); it != pending.end();) {
+    Pending& p = *it;
+    if (p.resend > now) {
+      ++it;
+      continue;
+    }
+    const std::string owner = owner_of(p.shard);
+    if (owner != p.owner) {  // the owner left: its shard moved
+      p.owner = owner;
+      p.give_up = now + options_.give_up;
+      p.backoff = options_.first_resend;
+    } else if (now >= p.give_up) {
+      throw protocol::PeerTimeout(node_.id(), p.owner, options_.give_up, "a parameter shard push");
+    }
+    if (p.owner == node_.id() && local(s, p.shard)) {
+      it = pending.erase(it);
+      continue;
+    }
+    ++resends_;
+    p.backoff = std::min(p.backoff * 2, std::chrono::milliseconds(2000));
+    push(s, p);
+    ++it;
+  }
+}
+
+}  // namespace gossipd::daemon

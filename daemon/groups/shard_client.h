@@ -1,0 +1,80 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <stop_token>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "daemon/groups/shard_service.h"
+#include "daemon/groups/shard_store.h"
+#include "protocol/group.h"
+#include "protocol/node.h"
+
+namespace gossipd::daemon {
+
+struct ShardClientOptions {
+  std::chrono::milliseconds first_resend{250};  // a push unanswered this long is sent again (then 2x, ...)
+  std::chrono::milliseconds give_up{13000};     // an owner still in the view silent this long fails the step
+  std::chrono::milliseconds send_timeout{1000};
+};
+
+// A group member's side of the parameter shards: pushes the group's
+// averaged gradient of the shards of its slice to their owners (the
+// member's own shards straight into its store) and takes the values they
+// answer with, resending what is not answered in time — to the new owner
+// when the view moved the shard — and seeding an owner that has no values
+// with the group's copy. What an owner applies twice is its to refuse.
+class ShardClient {
+ public:
+  ShardClient(protocol::Node& node, AliveMembers alive, ShardStore& store, ShardService& service,
+              std::string group, ShardClientOptions options);
+
+  // Shards [first, last) of step `step`: their gradient is in `grads`, their
+  // fresh values go to `params` (both whole parameter vectors).
+  void exchange(uint64_t step, float lr, std::pair<size_t, size_t> shards, std::span<const float> grads,
+                std::span<float> params, std::stop_token stop);
+  uint64_t resends() const { return resends_; }
+  // Every member of the group takes the versions its ring's members pulled
+  // (ranks' slices as in `exchange`), so whoever pushes or seeds a shard
+  // next — after the ring re-formed, say — knows the version of its copy.
+  void share_versions(protocol::Group& ring);
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct Pending {
+    size_t shard = 0;
+    std::string owner;
+    Clock::time_point resend, give_up;
+    std::chrono::milliseconds backoff{0};
+  };
+  struct Step {
+    uint64_t step = 0;
+    float lr = 0;
+    std::span<const float> grads;
+    std::span<float> params;
+  };
+  std::string owner_of(size_t shard) const;
+  // Applies and reads a shard this member owns; false when it does not (yet).
+  bool local(const Step& s, size_t shard);
+  void push(const Step& s, Pending& p);
+  void seed(const Step& s, const Pending& p);
+  // Handles one answer; true when it completed a pending shard.
+  bool take(const Step& s, const protocol::Message& m, std::vector<Pending>& pending);
+  void resend_due(const Step& s, std::vector<Pending>& pending);
+  std::span<const float> piece(std::span<const float> v, size_t shard) const;
+
+  protocol::Node& node_;
+  AliveMembers alive_;
+  ShardStore& store_;
+  ShardService& service_;
+  std::string group_;
+  ShardClientOptions options_;
+  std::vector<uint64_t> versions_;  // per shard, as this member last took it
+  uint64_t resends_ = 0;
+};
+
+}  // namespace gossipd::daemon
