@@ -107,6 +107,10 @@ void add_run_command(CLI::App& app, RunCommandLine& line) {
                   "Fault injection: hold every outbound message this long (network latency)")
       ->check(CLI::Range(0, 60000))
       ->capture_default_str();
+  cmd->add_option("--inject-step-delay-ms", o.step_delay_ms,
+                  "Fault injection: every training step takes this much longer (a slow worker)")
+      ->check(CLI::Range(0, 60000))
+      ->capture_default_str();
   cmd->add_option("--inject-drop", o.inject_drop,
                   "Fault injection: lose each outbound message with this probability")
       ->check(CLI::Range(0.0, 1.0))

@@ -55,6 +55,7 @@ struct RunOptions {
   bool quiet = false;
   bool check_config = false;  // validate everything, start nothing
   int delay_ms = 0;           // injected latency on every outbound message
+  int step_delay_ms = 0;      // injected slowness: every training step takes this much longer
   double inject_drop = 0;     // injected loss, duplication, reordering (probabilities)
   double inject_duplicate = 0;
   double inject_reorder = 0;

@@ -12,8 +12,6 @@
 
 namespace gossipd::daemon {
 
-namespace {
-
 // A number in [0, 0.999], or auto.
 CLI::Validator momentum_value() {
   return CLI::Validator(
@@ -32,8 +30,6 @@ CLI::Validator momentum_value() {
       },
       "auto|[0, 0.999]");
 }
-
-}  // namespace
 
 void add_train_flags(CLI::App& app, TrainFlags& f) {
   app.add_option("--model", f.model, "Model to train")
@@ -55,11 +51,12 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
   app.add_option_function<std::string>(
          "--momentum",
          [&f](const std::string& v) {
+           f.momentum_given = true;
            f.momentum_auto = v == "auto";
            if (!f.momentum_auto) f.momentum = std::stof(v);
          },
-         "Momentum (0 = plain SGD); auto (--algo groups): --target-momentum less the momentum the "
-         "asynchrony between the groups implies")
+         "Momentum (0 = plain SGD); auto (--algo groups, its default): --target-momentum less the "
+         "momentum the asynchrony between the groups implies")
       ->check(momentum_value())
       ->default_str("0.9");
   app.add_flag("--nesterov", f.nesterov, "Nesterov momentum");

@@ -19,7 +19,8 @@ struct TrainFlags {
   size_t batch = 64;
   float lr = 0.05f;
   float momentum = 0.9f;
-  bool momentum_auto = false;  // --momentum auto (gossipd run --algo groups only)
+  bool momentum_auto = false;   // --momentum auto (gossipd run --algo groups only)
+  bool momentum_given = false;  // --momentum on the command line (--algo groups: auto unless given)
   bool nesterov = false;
   float weight_decay = 5e-4f;
   std::string optimizer = "sgd";  // sgd | lars
@@ -34,6 +35,9 @@ struct TrainFlags {
   size_t train_limit = 0;  // 0: all training samples
   size_t test_limit = 0;   // 0: all test samples
 };
+
+// --momentum's values: a number in [0, 0.999], or auto (gossipd run, gossipctl compare).
+CLI::Validator momentum_value();
 
 void add_train_flags(CLI::App& app, TrainFlags& flags);
 

@@ -199,6 +199,7 @@ class Comparison {
     if (o_.test_limit > 0) a.insert(a.end(), {"--test-limit", std::to_string(o_.test_limit)});
     if (!o_.data.empty()) a.insert(a.end(), {"--data", o_.data});
     if (o_.delay_ms > 0) a.insert(a.end(), {"--delay-ms", std::to_string(o_.delay_ms)});
+    if (!o_.momentum.empty()) a.insert(a.end(), {"--momentum", o_.momentum});
     a.insert(a.end(), entry.launch.flags.begin(), entry.launch.flags.end());
     if (!entry.launch.per_worker.empty()) {
       const auto& own = entry.launch.per_worker.at(static_cast<size_t>(i));

@@ -20,6 +20,7 @@ struct CompareOptions {
   int epochs = 3;
   size_t batch = 64;
   float lr = 0.05f;
+  std::string momentum;           // --momentum for every entry; "": each mode's default
   std::string optimizer = "sgd";  // sgd | lars (gossipd run --optimizer)
   float lars_eta = 0.001f;
   float warmup_epochs = 0.0f;

@@ -72,6 +72,10 @@ CLI::App* add_compare_command(CLI::App& app, CompareOptions& o) {
   cmd->add_option("--lr", o.lr, "Learning rate (the same schedule for every protocol)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  cmd->add_option("--momentum", o.momentum,
+                  "Momentum for every protocol, or auto (compute groups only); default: each mode's own "
+                  "(0.9, compute groups auto)")
+      ->check(momentum_value());
   cmd->add_option("--optimizer", o.optimizer, "sgd or lars (per-segment trust ratio), for every protocol")
       ->check(CLI::IsMember({"sgd", "lars"}))
       ->capture_default_str();

@@ -9,6 +9,7 @@
 #include <string>
 #include <thread>
 
+#include "daemon/groups/shard_requests.h"
 #include "daemon/groups/shard_store.h"
 #include "protocol/message.h"
 #include "protocol/node.h"
@@ -18,13 +19,11 @@ namespace gossipd::daemon {
 // The members of the latest view, sorted (Membership's, or a test's).
 using AliveMembers = std::function<std::vector<std::string>()>;
 
-// Serves the shards this member owns on a thread of its own, so a group's
-// push is applied and answered whatever this member's own group is doing.
-// It follows the view: shards move to it when their owner leaves (and wait
-// for a group's seed), and leave it when it no longer owns them. A push from
-// a member that is not in a group, for a shard it does not own or of the
-// wrong size is dropped and counted as a reject; one it has no values for
-// is answered UNSEEDED; an applied or repeated one with the shard's values.
+// Serves the shards this member owns on a thread of its own (each request
+// as ShardRequests says), so a group's push is applied and answered whatever
+// this member's own group is doing. It follows the view: shards move to it
+// when their owner leaves (and wait for a group's seed), and leave it when
+// it no longer owns them.
 class ShardService {
  public:
   ShardService(protocol::Node& node, AliveMembers alive, ShardStore& store,
@@ -44,17 +43,13 @@ class ShardService {
 
  private:
   void loop(std::stop_token stop);
-  void serve(const protocol::Message& m);
-  void answer(const std::string& to, uint64_t step, uint32_t shard);
 
   protocol::Node& node_;
   AliveMembers alive_;
   ShardStore& store_;
-  std::map<std::string, std::string> labels_;
   std::chrono::milliseconds send_timeout_;
-  mutable std::mutex finished_mu_;
-  std::set<std::string> finished_;  // members that said SHARD_DONE
-  std::jthread thread_;             // last: stops before the members it uses
+  ShardRequests requests_;
+  std::jthread thread_;  // last: stops before the members it uses
 };
 
 }  // namespace gossipd::daemon

@@ -1,6 +1,7 @@
 #include "daemon/worker/training_loop.h"
 
 #include <algorithm>
+#include <thread>
 
 #include "protocol/errors.h"
 
@@ -91,6 +92,7 @@ void TrainingLoop::run(size_t steps, std::stop_token stop, const Step& step, con
     }
     if (stop.stop_requested()) throw protocol::Aborted(id_, "training");
     trainer_.set_epoch_progress(e + static_cast<double>(g % steps) / static_cast<double>(steps));
+    if (step_delay_.count() > 0) std::this_thread::sleep_for(step_delay_);
     const trainer::StepResult r = step(trainer_.sampler().next_batch(batch));
     loss_sum += r.loss * r.samples;
     correct += static_cast<size_t>(r.correct);

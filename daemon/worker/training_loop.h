@@ -51,6 +51,10 @@ class TrainingLoop {
                MetricsRegistry& metrics, JsonLinesWriter& log, int epochs, EvaluationSink on_evaluation,
                int evals_per_epoch = 1, std::unique_ptr<trainer::Model> eval_model = nullptr);
 
+  // Fault injection (--inject-step-delay-ms): every step takes this much
+  // longer, the worker's compute slowed.
+  void set_step_delay(std::chrono::milliseconds delay) { step_delay_ = delay; }
+
   // Runs `epochs` epochs of `steps` steps each (the same count on every
   // member); checks `stop` between steps and throws protocol::Aborted.
   void run(size_t steps, std::stop_token stop, const Step& step, const BeforeEval& before_eval = nullptr);
@@ -89,6 +93,7 @@ class TrainingLoop {
   EpochReport report_;
   int epochs_;
   int evals_per_epoch_;
+  std::chrono::milliseconds step_delay_{0};
   Counter& comm_total_;
   double comm_seconds_ = 0;  // CommTimers on the training thread, since run() began
   // The training thread evaluating or waiting for an evaluation, since run()

@@ -27,7 +27,7 @@ run() {  # TAG G MOMENTUM LR: one run to its end; its records in $dir/TAG.w*.con
 
 summary() {  # TAG G MOMENTUM: one line: g momentum test_loss accuracy staleness fitted
   python3 - "$dir" "$1" "$WORKERS" "$2" "$3" <<'PY'
-import json, sys
+import json, math, sys
 d, tag, n, g, m = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
 done = []
 for i in range(n):
@@ -37,12 +37,14 @@ for i in range(n):
         sys.exit(f"{tag} w{i} ended {end['event']}: {end['status'].get('error', '')}")
     done.append(end["status"])
 firsts = [done[k * (n // g)] for k in range(g)]
-loss = sum(s["test_loss"] for s in firsts) / g
-acc = sum(s["test_accuracy"] for s in firsts) / g
+loss = sum(float(s["test_loss"]) for s in firsts) / g  # "NaN" (a string in JSON) when a run diverged
+acc = sum(float(s["test_accuracy"]) for s in firsts) / g
+if math.isnan(loss):
+    loss = math.inf  # sorts last
 gs = [s["groups"] for s in done]
 applied = sum(int(x.get("pushes_applied", 0)) for x in gs)
-stale = sum(x.get("staleness_mean", 0) * int(x.get("pushes_applied", 0)) for x in gs) / max(applied, 1)
-fits = [x["fitted_momentum"] for x in gs if "fitted_momentum" in x]
+stale = sum(float(x.get("staleness_mean", 0)) * int(x.get("pushes_applied", 0)) for x in gs) / max(applied, 1)
+fits = [float(x["fitted_momentum"]) for x in gs if "fitted_momentum" in x]
 fit = sum(fits) / len(fits) if fits else float("nan")
 print(f"{g} {m:g} {loss:.4f} {acc:.4f} {stale:.3f} {fit:.3f}")
 PY
@@ -72,4 +74,4 @@ done
 echo "best momentum (lowest test loss) per g:"
 sort -k1,1n -k3,3g "$dir/table" | awk '!seen[$1]++ { printf "  g %d: momentum %s (test loss %s, accuracy %s)\n", $1, $2, $3, $4 }'
 echo "staleness per g (mean over the momenta) against g - 1:"
-awk '{ s[$1] += $5; n[$1]++ } END { for (g in s) printf "  g %d: %.3f (g - 1 = %d, %+.1f%%)\n", g, s[g] / n[g], g - 1, g > 1 ? 100 * (s[g] / n[g] - (g - 1)) / (g - 1) : 0 }' "$dir/table" | sort -k2n
+awk '{ s[$1] += $5; n[$1]++ } END { for (g in s) printf "  g %d: %.3f (g - 1 = %d, %+.1f%%)\n", g, s[g] / n[g], g - 1, (g > 1) ? 100 * (s[g] / n[g] - (g - 1)) / (g - 1) : 0 }' "$dir/table" | sort -k2n

@@ -17,7 +17,7 @@ cmake --build build -j2 --target gossipd gossipctl >/dev/null
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 common=(--workers 8 --netns --bandwidth 100mbit --epochs "$EPOCHS" --evals-per-epoch 4 --test-limit "$TEST_LIMIT")
-./build/bin/gossipctl compare "${common[@]}" --algos allreduce,groups:8,crossover --target "$TARGET" \
+./build/bin/gossipctl compare "${common[@]}" --algos allreduce,groups:8,crossover --momentum 0.9 --target "$TARGET" \
   --out "$out/untuned" | grep -E "final mean acc|FAILED"
 ./build/bin/gossipctl tune "${common[@]}" --groups 1,2,4,8 --target-accuracy "$TARGET" --budget-s "$BUDGET" \
   --out "$out/tune" | grep "gossipctl tune"

@@ -55,9 +55,9 @@ Pushes pushes(Cluster& c, int n) {
   return p;
 }
 
+// No --momentum: compute groups take --momentum auto (an explicit 0.9 diverges from g = 4 on).
 TEST(GroupsRun, EachGroupEndsWithOneModelBothLearnAndEveryPushIsAppliedOnce) {
-  Cluster c(4,
-            with(groups(2, {"--epochs", "2", "--timeout-ms", "10000", "--momentum", "auto"}), kNoEviction));
+  Cluster c(4, with(groups(2, {"--epochs", "2", "--timeout-ms", "10000"}), kNoEviction));
   const Done first = expect_identical_cells(c, 180s, {0, 1});
   const Done second = expect_identical_cells(c, 180s, {2, 3});
   EXPECT_EQ(first.rounds, 2 * (3000 / 4 / 32));  // data parallel: each worker its quarter
@@ -67,6 +67,9 @@ TEST(GroupsRun, EachGroupEndsWithOneModelBothLearnAndEveryPushIsAppliedOnce) {
   EXPECT_GT(second.accuracy, 0.6);
   EXPECT_EQ(pushes(c, 4).applied, static_cast<uint64_t>(2 * first.rounds * 4))
       << "two groups, every step, four shards: each once";
+  const auto end = c.end_record(0);
+  ASSERT_TRUE(end.has_value());
+  EXPECT_TRUE(end->status().groups().momentum_auto());
 }
 
 // Groups of one member run no collective: every message between them is a
@@ -154,13 +157,13 @@ TEST(GroupsRun, OneGroupIsAllreduceSgd) {
 
 // w3 owned shard 3: it moves to w0 (alive[3 mod 3]), seeded from a group's copy.
 TEST(GroupsRun, ADeadMemberLeavesItsGroupToReformItsShardIsSeededAgainAndTheOtherGroupGoesOn) {
-  Cluster c(4, groups(2, {"--epochs", "40", "--timeout-ms", "1000", "--heartbeat-ms", "100",
+  Cluster c(4, groups(2, {"--epochs", "20", "--timeout-ms", "1000", "--heartbeat-ms", "100",
                           "--failure-timeout-ms", "1500"}));
   wait_for_rounds(c, 1);
   c.proc(3).signal(SIGKILL);
   expect_identical_cells(c, 120s, {0, 1});
   const Done alone = expect_identical_cells(c, 120s, {2});
-  EXPECT_EQ(alone.rounds, 40 * (3000 / 4 / 32));
+  EXPECT_EQ(alone.rounds, 20 * (3000 / 4 / 32));
   const std::string log = c.proc(2).out() + c.proc(2).err();
   EXPECT_NE(log.find("ring re-formed over 1 members"), std::string::npos) << log;
   for (int i : {0, 1}) {

@@ -11,6 +11,7 @@
 
 #include "daemon/cluster/checkpoint.h"
 #include "daemon/cluster/state_transfer.h"
+#include "daemon/groups/shard_wire.h"
 #include "daemon/plan/layer_profile.h"
 #include "daemon/sparse/partition_file.h"
 #include "daemon/worker/pipeline_partition.h"
@@ -154,6 +155,34 @@ int main(int argc, char** argv) {
             a.send("self", s, v, std::nullopt, std::chrono::seconds(1));
             b.send("self", s, v, 0.5, std::chrono::seconds(1));
           }
+        }));
+  }
+
+  // shard: m1 pushes to shard 0 (self's, 10 floats) twice (the repeat is
+  // answered), m2 pushes, seeds and says it is done; pushes for shard 1 and
+  // of 9 floats; a stranger's push.
+  {
+    protocol::InProcHub hub;
+    protocol::Node m1(options("m1"), hub);
+    protocol::Node m2(options("m2"), hub);
+    m1.add_peer("self", "inproc-hub://self");
+    m2.add_peer("self", "inproc-hub://self");
+    put("shard", "pushes", capture(hub, [&] {
+          const auto send = [&](protocol::Node& from, proto::ShardKind kind, uint64_t step, uint32_t shard,
+                                size_t n) {
+            daemon::ShardMessage m{kind, step, shard, {}};
+            m.note.set_version(step > 0 ? step - 1 : 0);
+            m.note.set_learning_rate(0.05f);
+            daemon::send_shard(from, "self", daemon::kShardRequestTag, m, std::vector<float>(n, 0.5f),
+                               std::chrono::seconds(1));
+          };
+          send(m1, proto::SHARD_PUSH, 1, 0, 10);
+          send(m1, proto::SHARD_PUSH, 1, 0, 10);
+          send(m2, proto::SHARD_PUSH, 1, 0, 10);
+          send(m2, proto::SHARD_SEED, 1, 0, 10);
+          send(m1, proto::SHARD_PUSH, 2, 1, 10);
+          send(m1, proto::SHARD_PUSH, 3, 0, 9);
+          send(m2, proto::SHARD_DONE, 0, 0, 0);
         }));
   }
 

@@ -1,0 +1,71 @@
+#include "daemon/groups/shard_requests.h"
+
+#include "daemon/groups/shard_wire.h"
+
+namespace gossipd::daemon {
+
+bool ShardRequests::finished(const std::string& id) const {
+  std::lock_guard lock(mu_);
+  return finished_.contains(id);
+}
+
+void ShardRequests::handle(const protocol::Message& m) {
+  const std::string& from = m.envelope.sender();
+  const auto msg = read_shard(node_, m);
+  if (!msg) return;
+  const auto group = labels_.find(from);
+  const bool known = group != labels_.end();
+  if (known && msg->kind == proto::SHARD_DONE) {
+    std::lock_guard lock(mu_);
+    finished_.insert(from);
+  } else if (known && msg->kind == proto::SHARD_SEED) {
+    store_.seed(msg->shard, shard_values(m), msg->note.version());
+  } else if (known && msg->kind == proto::SHARD_PUSH) {
+    push(m, group->second, msg->step, msg->shard);
+  } else {
+    node_.reject_log().reject(from, protocol::RejectReason::kUnexpected,
+                              "shard message of kind " + std::to_string(msg->kind) +
+                                  (known ? " sent to an owner" : " from outside the groups"));
+  }
+}
+
+void ShardRequests::push(const protocol::Message& m, const std::string& group, uint64_t step,
+                         uint32_t shard) {
+  const std::string& from = m.envelope.sender();
+  const proto::ShardNote& note = m.envelope.shard_note();
+  const ShardPush push{group, step, note.version(), note.learning_rate(), shard, shard_values(m)};
+  switch (store_.push(push)) {
+    case PushOutcome::kApplied:
+      break;
+    case PushOutcome::kDuplicate:
+      node_.reject_log().reject(from, protocol::RejectReason::kStale,
+                                "shard " + std::to_string(shard) + " push of step " + std::to_string(step) +
+                                    " already applied (answered again)");
+      break;
+    case PushOutcome::kNotOwned:
+      node_.reject_log().reject(
+          from, protocol::RejectReason::kSegment,
+          "push for shard " + std::to_string(shard) + ", which this member does not own");
+      return;
+    case PushOutcome::kMisSized:
+      node_.reject_log().reject(from, protocol::RejectReason::kSizeMismatch,
+                                "push for shard " + std::to_string(shard) + " with " +
+                                    std::to_string(push.grad.size()) + " elements");
+      return;
+    case PushOutcome::kUnseeded:
+      send_shard(node_, from, kShardAnswerTag, {proto::SHARD_UNSEEDED, step, shard, {}}, {}, send_timeout_);
+      return;
+  }
+  answer(from, step, shard);
+}
+
+void ShardRequests::answer(const std::string& to, uint64_t step, uint32_t shard) {
+  std::vector<float> values(store_.layout().range(shard).size());
+  const auto version = store_.read(shard, values);
+  if (!version) return;  // moved away meanwhile: the group resends to the new owner
+  ShardMessage fresh{proto::SHARD_FRESH, step, shard, {}};
+  fresh.note.set_version(*version);
+  send_shard(node_, to, kShardAnswerTag, fresh, values, send_timeout_);
+}
+
+}  // namespace gossipd::daemon

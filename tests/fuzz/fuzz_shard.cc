@@ -1,0 +1,28 @@
+// Compute groups' owner side: messages on the parameter shards' request tag
+// from m1 and m2 (members of groups cg0 and cg1) or the stranger x, handled
+// as the owner's service thread handles them. "self" owns shard 0 of 3
+// (seeded); shards 1 and 2 are m1's and m2's.
+#include <cassert>
+#include <vector>
+
+#include "daemon/groups/shard_requests.h"
+#include "daemon/groups/shard_wire.h"
+#include "tests/fuzz/harness.h"
+
+using namespace gossipd;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  fuzz::Harness h;
+  daemon::ShardStore store(daemon::ShardLayout(30, {"self", "m1", "m2"}), trainer::OptimizerOptions{});
+  store.own({0});
+  store.seed(0, std::vector<float>(10, 1.0f), 0);
+  daemon::ShardRequests requests(*h.node, store, {{"self", "cg0"}, {"m1", "cg0"}, {"m2", "cg1"}},
+                                 std::chrono::milliseconds(10));
+  h.each_valid(data, size, [&](protocol::Message& m) {
+    if (m.envelope.collective_tag() == daemon::kShardRequestTag) requests.handle(m);
+  });
+  std::vector<float> values(10);
+  const auto version = store.read(0, values);
+  assert(version && *version == store.stats().applied);
+  return 0;
+}
