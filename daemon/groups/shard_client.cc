@@ -117,7 +117,7 @@ bool ShardClient::take(const Step& s, const protocol::Message& m, std::vector<Pe
                                   std::to_string(values.size()) + " elements");
     return false;
   }
-  std::memcpy(s.params.data() + r.begin, values.data(), values.size_bytes());
+  std::copy(values.begin(), values.end(), s.params.begin() + static_cast<std::ptrdiff_t>(r.begin));
   versions_[p->shard] = msg->note.version();
   pending.erase(p);
   return true;

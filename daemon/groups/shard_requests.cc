@@ -33,7 +33,8 @@ void ShardRequests::push(const protocol::Message& m, const std::string& group, u
                          uint32_t shard) {
   const std::string& from = m.envelope.sender();
   const proto::ShardNote& note = m.envelope.shard_note();
-  const ShardPush push{group, step, note.version(), note.learning_rate(), shard, shard_values(m)};
+  const std::vector<float> grad = shard_values(m);
+  const ShardPush push{group, step, note.version(), note.learning_rate(), shard, grad};
   switch (store_.push(push)) {
     case PushOutcome::kApplied:
       break;

@@ -1,5 +1,6 @@
 #include "daemon/groups/shard_wire.h"
 
+#include <cstring>
 #include <vector>
 
 #include "protocol/errors.h"
@@ -41,9 +42,11 @@ std::optional<ShardMessage> read_shard(protocol::Node& node, const protocol::Mes
   return ShardMessage{static_cast<proto::ShardKind>(e.step()), e.collective_seq(), e.chunk(), e.shard_note()};
 }
 
-std::span<const float> shard_values(const protocol::Message& m) {
+std::vector<float> shard_values(const protocol::Message& m) {
   const auto& frame = m.payload.at(0);
-  return {reinterpret_cast<const float*>(frame.data()), frame.size() / sizeof(float)};
+  std::vector<float> out(frame.size() / sizeof(float));
+  std::memcpy(out.data(), frame.data(), out.size() * sizeof(float));
+  return out;
 }
 
 }  // namespace gossipd::daemon

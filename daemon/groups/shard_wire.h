@@ -5,6 +5,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "proto/gossip.pb.h"
 #include "protocol/message.h"
@@ -34,7 +35,8 @@ bool send_shard(protocol::Node& node, const std::string& peer, uint32_t tag, con
 // The message's header, or nullopt (counted as a reject) when it is not a
 // float shard message of a known kind.
 std::optional<ShardMessage> read_shard(protocol::Node& node, const protocol::Message& m);
-// Its values (the validator checked the payload holds count floats).
-std::span<const float> shard_values(const protocol::Message& m);
+// Its values, copied out of the frame (a frame's bytes need not be aligned
+// for floats; the validator checked it holds count of them).
+std::vector<float> shard_values(const protocol::Message& m);
 
 }  // namespace gossipd::daemon
