@@ -122,6 +122,9 @@ class Membership {
     std::chrono::steady_clock::time_point deadline;
     bool refused = false;
     bool state_sent = false;
+    // Its endpoint is connected: only then may at_step queue its state (a
+    // contact stepping faster than the connect would send to no one).
+    bool connected = false;
   };
 
   void start();

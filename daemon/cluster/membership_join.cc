@@ -106,7 +106,12 @@ void Membership::handle_hello(const std::string& id, const proto::Hello& hello) 
     publish();
   }
   // The reply goes to the address a new joiner gave (a ready one is connected already).
-  if (!hello.ready() && !connect(id, hello.endpoint())) return;
+  if (!hello.ready()) {
+    if (!connect(id, hello.endpoint())) return;
+    std::lock_guard lock(mu_);
+    auto j = joiners_.find(id);
+    if (j != joiners_.end() && j->second.endpoint == hello.endpoint()) j->second.connected = true;
+  }
   for (const auto& to : announce_to) send_list(to, reply);
   if (hello.ready()) publish();
 }
@@ -118,7 +123,7 @@ void Membership::at_step(uint64_t round, const std::function<ReplicaState()>& sn
     std::lock_guard lock(mu_);
     last_round_ = round;
     for (auto& [id, j] : joiners_) {
-      if (j.refused || j.state_sent) continue;
+      if (j.refused || j.state_sent || !j.connected) continue;
       j.state_sent = true;
       want.push_back(id);
     }
