@@ -54,6 +54,23 @@ void Model::ensure_batch(int batch) {
   capacity_ = batch;
 }
 
+void Model::host(std::vector<ParamSegment> segments, std::vector<float> initial) {
+  if (finalized_ || !layers_.empty()) throw std::logic_error("Model::host on a model with layers");
+  size_t offset = 0;
+  for (const ParamSegment& s : segments) {
+    if (s.offset != offset || s.length == 0)
+      throw std::invalid_argument("hosted segment '" + s.name + "' is not the next non-empty run");
+    offset += s.length;
+  }
+  if (offset != initial.size())
+    throw std::invalid_argument("hosted segments hold " + std::to_string(offset) +
+                                " floats, the initial values " + std::to_string(initial.size()));
+  params_ = std::move(initial);
+  grads_.assign(params_.size(), 0.0f);
+  segments_ = std::move(segments);
+  finalized_ = true;
+}
+
 const float* Model::forward(const float* input, int batch) {
   assert(finalized_);
   ensure_batch(batch);

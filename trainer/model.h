@@ -32,6 +32,11 @@ class Model {
   Shape current_shape() const;
   // Allocates the buffers, binds every layer and initialises from `seed`.
   void finalize(uint64_t seed);
+  // A model computed outside (a PyTorch process holds its layers): no
+  // layers here, only the buffers, laid out as `segments` say (contiguous,
+  // in order) and starting at `initial`. forward() and backward() are never
+  // called on it (the trainer's HostedStep takes their place).
+  void host(std::vector<ParamSegment> segments, std::vector<float> initial);
 
   Shape input_shape() const { return input_; }
   int classes() const { return static_cast<int>(current_shape().size()); }

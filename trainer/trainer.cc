@@ -75,6 +75,7 @@ EvalResult Evaluator::total(std::span<const EvalBatch> batches) {
 }
 
 StepResult Trainer::compute_gradients(std::span<const uint32_t> indices) {
+  if (hosted_.gradients) return hosted_.gradients();
   const int batch = static_cast<int>(indices.size());
   gather_samples(train_, indices, input_, labels_);
   dlogits_.resize(indices.size() * static_cast<size_t>(model_->classes()));
@@ -85,7 +86,11 @@ StepResult Trainer::compute_gradients(std::span<const uint32_t> indices) {
 }
 
 void Trainer::apply_gradients(float lr) {
-  optimizer_.step(model_->params(), model_->grads(), lr);
+  if (hosted_.apply) {
+    hosted_.apply(lr);
+  } else {
+    optimizer_.step(model_->params(), model_->grads(), lr);
+  }
   ++steps_;
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -80,6 +81,16 @@ class Evaluator {
   std::vector<EvalBatch> sums_;
 };
 
+// A local step computed outside the trainer (a PyTorch process): it takes
+// the place of the forward and backward passes and of the optimizer's
+// update, on the model's own buffers.
+struct HostedStep {
+  // The gradients are in model().grads() (their loss and accuracy, when known).
+  std::function<StepResult()> gradients;
+  // Applies the gradients to model().params() (and its state to optimizer().state()).
+  std::function<void(float lr)> apply;
+};
+
 // Local training of one replica. The steps are split so that averaging
 // protocols can sit between them: compute_gradients() (then, say, an
 // allreduce of model().grads()), apply_gradients().
@@ -90,6 +101,8 @@ class Trainer {
   // Forward + backward on the given training samples; fills model().grads().
   StepResult compute_gradients(std::span<const uint32_t> indices);
   void apply_gradients(float lr);
+  // From now on compute_gradients and apply_gradients run `step` instead.
+  void host(HostedStep step) { hosted_ = std::move(step); }
   // Counts a step whose update the caller applied itself (SGP updates the
   // push-sum numerators, not the model's parameters).
   void count_step() { ++steps_; }
@@ -134,6 +147,7 @@ class Trainer {
   std::vector<float> input_;
   std::vector<uint8_t> labels_;
   std::vector<float> dlogits_;
+  HostedStep hosted_;
   uint64_t steps_ = 0;
   double epoch_progress_ = 0;  // fractional epoch, drives the schedule
 };

@@ -123,7 +123,7 @@ std::unique_ptr<Worker> Member::make_worker() {
   if (TrainedReplica* t = replica_->trained()) {
     // Evaluations run in the background on a model of the same shape.
     loop_ = std::make_unique<TrainingLoop>(o_.id, t->trainer(), t->test(), state_, metrics_, *log_, epochs_,
-                                           evaluation_sink(), o_.evals_per_epoch, whole_model(o_));
+                                           evaluation_sink(), o_.evals_per_epoch, mode_.eval_model(o_));
     loop_->set_step_delay(std::chrono::milliseconds(o_.step_delay_ms));
   }
   proto::StateHeader header;

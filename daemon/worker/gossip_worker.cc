@@ -145,9 +145,8 @@ class PushSumProtocol : public GossipWorker::Protocol {
     trainer::StepResult r = trainer_.compute_gradients(idx);
     // The step is taken on z and stored as x = w z: its size on the model is
     // the learning rate whatever the weights (push_sum.h).
-    trainer_.optimizer().step(params_, trainer_.model().grads(), trainer_.current_lr());
+    trainer_.apply_gradients(trainer_.current_lr());
     push_sum_.rebias(params_, x_);
-    trainer_.count_step();
     return r;
   }
   protocol::RoundStats exchange(uint64_t round) override {

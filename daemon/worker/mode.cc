@@ -82,16 +82,15 @@ size_t Mode::steps_per_epoch(const RunOptions&, size_t samples, size_t members, 
   return data_parallel_steps(samples, members, batch);
 }
 
+std::unique_ptr<trainer::Model> Mode::eval_model(const RunOptions& o) const { return whole_model(o); }
+
 StateLayout Mode::state_layout(const RunOptions&, const Placement&, const Replica& r) const {
   return whole_state(r.trained()->trainer());
 }
 
-std::unique_ptr<Replica> Mode::load_trained(const RunOptions& o, const Placement& where,
-                                            std::unique_ptr<trainer::Model> model,
-                                            trainer::SamplerOptions sampler) const {
-  check_model(o, where.members, *model);  // before the data, so that a refusal is quick
+protocol::SegmentTable checked_segment_table(const RunOptions& o, const trainer::Model& model) {
   const protocol::SegmentTable segments =
-      make_segment_table(model->segments(), model->params().size(), o.segments);
+      make_segment_table(model.segments(), model.params().size(), o.segments);
   for (size_t s = 0; s < segments.size(); ++s) {
     // Envelope and framing come on top of the floats.
     if (segments[s].length * sizeof(float) + 4096 > o.max_message_bytes) {
@@ -101,6 +100,14 @@ std::unique_ptr<Replica> Mode::load_trained(const RunOptions& o, const Placement
                        " bytes): every peer's copy of it would be rejected; raise it or use more --segments");
     }
   }
+  return segments;
+}
+
+std::unique_ptr<Replica> Mode::load_trained(const RunOptions& o, const Placement& where,
+                                            std::unique_ptr<trainer::Model> model,
+                                            trainer::SamplerOptions sampler) const {
+  check_model(o, where.members, *model);  // before the data, so that a refusal is quick
+  const protocol::SegmentTable segments = checked_segment_table(o, *model);
   trainer::Dataset train = trainer::load_fashion_mnist(data_dir(o.train), trainer::Split::kTrain);
   trainer::Dataset test = trainer::load_fashion_mnist(data_dir(o.train), trainer::Split::kTest);
   if (o.train.train_limit > 0) train = train.head(o.train.train_limit);

@@ -98,6 +98,9 @@ class Mode {
   // gossip bytes to report): AllReduce-SGD, the grid.
   virtual bool one_replica() const { return false; }
   virtual std::unique_ptr<Worker> make_worker(WorkerContext& context) const = 0;
+  // The model evaluations run on in the background (a copy of the
+  // parameters goes in it); nullptr: on the training thread.
+  virtual std::unique_ptr<trainer::Model> eval_model(const RunOptions& options) const;
   // Lines of its own for the end of a run (after the counters); none by default.
   virtual std::vector<std::string> final_report(const proto::Status& status) const {
     (void)status;
@@ -118,6 +121,9 @@ trainer::SamplerOptions shard_per_member(const RunOptions& options, const Placem
 size_t data_parallel_steps(size_t samples, size_t members, size_t batch);
 // The whole model as --model, --hidden and --seed make it.
 std::unique_ptr<trainer::Model> whole_model(const RunOptions& options);
+// The model's segments as --segments cuts them; throws UsageError for one
+// larger than --max-message-bytes allows.
+protocol::SegmentTable checked_segment_table(const RunOptions& options, const trainer::Model& model);
 // A checkpoint holds the trainer's whole model and optimizer state.
 StateLayout whole_state(const trainer::Trainer& trainer);
 // The entry's argument as a count >= 1 ("groups:2"); nullopt when it is not one.
