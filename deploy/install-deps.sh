@@ -12,6 +12,7 @@ packages=(
   libtrilinos-zoltan-dev libopenmpi-dev
   dataset-fashion-mnist
   gnuplot-nox iproute2
+  python3-dev pybind11-dev python3-numpy python3-pytest python3-torch
 )
 # Extra groups, asked for by flag: --bench adds the OpenMPI and GraphBLAS references,
 # --fuzz clang and its libFuzzer runtime (tests/fuzz/run.sh), --format

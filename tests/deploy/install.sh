@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# `cmake --install` puts gossipd and gossipctl in PREFIX/bin, where
+# `cmake --install` puts gossipd and gossipctl in PREFIX/bin (and the Python
+# package in PREFIX/lib/python3/dist-packages), where
 # deploy/systemd runs them (/usr/local/bin, the default prefix), and both
 # print the version project(VERSION) defines.
 #   tests/deploy/install.sh BUILD_DIR
@@ -19,3 +20,10 @@ for prog in gossipd gossipctl; do
   [ "$got" = "$prog $want" ] || { echo "FAIL $prog --version says '$got', want '$prog $want'"; exit 1; }
   echo "ok   $prog installed, $got"
 done
+# The Python package, where the build made it: PREFIX/lib/python3/dist-packages.
+if [ -d "$build/python/gossipd" ]; then
+  site="$prefix/lib/python3/dist-packages"
+  PYTHONDONTWRITEBYTECODE=1 PYTHONPATH="$site" /usr/bin/python3 -c 'import gossipd; gossipd.Member' \
+    || { echo "FAIL the gossipd Python package does not import from $site"; exit 1; }
+  echo "ok   the gossipd Python package installed in PREFIX/lib/python3/dist-packages"
+fi

@@ -1,0 +1,117 @@
+#include "daemon/hosted/hosted_member.h"
+
+#include <CLI/CLI.hpp>
+
+#include "daemon/config/cli.h"
+#include "protocol/errors.h"
+
+namespace gossipd::daemon {
+
+// What the member tells its host: where it listens and how it entered.
+class HostedMember::Events : public MemberEvents {
+ public:
+  void listening(const proto::ControlRecord& r) override {
+    std::lock_guard lock(mu_);
+    info_.id = r.id();
+    info_.endpoint = r.endpoint();
+    info_.http_port = r.http_port();
+  }
+  void joined(const std::string&, uint64_t since_round, uint64_t, uint64_t) override {
+    std::lock_guard lock(mu_);
+    info_.joined = true;
+    info_.start_round = since_round - 1;
+  }
+  void resumed(uint64_t round, uint32_t, double) override {
+    std::lock_guard lock(mu_);
+    info_.start_round = round;
+  }
+  HostedInfo info() const {
+    std::lock_guard lock(mu_);
+    return info_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  HostedInfo info_;
+};
+
+namespace {
+
+void parse_run_flags(RunCommandLine& line, const std::vector<std::string>& args) {
+  CLI::App app;
+  add_run_command(app, line);
+  std::vector<std::string> reversed{args.rbegin(), args.rend()};  // CLI11 takes them last first
+  reversed.push_back("run");
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    throw UsageError(e.what());
+  }
+  line.flags->check_given(line.options.algo, line.options);
+}
+
+}  // namespace
+
+HostedMember::HostedMember(const std::vector<std::string>& args, HostedLayout layout)
+    : events_(std::make_unique<Events>()) {
+  parse_run_flags(line_, args);
+  mode_ = std::make_unique<HostedMode>(line_.modes.find(line_.options.algo), std::move(layout), rendezvous_,
+                                       stop_.get_token(), [this](HostedArena a) {
+                                         std::lock_guard lock(mu_);
+                                         arena_ = a;
+                                         loaded_ = true;
+                                         cv_.notify_all();
+                                       });
+  member_ = std::make_unique<Member>(line_.options, *mode_, *events_);
+  thread_ = std::jthread([this] { run(); });
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [&] { return loaded_ || !failure_.empty(); });
+  if (!loaded_) {
+    lock.unlock();
+    close();
+    throw UsageError(failure_);
+  }
+}
+
+HostedMember::~HostedMember() { close(); }
+
+void HostedMember::run() {
+  std::string error;
+  bool timed_out = false;
+  try {
+    member_->run(stop_.get_token());
+  } catch (const protocol::PeerTimeout& e) {
+    error = e.what();
+    timed_out = true;
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  rendezvous_.ended(error, timed_out);
+  std::lock_guard lock(mu_);
+  if (!loaded_) failure_ = error.empty() ? "the member ended before it loaded" : error;
+  cv_.notify_all();
+}
+
+HostedInfo HostedMember::wait_ready() {
+  // The member's own start-up timeout names the peers that never came;
+  // the host waits a little longer so that it hears that error.
+  rendezvous_.wait_ready(std::chrono::milliseconds(line_.options.startup_timeout_ms) +
+                         std::chrono::seconds(5));
+  return info();
+}
+
+HostedInfo HostedMember::info() const { return events_->info(); }
+
+uint64_t HostedMember::round() const { return member_->replica().round(); }
+
+std::chrono::milliseconds HostedMember::step_timeout() const {
+  return std::chrono::milliseconds(2 * line_.options.timeout_ms + line_.options.failure_timeout_ms +
+                                   line_.options.segment_deadline_ms);
+}
+
+void HostedMember::close() {
+  stop_.request_stop();
+  if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+}
+
+}  // namespace gossipd::daemon

@@ -1,0 +1,70 @@
+#include "daemon/hosted/hosted_mode.h"
+
+#include <algorithm>
+
+#include "daemon/config/cli.h"
+#include "daemon/config/train_flags.h"
+
+namespace gossipd::daemon {
+
+const std::vector<std::string>& HostedMode::hostable() {
+  static const std::vector<std::string> modes{"crossover", "sgp", "osgp", "allreduce"};
+  return modes;
+}
+
+HostedMode::HostedMode(const Mode& inner, HostedLayout layout, StepRendezvous& rendezvous,
+                       std::stop_token stop, std::function<void(HostedArena)> loaded)
+    : inner_(inner),
+      layout_(std::move(layout)),
+      rendezvous_(rendezvous),
+      stop_(std::move(stop)),
+      loaded_(std::move(loaded)) {
+  const auto& ok = hostable();
+  if (std::find(ok.begin(), ok.end(), inner.name()) == ok.end()) {
+    throw UsageError("algo '" + inner.name() +
+                     "' is not data parallel over whole replicas: a host trains with crossover, sgp, osgp or "
+                     "allreduce");
+  }
+  if (layout_.steps_per_epoch == 0) throw UsageError("steps_per_epoch must be at least 1");
+}
+
+namespace {
+
+// The trainer wants a training set whose samples fit the model's input: a
+// hosted model takes one float, and the host reads its own data.
+trainer::Dataset placeholder_data(size_t samples) {
+  trainer::Dataset d;
+  d.height = d.width = d.channels = 1;
+  d.classes = 1;
+  d.images.assign(samples, 0.0f);
+  d.labels.assign(samples, 0);
+  return d;
+}
+
+}  // namespace
+
+std::unique_ptr<Replica> HostedMode::load(const RunOptions& o, const Placement&) const {
+  auto model = std::make_unique<trainer::Model>(trainer::Shape{});
+  try {
+    model->host(layout_.segments, layout_.initial);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("the hosted model's layout: ") + e.what());
+  }
+  const protocol::SegmentTable segments = checked_segment_table(o, *model);
+  trainer::TrainerOptions topts = trainer_options(o.train);
+  auto replica = std::make_unique<TrainedReplica>(placeholder_data(std::max<size_t>(topts.batch, 1)),
+                                                  placeholder_data(0), std::move(model), topts, segments);
+  trainer::Trainer& t = replica->trainer();
+  StepRendezvous& r = rendezvous_;
+  std::stop_token stop = stop_;
+  t.host(trainer::HostedStep{.gradients =
+                                 [&r, stop] {
+                                   r.gradients(stop);
+                                   return trainer::StepResult{};
+                                 },
+                             .apply = [&r, stop](float lr) { r.apply(lr, stop); }});
+  loaded_(HostedArena{t.model().params(), t.model().grads(), t.optimizer().state()});
+  return replica;
+}
+
+}  // namespace gossipd::daemon

@@ -1,0 +1,74 @@
+#include "daemon/hosted/step_rendezvous.h"
+
+#include "protocol/errors.h"
+
+namespace gossipd::daemon {
+
+void StepRendezvous::wait_member(std::unique_lock<std::mutex>& lock, std::stop_token stop, Turn want,
+                                 const char* what) {
+  cv_.wait(lock, stop, [&] { return turn_ == want; });
+  if (turn_ != want) throw protocol::Aborted("hosted", what);
+}
+
+void StepRendezvous::gradients(std::stop_token stop) {
+  std::unique_lock lock(mu_);
+  turn_ = Turn::kHost;  // the previous step (or the start) is complete
+  cv_.notify_all();
+  wait_member(lock, stop, Turn::kMemberGradients, "waiting for the host's gradients");
+}
+
+void StepRendezvous::apply(float lr, std::stop_token stop) {
+  std::unique_lock lock(mu_);
+  lr_ = lr;
+  turn_ = Turn::kHostApply;
+  cv_.notify_all();
+  wait_member(lock, stop, Turn::kMemberApplied, "waiting for the host's optimizer step");
+}
+
+void StepRendezvous::ended(const std::string& error, bool timed_out) {
+  std::lock_guard lock(mu_);
+  turn_ = Turn::kEnded;
+  timed_out_ = timed_out;
+  error_ = error.empty() ? "the member's training has ended" : error;
+  cv_.notify_all();
+}
+
+void StepRendezvous::wait_host(std::unique_lock<std::mutex>& lock, std::chrono::milliseconds timeout,
+                               Turn want, const char* what) {
+  const bool met = cv_.wait_for(lock, timeout, [&] { return turn_ == want || turn_ == Turn::kEnded; });
+  if (turn_ == Turn::kEnded) throw HostedError(error_, timed_out_);
+  if (!met) {
+    throw HostedError(std::string("gossipd: no ") + what + " within " + std::to_string(timeout.count()) +
+                          " ms (is every peer up and reachable? see the member's log and /status)",
+                      true);
+  }
+}
+
+void StepRendezvous::wait_ready(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  wait_host(lock, timeout, Turn::kHost, "start of training (the other members, or the join)");
+}
+
+float StepRendezvous::begin_step(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  wait_host(lock, timeout, Turn::kHost, "start of the step (the previous round)");
+  turn_ = Turn::kMemberGradients;
+  cv_.notify_all();
+  wait_host(lock, timeout, Turn::kHostApply, "averaged gradients (the step's collective)");
+  return lr_;
+}
+
+void StepRendezvous::end_step(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  if (turn_ != Turn::kHostApply) throw HostedError("gossipd: end_step without begin_step", false);
+  turn_ = Turn::kMemberApplied;
+  cv_.notify_all();
+  wait_host(lock, timeout, Turn::kHost, "end of the round (the peers' segments)");
+}
+
+StepRendezvous::Turn StepRendezvous::turn() const {
+  std::lock_guard lock(mu_);
+  return turn_;
+}
+
+}  // namespace gossipd::daemon

@@ -1,0 +1,76 @@
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <stdexcept>
+#include <stop_token>
+#include <string>
+
+namespace gossipd::daemon {
+
+// Where a hosted member's training thread and its host's thread (a Python
+// process's, which computes the model) meet in each step. They take turns
+// on one set of buffers, so neither ever reads what the other writes:
+//
+//   host: forward, backward   --gradients_ready-->  member: (allreduce the gradients)
+//   host: optimizer step      <--apply(lr)--------  member
+//   host: waits               --applied---------->  member: the protocol's round, the
+//                                                   step's bookkeeping, joiners' snapshots
+//   host: the next batch      <--next_step--------  member: waits for the gradients
+//
+// The member's side blocks on its stop token; the host's on a timeout, and
+// wakes at once when the member ends (for good or with an error), with
+// that error. Nothing here calls the host back: it asks.
+class StepRendezvous {
+ public:
+  enum class Turn { kStarting, kHost, kMemberGradients, kHostApply, kMemberApplied, kEnded };
+
+  // The member's side (its training thread). gradients() hands the turn to
+  // the host (the previous step is complete) and waits for the gradients;
+  // apply() asks the host to apply them and waits until it has. Both throw
+  // protocol::Aborted when `stop` fires.
+  void gradients(std::stop_token stop);
+  void apply(float lr, std::stop_token stop);
+  // The member's training ended; `error` empty: it finished or stopped;
+  // `timed_out`: a peer it waited for stayed silent.
+  void ended(const std::string& error, bool timed_out);
+
+  // The host's side. begin_step(): the gradients are ready; returns the
+  // learning rate the member's schedule gives once the host may apply them
+  // (after an allreduce, they are the average). end_step(): applied; returns
+  // once the member's round is done. Each throws
+  // HostedError when the member ended or `timeout` passed first.
+  float begin_step(std::chrono::milliseconds timeout);
+  void end_step(std::chrono::milliseconds timeout);
+  // Waits until the member's first step may begin (it has joined or
+  // started); throws as above.
+  void wait_ready(std::chrono::milliseconds timeout);
+  Turn turn() const;
+
+ private:
+  void wait_member(std::unique_lock<std::mutex>& lock, std::stop_token stop, Turn want, const char* what);
+  void wait_host(std::unique_lock<std::mutex>& lock, std::chrono::milliseconds timeout, Turn want,
+                 const char* what);
+
+  mutable std::mutex mu_;
+  std::condition_variable_any cv_;
+  Turn turn_ = Turn::kStarting;
+  float lr_ = 0;
+  std::string error_;
+  bool timed_out_ = false;
+};
+
+// A hosted member's failure as its host sees it: the member's own error, or
+// a wait that timed out (what it waited for, named).
+class HostedError : public std::runtime_error {
+ public:
+  HostedError(const std::string& what, bool timed_out) : std::runtime_error(what), timed_out_(timed_out) {}
+  bool timed_out() const { return timed_out_; }
+
+ private:
+  bool timed_out_;
+};
+
+}  // namespace gossipd::daemon

@@ -1,0 +1,49 @@
+#!/usr/bin/env python3
+"""A torch MLP on Fashion-MNIST, one worker of a gossipd cluster per process.
+
+    PYTHONPATH=build/python python3 python/examples/train.py --rank 0 --workers 2 &
+    PYTHONPATH=build/python python3 python/examples/train.py --rank 1 --workers 2
+
+Each worker trains on its shard and averages with the others every step
+(--algo crossover, sgp, osgp or allreduce); /status on 127.0.0.1:8280+rank.
+"""
+
+import argparse
+
+import torch
+
+import gossipd.torch as gd
+from gossipd.fashion_mnist import load
+
+p = argparse.ArgumentParser()
+p.add_argument("--rank", type=int, required=True)
+p.add_argument("--workers", type=int, default=2)
+p.add_argument("--algo", default="crossover")
+p.add_argument("--epochs", type=int, default=2)
+p.add_argument("--port", type=int, default=7200, help="worker i listens on port + i")
+a = p.parse_args()
+
+torch.set_num_threads(1)
+torch.manual_seed(1)  # every worker starts from the same model
+model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(784, 256), torch.nn.ReLU(),
+                            torch.nn.Linear(256, 10))
+x, y = load("train")
+shard = torch.arange(a.rank, len(y), a.workers)
+batches = len(shard) // 64
+peers = {f"w{i}": f"tcp://127.0.0.1:{a.port + i}" for i in range(a.workers)}
+
+with gd.Worker(id=f"w{a.rank}", listen=peers[f"w{a.rank}"], peers=peers, algo=a.algo,
+               http=f"127.0.0.1:{8280 + a.rank}", steps_per_epoch=batches) as w:
+    opt = gd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9), model, w)
+    w.sync_state(model, opt)
+    for epoch in range(a.epochs):
+        order = shard[torch.randperm(len(shard), generator=torch.Generator().manual_seed(epoch))]
+        for b in range(batches):
+            idx = order[b * 64:(b + 1) * 64]
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(model(x[idx]), y[idx]).backward()
+            opt.step()
+        tx, ty = load("test")
+        with torch.no_grad():
+            acc = (model(tx).argmax(1) == ty).float().mean().item()
+        print(f"[w{a.rank}] epoch {epoch + 1}/{a.epochs}  round {w.round()}  test_acc {acc:.4f}", flush=True)

@@ -1,0 +1,237 @@
+"""PyTorch glue: a gossipd member that averages a torch model's parameters.
+
+    import gossipd.torch as gd
+    with gd.Worker(id="w0", listen="tcp://127.0.0.1:7000",
+                   peers={"w1": "tcp://127.0.0.1:7001"}, algo="crossover") as w:
+        opt = gd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.05), model, w)
+        w.sync_state(model, opt)
+        for x, y in loader:
+            opt.zero_grad(); loss_fn(model(x), y).backward(); opt.step()
+
+The parameters (and their gradients and SGD's momentum buffers) are views of
+one flat float32 arena the C++ member owns, so a round reads and writes them
+in place; step() waits for the member with the GIL released.
+"""
+
+import atexit
+import os
+import socket
+import weakref
+
+import torch
+
+from gossipd._gossipd import Member
+
+__all__ = ["Worker", "DistributedOptimizer"]
+
+_open_workers = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_workers():
+    # A script that never calls close() still leaves the cluster and exits.
+    for w in list(_open_workers):
+        w.close()
+
+
+def _flag_args(flags):
+    """gossipd run's flags from keyword arguments: cluster_id="x" is
+    --cluster-id x, True a bare flag, a list comma-separated."""
+    args = []
+    for key, value in flags.items():
+        if value is None or value is False:
+            continue
+        flag = "--" + key.replace("_", "-")
+        if value is True:
+            args.append(flag)
+        elif isinstance(value, (list, tuple)):
+            args += [flag, ",".join(str(v) for v in value)]
+        else:
+            args += [flag, str(value)]
+    return args
+
+
+def _peer_list(peers):
+    if isinstance(peers, dict):
+        return [f"{k}={v}" for k, v in peers.items()]
+    return list(peers)
+
+
+class Worker:
+    """One member of a gossipd cluster, as `gossipd run` is one.
+
+    Keyword arguments are gossipd run's flags (daemon/README.md): listen,
+    peers (a dict id -> endpoint, or "ID=ENDPOINT" strings), join, algo
+    (crossover, sgp, osgp or allreduce), cluster_id, http, heartbeat_ms,
+    curve_secret_key, inject_drop ... A bad one raises ValueError with
+    gossipd's one-line message. The member starts when a
+    DistributedOptimizer gives it the model.
+    """
+
+    def __init__(self, id=None, peers=None, join=None, steps_per_epoch=1000, **flags):
+        self.id = id or f"{socket.gethostname()}-{os.getpid()}"
+        self._args = ["--id", self.id] + _flag_args(flags)
+        if peers:
+            self._args += ["--peers", ",".join(_peer_list(peers))]
+        if join:
+            self._args += ["--join", join if isinstance(join, str) else ",".join(join)]
+        self._steps_per_epoch = int(steps_per_epoch)
+        self._member = None
+        self._ready = None
+        self.algo = flags.get("algo", "crossover")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def _start(self, segments, initial):
+        if self._member is not None:
+            raise RuntimeError(f"gossipd worker '{self.id}' already trains a model: one optimizer per worker")
+        self._member = Member(self._args, segments, initial, self._steps_per_epoch)
+        _open_workers.add(self)
+        return self._member
+
+    @property
+    def member(self):
+        if self._member is None:
+            raise RuntimeError(f"gossipd worker '{self.id}' has no model yet: make a DistributedOptimizer first")
+        return self._member
+
+    def sync_state(self, model=None, optimizer=None):
+        """Waits until training may start: the initial members have met, or
+        a joiner has downloaded parameters, optimizer state and step (they
+        are in the model's tensors already). Returns the steps done."""
+        if self._ready is None:
+            self._ready = self.member.wait_ready()
+        if optimizer is not None:
+            optimizer._check_bindings()
+        return self.member.round()
+
+    @property
+    def endpoint(self):
+        return self.member.info()["endpoint"]
+
+    @property
+    def http_port(self):
+        return self.member.info()["http_port"]
+
+    def round(self):
+        return self.member.round()
+
+    def close(self):
+        """Leaves the cluster (gracefully) and stops the member's threads."""
+        if self._member is not None:
+            self._member.close()
+        _open_workers.discard(self)
+
+
+def _segments(model):
+    """One segment per module: the parameters of a module are contiguous."""
+    segments, names = [], []
+    for name, p in model.named_parameters():
+        module = name.rsplit(".", 1)[0] if "." in name else name
+        if segments and segments[-1][0] == module:
+            segments[-1] = (module, segments[-1][1] + p.numel())
+        else:
+            segments.append((module, p.numel()))
+        names.append(name)
+    return segments, names
+
+
+def _check_tensor(name, p):
+    if p.dtype != torch.float32 or p.device.type != "cpu" or not p.is_contiguous():
+        raise TypeError(
+            f"gossipd: parameter '{name}' is {p.dtype} on {p.device}"
+            f"{'' if p.is_contiguous() else ', not contiguous'}: gossipd averages contiguous "
+            "float32 CPU tensors (convert the model before making the optimizer)")
+
+
+class DistributedOptimizer:
+    """Wraps a torch.optim.SGD: step() takes the local step, then one round
+    of the worker's protocol (AllReduce-SGD averages the gradients before the
+    local step instead). The model's parameters, gradients and momentum
+    buffers become views of the worker's arena."""
+
+    def __init__(self, optimizer, model, worker):
+        if not isinstance(optimizer, torch.optim.SGD):
+            raise TypeError(
+                f"gossipd: DistributedOptimizer wraps torch.optim.SGD (its momentum buffers are part of "
+                f"a join's state and of checkpoints); got {type(optimizer).__name__}")
+        self.optimizer = optimizer
+        self.model = model
+        self.worker = worker
+        self._params = list(model.named_parameters())
+        if not self._params:
+            raise ValueError("gossipd: the model has no parameters")
+        for name, p in self._params:
+            _check_tensor(name, p)
+        in_optimizer = {id(p) for g in optimizer.param_groups for p in g["params"]}
+        missing = [n for n, p in self._params if id(p) not in in_optimizer]
+        if missing:
+            raise ValueError(f"gossipd: parameter '{missing[0]}' is not in the optimizer: give it all of "
+                             "model.parameters()")
+        segments, _ = _segments(model)
+        with torch.no_grad():
+            initial = torch.cat([p.detach().reshape(-1) for _, p in self._params]).numpy()
+        member = worker._start(segments, initial)
+        self._arena = torch.from_numpy(member.params())
+        self._grads = torch.from_numpy(member.grads())
+        self._state = torch.from_numpy(member.optimizer_state())
+        self._bind()
+
+    def _slices(self):
+        offset = 0
+        for name, p in self._params:
+            n = p.numel()
+            yield name, p, slice(offset, offset + n)
+            offset += n
+
+    def _bind(self):
+        momentum = any(g.get("momentum", 0) for g in self.optimizer.param_groups)
+        with torch.no_grad():
+            for _, p, s in self._slices():
+                p.data = self._arena[s].view_as(p)
+                p.grad = self._grads[s].view_as(p)
+                if momentum:
+                    self.optimizer.state[p]["momentum_buffer"] = self._state[s].view_as(p)
+
+    def _check_bindings(self):
+        for name, p, s in self._slices():
+            if p.data_ptr() != self._arena[s].data_ptr():
+                raise RuntimeError(
+                    f"gossipd: parameter '{name}' was rebound after the optimizer was made (model.to(), "
+                    "load_state_dict(assign) or p.data = ...): its updates would never be averaged; "
+                    "copy values in place (p.data.copy_(...)) instead")
+
+    def _bind_grads(self):
+        # zero_grad(set_to_none=True) or a user's own tensor: back into the arena (one copy).
+        for name, p, s in self._slices():
+            target = self._grads[s]
+            if p.grad is None:
+                target.zero_()
+                p.grad = target.view_as(p)
+            elif p.grad.data_ptr() != target.data_ptr():
+                target.copy_(p.grad.reshape(-1))
+                p.grad = target.view_as(p)
+
+    def zero_grad(self, set_to_none=False):
+        self.optimizer.zero_grad(set_to_none=set_to_none)
+
+    def step(self):
+        """The local SGD step and one round of the protocol."""
+        self._check_bindings()
+        self._bind_grads()
+        member = self.worker.member
+        member.begin_step()
+        self.optimizer.step()
+        member.end_step()
+
+    @property
+    def param_groups(self):
+        return self.optimizer.param_groups
+
+    def state_dict(self):
+        return self.optimizer.state_dict()

@@ -1,0 +1,100 @@
+"""The torch binding on one member (a cluster of one): views of the arena,
+and clear errors for what it cannot average."""
+
+import pytest
+import torch
+
+import gossipd.torch as gd
+from conftest import FAST, batch, free_ports, small_model
+
+
+def alone(**flags):
+    port = free_ports(1)[0]
+    return gd.Worker(id="solo", listen=f"tcp://127.0.0.1:{port}", **{**FAST, **flags})
+
+
+def train_steps(model, opt, steps):
+    for s in range(steps):
+        x, y = batch(s)
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+
+
+def test_parameters_gradients_and_momentum_are_arena_views_after_step(closing):
+    model = small_model()
+    w = alone()
+    closing(w)
+    sgd = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    opt = gd.DistributedOptimizer(sgd, model, w)
+    assert w.sync_state(model, opt) == 0
+    train_steps(model, opt, 3)
+    assert w.round() == 3
+    arena, grads, state = (torch.from_numpy(a) for a in (w.member.params(), w.member.grads(),
+                                                         w.member.optimizer_state()))
+    offset = 0
+    for p in model.parameters():
+        assert p.data_ptr() == arena[offset:].data_ptr()
+        assert p.grad.data_ptr() == grads[offset:].data_ptr()
+        assert sgd.state[p]["momentum_buffer"].data_ptr() == state[offset:].data_ptr()
+        offset += p.numel()
+    assert offset == arena.numel()
+    # The steps changed the arena itself.
+    assert not torch.equal(arena, torch.cat([q.detach().reshape(-1) for q in small_model().parameters()]))
+
+
+def test_a_parameter_that_is_not_contiguous_float32_cpu_is_a_type_error_naming_it(closing):
+    model = small_model().double()
+    w = alone()
+    closing(w)
+    with pytest.raises(TypeError, match=r"parameter '0\.weight' is torch\.float64"):
+        gd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1), model, w)
+    model = small_model()
+    model[2].weight = torch.nn.Parameter(torch.zeros(16, 3).t())
+    with pytest.raises(TypeError, match=r"parameter '2\.weight' .*not contiguous"):
+        gd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1), model, w)
+
+
+def test_another_optimizer_than_sgd_is_a_type_error(closing):
+    model = small_model()
+    w = alone()
+    closing(w)
+    with pytest.raises(TypeError, match=r"wraps torch\.optim\.SGD .*; got Adam"):
+        gd.DistributedOptimizer(torch.optim.Adam(model.parameters()), model, w)
+
+
+def test_a_rebound_parameter_is_a_runtime_error_naming_it(closing):
+    model = small_model()
+    w = alone()
+    closing(w)
+    opt = gd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1), model, w)
+    w.sync_state()
+    train_steps(model, opt, 1)
+    model[0].bias.data = torch.zeros(16)  # what model.to() or p.data = ... does
+    with pytest.raises(RuntimeError, match=r"parameter '0\.bias' was rebound"):
+        train_steps(model, opt, 1)
+
+
+def test_gradients_set_to_none_are_taken_back_into_the_arena(closing):
+    model = small_model()
+    w = alone()
+    closing(w)
+    opt = gd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1), model, w)
+    w.sync_state()
+    x, y = batch(0)
+    opt.zero_grad(set_to_none=True)
+    torch.nn.functional.cross_entropy(model(x), y).backward()
+    expected = torch.cat([p.grad.reshape(-1) for p in model.parameters()]).clone()
+    opt.step()
+    assert torch.equal(torch.from_numpy(w.member.grads()), expected)
+
+
+def test_bad_flags_are_value_errors_with_gossipds_line():
+    model = small_model()
+    with pytest.raises(ValueError, match="heartbeat"):
+        gd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1), model,
+                                alone(heartbeat_ms=100, failure_timeout_ms=150))
+    with pytest.raises(ValueError, match="not data parallel over whole replicas"):
+        gd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1), model, alone(algo="pipeline"))
+    with pytest.raises(ValueError, match="no-such-flag"):
+        gd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1), model, alone(no_such_flag=3))

@@ -1,0 +1,199 @@
+"""A Python member is a member like a gossipd run daemon: a joiner downloads
+the state and trains from it, /status lists it, a member it cannot meet is a
+timeout naming it, and a script that forgets close() still exits promptly."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+import torch
+
+import gossipd.torch as gd
+from conftest import FAST, batch, free_ports, small_model
+
+
+def flat(model):
+    return torch.cat([p.detach().reshape(-1) for p in model.parameters()]).clone()
+
+
+def wait_for(what, predicate, timeout=20):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+def test_a_joiner_trains_from_the_downloaded_state_and_status_lists_it(closing):
+    pa, pb = free_ports(2)
+    a = gd.Worker(id="a", listen=f"tcp://127.0.0.1:{pa}", algo="crossover", http="127.0.0.1:0", **FAST)
+    closing(a)
+    model_a = small_model(seed=1)
+    opt_a = gd.DistributedOptimizer(torch.optim.SGD(model_a.parameters(), lr=0.05, momentum=0.9), model_a, a)
+    a.sync_state()
+    stop = threading.Event()
+    errors = []
+    history = []  # A's parameters after each of its steps
+
+    def train_a():
+        try:
+            s = 0
+            while not stop.is_set():
+                x, y = batch(s % 7)
+                opt_a.zero_grad()
+                torch.nn.functional.cross_entropy(model_a(x), y).backward()
+                opt_a.step()
+                history.append(flat(model_a))
+                s += 1
+        except BaseException as e:  # noqa: B036 (asserted below)
+            errors.append(e)
+
+    t = threading.Thread(target=train_a, daemon=True)
+    t.start()
+    try:
+        wait_for("a few steps of the first member", lambda: a.round() >= 5)
+        b = gd.Worker(id="b", listen=f"tcp://127.0.0.1:{pb}", join=f"tcp://127.0.0.1:{pa}", algo="crossover",
+                      **FAST)
+        closing(b)
+        model_b = small_model(seed=2)  # another start: the join replaces it
+        start_b = flat(model_b)
+        opt_b = gd.DistributedOptimizer(torch.optim.SGD(model_b.parameters(), lr=0.05, momentum=0.9), model_b,
+                                        b)
+        round_b = b.sync_state(model_b, opt_b)
+        assert round_b >= 5
+        # The downloaded state is in B's own tensors: one of A's, not B's start.
+        assert not torch.equal(flat(model_b), start_b)
+        assert any(torch.equal(flat(model_b), h) for h in list(history))
+        assert torch.from_numpy(b.member.optimizer_state()).abs().sum() > 0  # momentum came with it
+        for s in range(5):
+            x, y = batch(s)
+            opt_b.zero_grad()
+            torch.nn.functional.cross_entropy(model_b(x), y).backward()
+            opt_b.step()
+        assert b.round() == round_b + 5
+
+        def members():
+            with urllib.request.urlopen(f"http://127.0.0.1:{a.http_port}/status", timeout=5) as r:
+                return json.load(r).get("members", [])
+
+        wait_for("/status to list the Python joiner", lambda: "b" in members())
+    finally:
+        stop.set()
+        t.join(30)
+    assert not errors, errors
+
+
+def test_peers_that_never_come_are_a_timeout_naming_them(closing):
+    port, ghost = free_ports(2)
+    w = gd.Worker(id="w", listen=f"tcp://127.0.0.1:{port}", peers={"ghost": f"tcp://127.0.0.1:{ghost}"},
+                  **{**FAST, "startup_timeout_ms": 1500})
+    closing(w)
+    model = small_model()
+    opt = gd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1), model, w)
+    start = time.monotonic()
+    with pytest.raises(TimeoutError, match="ghost"):
+        w.sync_state(model, opt)
+    assert time.monotonic() - start < 10
+
+
+FORGETFUL = textwrap.dedent("""
+    import sys, torch
+    sys.path.insert(0, sys.argv[1])
+    import gossipd.torch as gd
+    w = gd.Worker(id="forgetful", listen="tcp://127.0.0.1:" + sys.argv[2])
+    model = torch.nn.Linear(4, 2)
+    opt = gd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1), model, w)
+    w.sync_state()
+    for _ in range(3):
+        opt.zero_grad(); model(torch.ones(2, 4)).sum().backward(); opt.step()
+    import time
+    print("trained", w.round(), time.time(), flush=True)
+    # no close(): the atexit hook leaves the cluster
+""")
+
+
+def test_a_script_that_never_closes_exits_in_under_5_s(tmp_path):
+    script = tmp_path / "forgetful.py"
+    script.write_text(FORGETFUL)
+    package = os.environ.get("GOSSIPD_PYTHONPATH", str(Path(__file__).resolve().parents[2] / "build/python"))
+    proc = subprocess.Popen([sys.executable, str(script), package, str(free_ports(1)[0])],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    exited = time.time()
+    assert proc.returncode == 0, err
+    word, rounds, trained = out.split()
+    assert (word, rounds) == ("trained", "3"), out
+    assert exited - float(trained) < 5, err
+
+
+STEPPER = textwrap.dedent("""
+    import sys, torch
+    sys.path.insert(0, sys.argv[1])
+    import gossipd.torch as gd
+    peers = dict(p.split("=", 1) for p in sys.argv[2].split(","))
+    w = gd.Worker(id="b", listen=peers["b"], peers=peers, algo="crossover", heartbeat_ms=50,
+                  failure_timeout_ms=1000)
+    torch.manual_seed(1)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 3))
+    opt = gd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.05), model, w)
+    w.sync_state()
+    while True:
+        opt.zero_grad(); model(torch.ones(4, 8)).sum().backward(); opt.step()
+        if w.round() == 20:
+            print("stepping", flush=True)
+""")
+
+
+def test_a_killed_python_member_is_evicted_and_the_other_trains_on(tmp_path, closing):
+    pa, pb = free_ports(2)
+    peers = {"a": f"tcp://127.0.0.1:{pa}", "b": f"tcp://127.0.0.1:{pb}"}
+    script = tmp_path / "stepper.py"
+    script.write_text(STEPPER)
+    package = os.environ.get("GOSSIPD_PYTHONPATH", str(Path(__file__).resolve().parents[2] / "build/python"))
+    proc = subprocess.Popen([sys.executable, str(script), package, ",".join(f"{k}={v}" for k, v in peers.items())],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        a = gd.Worker(id="a", listen=peers["a"], peers=peers, algo="crossover", http="127.0.0.1:0", **FAST)
+        closing(a)
+        model = small_model(seed=1)
+        opt = gd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.05), model, a)
+        a.sync_state()
+
+        def members():
+            with urllib.request.urlopen(f"http://127.0.0.1:{a.http_port}/status", timeout=5) as r:
+                return json.load(r).get("members", [])
+
+        def step():
+            x, y = batch(0)
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            opt.step()
+
+        while a.round() < 30:
+            step()
+        assert sorted(members()) == ["a", "b"]
+        proc.kill()
+        proc.wait()
+        killed = time.monotonic()
+        while "b" in members():  # each step waits at most a segment deadline for b
+            step()
+            assert time.monotonic() - killed < 20, "b was never evicted"
+        before = a.round()
+        for _ in range(10):
+            step()
+        assert a.round() == before + 10
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -1,0 +1,106 @@
+"""Two members in threads of this process against the serial torch run of the
+same seed: AllReduce-SGD is serial SGD on the whole batch; with two members
+Crossover-SGD's swap and SGP's push to the one other member both average the
+two models every step, which for plain SGD is serial SGD again."""
+
+import threading
+import time
+
+import pytest
+import torch
+
+import gossipd.torch as gd
+from conftest import batch, run_threads, small_model, static_cluster
+
+STEPS = 6
+TOLERANCE = 1e-5
+
+
+def serial(momentum):
+    model = small_model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=momentum)
+    for s in range(STEPS):
+        x, y = batch(s)
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+    return torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+
+
+def distributed(algo, momentum, closing):
+    workers = static_cluster(2, algo)
+    for w in workers:
+        closing(w)
+    finals = [None, None]
+    models = [small_model(), small_model()]  # the same seed: the same start (seeded here, not racing in threads)
+
+    def member(rank):
+        model = models[rank]
+        opt = gd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1, momentum=momentum), model,
+                                      workers[rank])
+        workers[rank].sync_state(model, opt)
+        for s in range(STEPS):
+            x, y = batch(s)
+            half = slice(rank * 8, rank * 8 + 8)  # each member its half of the serial batch
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(model(x[half]), y[half]).backward()
+            opt.step()
+        finals[rank] = torch.cat([p.detach().reshape(-1) for p in model.parameters()]).clone()
+
+    run_threads([lambda: member(0), lambda: member(1)])
+    return finals
+
+
+def test_allreduce_is_serial_sgd_with_momentum(closing):
+    expected = serial(momentum=0.9)
+    for got in distributed("allreduce", 0.9, closing):
+        assert (got - expected).abs().max().item() < TOLERANCE
+
+
+@pytest.mark.parametrize("algo", ["crossover", "sgp"])
+def test_two_member_gossip_is_serial_plain_sgd(algo, closing):
+    expected = serial(momentum=0.0)
+    for got in distributed(algo, 0.0, closing):
+        assert (got - expected).abs().max().item() < TOLERANCE
+
+
+def test_another_python_thread_progresses_while_step_waits_for_the_exchange(closing):
+    workers = static_cluster(2, "allreduce")
+    for w in workers:
+        closing(w)
+    counted = {}
+    late = 1.0  # seconds member 1 holds back its gradients: member 0's step() waits that long
+
+    models = [small_model(), small_model()]
+
+    def member(rank):
+        model = models[rank]
+        opt = gd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1), model, workers[rank])
+        workers[rank].sync_state(model, opt)
+        x, y = batch(0)
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        if rank == 1:
+            time.sleep(late)
+            opt.step()
+            return
+        ticks = [0]
+        done = threading.Event()
+
+        def counter():
+            while not done.is_set():
+                ticks[0] += 1
+
+        t = threading.Thread(target=counter)
+        t.start()
+        start = time.monotonic()
+        opt.step()
+        counted["seconds"] = time.monotonic() - start
+        done.set()
+        t.join()
+        counted["ticks"] = ticks[0]
+
+    run_threads([lambda: member(0), lambda: member(1)])
+    assert counted["seconds"] > 0.5 * late
+    # A Python loop counts millions of times a second; while step() held the
+    # GIL it could not count at all.
+    assert counted["ticks"] > 100000
