@@ -98,9 +98,21 @@ PYBIND11_MODULE(_gossipd, m) {
           "Waits until training may start (the others met, or joined)")
       .def("info", [](HostedMember& h) { return info_dict(h.info()); })
       .def(
-          "begin_step", [](HostedMember& h) { return h.rendezvous().begin_step(h.step_timeout()); },
+          "begin_step",
+          [](HostedMember& h, double loss, int correct, int samples) {
+            return h.rendezvous().begin_step(h.step_timeout(), {loss, correct, samples});
+          },
+          py::arg("loss") = 0.0, py::arg("correct") = 0, py::arg("samples") = 0,
           py::call_guard<py::gil_scoped_release>(),
-          "The gradients are ready: returns once the optimizer may apply them (after an allreduce)")
+          "The gradients are ready (of a batch with this loss, correct and samples): returns once the "
+          "optimizer may apply them (after an allreduce)")
+      .def(
+          "set_evaluation",
+          [](HostedMember& h, double accuracy, double loss, size_t samples) {
+            h.rendezvous().set_evaluation({loss, accuracy, samples});
+          },
+          py::arg("accuracy"), py::arg("loss") = 0.0, py::arg("samples") = 0,
+          "The host's latest test figures: the member's evaluations (/status, --metrics-out) report them")
       .def(
           "end_step", [](HostedMember& h) { h.rendezvous().end_step(h.step_timeout()); },
           py::call_guard<py::gil_scoped_release>(), "Applied: returns once the protocol's round is done")

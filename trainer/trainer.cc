@@ -126,7 +126,9 @@ EpochStats Trainer::train_epoch(uint32_t epoch) {
   return s;
 }
 
-EvalResult Trainer::evaluate(const Dataset& data) { return evaluator_.run(data); }
+EvalResult Trainer::evaluate(const Dataset& data) {
+  return hosted_.evaluate ? hosted_.evaluate() : evaluator_.run(data);
+}
 
 void Trainer::reshard(SamplerOptions sampler, size_t batch) {
   if (batch == 0) throw std::invalid_argument("batch size must be > 0");

@@ -89,6 +89,8 @@ struct HostedStep {
   std::function<StepResult()> gradients;
   // Applies the gradients to model().params() (and its state to optimizer().state()).
   std::function<void(float lr)> apply;
+  // The test figures the host measured last (evaluate() returns them).
+  std::function<EvalResult()> evaluate;
 };
 
 // Local training of one replica. The steps are split so that averaging

@@ -57,12 +57,9 @@ std::unique_ptr<Replica> HostedMode::load(const RunOptions& o, const Placement&)
   trainer::Trainer& t = replica->trainer();
   StepRendezvous& r = rendezvous_;
   std::stop_token stop = stop_;
-  t.host(trainer::HostedStep{.gradients =
-                                 [&r, stop] {
-                                   r.gradients(stop);
-                                   return trainer::StepResult{};
-                                 },
-                             .apply = [&r, stop](float lr) { r.apply(lr, stop); }});
+  t.host(trainer::HostedStep{.gradients = [&r, stop] { return r.gradients(stop); },
+                             .apply = [&r, stop](float lr) { r.apply(lr, stop); },
+                             .evaluate = [&r] { return r.evaluation(); }});
   loaded_(HostedArena{t.model().params(), t.model().grads(), t.optimizer().state()});
   return replica;
 }

@@ -10,11 +10,12 @@ void StepRendezvous::wait_member(std::unique_lock<std::mutex>& lock, std::stop_t
   if (turn_ != want) throw protocol::Aborted("hosted", what);
 }
 
-void StepRendezvous::gradients(std::stop_token stop) {
+trainer::StepResult StepRendezvous::gradients(std::stop_token stop) {
   std::unique_lock lock(mu_);
   turn_ = Turn::kHost;  // the previous step (or the start) is complete
   cv_.notify_all();
   wait_member(lock, stop, Turn::kMemberGradients, "waiting for the host's gradients");
+  return step_;
 }
 
 void StepRendezvous::apply(float lr, std::stop_token stop) {
@@ -49,9 +50,10 @@ void StepRendezvous::wait_ready(std::chrono::milliseconds timeout) {
   wait_host(lock, timeout, Turn::kHost, "start of training (the other members, or the join)");
 }
 
-float StepRendezvous::begin_step(std::chrono::milliseconds timeout) {
+float StepRendezvous::begin_step(std::chrono::milliseconds timeout, trainer::StepResult step) {
   std::unique_lock lock(mu_);
   wait_host(lock, timeout, Turn::kHost, "start of the step (the previous round)");
+  step_ = step;
   turn_ = Turn::kMemberGradients;
   cv_.notify_all();
   wait_host(lock, timeout, Turn::kHostApply, "averaged gradients (the step's collective)");
@@ -64,6 +66,16 @@ void StepRendezvous::end_step(std::chrono::milliseconds timeout) {
   turn_ = Turn::kMemberApplied;
   cv_.notify_all();
   wait_host(lock, timeout, Turn::kHost, "end of the round (the peers' segments)");
+}
+
+void StepRendezvous::set_evaluation(trainer::EvalResult e) {
+  std::lock_guard lock(mu_);
+  evaluation_ = e;
+}
+
+trainer::EvalResult StepRendezvous::evaluation() const {
+  std::lock_guard lock(mu_);
+  return evaluation_;
 }
 
 StepRendezvous::Turn StepRendezvous::turn() const {

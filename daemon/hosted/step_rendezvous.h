@@ -8,6 +8,8 @@
 #include <stop_token>
 #include <string>
 
+#include "trainer/trainer.h"
+
 namespace gossipd::daemon {
 
 // Where a hosted member's training thread and its host's thread (a Python
@@ -31,7 +33,7 @@ class StepRendezvous {
   // the host (the previous step is complete) and waits for the gradients;
   // apply() asks the host to apply them and waits until it has. Both throw
   // protocol::Aborted when `stop` fires.
-  void gradients(std::stop_token stop);
+  trainer::StepResult gradients(std::stop_token stop);
   void apply(float lr, std::stop_token stop);
   // The member's training ended; `error` empty: it finished or stopped;
   // `timed_out`: a peer it waited for stayed silent.
@@ -40,14 +42,19 @@ class StepRendezvous {
   // The host's side. begin_step(): the gradients are ready; returns the
   // learning rate the member's schedule gives once the host may apply them
   // (after an allreduce, they are the average). end_step(): applied; returns
-  // once the member's round is done. Each throws
+  // once the member's round is done. `step`: the batch's loss and
+  // accuracy, where the host tells them (the member's records average them
+  // over each epoch). Each throws
   // HostedError when the member ended or `timeout` passed first.
-  float begin_step(std::chrono::milliseconds timeout);
+  float begin_step(std::chrono::milliseconds timeout, trainer::StepResult step = {});
   void end_step(std::chrono::milliseconds timeout);
   // Waits until the member's first step may begin (it has joined or
   // started); throws as above.
   void wait_ready(std::chrono::milliseconds timeout);
   Turn turn() const;
+  // The host's latest test figures, which the member's evaluations report.
+  void set_evaluation(trainer::EvalResult e);
+  trainer::EvalResult evaluation() const;
 
  private:
   void wait_member(std::unique_lock<std::mutex>& lock, std::stop_token stop, Turn want, const char* what);
@@ -58,6 +65,8 @@ class StepRendezvous {
   std::condition_variable_any cv_;
   Turn turn_ = Turn::kStarting;
   float lr_ = 0;
+  trainer::StepResult step_;
+  trainer::EvalResult evaluation_;
   std::string error_;
   bool timed_out_ = false;
 };

@@ -60,17 +60,19 @@ def _peer_list(peers):
 class Worker:
     """One member of a gossipd cluster, as `gossipd run` is one.
 
-    Keyword arguments are gossipd run's flags (daemon/README.md): listen,
-    peers (a dict id -> endpoint, or "ID=ENDPOINT" strings), join, algo
-    (crossover, sgp, osgp or allreduce), cluster_id, http, heartbeat_ms,
+    `algo`: crossover (the default), sgp, osgp or allreduce. The other
+    keyword arguments are gossipd run's flags (daemon/README.md): listen,
+    peers (a dict id -> endpoint, or "ID=ENDPOINT" strings), join,
+    cluster_id, http, heartbeat_ms,
     curve_secret_key, inject_drop ... A bad one raises ValueError with
     gossipd's one-line message. The member starts when a
     DistributedOptimizer gives it the model.
     """
 
-    def __init__(self, id=None, peers=None, join=None, steps_per_epoch=1000, **flags):
+    def __init__(self, id=None, peers=None, join=None, algo="crossover", steps_per_epoch=1000, **flags):
         self.id = id or f"{socket.gethostname()}-{os.getpid()}"
-        self._args = ["--id", self.id] + _flag_args(flags)
+        self.algo = algo
+        self._args = ["--id", self.id, "--algo", algo] + _flag_args(flags)
         if peers:
             self._args += ["--peers", ",".join(_peer_list(peers))]
         if join:
@@ -78,7 +80,6 @@ class Worker:
         self._steps_per_epoch = int(steps_per_epoch)
         self._member = None
         self._ready = None
-        self.algo = flags.get("algo", "crossover")
 
     def __enter__(self):
         return self
@@ -120,6 +121,11 @@ class Worker:
 
     def round(self):
         return self.member.round()
+
+    def report(self, test_accuracy, test_loss=0.0, samples=0):
+        """Your latest evaluation: the member's evaluation records (each
+        epoch's end, as `gossipd run`'s) and /status show these figures."""
+        self.member.set_evaluation(float(test_accuracy), float(test_loss), int(samples))
 
     def close(self):
         """Leaves the cluster (gracefully) and stops the member's threads."""
@@ -220,12 +226,15 @@ class DistributedOptimizer:
     def zero_grad(self, set_to_none=False):
         self.optimizer.zero_grad(set_to_none=set_to_none)
 
-    def step(self):
-        """The local SGD step and one round of the protocol."""
+    def step(self, loss=None, correct=0, batch=0):
+        """The local SGD step and one round of the protocol. `loss` (a tensor
+        or a float), `correct` and `batch`, where given, go into the member's
+        per-epoch figures (/status, --metrics-out)."""
         self._check_bindings()
         self._bind_grads()
         member = self.worker.member
-        member.begin_step()
+        loss = float(loss) if loss is not None else 0.0
+        member.begin_step(loss, int(correct), int(batch) if batch else (1 if loss else 0))
         self.optimizer.step()
         member.end_step()
 

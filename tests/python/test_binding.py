@@ -98,3 +98,29 @@ def test_bad_flags_are_value_errors_with_gossipds_line():
         gd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1), model, alone(algo="pipeline"))
     with pytest.raises(ValueError, match="no-such-flag"):
         gd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1), model, alone(no_such_flag=3))
+
+
+def test_the_hosts_losses_and_evaluation_are_what_status_reports(closing):
+    import json
+    import urllib.request
+
+    model = small_model()
+    w = alone(http="127.0.0.1:0", steps_per_epoch=2)
+    closing(w)
+    opt = gd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1), model, w)
+    w.sync_state()
+    w.report(test_accuracy=0.75, test_loss=0.5, samples=100)
+    losses = []
+    for s in range(2):  # one epoch: the member evaluates at its end
+        x, y = batch(s)
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        losses.append(loss.item())
+        opt.step(loss=loss, correct=4, batch=len(y))
+    with urllib.request.urlopen(f"http://127.0.0.1:{w.http_port}/status", timeout=5) as r:
+        status = json.load(r)
+    assert status["epoch"] == 1
+    assert status["test_accuracy"] == pytest.approx(0.75)
+    assert status["test_loss"] == pytest.approx(0.5)
+    assert status["loss"] == pytest.approx(sum(losses) / 2, rel=1e-6)
