@@ -63,24 +63,27 @@ def test_another_optimizer_than_sgd_is_a_type_error(closing):
         gd.DistributedOptimizer(torch.optim.Adam(model.parameters()), model, w)
 
 
-def test_a_rebound_parameter_is_a_runtime_error_naming_it(closing):
+@pytest.fixture
+def solo(closing):
+    """A model on a started cluster of one, plain SGD: (model, worker, optimizer)."""
     model = small_model()
     w = alone()
     closing(w)
     opt = gd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1), model, w)
     w.sync_state()
+    return model, w, opt
+
+
+def test_a_rebound_parameter_is_a_runtime_error_naming_it(solo):
+    model, _, opt = solo
     train_steps(model, opt, 1)
     model[0].bias.data = torch.zeros(16)  # what model.to() or p.data = ... does
     with pytest.raises(RuntimeError, match=r"parameter '0\.bias' was rebound"):
         train_steps(model, opt, 1)
 
 
-def test_gradients_set_to_none_are_taken_back_into_the_arena(closing):
-    model = small_model()
-    w = alone()
-    closing(w)
-    opt = gd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1), model, w)
-    w.sync_state()
+def test_gradients_set_to_none_are_taken_back_into_the_arena(solo):
+    model, w, opt = solo
     x, y = batch(0)
     opt.zero_grad(set_to_none=True)
     torch.nn.functional.cross_entropy(model(x), y).backward()
