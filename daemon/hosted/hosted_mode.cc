@@ -30,6 +30,10 @@ HostedMode::HostedMode(const Mode& inner, HostedLayout layout, StepRendezvous& r
 
 namespace {
 
+// AllReduce-SGD re-forms its ring after a member dies and retries the step
+// (AllreduceWorker::step); the gossip protocols never retry one.
+bool retries_steps(const std::string& mode) { return mode == "allreduce"; }
+
 // The trainer wants a training set whose samples fit the model's input: a
 // hosted model takes one float, and the host reads its own data.
 trainer::Dataset placeholder_data(size_t samples) {
@@ -60,6 +64,7 @@ std::unique_ptr<Replica> HostedMode::load(const RunOptions& o, const Placement&)
   t.host(trainer::HostedStep{.gradients = [&r, stop] { return r.gradients(stop); },
                              .apply = [&r, stop](float lr) { r.apply(lr, stop); },
                              .evaluate = [&r] { return r.evaluation(); }});
+  if (retries_steps(inner_.name())) r.keep_gradients(t.model().grads());
   loaded_(HostedArena{t.model().params(), t.model().grads(), t.optimizer().state()});
   return replica;
 }

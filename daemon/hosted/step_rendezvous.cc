@@ -1,5 +1,7 @@
 #include "daemon/hosted/step_rendezvous.h"
 
+#include <algorithm>
+
 #include "protocol/errors.h"
 
 namespace gossipd::daemon {
@@ -12,10 +14,21 @@ void StepRendezvous::wait_member(std::unique_lock<std::mutex>& lock, std::stop_t
 
 trainer::StepResult StepRendezvous::gradients(std::stop_token stop) {
   std::unique_lock lock(mu_);
+  if (turn_ == Turn::kMemberGradients) {  // the step is retried: the host waits on its first try
+    if (kept_.empty()) throw std::logic_error("hosted: a step retried without kept gradients");
+    std::copy(kept_.begin(), kept_.end(), grads_.begin());
+    return step_;
+  }
   turn_ = Turn::kHost;  // the previous step (or the start) is complete
   cv_.notify_all();
   wait_member(lock, stop, Turn::kMemberGradients, "waiting for the host's gradients");
+  if (!grads_.empty()) kept_.assign(grads_.begin(), grads_.end());
   return step_;
+}
+
+void StepRendezvous::keep_gradients(std::span<float> grads) {
+  std::lock_guard lock(mu_);
+  grads_ = grads;
 }
 
 void StepRendezvous::apply(float lr, std::stop_token stop) {

@@ -4,9 +4,11 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <span>
 #include <stdexcept>
 #include <stop_token>
 #include <string>
+#include <vector>
 
 #include "trainer/trainer.h"
 
@@ -35,6 +37,11 @@ class StepRendezvous {
   // protocol::Aborted when `stop` fires.
   trainer::StepResult gradients(std::stop_token stop);
   void apply(float lr, std::stop_token stop);
+  // A mode that retries a failed step (AllReduce-SGD re-forms its ring after
+  // a member dies and steps again; its collective has summed into the
+  // buffer meanwhile) keeps a copy of the host's gradients each step, and a
+  // gradients() call within the same step takes that copy back.
+  void keep_gradients(std::span<float> grads);
   // The member's training ended; `error` empty: it finished or stopped;
   // `timed_out`: a peer it waited for stayed silent.
   void ended(const std::string& error, bool timed_out);
@@ -66,6 +73,8 @@ class StepRendezvous {
   Turn turn_ = Turn::kStarting;
   float lr_ = 0;
   trainer::StepResult step_;
+  std::span<float> grads_;   // keep_gradients(): the member's buffer
+  std::vector<float> kept_;  // and the host's gradients of this step
   trainer::EvalResult evaluation_;
   std::string error_;
   bool timed_out_ = false;

@@ -121,9 +121,16 @@ void AllreduceWorker::reform(const topology::View& view, uint64_t round, std::st
   copts.timeout = options_.timeout + options_.failure_timeout;
   copts.stop = stop;
   const size_t old_size = group_ ? group_->size() : 0;
+  // Members leaving one after another (a cluster whose hosts all stop)
+  // change the view while the ring re-forms: the barrier is then abandoned
+  // at once for the newer view, not waited out.
+  std::stop_source newer;
+  const std::stop_callback forward(stop, [&newer] { newer.request_stop(); });
+  copts.stop = newer.get_token();
   group_ = make_ring(view, copts);
   view_id_ = view.id();
-  protocol::Barrier(*group_).run();
+  barrier_unless_view_changes(round, newer, stop);
+  group_->options().stop = stop;
   group_->options().timeout = options_.timeout;
   // Every replica takes the state of the first member that was already
   // training (never a joiner's snapshot, which is older).
@@ -134,6 +141,22 @@ void AllreduceWorker::reform(const topology::View& view, uint64_t round, std::st
   spdlog::log(group_->size() < old_size ? spdlog::level::warn : spdlog::level::info,
               "node '{}': ring re-formed over {} members (view {:08x}) from '{}', at step {}", node_.id(),
               group_->size(), view.id(), group_->member(root), trainer_.step_count());
+}
+
+void AllreduceWorker::barrier_unless_view_changes(uint64_t round, std::stop_source& newer,
+                                                  std::stop_token stop) {
+  std::jthread watch([&](std::stop_token done) {
+    while (!done.stop_requested() && !newer.stop_requested()) {
+      if (ring_changed(membership_.view_at(round))) newer.request_stop();
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  });
+  try {
+    protocol::Barrier(*group_).run();
+  } catch (const protocol::Aborted&) {
+    if (stop.stop_requested()) throw;
+    throw protocol::TransportError(node_.id(), "", "the view changed while the ring re-formed");
+  }
 }
 
 std::vector<std::string> AllreduceWorker::ring_members(const topology::View& view) const {

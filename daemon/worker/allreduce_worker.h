@@ -58,6 +58,9 @@ class AllreduceWorker : public Worker {
   trainer::StepResult step(std::span<const uint32_t> idx, std::stop_token stop);
   void await_view_change(std::exception_ptr failure, uint64_t round, std::stop_token stop);
   void reform(const topology::View& view, uint64_t round, std::stop_token stop);
+  // The re-formed ring's barrier; a view change meanwhile (seen by a watch
+  // that stops `newer`, the barrier's token) throws TransportError.
+  void barrier_unless_view_changes(uint64_t round, std::stop_source& newer, std::stop_token stop);
   // The ring's members for `view`, and whether they differ from the ring's.
   std::vector<std::string> ring_members(const topology::View& view) const;
   bool ring_changed(const topology::View& view) const;

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 import gossipd.torch as gd
-from conftest import FAST, batch, free_ports, small_model
+from conftest import FAST, batch, free_ports, run_threads, small_model, static_cluster
 
 
 def flat(model):
@@ -197,3 +197,41 @@ def test_a_killed_python_member_is_evicted_and_the_other_trains_on(tmp_path, clo
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_allreduce_members_stopping_a_moment_apart_leave_the_others_a_ring_at_once(closing):
+    # Every script's end: hosts close one after another. The others' ring
+    # follows each newer view at once instead of waiting out (here 11 s) a
+    # barrier for members that have left.
+    workers = static_cluster(5, "allreduce", timeout_ms=10000)
+    for w in workers:
+        closing(w)
+    met, first_close, after = threading.Barrier(5), [], {}
+
+    def member(i):
+        w, model = workers[i], small_model(seed=1)
+        opt = gd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.05), model, w)
+        w.sync_state()
+
+        def step():
+            x, y = batch(i)
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            opt.step()
+
+        for _ in range(3):
+            step()
+        met.wait()
+        if i < 3:
+            time.sleep(0.4 * i)
+            first_close.append(time.monotonic())
+            w.close()
+            return
+        step()
+        after[i] = (time.monotonic(), w.round(), flat(model))
+
+    run_threads([lambda i=i: member(i) for i in range(5)])
+    assert [after[i][1] for i in (3, 4)] == [4, 4]
+    assert torch.equal(after[3][2], after[4][2])
+    waited = max(after[i][0] for i in (3, 4)) - min(first_close)
+    assert waited < 5, f"the last two took {waited:.1f} s to re-form after the others left"
