@@ -235,3 +235,38 @@ def test_allreduce_members_stopping_a_moment_apart_leave_the_others_a_ring_at_on
     assert torch.equal(after[3][2], after[4][2])
     waited = max(after[i][0] for i in (3, 4)) - min(first_close)
     assert waited < 5, f"the last two took {waited:.1f} s to re-form after the others left"
+
+
+GOSSIPD = os.environ.get("GOSSIPD_BIN", str(Path(__file__).resolve().parents[2] / "build/bin/gossipd"))
+
+
+def test_a_daemons_status_lists_a_python_member_like_any_other(closing):
+    # One cluster: `gossipd run` training its MLP (hidden 16) and a Python
+    # member training a torch model of the same layout.
+    pd, pp, ph = free_ports(3)
+    peers = {"d": f"tcp://127.0.0.1:{pd}", "py": f"tcp://127.0.0.1:{pp}"}
+    fast = [a for k, v in FAST.items() for a in ("--" + k.replace("_", "-"), str(v))]
+    daemon = subprocess.Popen([GOSSIPD, "run", "--id", "d", "--listen", peers["d"], "--peers",
+                               ",".join(f"{k}={v}" for k, v in peers.items()), "--algo", "crossover", "--model", "mlp",
+                               "--hidden", "16", "--epochs", "100", "--train-limit", "2000", "--http",
+                               f"127.0.0.1:{ph}"] + fast, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        w = gd.Worker(id="py", listen=peers["py"], peers=peers, algo="crossover", **FAST)
+        closing(w)
+        torch.manual_seed(1)
+        model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(784, 16), torch.nn.ReLU(),
+                                    torch.nn.Linear(16, 10))
+        opt = gd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.05), model, w)
+        w.sync_state()
+        x, y = torch.randn(32, 1, 28, 28), torch.randint(0, 10, (32,))
+        while w.round() < 10:
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            opt.step()
+        with urllib.request.urlopen(f"http://127.0.0.1:{ph}/status", timeout=5) as r:
+            status = json.load(r)
+        assert sorted(status["members"]) == ["d", "py"]
+        assert int(status["round"]) >= 9  # the daemon's rounds went on with the Python member's
+    finally:
+        daemon.kill()
+        daemon.wait()
