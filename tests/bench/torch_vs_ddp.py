@@ -16,6 +16,10 @@ per-worker batch, one process per worker, one thread each.
       the same, each process in a network namespace of its own on a bridge,
       every link shaped with tbf (root; the namespaces are deleted at the end)
 
+A protocol is gd.Worker's algo with keyword arguments after "+" (a bare
+name is True): crossover+pace+overlap+send_buffer_kb=62. "local": the same
+processes started together, never communicating (the floor of a step).
+
 Needs the module built (build/python, or --package DIR) and python3-torch.
 """
 
@@ -50,14 +54,23 @@ def accuracy(model, x, y):
     return correct / len(y)
 
 
+def proto_flags(proto):
+    """crossover+overlap+send_buffer_kb=62: algo crossover, overlap=True, send_buffer_kb="62"."""
+    algo, *rest = proto.split("+")
+    flags = dict((f.split("=", 1) + [True])[:2] for f in rest)
+    return algo, flags
+
+
 def make_worker(a, endpoints, steps):
     """A gossipd worker: one of the initial members, or (rank == world) the joiner."""
     import gossipd.torch as gd
+    algo, flags = proto_flags(a.proto)
     if a.rank == a.world:
-        return gd.Worker(id=f"w{a.rank}", listen=endpoints[a.rank], join=endpoints[0], algo=a.proto,
-                         steps_per_epoch=steps)
+        return gd.Worker(id=f"w{a.rank}", listen=endpoints[a.rank], join=endpoints[0], algo=algo,
+                         steps_per_epoch=steps, **flags)
     peers = {f"w{i}": e for i, e in enumerate(endpoints[:a.world])}
-    return gd.Worker(id=f"w{a.rank}", listen=endpoints[a.rank], peers=peers, algo=a.proto, steps_per_epoch=steps)
+    return gd.Worker(id=f"w{a.rank}", listen=endpoints[a.rank], peers=peers, algo=algo, steps_per_epoch=steps,
+                     **flags)
 
 
 def worker(a):
@@ -75,13 +88,17 @@ def worker(a):
     torch.manual_seed(a.seed)
     model = cnn()
     sgd = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=0.9)
-    joiner, flag = a.rank == a.world, Path(a.out).with_name("joined-after-epoch")
+    joiner, flag = a.rank == a.world, Path(a.out).with_name(f"{a.proto}-joined-after-epoch")
     w, evals, first = None, [], 0
-    if a.proto == "ddp":
+    if a.proto in ("ddp", "local"):
         import torch.distributed as dist
         dist.init_process_group("gloo", init_method=f"tcp://{a.ddp}", rank=a.rank, world_size=a.world)
-        model = torch.nn.parallel.DistributedDataParallel(model)
-        opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=0.9)
+        if a.proto == "local":  # no communication after a start together: the floor of the step time
+            dist.barrier()
+            opt = sgd
+        else:
+            model = torch.nn.parallel.DistributedDataParallel(model)
+            opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=0.9)
     else:
         import gossipd.torch as gd
         if joiner:
