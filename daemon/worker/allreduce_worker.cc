@@ -119,7 +119,6 @@ void AllreduceWorker::reform(const topology::View& view, uint64_t round, std::st
   // Members reach the re-formation up to a timeout apart (one may still be
   // waiting on the dead peer), so the barrier waits that much longer.
   copts.timeout = options_.timeout + options_.failure_timeout;
-  copts.stop = stop;
   const size_t old_size = group_ ? group_->size() : 0;
   // Members leaving one after another (a cluster whose hosts all stop)
   // change the view while the ring re-forms: the barrier is then abandoned
