@@ -85,7 +85,7 @@ WorkerReport run_rank(protocol::Node& node, size_t rank, const std::vector<std::
   for (int k = 0; k < o.warmup + o.reps; ++k) {
     const RowInferResult r = rows.run(p.inputs, {.block = o.block});
     for (size_t l = 0; l < p.net.layers.size(); ++l)
-      report.exact &= r.payload_bytes[l] == planned.sent[l][rank] * p.inputs.count() * sizeof(float);
+      report.exact &= r.payload_bytes[l] == planned.sent[l][rank] * r.samples[l] * sizeof(float);
     report.exact &= r.categories == truth;
     if (k >= o.warmup) report.rep_seconds.push_back(r.seconds);
   }

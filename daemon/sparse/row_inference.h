@@ -17,9 +17,10 @@ struct RowInferResult {
   // With keep_activations: for each category in order, the final nonzeros
   // of this process's neurons (neuron numbers of the whole layer).
   trainer::sparse::SparseInputs activations;
-  // Per product: the payload bytes this process's node counted sending,
-  // summed over the blocks (the planner's words x samples x 4).
-  std::vector<uint64_t> payload_bytes;
+  // Per product: the payload bytes of the rows this process's node counted
+  // sending, summed over the blocks (the planner's words x samples x 4),
+  // and the samples that went through it (those not yet all zeros).
+  std::vector<uint64_t> payload_bytes, samples;
   double seconds = 0;
 };
 
@@ -30,7 +31,11 @@ struct RowInferResult {
 // only those entries, for the block's samples); it computes its neurons
 // that read only its own entries while the others' are on their way, then
 // the rest, all with the serial kernel and each neuron's edges in the serial
-// order, so the activations are the serial reference's bit for bit. The categories come from every process's
+// order, so the activations are the serial reference's bit for bit. Samples
+// whose activations are all zeros leave the block as in the serial run
+// (zeros stay zeros): with every 4th layer's rows every process sends its
+// largest output per sample to the others, so all agree which lanes died
+// and drop them after that layer, when dropping saves a chunk of lanes. The categories come from every process's
 // largest output per sample (an allgather). Every member calls run() with the same inputs and options; a
 // member silent for the group's timeout fails it (PeerTimeout, PeerLost), a stop request aborts it (Aborted).
 class RowInference {

@@ -86,8 +86,11 @@ TEST_P(SparseRowInference, GivesTheSerialCategoriesAndActivationsBitForBitAndMov
   for (uint32_t r = 0; r < procs; ++r) {
     EXPECT_EQ(got[r].categories, serial.categories) << "process " << r;
     for (size_t l = 0; l < net.layers.size(); ++l)
-      EXPECT_EQ(got[r].payload_bytes[l], planned.sent[l][r] * in.count() * sizeof(float))
+      EXPECT_EQ(got[r].payload_bytes[l], planned.sent[l][r] * got[r].samples[l] * sizeof(float))
           << "process " << r << " layer " << l;
+    // Every process dropped the same dead samples.
+    EXPECT_EQ(got[r].samples.front(), in.count()) << "process " << r;
+    EXPECT_EQ(got[r].samples, got[0].samples) << "process " << r;
   }
   for (size_t k = 0; k < serial.categories.size(); ++k) {
     std::map<uint32_t, float> whole;
@@ -101,6 +104,37 @@ TEST_P(SparseRowInference, GivesTheSerialCategoriesAndActivationsBitForBitAndMov
       want[serial.activations.index[e]] = serial.activations.value[e];
     ASSERT_EQ(whole, want) << "sample " << serial.categories[k];
   }
+}
+
+// Most samples die within the first layers: the processes drop the same
+// ones from the later products, as the serial run does, and still give its
+// categories and activations; each product's bytes follow the samples it
+// carried.
+TEST(SparseRowInference, DeadSamplesLeaveTheLaterProductsAndTheResultStaysTheSerials) {
+  const uint32_t procs = 3;
+  const sp::SparseNet net = sp::shuffle_neurons(testing::random_net(48, 16, -0.9f, 11), 3);
+  const sp::SparseInputs in = testing::random_inputs(48, 96, 5);
+  const sp::InferOptions o{.block = 64, .keep_activations = true};
+  const sp::InferResult serial = sp::infer(net, in, o);
+  const NeuronOwners owners = partition_neurons(net, procs, NeuronPartitioner::kRandom, {});
+  const SparseTraffic planned = price_partition(net, owners, procs);
+  TestCluster cluster(procs);
+  std::vector<RowInferResult> got(procs);
+  protocol::testing::expect_no_errors(cluster.run([&](size_t r) {
+    RowInference rows(cluster.node(r), cluster.ids(),
+                      share_rows(net, owners, procs, static_cast<uint32_t>(r)), net.neurons, {});
+    got[r] = rows.run(in, o);
+  }));
+  ASSERT_LT(got[0].samples.back(), in.count() / 2) << "too few samples died to test their leaving";
+  for (uint32_t r = 0; r < procs; ++r) {
+    EXPECT_EQ(got[r].categories, serial.categories) << "process " << r;
+    EXPECT_EQ(got[r].samples, got[0].samples) << "process " << r;
+    for (size_t l = 0; l < net.layers.size(); ++l)
+      EXPECT_EQ(got[r].payload_bytes[l], planned.sent[l][r] * got[r].samples[l] * sizeof(float));
+  }
+  size_t activations = 0;
+  for (uint32_t r = 0; r < procs; ++r) activations += got[r].activations.index.size();
+  EXPECT_EQ(activations, serial.activations.index.size());
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryPartitioner, SparseRowInference, testing::every_partition_case(),
