@@ -136,7 +136,7 @@ class Workers {
   std::vector<Child> children_;
 };
 
-// "ok EXACT T1 T2 ..." or "error MESSAGE".
+// "ok EXACT T1 T2 ... [| R1 R2 ...]" or "error MESSAGE".
 WorkerReport parse_report(const std::string& line, const std::string& who) {
   std::istringstream in(line);
   std::string status;
@@ -147,6 +147,10 @@ WorkerReport parse_report(const std::string& line, const std::string& who) {
   WorkerReport report;
   report.exact = exact == 1;
   for (double t = 0; in >> t;) report.rep_seconds.push_back(t);
+  in.clear();
+  std::string bar;
+  if (in >> bar && bar == "|")
+    for (double t = 0; in >> t;) report.reference_seconds.push_back(t);
   return report;
 }
 
@@ -155,6 +159,8 @@ std::string format_report(const WorkerReport& report) {
   line.precision(9);
   line << "ok " << (report.exact ? 1 : 0);
   for (double s : report.rep_seconds) line << ' ' << s;
+  if (!report.reference_seconds.empty()) line << " |";
+  for (double s : report.reference_seconds) line << ' ' << s;
   line << '\n';
   return line.str();
 }

@@ -9,7 +9,8 @@ namespace gossipd::daemon {
 // What one rank of a multi-process bench measured.
 struct WorkerReport {
   bool exact = false;
-  std::vector<double> rep_seconds;  // one per timed repetition
+  std::vector<double> rep_seconds;        // one per timed repetition
+  std::vector<double> reference_seconds;  // a reference timed alternately with them, where the bench has one
 };
 
 // The parent side: spawns `procs` copies of this executable (each given

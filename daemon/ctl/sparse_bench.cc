@@ -13,6 +13,7 @@
 #include "daemon/bench/collective_ops.h"
 #include "daemon/config/cli.h"
 #include "daemon/ctl/compare_hosts.h"
+#include "daemon/ctl/sparse_bench_rank.h"
 #include "daemon/ctl/sparse_command.h"
 #include "daemon/sparse/partition_file.h"
 #include "daemon/sparse/row_inference.h"
@@ -26,15 +27,9 @@ namespace {
 namespace fs = std::filesystem;
 namespace sp = trainer::sparse;
 
-// The network and inputs every process reads.
-struct Problem {
-  sp::SparseNet net;
-  sp::SparseInputs inputs;
-};
-
-Problem load(const SparseBenchOptions& o) {
+SparseProblem load(const SparseBenchOptions& o) {
   const uint32_t n = challenge_width(o.dir, o.neurons, "bench sparse");
-  Problem p;
+  SparseProblem p;
   p.net =
       sp::read_network(o.dir, n, challenge_layers(o.dir, n, o.layers, "bench sparse"), sp::challenge_bias(n));
   p.inputs = sp::read_inputs(o.dir, n);
@@ -62,40 +57,10 @@ class ScratchDir {
   fs::path dir_;
 };
 
-// One process: its rows of every layer, the inference `reps` times after
-// `warmup`; exact when every run gives the reference's categories and the
-// node counts the planned bytes per product.
-WorkerReport run_rank(protocol::Node& node, size_t rank, const std::vector<std::string>& endpoints,
-                      const SparseBenchOptions& o, const Problem& p) {
-  std::vector<std::string> ids;
-  for (size_t r = 0; r < endpoints.size(); ++r) {
-    ids.push_back(rank_id(r));
-    if (r != rank) node.add_peer(ids.back(), endpoints[r]);
-  }
-  uint32_t procs = 0;
-  const NeuronOwners owners = read_partition_file(o.partition_file, p.net, procs);
-  const SparseTraffic planned = price_partition(p.net, owners, procs);
-  const std::vector<uint32_t> truth = sp::read_categories(o.categories_file, p.inputs.count());
-  protocol::CollectiveOptions co;
-  co.timeout = std::chrono::milliseconds(o.timeout_ms);
-  RowInference rows(node, ids, share_rows(p.net, owners, procs, static_cast<uint32_t>(rank)), p.net.neurons,
-                    co);
-  WorkerReport report;
-  report.exact = true;
-  for (int k = 0; k < o.warmup + o.reps; ++k) {
-    const RowInferResult r = rows.run(p.inputs, {.block = o.block});
-    for (size_t l = 0; l < p.net.layers.size(); ++l)
-      report.exact &= r.payload_bytes[l] == planned.sent[l][rank] * r.samples[l] * sizeof(float);
-    report.exact &= r.categories == truth;
-    if (k >= o.warmup) report.rep_seconds.push_back(r.seconds);
-  }
-  return report;
-}
-
 int run_worker(const SparseBenchOptions& o) {
   const auto rank = static_cast<size_t>(o.worker_rank);
   std::unique_ptr<protocol::Node> node;
-  Problem p;
+  SparseProblem p;
   const auto start = [&] {
     if (!o.worker_netns.empty()) enter_netns(o.worker_netns);  // before the node's threads
     p = load(o);  // before the endpoint is published: the parent's phase timeout covers it
@@ -105,14 +70,14 @@ int run_worker(const SparseBenchOptions& o) {
     return node->endpoint();
   };
   const auto body = [&](const std::vector<std::string>& endpoints) {
-    return run_rank(*node, rank, endpoints, o, p);
+    return run_sparse_rank(*node, rank, endpoints, o, p);
   };
   return serve_bench_worker(o.worker_rank, o.procs, o.bind_to == "core", o.timeout_ms, start, body);
 }
 
 std::vector<std::string> worker_args_common(const SparseBenchOptions& o, int rank) {
   const auto str = [](auto v) { return std::to_string(v); };
-  return {"gossipctl",
+  std::vector<std::string> args{"gossipctl",
           "bench",
           "sparse",
           o.dir,
@@ -126,6 +91,8 @@ std::vector<std::string> worker_args_common(const SparseBenchOptions& o, int ran
           str(o.procs),
           "--block",
           str(o.block),
+          "--batch",
+          str(o.batch),
           "--reps",
           str(o.reps),
           "--warmup",
@@ -140,6 +107,8 @@ std::vector<std::string> worker_args_common(const SparseBenchOptions& o, int ran
           o.partition_file,
           "--categories-file",
           o.categories_file};
+  if (o.train) args.emplace_back("--train");
+  return args;
 }
 
 // A worker's command line; in `hosts`, it enters its namespace and binds its address there.
@@ -150,11 +119,38 @@ std::vector<std::string> worker_args(const SparseBenchOptions& o, int rank, cons
   return args;
 }
 
+// One JSON line: the slowest process's seconds per repetition and the
+// serial reference's (rank 0's, alternated with them), medians and bests;
+// whether every process was exact.
+bool print_result(const SparseBenchOptions& o, const SparseProblem& p, const SparseTraffic& planned,
+                  const std::vector<WorkerReport>& reports) {
+  const std::vector<double> slowest = slowest_per_rep(reports);
+  const std::vector<double>& serial = reports.front().reference_seconds;
+  const double seconds = median_of(slowest), fastest = *std::min_element(slowest.begin(), slowest.end());
+  const double serial_s = median_of(serial), serial_best = *std::min_element(serial.begin(), serial.end());
+  const size_t samples = o.train ? o.batch : p.inputs.count();
+  const double edges = static_cast<double>(samples) * static_cast<double>(p.net.edges());
+  const bool exact =
+      std::all_of(reports.begin(), reports.end(), [](const WorkerReport& r) { return r.exact; });
+  std::printf(
+      "{\"bench\":\"sparse\",\"run\":\"%s\",\"partition\":\"%s\",\"procs\":%d,\"neurons\":%u,\"layers\":%u,"
+      "\"samples\":%zu,\"words_per_product\":%.1f,\"imbalance\":%.4f,\"seconds\":%.6f,\"min_seconds\":%.6f,"
+      "\"edges_per_s\":%.4g,\"serial_seconds\":%.6f,\"min_serial_seconds\":%.6f,\"serial_edges_per_s\":%.4g,"
+      "\"speedup\":%.3f,\"hosts\":\"%s\",\"exact\":%s}\n",
+      o.train ? "train step" : "inference", o.partition.c_str(), o.procs, o.neurons, o.layers, samples,
+      planned.words_per_product, planned.imbalance, seconds, fastest, edges / seconds, serial_s, serial_best,
+      edges / serial_s, serial_s / seconds,
+      o.netns ? ("netns" + (o.bandwidth.empty() ? "" : " " + o.bandwidth)).c_str() : "loopback",
+      exact ? "true" : "false");
+  std::fflush(stdout);
+  return exact;
+}
+
 }  // namespace
 
 CLI::App* add_sparse_bench(CLI::App& bench, SparseBenchOptions& o) {
   CLI::App* cmd = bench.add_subcommand(
-      "sparse", "The challenge's inference row-parallel over local processes vs the serial reference");
+      "sparse", "The challenge's inference (or a training step) row-parallel over local processes vs the serial reference, alternately");
   cmd->add_option("dir", o.dir, "Directory with the challenge's files")->required();
   cmd->add_option("--neurons", o.neurons, "Network width N (default: the only neuronN directory)");
   cmd->add_option("--layers", o.layers, "Layers to run (default: every layer file)");
@@ -169,6 +165,10 @@ CLI::App* add_sparse_bench(CLI::App& bench, SparseBenchOptions& o) {
   cmd->add_option("--seed", o.seed, "Seed of the random and hypergraph partitions")->capture_default_str();
   cmd->add_option("--block", o.block, "Samples per block (0: the inference's default)")
       ->check(CLI::Range(size_t{0}, size_t{65536}))
+      ->capture_default_str();
+  cmd->add_flag("--train", o.train, "Time one training step of --batch samples instead of the inference");
+  cmd->add_option("--batch", o.batch, "With --train: samples per step")
+      ->check(CLI::Range(size_t{1}, size_t{65536}))
       ->capture_default_str();
   cmd->add_option("--reps", o.reps, "Timed runs (median reported)")
       ->check(CLI::Range(1, 1000))
@@ -201,12 +201,15 @@ int run_sparse_bench(const SparseBenchOptions& options) {
     throw UsageError("bench sparse: --bandwidth " + o.bandwidth +
                      ": a tc rate (e.g. 1gbit) capping the links between namespaces, with --netns");
   }
-  const Problem p = load(o);
+  const SparseProblem p = load(o);
   o.neurons = p.net.neurons;
   o.layers = static_cast<uint32_t>(p.net.layers.size());
   if (static_cast<uint32_t>(o.procs) > p.net.neurons)
     throw UsageError("bench sparse: --procs " + std::to_string(o.procs) + " is more than the " +
                      std::to_string(p.net.neurons) + " neurons");
+  if (o.train && (o.batch == 0 || o.batch > p.inputs.count()))
+    throw UsageError("bench sparse: --batch " + std::to_string(o.batch) + ": between 1 and the " +
+                     std::to_string(p.inputs.count()) + " inputs");
   NeuronOwners owners;
   try {
     owners = partition_by_spec(o.partition, p.net, static_cast<uint32_t>(o.procs), {o.imbalance, o.seed});
@@ -214,42 +217,20 @@ int run_sparse_bench(const SparseBenchOptions& options) {
     throw UsageError("bench sparse: --partition " + o.partition + ": " + e.what());
   }
   const SparseTraffic planned = price_partition(p.net, owners, static_cast<uint32_t>(o.procs));
-  std::vector<double> serial;
-  sp::InferResult reference;
-  for (int k = 0; k < o.warmup + o.reps; ++k) {
-    reference = sp::infer(p.net, p.inputs);
-    if (k >= o.warmup) serial.push_back(reference.seconds);
-  }
   ScratchDir scratch;
   o.partition_file = scratch.file("owners.partition");
   o.categories_file = scratch.file("categories.tsv");
   write_partition_file(o.partition_file, p.net, owners, static_cast<uint32_t>(o.procs));
-  sp::write_categories(o.categories_file, reference.categories);
+  if (!o.train) sp::write_categories(o.categories_file, sp::infer(p.net, p.inputs).categories);
   const long long run_ms = static_cast<long long>(o.timeout_ms) * (o.reps + o.warmup + 2);
   std::unique_ptr<NetnsHosts> hosts;
   if (o.netns) hosts = std::make_unique<NetnsHosts>(o.procs, o.bandwidth);
   const auto reports = run_bench_workers(
       o.procs, [&](int rank) { return worker_args(o, rank, hosts.get()); }, o.timeout_ms, run_ms);
-  const std::vector<double> slowest = slowest_per_rep(reports);
-  const double seconds = median_of(slowest), fastest = *std::min_element(slowest.begin(), slowest.end());
-  const double serial_s = median_of(serial);
-  const double edges = static_cast<double>(p.inputs.count()) * static_cast<double>(p.net.edges());
-  const bool exact =
-      std::all_of(reports.begin(), reports.end(), [](const WorkerReport& r) { return r.exact; });
-  std::printf(
-      "{\"bench\":\"sparse\",\"partition\":\"%s\",\"procs\":%d,\"neurons\":%u,\"layers\":%u,\"inputs\":%zu,"
-      "\"words_per_product\":%.1f,\"imbalance\":%.4f,\"seconds\":%.6f,\"min_seconds\":%.6f,\"edges_per_s\":%."
-      "4g,"
-      "\"serial_seconds\":%.6f,\"serial_edges_per_s\":%.4g,\"speedup\":%.3f,\"hosts\":\"%s\",\"exact\":%s}\n",
-      o.partition.c_str(), o.procs, o.neurons, o.layers, p.inputs.count(), planned.words_per_product,
-      planned.imbalance, seconds, fastest, edges / seconds, serial_s, edges / serial_s, serial_s / seconds,
-      o.netns ? ("netns" + (o.bandwidth.empty() ? "" : " " + o.bandwidth)).c_str() : "loopback",
-      exact ? "true" : "false");
-  std::fflush(stdout);
-  if (exact) return kExitOk;
+  if (print_result(o, p, planned, reports)) return kExitOk;
   std::fprintf(stderr,
-               "gossipctl bench sparse: a process's categories or payload bytes differ from the serial "
-               "reference's and the plan's\n");
+               "gossipctl bench sparse: a process's categories (training: loss) or payload bytes differ "
+               "from the serial reference's and the plan's\n");
   return 1;
 }
 
