@@ -18,10 +18,50 @@ std::string what(const char* op, uint64_t seq) {
 }  // namespace
 
 TensorStream::SendHandle TensorStream::send(size_t to_rank, uint64_t seq, std::span<const float> data) {
+  return send_counted(to_rank, seq, data, true);
+}
+
+TensorStream::SendHandle TensorStream::send_filled(size_t to_rank, uint64_t seq, size_t floats,
+                                                   const std::function<void(float*)>& fill) {
+  if (shared_with(to_rank, floats)) {
+    group_.node().count_payload_sent(floats * sizeof(float));
+    send_shared(to_rank, seq, floats, fill);
+    SendHandle h;
+    h.to_rank_ = to_rank;
+    return h;  // done: the bytes are in the ring
+  }
+  auto buf = std::make_shared<std::vector<float>>(floats);
+  fill(buf->data());
+  SendHandle h = send_counted(to_rank, seq, *buf, true);
+  h.keep_ = std::move(buf);
+  return h;
+}
+
+void TensorStream::recv_used(size_t from_rank, uint64_t seq, size_t floats,
+                             const std::function<void(const float*)>& use) {
+  const auto deadline = Clock::now() + group_.options().timeout;
+  if (shared_with(from_rank, floats)) {
+    if (!recv_shared(from_rank, seq, floats, use, deadline)) timed_out(from_rank, seq);
+    return;
+  }
+  in_.resize(floats);
+  recv(from_rank, seq, in_);
+  use(in_.data());
+}
+
+TensorStream::SendHandle TensorStream::send_counted(size_t to_rank, uint64_t seq, std::span<const float> data,
+                                                    bool count) {
+  if (shared_with(to_rank, data.size())) {
+    if (count) group_.node().count_payload_sent(data.size_bytes());
+    send_shared(to_rank, seq, data.size(), [&](float* to) { std::memcpy(to, data.data(), data.size_bytes()); });
+    SendHandle h;
+    h.to_rank_ = to_rank;
+    return h;
+  }
   SendHandle h;
   h.tracker_ = std::make_shared<SendTracker>(1);
   h.to_rank_ = to_rank;
-  group_.node().count_payload_sent(data.size_bytes());
+  if (count) group_.node().count_payload_sent(data.size_bytes());
   if (GroupWire* w = group_.wire()) {
     wire::FrameHeader f;
     f.kind = wire::FrameKind::kTensor;
@@ -58,9 +98,12 @@ bool TensorStream::test(RecvHandle& h) { return h.done_ || complete(h, Clock::no
 
 void TensorStream::wait(RecvHandle& h) {
   if (h.done_ || complete(h, Clock::now() + group_.options().timeout)) return;
-  if (group_.options().stop.stop_requested()) throw Aborted(group_.node().id(), what("receive", h.seq_));
-  throw PeerTimeout(group_.node().id(), group_.member(h.from_rank_), group_.options().timeout,
-                    what("receive", h.seq_));
+  timed_out(h.from_rank_, h.seq_);
+}
+
+void TensorStream::timed_out(size_t from_rank, uint64_t seq) {
+  if (group_.options().stop.stop_requested()) throw Aborted(group_.node().id(), what("receive", seq));
+  throw PeerTimeout(group_.node().id(), group_.member(from_rank), group_.options().timeout, what("receive", seq));
 }
 
 void TensorStream::recv(size_t from_rank, uint64_t seq, std::span<float> out) {
@@ -71,6 +114,10 @@ void TensorStream::recv(size_t from_rank, uint64_t seq, std::span<float> out) {
 // Takes the handle's tensor before the deadline; one that is not float32 or
 // of the wrong size is dropped and counted, and the wait goes on.
 bool TensorStream::complete(RecvHandle& h, Clock::time_point deadline) {
+  if (shared_with(h.from_rank_, h.out_.size())) {
+    const auto copy = [&](const float* from) { std::memcpy(h.out_.data(), from, h.out_.size_bytes()); };
+    return h.done_ = recv_shared(h.from_rank_, h.seq_, h.out_.size(), copy, deadline);
+  }
   Node& node = group_.node();
   const std::string& peer = group_.member(h.from_rank_);
   const size_t want = h.out_.size_bytes();

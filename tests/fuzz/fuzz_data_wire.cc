@@ -7,6 +7,9 @@
 // link yields is whole and valid; how the bytes were cut into writes changes
 // nothing a link yields; a posted receive gets exactly the frame the inbox
 // would have had (added: its floats added to zeros), and only that one.
+// The input is also the content of a shared-memory ring (protocol/shm_ring.h)
+// as another process may have written it: every frame the reader takes lies
+// inside the ring, or the reader refuses it.
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -18,6 +21,7 @@
 
 #include "protocol/data_link.h"
 #include "protocol/data_wire.h"
+#include "protocol/shm_ring.h"
 
 using namespace gossipd;
 using namespace gossipd::protocol;
@@ -145,6 +149,34 @@ void check_posted(std::span<const std::byte> in, uint32_t tag, const Yield& plai
   }
 }
 
+// The writer publishes empty frames up to the input's length, then the
+// input overwrites what it wrote: headers, wrap marks and payloads hostile.
+void ring(std::span<const std::byte> in) {
+  constexpr size_t kCap = 4096;
+  alignas(64) static std::byte mem[2 * kCap];
+  std::memset(mem, 0, sizeof mem);
+  const size_t mapped = ShmRing::mapping_bytes(kCap);
+  require(mapped <= sizeof mem, "ring mapping size");
+  ShmRing writer(mem, kCap, true), reader(mem, kCap, false);
+  size_t published = 0;
+  for (; published + 64 <= std::min(in.size(), kCap); published += 64) {
+    require(writer.reserve(0) != nullptr, "room for an empty frame");
+    writer.commit(0);
+  }
+  std::byte* data = mem + mapped - kCap;
+  std::memcpy(data, in.data(), published);
+  try {
+    for (int k = 0; k < 128; ++k) {
+      const auto f = reader.front();
+      if (!f) break;
+      const auto* p = reinterpret_cast<const std::byte*>(f->data.data());
+      require(p >= data && p + f->data.size_bytes() <= data + kCap, "a frame outside the ring");
+      reader.pop();
+    }
+  } catch (const std::runtime_error&) {
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -187,5 +219,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   require(whole.broken == cut.broken && whole.reason == cut.reason && whole.eof == cut.eof,
           "link state depends on how bytes were cut");
   check_posted(in, tag, whole);
+  ring(in);
   return 0;
 }
