@@ -19,10 +19,15 @@ class RowExchange {
  public:
   using Lists = std::vector<std::vector<uint32_t>>;  // [process]: rows, ascending
 
-  RowExchange(protocol::TensorStream& stream, size_t procs) : stream_(stream), out_(procs) {}
+  explicit RowExchange(protocol::TensorStream& stream) : stream_(stream) {}
+
+  // Before the first send, every member at the same point: processes on one
+  // host share memory for their rows (TensorStream::share_memory; once).
+  void connect();
 
   // Sends rows[t] of `y` to every process t with a non-empty list; returns
-  // at once (the rows are copied out first).
+  // at once (the rows are copied out first: into the shared ring, or a
+  // buffer the send owns).
   void send(const Lists& rows, uint64_t seq, const float* y, size_t stride, size_t count);
   // Receives rows[q] from every process q with a non-empty list into `y`:
   // set, or added to what is there with `add`.
@@ -32,8 +37,6 @@ class RowExchange {
 
  private:
   protocol::TensorStream& stream_;
-  std::vector<std::vector<float>> out_;  // per destination, alive until its send is done
-  std::vector<float> in_;
   std::vector<protocol::TensorStream::SendHandle> sent_;
 };
 

@@ -24,20 +24,22 @@ uint32_t sparse_tag(uint32_t k) { return protocol::tags::range(protocol::tags::U
 
 // One block of samples through every layer: the whole layer's activations
 // neuron-major (y; a process writes the rows it owns and receives the rows
-// it reads, the others are never read), its own outputs (local_, remote_)
-// before they join y.
+// it reads, the others are never read), its outputs written in place in z,
+// which becomes the next product's y.
 class RowInference::Block {
  public:
   Block(RowInference& r, size_t stride)
       : r_(r),
         stride_(stride),
         y_(size_t{r.neurons_} * stride),
+        z_(y_.size()),
         max_(stride),
-        exchange_(*r.stream_, r.rows_->size()) {}
+        exchange_(*r.stream_) {}
 
   void run(const sp::SparseInputs& in, size_t first, size_t count, const sp::InferOptions& o,
            RowInferResult& out) {
     load(in, first, count);
+    exchange_.connect();
     for (size_t l = 0; l < r_.share_.products.size() && live_ > 0; ++l) {
       const RowProduct& p = r_.share_.products[l];
       const uint64_t before = r_.node_.payload_bytes_sent();
@@ -50,15 +52,15 @@ class RowInference::Block {
       // The rows that read only this process's entries while the others'
       // are on their way; then the rest.
       std::fill(max_.begin(), max_.end(), 0.0f);
-      compute(p.local, local_, o.ymax);
+      compute(p.local, o.ymax);
       exchange_.receive(p.recv, seq, y_.data(), stride_, live_, false);
-      compute(p.remote, remote_, o.ymax);
+      compute(p.remote, o.ymax);
       if (agree) receive_maxima();
       exchange_.wait_sent();
       wait_maxima_sent();
-      // Only now may layer l's outputs replace layer l − 1's entries in y.
-      scatter(p.local, local_);
-      scatter(p.remote, remote_);
+      // Layer l's outputs are the next product's inputs (the rest of z is
+      // stale, and never read: the next product receives what it reads).
+      std::swap(y_, z_);
       if (agree) compact_if_it_pays(p.mine);
     }
     collect(o.keep_activations, out);
@@ -136,14 +138,10 @@ class RowInference::Block {
     live_ = keep_.size();
   }
 
-  void compute(const RowSet& s, std::vector<float>& z, float ymax) {
-    z.resize(s.neurons.size() * stride_);
-    sp::forward_block(s.rows, y_.data(), z.data(), {stride_, round_up(live_)}, ymax, max_.data());
-  }
-
-  void scatter(const RowSet& s, const std::vector<float>& z) {
-    for (size_t k = 0; k < s.neurons.size(); ++k)
-      std::copy_n(z.data() + k * stride_, stride_, y_.data() + size_t{s.neurons[k]} * stride_);
+  // Into this process's rows of z, in place.
+  void compute(const RowSet& s, float ymax) {
+    sp::forward_block(s.rows, y_.data(), z_.data(), {stride_, round_up(live_)}, ymax, max_.data(),
+                      s.neurons.data());
   }
 
   // A sample is a category when any process's last outputs for it are not
@@ -173,7 +171,7 @@ class RowInference::Block {
 
   RowInference& r_;
   const size_t stride_;
-  std::vector<float> y_, local_, remote_, max_;
+  std::vector<float> y_, z_, max_;
   std::vector<float> sent_max_, theirs_, alive_;  // lane maxima, this process's and everyone's
   std::vector<protocol::TensorStream::SendHandle> max_sends_;
   uint64_t max_seq_ = 0;

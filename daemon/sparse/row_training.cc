@@ -46,7 +46,7 @@ RowTraining::RowTraining(protocol::Node& node, const std::vector<std::string>& m
       rows_(std::make_unique<protocol::Group>(node, training_tag(0), members, options)),
       logits_group_(std::make_unique<protocol::Group>(node, training_tag(1), members, options)),
       stream_(std::make_unique<protocol::TensorStream>(*rows_)),
-      exchange_(*stream_, rows_->size()) {
+      exchange_(*stream_) {
   if (o.kind == trainer::OptimizerKind::kLars)
     throw std::invalid_argument("LARS takes norms of whole layers: not for the row-parallel training");
   for (const RowProduct& p : m_.share.products) {
@@ -68,6 +68,7 @@ void RowTraining::forward(const sp::SparseBatch& b) {
   }
   const size_t n = m_.share.products.size();
   const sp::Block blk{b.count, b.count};
+  exchange_.connect();
   ys_.resize(n + 1);
   for (auto& y : ys_) y.assign(size_t{neurons_} * b.count, 0.0f);
   sp::load_batch(b, ys_[0], &m_.share.inputs);

@@ -198,8 +198,9 @@ TEST(Cli, SparseGenerateAndInferKeepTheCategoriesAndRefuseBadFiles) {
 }
 
 // gossipctl bench sparse: three processes give the serial reference's
-// categories and move the planned bytes (exact), under a partition given by
-// name or read from a file; a file made for another P is one line, exit 2.
+// categories (a training step: its loss) and move the planned bytes
+// (exact), under a partition given by name or read from a file; a file made
+// for another P, or a batch over the inputs, is one line, exit 2.
 TEST(Cli, BenchSparseRunsRowParallelAsTheSerialReferenceInNamespacesTooAndRefusesAnotherPsPartition) {
   TempDir tmp("gossipd_cli_bench_sparse");
   const std::string dir = tmp.path();
@@ -213,6 +214,13 @@ TEST(Cli, BenchSparseRunsRowParallelAsTheSerialReferenceInNamespacesTooAndRefuse
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("\"procs\":3"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("\"exact\":true"), std::string::npos) << r.out;
+  // A training step: the first step's loss is the serial trainer's, every
+  // step moves the planned bytes.
+  r = run(with(bench, {"--procs", "3", "--partition", "random", "--train", "--batch", "16"}), 120s);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"run\":\"train step\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"exact\":true"), std::string::npos) << r.out;
+  expect_usage_error(with(bench, {"--train", "--batch", "201"}), "--batch 201: between 1 and the 200 inputs");
 
   const std::string parts = tmp.file("parts");
   // Zoltan starts OpenMPI, whose plugins leak at exit where LeakSanitizer

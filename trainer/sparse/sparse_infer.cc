@@ -91,7 +91,7 @@ class BlockRun {
 }  // namespace
 
 size_t default_block(uint32_t neurons) {
-  const size_t per_block = (size_t{256} << 10) / sizeof(float) / std::max<uint32_t>(neurons, 1);
+  const size_t per_block = (size_t{1} << 20) / sizeof(float) / std::max<uint32_t>(neurons, 1);
   return std::clamp<size_t>(per_block / kLaneChunk * kLaneChunk, kLaneChunk, 256);
 }
 

@@ -12,12 +12,12 @@ namespace {
 __attribute__((target_clones("avx2", "default"))) void forward_chunks(
     const uint32_t* __restrict offsets, const uint32_t* __restrict sources, const float* __restrict weights,
     const float* __restrict bias, const float* __restrict y, float* __restrict z, size_t stride, size_t lanes,
-    float ymax, float* __restrict lane_max, uint32_t neurons) {
+    float ymax, float* __restrict lane_max, uint32_t neurons, const uint32_t* __restrict at) {
   for (uint32_t j = 0; j < neurons; ++j) {
     const uint32_t e0 = offsets[j];
     const uint32_t e1 = offsets[j + 1];
     const float b = bias[j];
-    float* __restrict zj = z + static_cast<size_t>(j) * stride;
+    float* __restrict zj = z + static_cast<size_t>(at ? at[j] : j) * stride;
     for (size_t l0 = 0; l0 < lanes; l0 += kLaneChunk) {
       float acc[kLaneChunk] = {};
       for (uint32_t e = e0; e < e1; ++e) {
@@ -37,9 +37,10 @@ __attribute__((target_clones("avx2", "default"))) void forward_chunks(
 
 }  // namespace
 
-void forward_block(const SparseLayer& layer, const float* y, float* z, Block b, float ymax, float* lane_max) {
+void forward_block(const SparseLayer& layer, const float* y, float* z, Block b, float ymax, float* lane_max,
+                   const uint32_t* at) {
   forward_chunks(layer.offsets.data(), layer.sources.data(), layer.weights.data(), layer.bias.data(), y, z,
-                 b.stride, b.lanes, ymax, lane_max, layer.neurons);
+                 b.stride, b.lanes, ymax, lane_max, layer.neurons, at);
 }
 
 }  // namespace gossipd::trainer::sparse

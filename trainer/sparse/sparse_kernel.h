@@ -23,7 +23,10 @@ struct Block {
 // the same order in every process and in the serial reference), then
 // z <- min(max(z + bias_j if z != 0, 0), ymax). `lane_max` (stride floats)
 // gets the largest output of every lane (0 for a sample that is now all
-// zeros: it stays so).
-void forward_block(const SparseLayer& layer, const float* y, float* z, Block b, float ymax, float* lane_max);
+// zeros: it stays so). Row k's outputs go to z's row at[k] (row k when
+// `at` is null: the row-parallel inference writes its rows of the layer in
+// place).
+void forward_block(const SparseLayer& layer, const float* y, float* z, Block b, float ymax, float* lane_max,
+                   const uint32_t* at = nullptr);
 
 }  // namespace gossipd::trainer::sparse
