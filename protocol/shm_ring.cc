@@ -94,13 +94,15 @@ std::optional<ShmRing::Frame> ShmRing::front() {
     if (head == tail) return std::nullopt;
     if (tail - head > capacity_ || head % kAlign != 0)
       throw std::runtime_error("shared-memory ring: positions " + std::to_string(head) + ".." +
-                               std::to_string(tail) + " do not fit its " + std::to_string(capacity_) + " bytes");
+                               std::to_string(tail) + " do not fit its " + std::to_string(capacity_) +
+                               " bytes");
     const size_t off = head % capacity_, have = tail - head;
     uint64_t seq = 0, floats = 0;  // read once: the writer is another process
     std::memcpy(&seq, data_ + off, sizeof(seq));
     std::memcpy(&floats, data_ + off + sizeof(uint64_t), sizeof(floats));
     if (floats == kWrap) {
-      if (capacity_ - off > have) throw std::runtime_error("shared-memory ring: a wrap mark past what was published");
+      if (capacity_ - off > have)
+        throw std::runtime_error("shared-memory ring: a wrap mark past what was published");
       c_->head.store(head + (capacity_ - off), std::memory_order_release);
       continue;
     }
@@ -197,7 +199,8 @@ std::unique_ptr<ShmSegment> ShmSegment::create(size_t capacity) {
 }
 
 std::unique_ptr<ShmSegment> ShmSegment::open(const std::string& name, size_t capacity) {
-  if (!well_formed(name)) throw std::runtime_error("shared-memory segment name '" + name + "' is not one of ours");
+  if (!well_formed(name))
+    throw std::runtime_error("shared-memory segment name '" + name + "' is not one of ours");
   const int fd = ::shm_open(name.c_str(), O_RDWR, 0);
   if (fd < 0) fail("shm_open of " + name);
   struct stat st {};

@@ -53,7 +53,8 @@ TensorStream::SendHandle TensorStream::send_counted(size_t to_rank, uint64_t seq
                                                     bool count) {
   if (shared_with(to_rank, data.size())) {
     if (count) group_.node().count_payload_sent(data.size_bytes());
-    send_shared(to_rank, seq, data.size(), [&](float* to) { std::memcpy(to, data.data(), data.size_bytes()); });
+    send_shared(to_rank, seq, data.size(),
+                [&](float* to) { std::memcpy(to, data.data(), data.size_bytes()); });
     SendHandle h;
     h.to_rank_ = to_rank;
     return h;
@@ -103,7 +104,8 @@ void TensorStream::wait(RecvHandle& h) {
 
 void TensorStream::timed_out(size_t from_rank, uint64_t seq) {
   if (group_.options().stop.stop_requested()) throw Aborted(group_.node().id(), what("receive", seq));
-  throw PeerTimeout(group_.node().id(), group_.member(from_rank), group_.options().timeout, what("receive", seq));
+  throw PeerTimeout(group_.node().id(), group_.member(from_rank), group_.options().timeout,
+                    what("receive", seq));
 }
 
 void TensorStream::recv(size_t from_rank, uint64_t seq, std::span<float> out) {

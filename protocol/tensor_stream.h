@@ -80,7 +80,8 @@ class TensorStream {
   // A send of `floats` that `fill` writes in place: in the shared ring to
   // that rank where there is one (no copy of our own), else into a buffer
   // the send owns.
-  SendHandle send_filled(size_t to_rank, uint64_t seq, size_t floats, const std::function<void(float*)>& fill);
+  SendHandle send_filled(size_t to_rank, uint64_t seq, size_t floats,
+                         const std::function<void(float*)>& fill);
   // A receive of `floats` that `use` reads in place (the tensor is gone
   // after it returns). Waits as wait(RecvHandle&).
   void recv_used(size_t from_rank, uint64_t seq, size_t floats, const std::function<void(const float*)>& use);
@@ -92,7 +93,8 @@ class TensorStream {
   bool shared_with(size_t rank, size_t floats) const;
   void send_shared(size_t to_rank, uint64_t seq, size_t floats, const std::function<void(float*)>& fill);
   // False at the deadline.
-  bool recv_shared(size_t from_rank, uint64_t seq, size_t floats, const std::function<void(const float*)>& use,
+  bool recv_shared(size_t from_rank, uint64_t seq, size_t floats,
+                   const std::function<void(const float*)>& use,
                    std::chrono::steady_clock::time_point deadline);
   [[noreturn]] void timed_out(size_t from_rank, uint64_t seq);
 

@@ -78,35 +78,35 @@ int run_worker(const SparseBenchOptions& o) {
 std::vector<std::string> worker_args_common(const SparseBenchOptions& o, int rank) {
   const auto str = [](auto v) { return std::to_string(v); };
   std::vector<std::string> args{"gossipctl",
-          "bench",
-          "sparse",
-          o.dir,
-          "--neurons",
-          str(o.neurons),
-          "--layers",
-          str(o.layers),
-          "--inputs",
-          str(o.inputs),
-          "--procs",
-          str(o.procs),
-          "--block",
-          str(o.block),
-          "--batch",
-          str(o.batch),
-          "--reps",
-          str(o.reps),
-          "--warmup",
-          str(o.warmup),
-          "--timeout-ms",
-          str(o.timeout_ms),
-          "--bind-to",
-          o.bind_to,
-          "--worker-rank",
-          str(rank),
-          "--partition-file",
-          o.partition_file,
-          "--categories-file",
-          o.categories_file};
+                                "bench",
+                                "sparse",
+                                o.dir,
+                                "--neurons",
+                                str(o.neurons),
+                                "--layers",
+                                str(o.layers),
+                                "--inputs",
+                                str(o.inputs),
+                                "--procs",
+                                str(o.procs),
+                                "--block",
+                                str(o.block),
+                                "--batch",
+                                str(o.batch),
+                                "--reps",
+                                str(o.reps),
+                                "--warmup",
+                                str(o.warmup),
+                                "--timeout-ms",
+                                str(o.timeout_ms),
+                                "--bind-to",
+                                o.bind_to,
+                                "--worker-rank",
+                                str(rank),
+                                "--partition-file",
+                                o.partition_file,
+                                "--categories-file",
+                                o.categories_file};
   if (o.train) args.emplace_back("--train");
   return args;
 }
@@ -149,8 +149,9 @@ bool print_result(const SparseBenchOptions& o, const SparseProblem& p, const Spa
 }  // namespace
 
 CLI::App* add_sparse_bench(CLI::App& bench, SparseBenchOptions& o) {
-  CLI::App* cmd = bench.add_subcommand(
-      "sparse", "The challenge's inference (or a training step) row-parallel over local processes vs the serial reference, alternately");
+  CLI::App* cmd = bench.add_subcommand("sparse",
+                                       "The challenge's inference (or a training step) row-parallel over "
+                                       "local processes vs the serial reference, alternately");
   cmd->add_option("dir", o.dir, "Directory with the challenge's files")->required();
   cmd->add_option("--neurons", o.neurons, "Network width N (default: the only neuronN directory)");
   cmd->add_option("--layers", o.layers, "Layers to run (default: every layer file)");

@@ -25,7 +25,7 @@ struct SparseBenchOptions {
   std::string partition = "hypergraph";  // block, random, hypergraph, or a partition file
   double imbalance = 1.05;
   uint64_t seed = 1;
-  size_t block = 0;  // samples per block; 0: the inference's default
+  size_t block = 0;    // samples per block; 0: the inference's default
   bool train = false;  // time one training step instead of the inference
   size_t batch = 64;   // with train: samples per step (gossipd run's default)
   int reps = 3;

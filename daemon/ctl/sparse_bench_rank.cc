@@ -20,7 +20,9 @@ namespace {
 namespace sp = trainer::sparse;
 using Clock = std::chrono::steady_clock;
 
-double bench_seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double bench_seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 // The bench's own tag (the sparse range's 0-3 are the inference's and the
 // training's, 4 the sparse mode's workers').
@@ -71,8 +73,8 @@ WorkerReport alternate(protocol::Node& node, size_t rank, const RankSetup& s, co
   return report;
 }
 
-WorkerReport bench_inference(protocol::Node& node, size_t rank, const RankSetup& s, const SparseBenchOptions& o,
-                             const SparseProblem& p) {
+WorkerReport bench_inference(protocol::Node& node, size_t rank, const RankSetup& s,
+                             const SparseBenchOptions& o, const SparseProblem& p) {
   const std::vector<uint32_t> truth = sp::read_categories(o.categories_file, p.inputs.count());
   RowInference rows(node, s.ids, share_rows(p.net, s.owners, s.procs, static_cast<uint32_t>(rank)),
                     p.net.neurons, s.options);
@@ -89,8 +91,8 @@ WorkerReport bench_inference(protocol::Node& node, size_t rank, const RankSetup&
 
 // One training step a repetition on batches of the inputs in turn, labels
 // i mod 10 (the timing does not depend on them), gossipd run's optimizer.
-WorkerReport bench_training(protocol::Node& node, size_t rank, const RankSetup& s, const SparseBenchOptions& o,
-                            const SparseProblem& p) {
+WorkerReport bench_training(protocol::Node& node, size_t rank, const RankSetup& s,
+                            const SparseBenchOptions& o, const SparseProblem& p) {
   constexpr uint32_t kBenchClasses = 10;
   constexpr float kBenchRate = 0.01f;
   const trainer::OptimizerOptions update{.momentum = 0.9f, .weight_decay = 5e-4f};
@@ -103,8 +105,8 @@ WorkerReport bench_training(protocol::Node& node, size_t rank, const RankSetup& 
   };
   std::unique_ptr<sp::SparseTrainer> serial;
   if (rank == 0) serial = std::make_unique<sp::SparseTrainer>(start, update);
-  RowTraining rows(node, s.ids, share_model(start, s.owners, s.procs, static_cast<uint32_t>(rank)), p.net.neurons,
-                   update, s.options);
+  RowTraining rows(node, s.ids, share_model(start, s.owners, s.procs, static_cast<uint32_t>(rank)),
+                   p.net.neurons, update, s.options);
   double serial_loss = 0;
   const auto reference = [&](int k) {
     serial_loss = serial->step(batch(k), kBenchRate).loss;
@@ -114,7 +116,8 @@ WorkerReport bench_training(protocol::Node& node, size_t rank, const RankSetup& 
     const double loss = rows.step(batch(k), kBenchRate).loss;
     // The first step starts from the same parameters; later ones drift
     // apart in the last bits (sums in another order, through 120 layers).
-    bool exact = rank != 0 || k > 0 || std::abs(loss - serial_loss) <= 1e-5 * std::max(1.0, std::abs(serial_loss));
+    bool exact =
+        rank != 0 || k > 0 || std::abs(loss - serial_loss) <= 1e-5 * std::max(1.0, std::abs(serial_loss));
     for (size_t l = 0; l < p.net.layers.size(); ++l)
       exact &= rows.last_bytes().forward[l] == s.planned.sent[l][rank] * o.batch * sizeof(float);
     return exact;

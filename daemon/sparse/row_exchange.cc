@@ -9,7 +9,8 @@ void RowExchange::send(const Lists& rows, uint64_t seq, const float* y, size_t s
   for (size_t t = 0; t < rows.size(); ++t) {
     if (rows[t].empty()) continue;
     const auto pack = [&](float* to) {
-      for (size_t k = 0; k < rows[t].size(); ++k) std::copy_n(y + size_t{rows[t][k]} * stride, count, to + k * count);
+      for (size_t k = 0; k < rows[t].size(); ++k)
+        std::copy_n(y + size_t{rows[t][k]} * stride, count, to + k * count);
     };
     sent_.push_back(stream_.send_filled(t, seq, rows[t].size() * count, pack));
   }

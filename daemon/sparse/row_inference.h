@@ -35,9 +35,10 @@ struct RowInferResult {
 // whose activations are all zeros leave the block as in the serial run
 // (zeros stay zeros): with every 4th layer's rows every process sends its
 // largest output per sample to the others, so all agree which lanes died
-// and drop them after that layer, when dropping saves a chunk of lanes. The categories come from every process's
-// largest output per sample (an allgather). Every member calls run() with the same inputs and options; a
-// member silent for the group's timeout fails it (PeerTimeout, PeerLost), a stop request aborts it (Aborted).
+// and drop them after that layer, when dropping saves a chunk of lanes. The categories come from every
+// process's largest output per sample (an allgather). Every member calls run() with the same inputs and
+// options; a member silent for the group's timeout fails it (PeerTimeout, PeerLost), a stop request aborts it
+// (Aborted).
 class RowInference {
  public:
   // `members` in rank order; this node's rank is its process number in the

@@ -23,6 +23,19 @@ namespace {
 namespace sp = trainer::sparse;
 using protocol::testing::TestCluster;
 
+// Every process's row-parallel inference of `in`, as threads over the transport.
+std::vector<RowInferResult> run_rows(const sp::SparseNet& net, const NeuronOwners& owners, uint32_t procs,
+                                     const sp::SparseInputs& in, const sp::InferOptions& o) {
+  TestCluster cluster(procs);
+  std::vector<RowInferResult> got(procs);
+  protocol::testing::expect_no_errors(cluster.run([&](size_t r) {
+    RowInference rows(cluster.node(r), cluster.ids(),
+                      share_rows(net, owners, procs, static_cast<uint32_t>(r)), net.neurons, {});
+    got[r] = rows.run(in, o);
+  }));
+  return got;
+}
+
 TEST(SparseRows, EachProcessSendsWhatThePlannerPricesAndReceivesWhatOthersSendIt) {
   const sp::SparseNet net = sp::shuffle_neurons(testing::random_net(40, 3, -0.3f, 2), 5);
   const NeuronOwners owners = partition_neurons(net, 3, NeuronPartitioner::kRandom, {});
@@ -76,13 +89,7 @@ TEST_P(SparseRowInference, GivesTheSerialCategoriesAndActivationsBitForBitAndMov
 
   const NeuronOwners owners = partition_neurons(net, procs, how, {1.1, 4});
   const SparseTraffic planned = price_partition(net, owners, procs);
-  TestCluster cluster(procs);
-  std::vector<RowInferResult> got(procs);
-  protocol::testing::expect_no_errors(cluster.run([&](size_t r) {
-    RowInference rows(cluster.node(r), cluster.ids(),
-                      share_rows(net, owners, procs, static_cast<uint32_t>(r)), net.neurons, {});
-    got[r] = rows.run(in, o);
-  }));
+  const std::vector<RowInferResult> got = run_rows(net, owners, procs, in, o);
   for (uint32_t r = 0; r < procs; ++r) {
     EXPECT_EQ(got[r].categories, serial.categories) << "process " << r;
     for (size_t l = 0; l < net.layers.size(); ++l)
@@ -118,13 +125,7 @@ TEST(SparseRowInference, DeadSamplesLeaveTheLaterProductsAndTheResultStaysTheSer
   const sp::InferResult serial = sp::infer(net, in, o);
   const NeuronOwners owners = partition_neurons(net, procs, NeuronPartitioner::kRandom, {});
   const SparseTraffic planned = price_partition(net, owners, procs);
-  TestCluster cluster(procs);
-  std::vector<RowInferResult> got(procs);
-  protocol::testing::expect_no_errors(cluster.run([&](size_t r) {
-    RowInference rows(cluster.node(r), cluster.ids(),
-                      share_rows(net, owners, procs, static_cast<uint32_t>(r)), net.neurons, {});
-    got[r] = rows.run(in, o);
-  }));
+  const std::vector<RowInferResult> got = run_rows(net, owners, procs, in, o);
   ASSERT_LT(got[0].samples.back(), in.count() / 2) << "too few samples died to test their leaving";
   for (uint32_t r = 0; r < procs; ++r) {
     EXPECT_EQ(got[r].categories, serial.categories) << "process " << r;
