@@ -61,7 +61,8 @@ TensorStream::TensorStream(Group& group) : group_(group) {}
 TensorStream::~TensorStream() = default;
 
 bool TensorStream::shared_with(size_t rank, size_t floats) const {
-  return shared_ && rank < shared_->peers.size() && shared_->peers[rank].segment && floats <= shared_->max_floats;
+  return shared_ && rank < shared_->peers.size() && shared_->peers[rank].segment &&
+         floats <= shared_->max_floats;
 }
 
 size_t TensorStream::share_memory(size_t ring_bytes) {
@@ -112,7 +113,8 @@ size_t TensorStream::share_memory(size_t ring_bytes) {
   return shared_->count;
 }
 
-void TensorStream::send_shared(size_t to_rank, uint64_t seq, size_t floats, const std::function<void(float*)>& fill) {
+void TensorStream::send_shared(size_t to_rank, uint64_t seq, size_t floats,
+                               const std::function<void(float*)>& fill) {
   ShmRing& ring = *shared_->peers[to_rank].out;
   const auto deadline = Clock::now() + group_.options().timeout;
   const auto spin_until = Clock::now() + group_.options().spin;
