@@ -181,12 +181,13 @@ std::unique_ptr<ShmSegment> ShmSegment::create(size_t capacity) {
   const int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
   if (fd < 0) fail("shm_open of " + name);
   const size_t bytes = segment_bytes(capacity);
-  if (::ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
-    const int e = errno;
+  // The pages are taken now: a full /dev/shm is an error here, not a
+  // SIGBUS at the first write into a page tmpfs cannot give.
+  if (const int e = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes)); e != 0) {
     ::close(fd);
     ::shm_unlink(name.c_str());
     errno = e;
-    fail("ftruncate of " + name);
+    fail("posix_fallocate of " + name);
   }
   std::byte* base = nullptr;
   try {

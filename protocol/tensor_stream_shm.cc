@@ -1,6 +1,7 @@
 // TensorStream between members on one host: a shared segment per pair
 // (protocol/shm_ring.h), set up by share_memory() over the stream itself.
 #include <sched.h>
+#include <spdlog/spdlog.h>
 
 #include <cstring>
 #include <map>
@@ -43,6 +44,17 @@ std::string decode_offer(const std::vector<float>& f) {
   return name;
 }
 
+// A segment to offer, or none when this host cannot give one (a full
+// /dev/shm, say): the pair keeps the sockets, with a warning in the log.
+std::unique_ptr<ShmSegment> make_segment(Node& node, size_t ring_bytes) {
+  try {
+    return ShmSegment::create(ring_bytes);
+  } catch (const std::runtime_error& e) {
+    spdlog::warn("{}: no shared memory for tensors ({}); they take the sockets", node.id(), e.what());
+    return nullptr;
+  }
+}
+
 }  // namespace
 
 struct TensorStream::Shared {
@@ -77,7 +89,7 @@ size_t TensorStream::share_memory(size_t ring_bytes) {
   std::vector<SendHandle> sent;
   std::vector<std::vector<float>> offers(n);
   for (size_t r = me + 1; r < n; ++r) {  // offer every higher rank a segment (or none)
-    if (eligible(r)) s->peers[r].segment = ShmSegment::create(ring_bytes);
+    if (eligible(r)) s->peers[r].segment = make_segment(node, ring_bytes);
     offers[r] = encode_offer(s->peers[r].segment ? s->peers[r].segment->name() : "");
     sent.push_back(send_counted(r, kOfferSeq, offers[r], false));
   }
