@@ -82,6 +82,7 @@ class FaultInjectingTransport : public Transport {
   std::optional<RawMessage> receive(std::chrono::milliseconds timeout) override {
     return inner_->receive(timeout);
   }
+  void flush_on_close(std::chrono::milliseconds bound) override { inner_->flush_on_close(bound); }
   void close() override;
 
  private:

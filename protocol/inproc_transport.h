@@ -45,6 +45,8 @@ class InProcTransport : public Transport {
   void send(const std::string& peer, std::vector<OutFrame> frames,
             std::chrono::milliseconds timeout) override;
   std::optional<RawMessage> receive(std::chrono::milliseconds timeout) override;
+  // Delivery is synchronous: nothing is ever queued.
+  void flush_on_close(std::chrono::milliseconds) override {}
   void close() override;
 
  private:

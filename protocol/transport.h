@@ -45,6 +45,12 @@ class Transport {
   // The next inbound message, or nullopt after `timeout`.
   virtual std::optional<RawMessage> receive(std::chrono::milliseconds timeout) = 0;
 
+  // Frames still queued when close() runs go out for up to `bound` after
+  // it (the end of the ZeroMQ context waits for them; frames towards a peer
+  // that is down give up at the bound) instead of being dropped: a LEAVE
+  // reaches the peers before the process exits. Until this is called close()
+  // drops what is queued, as disconnect() does.
+  virtual void flush_on_close(std::chrono::milliseconds bound) = 0;
   virtual void close() = 0;
 };
 

@@ -186,6 +186,7 @@ void ZmqTransport::close() {
   std::unique_lock lock(peers_mutex_);
   for (auto& [id, p] : peers_) {
     std::lock_guard peer_lock(p->mutex);
+    if (close_linger_ms_ > 0) p->socket.set(zmq::sockopt::linger, close_linger_ms_.load());
     p->socket.close();
   }
   peers_.clear();

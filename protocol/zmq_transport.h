@@ -44,6 +44,9 @@ class ZmqTransport : public Transport {
   void send(const std::string& peer, std::vector<OutFrame> frames,
             std::chrono::milliseconds timeout) override;
   std::optional<RawMessage> receive(std::chrono::milliseconds timeout) override;
+  void flush_on_close(std::chrono::milliseconds bound) override {
+    close_linger_ms_ = static_cast<int>(bound.count());
+  }
   void close() override;
 
  private:
@@ -63,6 +66,7 @@ class ZmqTransport : public Transport {
   mutable std::shared_mutex peers_mutex_;
   std::map<std::string, std::shared_ptr<Peer>> peers_;
   std::atomic<bool> closed_{false};
+  std::atomic<int> close_linger_ms_{0};  // flush_on_close
 };
 
 }  // namespace gossipd::protocol

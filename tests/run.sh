@@ -20,10 +20,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Multi-process tests that assert wall-clock bounds (a join within 10 s and
-# no 2 s round gap, eviction within the failure timeout, a leave seen in
-# under 1 s, 3 epochs of training in a deadline-bound protocol) or that
-# train for minutes: under the sanitizers' 2-5x slowdown on 2 cores they
-# measure the slowdown. Stage 1 runs them; `--sanitize` with no arguments
+# no 2 s round gap, 3 epochs of training in a deadline-bound protocol), that
+# run five-process clusters through kills, pauses and leaves, or that train
+# for minutes: under the sanitizers' 2-5x slowdown on 2 cores they measure
+# the slowdown. Stage 1 runs them; `--sanitize` with no arguments
 # runs them too. Each pattern is anchored at the start of the full ctest
 # name (Prefix/Suite.Test/param), so that it drops its own suite only and not
 # an in-process test of the same words (protocol's Hierarchical.SixWorkers...

@@ -169,6 +169,7 @@ void Membership::publish() {
     s.set_view_changes(changes);
     s.set_view_id(v.id());
   });
+  changed_.notify();
 }
 
 void Membership::drop(const std::string& id, const char* why) {
@@ -198,7 +199,7 @@ void Membership::send_list(const std::string& to, const proto::MemberList& list)
 }
 
 void Membership::merge(const proto::MemberList& list) {
-  bool changed = false;
+  bool changed = false, labelled = false;
   {
     std::lock_guard lock(mu_);
     const auto now = Clock::now();
@@ -215,6 +216,7 @@ void Membership::merge(const proto::MemberList& list) {
           changed = true;
         } else if (m.since_round() == e.since_round && e.group.empty() && !m.group().empty()) {
           e.group = m.group();
+          labelled = true;
         }
         continue;
       }
@@ -232,7 +234,10 @@ void Membership::merge(const proto::MemberList& list) {
       spdlog::info("node '{}': member '{}' enters the view at round {}", node_.id(), m.id(), m.since_round());
     }
   }
-  if (changed) publish();
+  if (changed)
+    publish();
+  else if (labelled)
+    changed_.notify();
 }
 
 bool Membership::connect(const std::string& id, const std::string& endpoint) {
@@ -352,6 +357,10 @@ void Membership::leave() {
     } catch (const std::exception&) {
     }
   }
+  // The sockets close with the node; what they still queue (the LEAVEs) is
+  // flushed then, not dropped: the end of the process waits for it, at most
+  // this long for a peer that is down.
+  node_.transport().flush_on_close(std::chrono::seconds(1));
 }
 
 }  // namespace gossipd::daemon

@@ -14,6 +14,7 @@
 #include "daemon/cluster/state_transfer.h"
 #include "daemon/observe/metrics.h"
 #include "daemon/observe/worker_state.h"
+#include "protocol/change_signal.h"
 #include "protocol/node.h"
 #include "topology/view.h"
 
@@ -88,12 +89,27 @@ class Membership {
   // The member table (id, endpoint, group, since_round), this node first.
   proto::MemberList members() const;
 
+  // Notified after every change of the table (a member in or out, a label
+  // learned). A worker that needs a view or labels waits on it with
+  // wait_until, never sleeping in a loop; a room that waits on facts of its
+  // own as well may notify it too (a spurious wake-up costs one look).
+  protocol::ChangeSignal& changes() { return changed_; }
+  // True as soon as `ready()` holds, false at `deadline` or on `stop`;
+  // `ready` is looked at again after every change.
+  bool wait_until(const std::function<bool()>& ready, std::chrono::steady_clock::time_point deadline,
+                  std::stop_token stop) const {
+    return changed_.wait_until(ready, deadline, stop);
+  }
+
   // Starts failure detection, counting silence from now, and the injected
   // faults other than delay (Node::arm_faults). Call it once every member is
   // known to be up (after the start-up barrier): before that a slow starter
   // would be evicted for still loading its data.
   void arm();
-  // Tells every member this node is leaving (SIGTERM), then stops.
+  // Tells every member this node is leaving (SIGTERM), then stops. The
+  // LEAVEs are flushed when the node's sockets close (flush_on_close): a
+  // peer that is up takes this member out of its view before the process
+  // has exited.
   void leave();
 
   // Accept joiners from now on (a member that never calls it refuses none
@@ -162,6 +178,7 @@ class Membership {
   uint32_t changes_ = 0;
   uint32_t published_view_ = 0;  // the id of the view last published
   bool armed_ = false;
+  protocol::ChangeSignal changed_;
 
   std::mutex transfer_mu_;
   std::condition_variable_any transfer_cv_;

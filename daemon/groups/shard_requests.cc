@@ -16,8 +16,11 @@ void ShardRequests::handle(const protocol::Message& m) {
   const auto group = labels_.find(from);
   const bool known = group != labels_.end();
   if (known && msg->kind == proto::SHARD_DONE) {
-    std::lock_guard lock(mu_);
-    finished_.insert(from);
+    {
+      std::lock_guard lock(mu_);
+      finished_.insert(from);
+    }
+    changes_.notify();
   } else if (known && msg->kind == proto::SHARD_SEED) {
     store_.seed(msg->shard, shard_values(m), msg->note.version());
   } else if (known && msg->kind == proto::SHARD_PUSH) {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "daemon/groups/shard_store.h"
+#include "protocol/change_signal.h"
 #include "protocol/message.h"
 #include "protocol/node.h"
 
@@ -17,14 +18,19 @@ namespace gossipd::daemon {
 // member is applied and answered with the shard's values, or answered again
 // when it repeats one already applied (counted as a stale reject); one for a
 // shard it has no values for is answered UNSEEDED; a seed seeds an owned
-// shard that has none; a DONE note marks its sender finished. A push from
+// shard that has none; a DONE note marks its sender finished (and notifies
+// `changes`, which ShardService::finish waits on). A push from
 // outside the groups, for a shard it does not own, of the wrong size, or a
 // message of another kind is dropped and counted as a reject.
 class ShardRequests {
  public:
   ShardRequests(protocol::Node& node, ShardStore& store, std::map<std::string, std::string> labels,
-                std::chrono::milliseconds send_timeout)
-      : node_(node), store_(store), labels_(std::move(labels)), send_timeout_(send_timeout) {}
+                std::chrono::milliseconds send_timeout, protocol::ChangeSignal& changes)
+      : node_(node),
+        store_(store),
+        labels_(std::move(labels)),
+        send_timeout_(send_timeout),
+        changes_(changes) {}
 
   void handle(const protocol::Message& m);
   // Whether `id` has said it is done (SHARD_DONE).
@@ -38,6 +44,7 @@ class ShardRequests {
   ShardStore& store_;
   std::map<std::string, std::string> labels_;
   std::chrono::milliseconds send_timeout_;
+  protocol::ChangeSignal& changes_;
   mutable std::mutex mu_;
   std::set<std::string> finished_;
 };

@@ -3,20 +3,21 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <thread>
 
 #include "daemon/groups/shard_wire.h"
 #include "protocol/errors.h"
 
 namespace gossipd::daemon {
 
-ShardService::ShardService(protocol::Node& node, AliveMembers alive, ShardStore& store,
-                           std::map<std::string, std::string> labels, std::chrono::milliseconds send_timeout)
+ShardService::ShardService(protocol::Node& node, AliveMembers alive, protocol::ChangeSignal& changes,
+                           ShardStore& store, std::map<std::string, std::string> labels,
+                           std::chrono::milliseconds send_timeout)
     : node_(node),
       alive_(std::move(alive)),
+      changes_(changes),
       store_(store),
       send_timeout_(send_timeout),
-      requests_(node, store, std::move(labels), send_timeout),
+      requests_(node, store, std::move(labels), send_timeout, changes),
       thread_([this](std::stop_token stop) { loop(stop); }) {}
 
 ShardService::~ShardService() { thread_.request_stop(); }
@@ -39,22 +40,20 @@ void ShardService::loop(std::stop_token stop) {
 }
 
 void ShardService::finish(std::stop_token stop) {
-  using Clock = std::chrono::steady_clock;
-  auto next_note = Clock::now();
-  for (;;) {
+  const auto everyone_done = [&] {
     const std::vector<std::string> alive = alive_();
-    if (Clock::now() >= next_note) {  // at once, then every second: a note may be lost
-      for (const auto& id : alive)
-        if (id != node_.id())
-          send_shard(node_, id, kShardRequestTag, {proto::SHARD_DONE, 0, 0, {}}, {}, send_timeout_);
-      next_note = Clock::now() + std::chrono::seconds(1);
-    }
-    if (std::all_of(alive.begin(), alive.end(),
-                    [&](const std::string& id) { return id == node_.id() || requests_.finished(id); }))
+    return std::all_of(alive.begin(), alive.end(),
+                       [&](const std::string& id) { return id == node_.id() || requests_.finished(id); });
+  };
+  for (;;) {
+    // The note at once, then every second until everyone is done: a note may be lost.
+    for (const auto& id : alive_())
+      if (id != node_.id())
+        send_shard(node_, id, kShardRequestTag, {proto::SHARD_DONE, 0, 0, {}}, {}, send_timeout_);
+    if (changes_.wait_until(everyone_done, std::chrono::steady_clock::now() + std::chrono::seconds(1), stop))
       return;
     if (stop.stop_requested())
       throw protocol::Aborted(node_.id(), "serving shards until every group is done");
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
 }
 

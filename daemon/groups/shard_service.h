@@ -26,7 +26,9 @@ using AliveMembers = std::function<std::vector<std::string>()>;
 // it no longer owns them.
 class ShardService {
  public:
-  ShardService(protocol::Node& node, AliveMembers alive, ShardStore& store,
+  // `changes` is notified when the view changes (Membership::changes());
+  // the service notifies it too when a member says it is done.
+  ShardService(protocol::Node& node, AliveMembers alive, protocol::ChangeSignal& changes, ShardStore& store,
                std::map<std::string, std::string> labels, std::chrono::milliseconds send_timeout);
   ~ShardService();  // stops the thread
   ShardService(const ShardService&) = delete;
@@ -46,6 +48,7 @@ class ShardService {
 
   protocol::Node& node_;
   AliveMembers alive_;
+  protocol::ChangeSignal& changes_;
   ShardStore& store_;
   std::chrono::milliseconds send_timeout_;
   ShardRequests requests_;

@@ -3,7 +3,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <thread>
 
 #include "daemon/config/cli.h"
 #include "daemon/member/join_policy.h"
@@ -217,12 +216,8 @@ EvaluationSink Member::evaluation_sink() {
 
 Member::End Member::stopped() {
   state_.update([](proto::Status& s) { s.set_state("stopped"); });
-  if (membership_) {
-    membership_->leave();
-    // Sockets close with linger 0 (a dead peer's queue must never hold up
-    // shutdown): give the I/O thread a moment to put LEAVE on the wire.
-    std::this_thread::sleep_for(std::chrono::milliseconds(150));
-  }
+  // LEAVE goes to every peer; the node's sockets flush it when they close.
+  if (membership_) membership_->leave();
   const proto::ControlRecord end = record("stopped");
   node_->close();
   events_.ended(end, {});

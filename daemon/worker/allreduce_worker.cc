@@ -94,11 +94,10 @@ trainer::StepResult AllreduceWorker::step(std::span<const uint32_t> idx, std::st
 
 void AllreduceWorker::await_view_change(std::exception_ptr failure, uint64_t round, std::stop_token stop) {
   const auto deadline = Clock::now() + options_.failure_timeout + options_.timeout;
-  while (!ring_changed(membership_.view_at(round))) {
-    if (stop.stop_requested()) throw protocol::Aborted(node_.id(), "re-forming the ring");
-    if (Clock::now() >= deadline) std::rethrow_exception(failure);  // nobody left: a real fault
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  if (membership_.wait_until([&] { return ring_changed(membership_.view_at(round)); }, deadline, stop))
+    return;
+  if (stop.stop_requested()) throw protocol::Aborted(node_.id(), "re-forming the ring");
+  std::rethrow_exception(failure);  // nobody left: a real fault
 }
 
 void AllreduceWorker::sync_from(size_t root) {
@@ -145,10 +144,9 @@ void AllreduceWorker::reform(const topology::View& view, uint64_t round, std::st
 void AllreduceWorker::barrier_unless_view_changes(uint64_t round, std::stop_source& newer,
                                                   std::stop_token stop) {
   std::jthread watch([&](std::stop_token done) {
-    while (!done.stop_requested() && !newer.stop_requested()) {
-      if (ring_changed(membership_.view_at(round))) newer.request_stop();
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    const auto ever = Clock::now() + std::chrono::hours(24);  // `done` ends it
+    if (membership_.wait_until([&] { return ring_changed(membership_.view_at(round)); }, ever, done))
+      newer.request_stop();
   });
   try {
     protocol::Barrier(*group_).run();

@@ -269,17 +269,14 @@ void GossipWorker::start(std::stop_token stop) {
   if (!options_.hierarchical) return;
   // Groups come from labels every member must know before round 1.
   const auto deadline = std::chrono::steady_clock::now() + options_.startup_timeout;
-  while (!membership_.labels_known(trainer_.step_count() + 1)) {
-    if (stop.stop_requested()) throw protocol::Aborted(node_.id(), "waiting for group labels");
-    if (std::chrono::steady_clock::now() >= deadline) {
-      throw protocol::TransportError(
-          node_.id(), "",
-          "node '" + node_.id() +
-              "': the members' --group labels never all arrived "
-              "within --startup-timeout-ms (are all members running with --hierarchical?)");
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  const uint64_t first = trainer_.step_count() + 1;
+  if (membership_.wait_until([&] { return membership_.labels_known(first); }, deadline, stop)) return;
+  if (stop.stop_requested()) throw protocol::Aborted(node_.id(), "waiting for group labels");
+  throw protocol::TransportError(
+      node_.id(), "",
+      "node '" + node_.id() +
+          "': the members' --group labels never all arrived "
+          "within --startup-timeout-ms (are all members running with --hierarchical?)");
 }
 
 void GossipWorker::run(std::stop_token stop) {

@@ -57,7 +57,7 @@ class GroupsWorker : public Worker {
         labels_(std::move(labels)),
         groups_(o.compute_groups),
         store_(ShardLayout(trainer_.model().params().size(), c.members), owners_optimizer(c, o, groups_)),
-        service_(c.node, alive_members(c.membership), store_, labels_,
+        service_(c.node, alive_members(c.membership), c.membership.changes(), store_, labels_,
                  std::chrono::milliseconds(c.options.timeout_ms)),
         client_(c.node, alive_members(c.membership), store_, service_, labels_.at(c.node.id()),
                 client_options(c)),

@@ -38,9 +38,13 @@ class View {
     };
   }
   void drop(const std::string& id) {
-    std::lock_guard lock(mu_);
-    std::erase(ids_, id);
+    {
+      std::lock_guard lock(mu_);
+      std::erase(ids_, id);
+    }
+    changes.notify();
   }
+  protocol::ChangeSignal changes;  // notified when the view shrinks
 
  private:
   std::mutex mu_;
@@ -52,7 +56,7 @@ struct Member {
   Member(protocol::Node& node, View& view, const ShardLayout& layout,
          std::map<std::string, std::string> labels)
       : store(layout, served_sgd()),
-        service(std::make_unique<ShardService>(node, view.alive(), store, labels, 1000ms)),
+        service(std::make_unique<ShardService>(node, view.alive(), view.changes, store, labels, 1000ms)),
         client(node, view.alive(), store, *service, labels.at(node.id()),
                ShardClientOptions{50ms, 10000ms, 1000ms}) {}
   ShardStore store;

@@ -16,8 +16,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   daemon::ShardStore store(daemon::ShardLayout(30, {"self", "m1", "m2"}), trainer::OptimizerOptions{});
   store.own({0});
   store.seed(0, std::vector<float>(10, 1.0f), 0);
+  protocol::ChangeSignal done;
   daemon::ShardRequests requests(*h.node, store, {{"self", "cg0"}, {"m1", "cg0"}, {"m2", "cg1"}},
-                                 std::chrono::milliseconds(10));
+                                 std::chrono::milliseconds(10), done);
   h.each_valid(data, size, [&](protocol::Message& m) {
     if (m.envelope.collective_tag() == daemon::kShardRequestTag) requests.handle(m);
   });

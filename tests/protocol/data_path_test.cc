@@ -120,8 +120,7 @@ TEST(DataPath, DropOnTheDirectPathIsPeerTimeoutNamingTheLeftNeighbour) {
     ASSERT_TRUE(errors[r]) << "an allreduce with every frame lost returned";
     EXPECT_TRUE(outcomes[r].timeout);
     EXPECT_EQ(outcomes[r].peer, cluster.ids()[(r + kRanks - 1) % kRanks]);
-    EXPECT_GE(outcomes[r].took, kTimeout);
-    EXPECT_LT(outcomes[r].took, 2 * kTimeout);
+    EXPECT_GE(outcomes[r].took, kTimeout);  // the timeout's own, not an earlier give-up
     EXPECT_GT(cluster.node(r).fault_counts().dropped, 0u);
   }
 }
