@@ -27,11 +27,14 @@ class TuneTest : public ::testing::Test {
   const std::string dir_ = tmp_.path();
 };
 
+// The budget is out of reach in these runs: the probes end because the grid
+// is done (an event), whatever the machine's speed.
 TEST_F(TuneTest, ProbesChooseTheLeastPredictedTimeAndRunItToTheGoal) {
   const std::string out = dir_ + "/t";
-  const auto r = run(tune({"--groups", "1,2", "--lrs", "0.1,0.01", "--momenta", "0.9,0.3",
-                           "--target-accuracy", "0.65", "--epochs", "3", "--budget-s", "300", "--out", out}),
-                     600s);
+  const auto r =
+      run(tune({"--groups", "1,2", "--lrs", "0.1,0.01", "--momenta", "0.9,0.3", "--target-accuracy", "0.65",
+                "--epochs", "3", "--budget-s", "1000000", "--out", out}),
+          600s);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const auto s = read_json_file<proto::TuneSummary>(out + "/tune.json");
   EXPECT_EQ(s.stopped(), "grid done");
@@ -67,7 +70,7 @@ TEST_F(TuneTest, AGoalNoProbeReachesWithinTheBudgetIsOneLineWithTheNearest) {
   // Every probe trains its one epoch and misses the goal.
   const std::string out = dir_ + "/t";
   auto r = run(tune({"--groups", "1", "--lrs", "0.05", "--momenta", "0.9", "--target-accuracy", "0.99",
-                     "--epochs", "1", "--out", out}),
+                     "--epochs", "1", "--budget-s", "1000000", "--out", out}),
                300s);
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_NE(r.err.find("no probe reached test accuracy 0.99 (probing ended: grid done, 1 probe in "),
