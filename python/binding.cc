@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "daemon/config/cli.h"
+#include "daemon/config/run_options.h"
 #include "daemon/hosted/hosted_member.h"
 
 namespace py = pybind11;
@@ -62,6 +63,9 @@ py::dict info_dict(const gossipd::daemon::HostedInfo& i) {
 
 PYBIND11_MODULE(_gossipd, m) {
   m.doc() = "gossipd's member for a process that computes its own model (see gossipd.torch)";
+  m.def(
+      "default_mode", [] { return std::string(gossipd::daemon::kDefaultMode); },
+      "The mode a Worker trains with when none is named: gossipd run's default --algo");
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);

@@ -14,10 +14,16 @@ namespace gossipd::daemon {
 // What `gossipd run` was asked to do, whatever the mode (a mode's own flags
 // are the mode's: daemon/worker/mode.h); gossipctl reads the defaults and
 // limits it shares with gossipd run from here.
+// The one default mode, wherever a mode is not named: gossipd run without
+// --algo, and the Python module's Worker without `algo` (the binding's
+// default_mode()). AllReduce-SGD: every replica the same, as torch DDP
+// trains; the gossip modes are asked for by name.
+inline constexpr const char* kDefaultMode = "allreduce";
+
 struct RunOptions {
   TrainFlags train;
-  // The mode (daemon/worker/modes.h); its own flags live in the mode.
-  std::string algo = "allreduce";
+  // The mode (daemon/worker/mode_set.h: the modes there are); its own flags live in the mode.
+  std::string algo = kDefaultMode;
   std::string segments = "fine";   // fine | coarse | N
   int segment_deadline_ms = 2000;  // an asynchronous exchange's segment later than this is skipped
   int evals_per_epoch = 1;         // test-set evaluations per epoch (the last at its end)

@@ -20,7 +20,7 @@ import weakref
 
 import torch
 
-from gossipd._gossipd import Member
+from gossipd._gossipd import Member, default_mode
 
 __all__ = ["Worker", "DistributedOptimizer"]
 
@@ -60,7 +60,8 @@ def _peer_list(peers):
 class Worker:
     """One member of a gossipd cluster, as `gossipd run` is one.
 
-    `algo`: crossover (the default), sgp, osgp or allreduce. The other
+    `algo`: allreduce (the default, as for gossipd run: `default_mode()`),
+    crossover, sgp or osgp. The other
     keyword arguments are gossipd run's flags (daemon/README.md): listen,
     peers (a dict id -> endpoint, or "ID=ENDPOINT" strings), join,
     cluster_id, http, heartbeat_ms,
@@ -69,10 +70,10 @@ class Worker:
     DistributedOptimizer gives it the model.
     """
 
-    def __init__(self, id=None, peers=None, join=None, algo="crossover", steps_per_epoch=1000, **flags):
+    def __init__(self, id=None, peers=None, join=None, algo=None, steps_per_epoch=1000, **flags):
         self.id = id or f"{socket.gethostname()}-{os.getpid()}"
-        self.algo = algo
-        self._args = ["--id", self.id, "--algo", algo] + _flag_args(flags)
+        self.algo = algo or default_mode()
+        self._args = ["--id", self.id, "--algo", self.algo] + _flag_args(flags)
         if peers:
             self._args += ["--peers", ",".join(_peer_list(peers))]
         if join:

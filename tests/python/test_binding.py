@@ -127,3 +127,29 @@ def test_the_hosts_losses_and_evaluation_are_what_status_reports(closing):
     assert status["test_accuracy"] == pytest.approx(0.75)
     assert status["test_loss"] == pytest.approx(0.5)
     assert status["loss"] == pytest.approx(sum(losses) / 2, rel=1e-6)
+
+
+def test_a_worker_without_algo_trains_with_gossipd_runs_default_mode(closing):
+    import json
+    import os
+    import subprocess
+    import urllib.request
+    from pathlib import Path
+
+    from gossipd._gossipd import default_mode
+
+    # The one default: what `gossipd run --help` shows for --algo.
+    gossipd = os.environ.get("GOSSIPD_BIN", str(Path(__file__).resolve().parents[2] / "build/bin/gossipd"))
+    shown = subprocess.run([gossipd, "run", "--help"], capture_output=True, text=True, check=True).stdout
+    algo_line = next(line for line in shown.splitlines() if line.lstrip().startswith("--algo "))
+    assert algo_line.rstrip().endswith(f"={default_mode()}"), algo_line
+
+    model = small_model()
+    w = alone(http="127.0.0.1:0")
+    closing(w)
+    assert w.algo == default_mode()
+    opt = gd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1), model, w)
+    w.sync_state()
+    train_steps(model, opt, 1)
+    with urllib.request.urlopen(f"http://127.0.0.1:{w.http_port}/status", timeout=5) as r:
+        assert json.load(r)["algo"] == default_mode()
