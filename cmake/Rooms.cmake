@@ -9,3 +9,18 @@ function(gossipd_room target folder)
   file(CREATE_LINK ${CMAKE_CURRENT_SOURCE_DIR} ${root}/${folder} SYMBOLIC)
   target_include_directories(${target} PUBLIC ${root})
 endfunction()
+
+# gossipd_mode(TARGET): TARGET is a mode's library (daemon/modes/<name>/).
+# The registry (daemon/modes: modes.cc) links every library so declared;
+# nothing else links them all.
+function(gossipd_mode target)
+  set_property(GLOBAL APPEND PROPERTY GOSSIPD_MODE_LIBRARIES ${target})
+endfunction()
+
+# gossipd_mode_tools(TARGET): TARGET holds a mode's own gossipctl commands
+# (daemon/modes/<name>/, on daemon/ctl's shared tools). The tools registry
+# (daemon/modes: tools.cc) links every library so declared; gossipd links
+# none of them.
+function(gossipd_mode_tools target)
+  set_property(GLOBAL APPEND PROPERTY GOSSIPD_MODE_TOOL_LIBRARIES ${target})
+endfunction()

@@ -14,12 +14,15 @@ int main(int argc, char** argv) {
   // stranger sends; the validator already counts and rate-limits those.
   google::protobuf::SetLogHandler(nullptr);
   using namespace gossipd::daemon;
-  CLI::App app("gossipd: decentralized training worker (Crossover-SGD, SGP, AllReduce-SGD)", "gossipd");
+  RunCommandLine run;
+  // Every registered mode named, as `gossipd run --help` describes each.
+  std::string modes;
+  for (const auto& name : run.modes.names()) modes += (modes.empty() ? "" : ", ") + name;
+  CLI::App app("gossipd: decentralized training worker; modes (gossipd run --algo): " + modes, "gossipd");
   app.require_subcommand(1);
   app.set_version_flag("--version", version_line("gossipd"));
   TrainCommandOptions train;
   CLI::App* train_cmd = add_train_command(app, train);
-  RunCommandLine run;
   add_run_command(app, run);
   return run_cli(app, argc, argv, [&]() -> int {
     if (train_cmd->parsed()) return run_train_command(train);

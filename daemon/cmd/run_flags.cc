@@ -2,7 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "daemon/worker/modes.h"
+#include "daemon/worker/mode_set.h"
 
 // The flags of `gossipd run`.
 namespace gossipd::daemon {

@@ -4,7 +4,7 @@
 
 #include "daemon/config/mode_flags.h"
 #include "daemon/config/run_options.h"
-#include "daemon/worker/modes.h"
+#include "daemon/worker/mode_set.h"
 
 namespace CLI {
 class App;

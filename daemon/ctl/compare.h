@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/ctl/compare_entry.h"
 #include "proto/gossip.pb.h"
 
 namespace gossipd::daemon {
@@ -14,7 +15,7 @@ namespace gossipd::daemon {
 // What `gossipctl compare` was asked to do (flags: compare_flags.cc).
 struct CompareOptions {
   int workers = 4;
-  std::vector<std::string> algos{"crossover", "sgp", "allreduce"};
+  std::vector<std::string> algos = default_compare_entries();
   std::string model = "mlp";
   std::vector<int> hidden;  // empty: the model's default widths
   int epochs = 3;

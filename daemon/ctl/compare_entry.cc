@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "daemon/config/cli.h"
-#include "daemon/worker/modes.h"
+#include "daemon/worker/mode_set.h"
 
 namespace gossipd::daemon {
 
@@ -32,6 +32,17 @@ CompareEntry parse_compare_entry(const std::string& text, const EntryContext& co
     if (!syntax.empty()) offered += (offered.empty() ? "" : ", ") + syntax;
   }
   throw UsageError("--algos " + text + " is not one of " + offered);
+}
+
+std::vector<std::string> default_compare_entries() {
+  std::vector<std::pair<int, std::string>> ordered;
+  const ModeSet modes;
+  for (const auto& m : modes.all())
+    if (m->default_compare_order() > 0) ordered.emplace_back(m->default_compare_order(), m->name());
+  std::sort(ordered.begin(), ordered.end());
+  std::vector<std::string> entries;
+  for (auto& [order, name] : ordered) entries.push_back(std::move(name));
+  return entries;
 }
 
 std::string compare_entry_error(const std::string& text) {

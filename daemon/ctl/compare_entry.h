@@ -1,6 +1,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "daemon/worker/mode.h"
 
@@ -23,6 +24,10 @@ std::string entry_dir(std::string label);
 // The entry on `context.workers` processes (0: not known yet, the syntax
 // alone). Throws UsageError naming the entry and what it may be.
 CompareEntry parse_compare_entry(const std::string& text, const EntryContext& context);
+
+// The entries compare runs when --algos is not given: the modes with a
+// default_compare_order, in that order.
+std::vector<std::string> default_compare_entries();
 
 // "" when `text` is an entry, else why not (for the flag's validator).
 std::string compare_entry_error(const std::string& text);

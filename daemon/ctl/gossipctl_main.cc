@@ -9,12 +9,8 @@
 #include "daemon/ctl/collect.h"
 #include "daemon/ctl/compare.h"
 #include "daemon/ctl/compare_flags.h"
+#include "daemon/ctl/mode_tools.h"
 #include "daemon/ctl/plan_command.h"
-#include "daemon/ctl/plan_pipeline.h"
-#include "daemon/ctl/plan_sparse.h"
-#include "daemon/ctl/sparse_bench.h"
-#include "daemon/ctl/sparse_command.h"
-#include "daemon/ctl/tune.h"
 #include "protocol/curve.h"
 #include "trainer/models.h"
 
@@ -83,9 +79,6 @@ int main(int argc, char** argv) {
 
   CollectiveBenchOptions cb;
   const std::vector<CLI::App*> collective_cmds = add_collective_bench_commands(*bench, cb);
-  SparseBenchOptions sb;
-  CLI::App* sparse_bench_cmd = add_sparse_bench(*bench, sb);
-
   std::string key_dir;
   bool force = false;
   CLI::App* keygen = app.add_subcommand(
@@ -95,33 +88,21 @@ int main(int argc, char** argv) {
 
   CompareOptions co;
   CLI::App* ccmd = add_compare_command(app, co);
-  TuneOptions tune;
-  CLI::App* tune_cmd = add_tune_command(app, tune);
   CollectOptions collect;
   CLI::App* collect_cmd = add_collect_command(app, collect);
-  PlanGridOptions plan_grid;
-  CLI::App* plan_grid_cmd = add_plan_command(app, plan_grid);
-  PlanPipelineOptions plan_pipeline;
-  CLI::App* plan_pipeline_cmd = add_plan_pipeline(*app.get_subcommand("plan"), plan_pipeline);
-  PlanSparseOptions plan_sparse;
-  CLI::App* plan_sparse_cmd = add_plan_sparse(*app.get_subcommand("plan"), plan_sparse);
-
-  SparseGenerateOptions sparse_generate;
-  SparseInferOptions sparse_infer;
-  CLI::App* sparse_cmd = add_sparse_commands(app, sparse_generate, sparse_infer);
+  // Every mode's own commands: at the top, under `plan` or under `bench`.
+  ToolParents parents{app, *add_plan_command(app), *bench};
+  const std::vector<std::unique_ptr<ModeTools>> tools = registered_tools();
+  for (const auto& t : tools) t->add(parents);
 
   return run_cli(app, argc, argv, [&]() -> int {
     if (ccmd->parsed()) return run_compare(co);
-    if (tune_cmd->parsed()) return run_tune(tune);
     if (collect_cmd->parsed()) return run_collect(collect);
-    if (plan_grid_cmd->parsed()) return run_plan_grid(plan_grid);
-    if (plan_pipeline_cmd->parsed()) return run_plan_pipeline(plan_pipeline);
-    if (plan_sparse_cmd->parsed()) return run_plan_sparse(plan_sparse);
     if (keygen->parsed()) return run_keygen(key_dir, force);
-    if (sparse_cmd->parsed()) return run_sparse_command(*sparse_cmd, sparse_generate, sparse_infer);
     if (tcmd->parsed()) return run_trainer_bench(tb);
-    if (sparse_bench_cmd->parsed()) return run_sparse_bench(sb);
     if (collective_bench_parsed(collective_cmds)) return run_collective_bench(cb);
+    for (const auto& t : tools)
+      if (const auto code = t->run()) return *code;
     return kExitUsage;
   });
 }

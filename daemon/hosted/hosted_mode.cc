@@ -4,13 +4,9 @@
 
 #include "daemon/config/cli.h"
 #include "daemon/config/train_flags.h"
+#include "daemon/worker/mode_set.h"
 
 namespace gossipd::daemon {
-
-const std::vector<std::string>& HostedMode::hostable() {
-  static const std::vector<std::string> modes{"crossover", "sgp", "osgp", "allreduce"};
-  return modes;
-}
 
 HostedMode::HostedMode(const Mode& inner, HostedLayout layout, StepRendezvous& rendezvous,
                        std::stop_token stop, std::function<void(HostedArena)> loaded)
@@ -19,20 +15,21 @@ HostedMode::HostedMode(const Mode& inner, HostedLayout layout, StepRendezvous& r
       rendezvous_(rendezvous),
       stop_(std::move(stop)),
       loaded_(std::move(loaded)) {
-  const auto& ok = hostable();
-  if (std::find(ok.begin(), ok.end(), inner.name()) == ok.end()) {
+  if (!inner.hostable()) {
+    std::vector<std::string> ok;  // "a, b or c"
+    const ModeSet modes;
+    for (const auto& m : modes.all())
+      if (m->hostable()) ok.push_back(m->name());
+    std::string names;
+    for (size_t i = 0; i < ok.size(); ++i)
+      names += (i == 0 ? "" : i + 1 == ok.size() ? " or " : ", ") + ok[i];
     throw UsageError("algo '" + inner.name() +
-                     "' is not data parallel over whole replicas: a host trains with crossover, sgp, osgp or "
-                     "allreduce");
+                     "' is not data parallel over whole replicas: a host trains with " + names);
   }
   if (layout_.steps_per_epoch == 0) throw UsageError("steps_per_epoch must be at least 1");
 }
 
 namespace {
-
-// AllReduce-SGD re-forms its ring after a member dies and retries the step
-// (AllreduceWorker::step); the gossip protocols never retry one.
-bool retries_steps(const std::string& mode) { return mode == "allreduce"; }
 
 // The trainer wants a training set whose samples fit the model's input: a
 // hosted model takes one float, and the host reads its own data.
@@ -64,7 +61,7 @@ std::unique_ptr<Replica> HostedMode::load(const RunOptions& o, const Placement&)
   t.host(trainer::HostedStep{.gradients = [&r, stop] { return r.gradients(stop); },
                              .apply = [&r, stop](float lr) { r.apply(lr, stop); },
                              .evaluate = [&r] { return r.evaluation(); }});
-  if (retries_steps(inner_.name())) r.keep_gradients(t.model().grads());
+  if (inner_.retries_failed_steps()) r.keep_gradients(t.model().grads());
   loaded_(HostedArena{t.model().params(), t.model().grads(), t.optimizer().state()});
   return replica;
 }

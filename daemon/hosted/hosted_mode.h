@@ -58,14 +58,13 @@ class HostedMode : public Mode {
   }
   bool writes_checkpoints() const override { return inner_.writes_checkpoints(); }
   bool one_replica() const override { return inner_.one_replica(); }
+  bool hostable() const override { return inner_.hostable(); }
+  bool retries_failed_steps() const override { return inner_.retries_failed_steps(); }
   std::unique_ptr<Worker> make_worker(WorkerContext& c) const override { return inner_.make_worker(c); }
   std::unique_ptr<trainer::Model> eval_model(const RunOptions&) const override { return nullptr; }
   std::vector<std::string> final_report(const proto::Status& s) const override {
     return inner_.final_report(s);
   }
-
-  // The modes a host may train with.
-  static const std::vector<std::string>& hostable();
 
  private:
   const Mode& inner_;

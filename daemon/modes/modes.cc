@@ -1,12 +1,12 @@
-#include "daemon/worker/modes.h"
-
+// The registry of modes (declared in daemon/worker/mode_set.h).
 #include "daemon/config/cli.h"
-#include "daemon/worker/allreduce_mode.h"
-#include "daemon/worker/gossip_mode.h"
-#include "daemon/worker/grid_mode.h"
-#include "daemon/worker/groups_mode.h"
-#include "daemon/worker/pipeline_mode.h"
-#include "daemon/worker/sparse_mode.h"
+#include "daemon/modes/allreduce/allreduce_mode.h"
+#include "daemon/modes/gossip/gossip_mode.h"
+#include "daemon/modes/grid/grid_mode.h"
+#include "daemon/modes/groups/groups_mode.h"
+#include "daemon/modes/pipeline/pipeline_mode.h"
+#include "daemon/modes/sparse/sparse_mode.h"
+#include "daemon/worker/mode_set.h"
 
 namespace gossipd::daemon {
 
@@ -23,30 +23,8 @@ std::vector<std::unique_ptr<Mode>> registered_modes() {
   return all;
 }
 
+// Declared with ModeSet (daemon/worker/mode_set.h): shared code makes a
+// ModeSet without including any mode.
 ModeSet::ModeSet() : modes_(registered_modes()) {}
-
-Mode& ModeSet::find(std::string_view name) {
-  for (const auto& m : modes_) {
-    if (m->name() == name) return *m;
-  }
-  std::string names;
-  for (const auto& m : modes_) names += (names.empty() ? "" : ", ") + m->name();
-  throw UsageError("--algo " + std::string(name) + " is not a mode; the modes are " + names);
-}
-
-const Mode& ModeSet::find(std::string_view name) const { return const_cast<ModeSet*>(this)->find(name); }
-
-std::vector<std::string> ModeSet::names() const {
-  std::vector<std::string> names;
-  for (const auto& m : modes_) names.push_back(m->name());
-  return names;
-}
-
-void ModeSet::add_flags(ModeFlags& flags) {
-  for (const auto& m : modes_) {
-    flags.set_owner(m->name());
-    m->add_flags(flags);
-  }
-}
 
 }  // namespace gossipd::daemon

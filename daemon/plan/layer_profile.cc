@@ -134,10 +134,18 @@ std::string model_key(const trainer::Model& model, const trainer::OptimizerOptio
   const auto shape = [](const trainer::Shape& s) {
     return std::to_string(s.height) + "x" + std::to_string(s.width) + "x" + std::to_string(s.channels);
   };
-  std::string key = "in " + shape(model.input_shape());
-  for (const auto& layer : model.layers())
-    key +=
-        " " + layer->kind() + ":" + shape(layer->output_shape()) + ":" + std::to_string(layer->param_count());
+  // Appended piece by piece: GCC 12 raises a false -Wrestrict (PR 105329)
+  // for `"literal" + std::string&&` inlined here.
+  std::string key = "in ";
+  key += shape(model.input_shape());
+  for (const auto& layer : model.layers()) {
+    key += ' ';
+    key += layer->kind();
+    key += ':';
+    key += shape(layer->output_shape());
+    key += ':';
+    key += std::to_string(layer->param_count());
+  }
   key += optimizer.kind == trainer::OptimizerKind::kLars ? " lars" : " sgd";
   if (optimizer.momentum > 0) key += optimizer.nesterov ? "+nesterov" : "+momentum";
   return key;

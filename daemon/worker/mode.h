@@ -64,6 +64,9 @@ class Mode {
   // gossipctl compare: "grid:PRxPC", as --help shows the entry; empty: not
   // offered (and `why_not_in_compare` says why).
   virtual std::string entry_syntax() const { return name(); }
+  // Where gossipctl compare runs it when --algos is not given: 1 first, 0
+  // only when asked for (the protocols users compare, gossip first).
+  virtual int default_compare_order() const { return 0; }
   virtual std::string why_not_in_compare() const { return ""; }
   // The entry `name[:arg]` (arg empty without a colon) on `c.workers`
   // processes (0: not known yet, the syntax alone); throws UsageError
@@ -81,6 +84,14 @@ class Mode {
   // Steps per epoch, the same on every process of the cluster.
   virtual size_t steps_per_epoch(const RunOptions& options, size_t samples, size_t members,
                                  size_t batch) const;
+  // Whether the Python module may host it (gossipd.torch: the host computes
+  // the whole model, the mode averages what it computed): data parallel over
+  // whole replicas.
+  virtual bool hostable() const { return false; }
+  // Whether a step that failed under a member's death is taken again once
+  // the mode has recovered (AllReduce-SGD re-forms its ring and retries): a
+  // host's gradients of that step must then be kept for the retry.
+  virtual bool retries_failed_steps() const { return false; }
   // Whether a worker may enter a running cluster (--join), and the name a
   // joiner's mode must have (a variant of the mode is another name).
   virtual bool accepts_joins() const { return true; }

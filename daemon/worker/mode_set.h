@@ -11,10 +11,13 @@ namespace gossipd::daemon {
 
 // The modes one command knows, each a fresh object (a mode stores its
 // flags): gossipd run, --check-config, gossipctl compare and the run
-// scaffold all ask them. The registry is modes.cc's list, one line a mode.
+// scaffold all ask them. The registry (daemon/modes/modes.cc, one line a
+// mode, the one library that links every mode) defines registered_modes()
+// and the default constructor; shared code includes this header alone, so
+// no include runs up from it to the modes.
 class ModeSet {
  public:
-  ModeSet();  // every registered mode, in the order --help lists them
+  ModeSet();  // every registered mode, in the order --help lists them (defined by the registry)
   explicit ModeSet(std::vector<std::unique_ptr<Mode>> modes) : modes_(std::move(modes)) {}
 
   // The mode called `name`; throws UsageError naming the modes there are.
@@ -30,7 +33,7 @@ class ModeSet {
   std::vector<std::unique_ptr<Mode>> modes_;
 };
 
-// The registry: one fresh object of every mode.
+// The registry: one fresh object of every mode (daemon/modes/modes.cc).
 std::vector<std::unique_ptr<Mode>> registered_modes();
 
 }  // namespace gossipd::daemon

@@ -1,4 +1,4 @@
-#include "daemon/worker/grid_resume.h"
+#include "daemon/worker/spread_resume.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -35,7 +35,7 @@ std::vector<uint64_t> resumable_rounds(const std::filesystem::path& dir, uint64_
   if (current > 0) rounds.push_back(current);
   if (dir.empty() || current == 0) return rounds;
   for (const auto& file : list_checkpoints(dir)) {  // newest first
-    if (rounds.size() == kGridResumeRounds) break;
+    if (rounds.size() == kResumeRounds) break;
     if (const uint64_t r = round_of(file); r < current) rounds.push_back(r);
   }
   return rounds;
@@ -57,16 +57,16 @@ std::optional<uint64_t> common_round(const std::vector<std::vector<uint64_t>>& r
 }
 
 uint64_t agree_on_round(protocol::Group& all, const std::vector<uint64_t>& mine) {
-  const size_t slots = 2 * kGridResumeRounds, cells = all.size();
+  const size_t slots = 2 * kResumeRounds, cells = all.size();
   std::vector<float> table(cells * slots, 0.0f);  // round + 1 per slot, 0 for none
-  for (size_t k = 0; k < mine.size() && k < kGridResumeRounds; ++k) {
+  for (size_t k = 0; k < mine.size() && k < kResumeRounds; ++k) {
     const auto f = round_to_floats(mine[k] + 1);
     std::copy(f.begin(), f.end(), table.begin() + static_cast<ptrdiff_t>(all.rank() * slots + 2 * k));
   }
   protocol::Allgather(all, table, std::vector<size_t>(cells, slots)).run();
   std::vector<std::vector<uint64_t>> rounds(cells);
   for (size_t c = 0; c < cells; ++c) {
-    for (size_t k = 0; k < kGridResumeRounds; ++k) {
+    for (size_t k = 0; k < kResumeRounds; ++k) {
       if (const uint64_t r = round_from_floats(&table[c * slots + 2 * k]); r > 0) rounds[c].push_back(r - 1);
     }
   }

@@ -19,8 +19,8 @@ namespace gossipd::daemon {
 
 // The rounds a cell can start from: `current` (the checkpoint it loaded, 0
 // for none) and those of its older checkpoint files in `dir`, newest first,
-// at most kGridResumeRounds.
-constexpr size_t kGridResumeRounds = 8;
+// at most kResumeRounds.
+constexpr size_t kResumeRounds = 8;
 std::vector<uint64_t> resumable_rounds(const std::filesystem::path& dir, uint64_t current);
 
 // The newest round in every list; 0 when every list is empty (a fresh

@@ -10,7 +10,7 @@
 #     the owners' mean staleness (pushes applied, weighted) against g − 1,
 #     and the momentum the owners' shards' updates show, fitted with each
 #     gradient lined up with the model it was computed on
-#     (daemon/groups/momentum_lineup.h), less the explicit: the implicit.
+#     (daemon/modes/groups/momentum_lineup.h), less the explicit: the implicit.
 #  3. Per g, the momentum with the lowest test loss.
 # Usage: [WORKERS=8] [COUNTS="1 2 4 8"] [MOMENTA="0 0.3 0.6 0.9"] [LRS="0.02 0.05 0.1"] [LR=]
 #        [EPOCHS=3] tests/bench/groups_momentum.sh

@@ -12,7 +12,7 @@
 #include "daemon/observe/metrics.h"
 #include "daemon/observe/metrics_log.h"
 #include "daemon/observe/worker_state.h"
-#include "daemon/worker/modes.h"
+#include "daemon/worker/mode_set.h"
 #include "daemon/worker/training_loop.h"
 #include "tests/support/records.h"
 #include "tests/support/temp_dir.h"

@@ -1,6 +1,6 @@
-// The grid planner (daemon/plan/grid_plan.h): the words it predicts against
+// The grid planner (daemon/modes/grid/grid_plan.h): the words it predicts against
 // the paper's figures and hand counts, and the shapes it refuses.
-#include "daemon/plan/grid_plan.h"
+#include "daemon/modes/grid/grid_plan.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <stdexcept>
 
 #include "daemon/config/cli.h"
-#include "daemon/ctl/plan_command.h"
+#include "daemon/modes/grid/plan_grid.h"
 #include "protocol/collectives.h"
 #include "trainer/models.h"
 

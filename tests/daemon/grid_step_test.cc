@@ -1,16 +1,16 @@
-// The grid step (daemon/grid/grid_step.h) against the serial trainer with
+// The grid step (daemon/modes/grid/grid_step.h) against the serial trainer with
 // the same seed and batches: every grid shape of 4 processes (ranks as
 // threads over the real transport), uneven row blocks and batch slices, the
 // MLP and the CNN (image rows split over the column, halos at the image's
 // borders and between processes).
-#include "daemon/grid/grid_step.h"
+#include "daemon/modes/grid/grid_step.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <mutex>
 
-#include "daemon/plan/grid_plan.h"
+#include "daemon/modes/grid/grid_plan.h"
 #include "tests/protocol/test_cluster.h"
 #include "tests/support/synthetic_data.h"
 #include "trainer/models.h"

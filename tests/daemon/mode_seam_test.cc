@@ -10,7 +10,7 @@
 #include "daemon/ctl/compare_entry.h"
 #include "daemon/member/member.h"
 #include "daemon/observe/metrics_log.h"
-#include "daemon/worker/modes.h"
+#include "daemon/worker/mode_set.h"
 #include "tests/support/process.h"
 #include "tests/support/temp_dir.h"
 

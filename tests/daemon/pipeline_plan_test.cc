@@ -1,8 +1,8 @@
-// The pipeline planner (daemon/plan/pipeline_plan.h) on layer timings given
+// The pipeline planner (daemon/modes/pipeline/pipeline_plan.h) on layer timings given
 // by hand: it balances the stages, merges a boundary whose transfer costs
 // more than the split saves and says why, prices memory as trainer::Stage
 // stashes it, and refuses more stages than layers.
-#include "daemon/plan/pipeline_plan.h"
+#include "daemon/modes/pipeline/pipeline_plan.h"
 
 #include <gtest/gtest.h>
 

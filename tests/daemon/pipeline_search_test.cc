@@ -1,9 +1,9 @@
-// The whole-plan search (daemon/plan/pipeline_search.h) on layer profiles
+// The whole-plan search (daemon/modes/pipeline/pipeline_search.h) on layer profiles
 // given by hand, and the profile's cache (daemon/plan/layer_profile.h): it
 // considers every shape, micro-batch count and schedule, prices each at its
 // own micro-batch size, keeps to what the flags fix, and the cache is
 // re-profiled, saying why, when it is another machine's or model's.
-#include "daemon/plan/pipeline_search.h"
+#include "daemon/modes/pipeline/pipeline_search.h"
 
 #include <gtest/gtest.h>
 

@@ -1,16 +1,16 @@
-// The pipeline step (daemon/pipeline/pipeline_step.h) against a serial run
+// The pipeline step (daemon/modes/pipeline/pipeline_step.h) against a serial run
 // that accumulates the same micro-batches in the same order, with the same
 // seed: gpipe and 1f1b at K = 2 and 4 (stages as threads over the real
 // transport), the MLP and the CNN, partitions given by hand and planned; what each
 // stage holds in flight; 1f1b-async keeps its pipeline full across batches.
-#include "daemon/pipeline/pipeline_step.h"
+#include "daemon/modes/pipeline/pipeline_step.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <mutex>
 
-#include "daemon/plan/pipeline_plan.h"
+#include "daemon/modes/pipeline/pipeline_plan.h"
 #include "tests/protocol/test_cluster.h"
 #include "tests/support/synthetic_data.h"
 #include "trainer/models.h"

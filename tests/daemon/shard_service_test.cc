@@ -2,7 +2,7 @@
 // members as threads: every push applied exactly once under duplicated and
 // reordered messages, bad pushes refused and counted while the owner goes
 // on serving, and a shard whose owner left seeded from a group's copy.
-#include "daemon/groups/shard_service.h"
+#include "daemon/modes/groups/shard_service.h"
 
 #include <gtest/gtest.h>
 
@@ -10,9 +10,9 @@
 #include <mutex>
 #include <stop_token>
 
-#include "daemon/groups/shard_client.h"
-#include "daemon/groups/shard_store.h"
-#include "daemon/groups/shard_wire.h"
+#include "daemon/modes/groups/shard_client.h"
+#include "daemon/modes/groups/shard_store.h"
+#include "daemon/modes/groups/shard_wire.h"
 #include "tests/protocol/test_cluster.h"
 
 namespace gossipd::daemon {

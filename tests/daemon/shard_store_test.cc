@@ -2,14 +2,14 @@
 // store (each group's step applied once, repeats answered, the rest refused
 // and counted, staleness, seeding after an owner left) and the momentum fit
 // that lines each gradient up with the model it was computed on.
-#include "daemon/groups/shard_store.h"
+#include "daemon/modes/groups/shard_store.h"
 
 #include <gtest/gtest.h>
 
 #include <vector>
 
-#include "daemon/groups/momentum_lineup.h"
-#include "daemon/groups/shard_layout.h"
+#include "daemon/modes/groups/momentum_lineup.h"
+#include "daemon/modes/groups/shard_layout.h"
 
 namespace gossipd::daemon {
 namespace {

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "daemon/sparse/sparse_partition.h"
+#include "daemon/modes/sparse/sparse_partition.h"
 
 namespace gossipd::testing {
 

@@ -1,12 +1,12 @@
 // The sparse mode's neuron partitions and what they move per product.
-#include "daemon/sparse/sparse_partition.h"
+#include "daemon/modes/sparse/sparse_partition.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
-#include "daemon/sparse/partition_file.h"
-#include "daemon/sparse/sparse_traffic.h"
+#include "daemon/modes/sparse/partition_file.h"
+#include "daemon/modes/sparse/sparse_traffic.h"
 #include "trainer/errors.h"
 #include "trainer/sparse/radix_net.h"
 

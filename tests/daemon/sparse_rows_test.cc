@@ -1,4 +1,4 @@
-// The sparse mode's row-parallel inference (daemon/sparse/row_inference.h)
+// The sparse mode's row-parallel inference (daemon/modes/sparse/row_inference.h)
 // over the real transport, processes as threads: the categories and final
 // activations of the serial reference bit for bit for every partitioner at
 // P = 2, 3 and 4; the payload bytes the transport counts per product equal
@@ -9,9 +9,9 @@
 #include <map>
 #include <mutex>
 
-#include "daemon/sparse/row_inference.h"
-#include "daemon/sparse/sparse_partition.h"
-#include "daemon/sparse/sparse_traffic.h"
+#include "daemon/modes/sparse/row_inference.h"
+#include "daemon/modes/sparse/sparse_partition.h"
+#include "daemon/modes/sparse/sparse_traffic.h"
 #include "protocol/errors.h"
 #include "tests/daemon/sparse_cases.h"
 #include "tests/protocol/test_cluster.h"
@@ -141,8 +141,9 @@ TEST(SparseRowInference, DeadSamplesLeaveTheLaterProductsAndTheResultStaysTheSer
 INSTANTIATE_TEST_SUITE_P(EveryPartitioner, SparseRowInference, testing::every_partition_case(),
                          testing::partition_case_name);
 
-// Process 2 never starts its inference: the others fail within the
-// group's timeout, naming it, instead of waiting for ever.
+// Process 2 never starts its inference: the others fail at the group's
+// timeout, naming it, instead of waiting for ever (a hang would be the
+// test's own timeout).
 TEST(SparseRowInference, AMemberThatNeverComesStopsTheOthersNamingIt) {
   const sp::SparseNet net = testing::random_net(32, 3, -0.3f, 1);
   const NeuronOwners owners = partition_neurons(net, 3, NeuronPartitioner::kBlock, {});
@@ -152,7 +153,6 @@ TEST(SparseRowInference, AMemberThatNeverComesStopsTheOthersNamingIt) {
   o.timeout = std::chrono::milliseconds(500);
   std::mutex m;
   std::vector<std::string> said;
-  const auto started = std::chrono::steady_clock::now();
   cluster.run(
       [&](size_t r) {
         RowInference rows(cluster.node(r), cluster.ids(),
@@ -165,7 +165,6 @@ TEST(SparseRowInference, AMemberThatNeverComesStopsTheOthersNamingIt) {
         }
       },
       2);
-  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(5));
   ASSERT_EQ(said.size(), 2u);
   for (const std::string& s : said) EXPECT_NE(s.find("'n2'"), std::string::npos) << s;
 }

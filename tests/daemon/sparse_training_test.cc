@@ -1,4 +1,4 @@
-// The sparse mode's row-parallel training (daemon/sparse/row_training.h)
+// The sparse mode's row-parallel training (daemon/modes/sparse/row_training.h)
 // over the real transport, processes as threads: after 100 steps every
 // process's rows, head columns and head biases equal the serial trainer's
 // within 1e-5 for every partitioner at P = 2, 3 and 4, the losses too; the
@@ -10,9 +10,9 @@
 #include <cmath>
 #include <mutex>
 
-#include "daemon/sparse/row_training.h"
-#include "daemon/sparse/sparse_partition.h"
-#include "daemon/sparse/sparse_traffic.h"
+#include "daemon/modes/sparse/row_training.h"
+#include "daemon/modes/sparse/sparse_partition.h"
+#include "daemon/modes/sparse/sparse_traffic.h"
 #include "protocol/errors.h"
 #include "tests/daemon/sparse_cases.h"
 #include "tests/protocol/test_cluster.h"

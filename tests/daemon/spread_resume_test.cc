@@ -1,7 +1,7 @@
-// Where a restarted grid goes on from (daemon/worker/grid_resume.h): the
+// Where a restarted grid goes on from (daemon/worker/spread_resume.h): the
 // newest round every cell has a checkpoint of, and the newer ones of a cell
 // set aside.
-#include "daemon/worker/grid_resume.h"
+#include "daemon/worker/spread_resume.h"
 
 #include <gtest/gtest.h>
 

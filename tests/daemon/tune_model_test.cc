@@ -1,7 +1,7 @@
 // gossipctl tune's model: the goal on a curve, hardware and statistical
 // efficiency, and the cold start's probes with Omnivore's pruning, in the
 // order that probes every g before probing any g again.
-#include "daemon/ctl/tune_model.h"
+#include "daemon/modes/groups/tune_model.h"
 
 #include <gtest/gtest.h>
 

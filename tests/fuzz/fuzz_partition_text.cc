@@ -9,8 +9,8 @@
 #include <string>
 
 #include "daemon/config/cli.h"
+#include "daemon/modes/pipeline/pipeline_partition.h"
 #include "daemon/plan/layer_profile.h"
-#include "daemon/worker/pipeline_partition.h"
 #include "topology/grid.h"
 #include "topology/pipeline.h"
 

@@ -5,8 +5,8 @@
 #include <cassert>
 #include <vector>
 
-#include "daemon/groups/shard_requests.h"
-#include "daemon/groups/shard_wire.h"
+#include "daemon/modes/groups/shard_requests.h"
+#include "daemon/modes/groups/shard_wire.h"
 #include "tests/fuzz/harness.h"
 
 using namespace gossipd;

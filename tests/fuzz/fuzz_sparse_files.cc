@@ -4,7 +4,7 @@
 #include <cassert>
 #include <string>
 
-#include "daemon/sparse/partition_file.h"
+#include "daemon/modes/sparse/partition_file.h"
 #include "trainer/errors.h"
 #include "trainer/sparse/challenge_files.h"
 #include "trainer/sparse/radix_net.h"

@@ -11,10 +11,10 @@
 
 #include "daemon/cluster/checkpoint.h"
 #include "daemon/cluster/state_transfer.h"
-#include "daemon/groups/shard_wire.h"
+#include "daemon/modes/groups/shard_wire.h"
+#include "daemon/modes/pipeline/pipeline_partition.h"
+#include "daemon/modes/sparse/partition_file.h"
 #include "daemon/plan/layer_profile.h"
-#include "daemon/sparse/partition_file.h"
-#include "daemon/worker/pipeline_partition.h"
 #include "protocol/data_wire.h"
 #include "protocol/ring_collectives.h"
 #include "protocol/segment_inbox.h"

@@ -66,7 +66,7 @@ class SparseUpdate {
 };
 
 // Serial training on batches of samples; the reference the row-parallel
-// trainer (daemon/sparse/row_training.h) is held to.
+// trainer (daemon/modes/sparse/row_training.h) is held to.
 class SparseTrainer {
  public:
   SparseTrainer(SparseModel model, OptimizerOptions o);

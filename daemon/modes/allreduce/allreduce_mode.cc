@@ -1,6 +1,6 @@
-#include "daemon/worker/allreduce_mode.h"
+#include "daemon/modes/allreduce/allreduce_mode.h"
 
-#include "daemon/worker/allreduce_worker.h"
+#include "daemon/modes/allreduce/allreduce_worker.h"
 
 namespace gossipd::daemon {
 namespace {
@@ -11,6 +11,11 @@ class AllreduceMode : public Mode {
   std::string name() const override { return "allreduce"; }
   std::string summary() const override { return "AllReduce-SGD: ring allreduce of the gradients every step"; }
   bool one_replica() const override { return true; }
+  bool hostable() const override { return true; }
+  int default_compare_order() const override { return 3; }  // after Crossover-SGD and SGP
+  // After a member dies the ring re-forms and the step is taken again
+  // (AllreduceWorker::step).
+  bool retries_failed_steps() const override { return true; }
   std::unique_ptr<Worker> make_worker(WorkerContext& c) const override { return make_allreduce_worker(c); }
 };
 

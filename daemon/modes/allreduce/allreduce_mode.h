@@ -6,7 +6,7 @@
 
 namespace gossipd::daemon {
 
-// --algo allreduce: AllReduce-SGD (daemon/worker/allreduce_worker).
+// --algo allreduce: AllReduce-SGD (daemon/modes/allreduce/allreduce_worker).
 std::unique_ptr<Mode> make_allreduce_mode();
 
 }  // namespace gossipd::daemon

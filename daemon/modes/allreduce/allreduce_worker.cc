@@ -1,4 +1,4 @@
-#include "daemon/worker/allreduce_worker.h"
+#include "daemon/modes/allreduce/allreduce_worker.h"
 
 #include <spdlog/spdlog.h>
 

@@ -1,4 +1,4 @@
-#include "daemon/worker/gossip_mode.h"
+#include "daemon/modes/gossip/gossip_mode.h"
 
 #include <CLI/CLI.hpp>
 
@@ -24,6 +24,12 @@ class GossipMode : public Mode {
         break;
     }
     return "Overlapped SGP: messages folded in one round late";
+  }
+  // Whole replicas averaged; a round that fails is skipped, never retried.
+  bool hostable() const override { return true; }
+  // Crossover-SGD first, then SGP; OSGP (SGP overlapped) when asked for.
+  int default_compare_order() const override {
+    return algo_ == GossipAlgo::kCrossover ? 1 : algo_ == GossipAlgo::kSgp ? 2 : 0;
   }
 
   void add_flags(ModeFlags& f) override {

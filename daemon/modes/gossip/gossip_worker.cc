@@ -1,4 +1,4 @@
-#include "daemon/worker/gossip_worker.h"
+#include "daemon/modes/gossip/gossip_worker.h"
 
 #include <spdlog/spdlog.h>
 

@@ -19,7 +19,7 @@ namespace gossipd::daemon {
 
 enum class GossipAlgo { kCrossover, kSgp, kOsgp };
 
-// gossipd run's flags of the gossip protocols (daemon/worker/gossip_mode.cc).
+// gossipd run's flags of the gossip protocols (daemon/modes/gossip/gossip_mode.cc).
 struct GossipFlags {
   bool overlap = false;                // crossover
   bool pace = false;                   // flat crossover, sgp

@@ -1,4 +1,4 @@
-#include "daemon/grid/grid_comm.h"
+#include "daemon/modes/grid/grid_comm.h"
 
 #include <optional>
 #include <stdexcept>

@@ -1,4 +1,4 @@
-#include "daemon/grid/grid_front.h"
+#include "daemon/modes/grid/grid_front.h"
 
 #include <algorithm>
 #include <stdexcept>

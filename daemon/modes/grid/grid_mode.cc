@@ -1,9 +1,9 @@
-#include "daemon/worker/grid_mode.h"
+#include "daemon/modes/grid/grid_mode.h"
 
 #include <CLI/CLI.hpp>
 
 #include "daemon/config/cli.h"
-#include "daemon/worker/grid_worker.h"
+#include "daemon/modes/grid/grid_worker.h"
 
 namespace gossipd::daemon {
 namespace {

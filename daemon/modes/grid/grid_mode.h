@@ -6,7 +6,7 @@
 
 namespace gossipd::daemon {
 
-// --algo grid: one replica over a Pr x Pc process grid (daemon/worker/grid_worker).
+// --algo grid: one replica over a Pr x Pc process grid (daemon/modes/grid/grid_worker).
 std::unique_ptr<Mode> make_grid_mode();
 
 }  // namespace gossipd::daemon

@@ -1,4 +1,4 @@
-#include "daemon/grid/grid_model.h"
+#include "daemon/modes/grid/grid_model.h"
 
 #include <algorithm>
 #include <stdexcept>

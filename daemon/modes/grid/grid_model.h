@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/grid/grid_front.h"
+#include "daemon/modes/grid/grid_front.h"
 #include "daemon/plan/plan_layers.h"
 #include "topology/grid.h"
 #include "trainer/dense.h"

@@ -1,4 +1,4 @@
-#include "daemon/plan/grid_plan.h"
+#include "daemon/modes/grid/grid_plan.h"
 
 #include <cmath>
 #include <stdexcept>

@@ -1,4 +1,4 @@
-#include "daemon/grid/grid_step.h"
+#include "daemon/modes/grid/grid_step.h"
 
 #include <algorithm>
 #include <numeric>

@@ -4,8 +4,8 @@
 #include <span>
 #include <vector>
 
-#include "daemon/grid/grid_comm.h"
-#include "daemon/grid/grid_model.h"
+#include "daemon/modes/grid/grid_comm.h"
+#include "daemon/modes/grid/grid_model.h"
 #include "trainer/loss.h"
 #include "trainer/optimizer.h"
 

@@ -1,4 +1,4 @@
-#include "daemon/worker/grid_worker.h"
+#include "daemon/modes/grid/grid_worker.h"
 
 #include <spdlog/spdlog.h>
 
@@ -9,12 +9,12 @@
 #include <thread>
 
 #include "daemon/config/cli.h"
-#include "daemon/grid/grid_step.h"
-#include "daemon/plan/grid_plan.h"
+#include "daemon/modes/grid/grid_plan.h"
+#include "daemon/modes/grid/grid_step.h"
+#include "daemon/modes/grid/timed_grid_comm.h"
 #include "daemon/worker/gone_member.h"
-#include "daemon/worker/grid_resume.h"
+#include "daemon/worker/spread_resume.h"
 #include "daemon/worker/sync_start.h"
-#include "daemon/worker/timed_grid_comm.h"
 #include "protocol/barrier.h"
 #include "protocol/collectives.h"
 #include "protocol/errors.h"

@@ -151,24 +151,9 @@ int run_plan_grid(const PlanGridOptions& o) {
   return kExitOk;
 }
 
-namespace {
-
-// The grid's gossipctl command: `plan grid`.
-class GridTools : public ModeTools {
- public:
-  void add(ToolParents& parents) override { command_ = add_plan_grid(parents.plan, options_); }
-  std::optional<int> run() override {
-    if (command_ == nullptr || !command_->parsed()) return std::nullopt;
-    return run_plan_grid(options_);
-  }
-
- private:
-  PlanGridOptions options_;
-  CLI::App* command_ = nullptr;
-};
-
-}  // namespace
-
-std::unique_ptr<ModeTools> make_grid_tools() { return std::make_unique<GridTools>(); }
+std::unique_ptr<ModeTools> make_grid_tools() {
+  return std::make_unique<OneCommandTools<PlanGridOptions>>(
+      [](ToolParents& parents, PlanGridOptions& o) { return add_plan_grid(parents.plan, o); }, run_plan_grid);
+}
 
 }  // namespace gossipd::daemon

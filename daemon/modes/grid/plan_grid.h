@@ -14,7 +14,7 @@ class App;
 namespace gossipd::daemon {
 
 // gossipctl plan grid: every Pr x Pc shape of --procs processes for a model
-// and batch, priced (daemon/plan/grid_plan.h).
+// and batch, priced (daemon/modes/grid/grid_plan.h).
 struct PlanGridOptions {
   std::string model = "mlp";
   std::vector<int> hidden;  // empty: the model's default widths

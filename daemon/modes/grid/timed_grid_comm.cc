@@ -1,4 +1,4 @@
-#include "daemon/worker/timed_grid_comm.h"
+#include "daemon/modes/grid/timed_grid_comm.h"
 
 namespace gossipd::daemon {
 

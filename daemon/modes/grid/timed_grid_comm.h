@@ -4,7 +4,7 @@
 #include <chrono>
 #include <span>
 
-#include "daemon/grid/grid_comm.h"
+#include "daemon/modes/grid/grid_comm.h"
 #include "daemon/worker/training_loop.h"
 
 namespace gossipd::daemon {

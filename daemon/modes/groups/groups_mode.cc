@@ -1,10 +1,10 @@
-#include "daemon/worker/groups_mode.h"
+#include "daemon/modes/groups/groups_mode.h"
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
 #include "daemon/config/cli.h"
-#include "daemon/worker/groups_worker.h"
+#include "daemon/modes/groups/groups_worker.h"
 
 namespace gossipd::daemon {
 namespace {

@@ -6,7 +6,7 @@
 
 namespace gossipd::daemon {
 
-// --algo groups: compute groups (daemon/worker/groups_worker).
+// --algo groups: compute groups (daemon/modes/groups/groups_worker).
 std::unique_ptr<Mode> make_groups_mode();
 
 }  // namespace gossipd::daemon

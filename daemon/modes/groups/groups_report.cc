@@ -1,6 +1,6 @@
-#include "daemon/worker/groups_report.h"
+#include "daemon/modes/groups/groups_report.h"
 
-#include "daemon/groups/momentum_rule.h"
+#include "daemon/modes/groups/momentum_rule.h"
 
 namespace gossipd::daemon {
 

@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "daemon/groups/shard_client.h"
-#include "daemon/groups/shard_store.h"
+#include "daemon/modes/groups/shard_client.h"
+#include "daemon/modes/groups/shard_store.h"
 #include "daemon/observe/metrics.h"
 #include "daemon/observe/worker_state.h"
 #include "protocol/group.h"

@@ -1,15 +1,15 @@
-#include "daemon/worker/groups_worker.h"
+#include "daemon/modes/groups/groups_worker.h"
 
 #include <algorithm>
 #include <stdexcept>
 
 #include "daemon/config/cli.h"
-#include "daemon/groups/momentum_rule.h"
-#include "daemon/groups/shard_client.h"
-#include "daemon/groups/shard_service.h"
-#include "daemon/groups/shard_store.h"
-#include "daemon/worker/allreduce_worker.h"
-#include "daemon/worker/groups_report.h"
+#include "daemon/modes/allreduce/allreduce_worker.h"
+#include "daemon/modes/groups/groups_report.h"
+#include "daemon/modes/groups/momentum_rule.h"
+#include "daemon/modes/groups/shard_client.h"
+#include "daemon/modes/groups/shard_service.h"
+#include "daemon/modes/groups/shard_store.h"
 #include "protocol/collectives.h"
 #include "protocol/tags.h"
 #include "topology/compute_groups.h"
@@ -19,7 +19,7 @@ namespace gossipd::daemon {
 namespace {
 
 // A tag per ring (its members), inside the compute groups' range after the
-// shards' two (daemon/groups/shard_wire.h).
+// shards' two (daemon/modes/groups/shard_wire.h).
 uint32_t ring_tag(const std::vector<std::string>& members) {
   uint64_t h = 1469598103934665603ull;  // FNV-1a over the ids, each ended by a 0
   for (const auto& id : members) {

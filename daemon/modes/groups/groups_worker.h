@@ -9,7 +9,7 @@
 
 namespace gossipd::daemon {
 
-// gossipd run's flags of --algo groups (daemon/worker/groups_mode.cc).
+// gossipd run's flags of --algo groups (daemon/modes/groups/groups_mode.cc).
 struct GroupsFlags {
   size_t compute_groups = 0;  // g; 0: not given
   // --momentum auto: the explicit momentum is the target less the implicit

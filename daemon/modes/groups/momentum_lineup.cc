@@ -1,4 +1,4 @@
-#include "daemon/groups/momentum_lineup.h"
+#include "daemon/modes/groups/momentum_lineup.h"
 
 #include <cmath>
 

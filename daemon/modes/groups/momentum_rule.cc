@@ -1,4 +1,4 @@
-#include "daemon/groups/momentum_rule.h"
+#include "daemon/modes/groups/momentum_rule.h"
 
 #include <algorithm>
 

@@ -1,9 +1,9 @@
-#include "daemon/groups/shard_client.h"
+#include "daemon/modes/groups/shard_client.h"
 
 #include <algorithm>
 #include <cstring>
 
-#include "daemon/groups/shard_wire.h"
+#include "daemon/modes/groups/shard_wire.h"
 #include "protocol/collectives.h"
 #include "protocol/errors.h"
 

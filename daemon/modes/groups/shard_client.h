@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "daemon/groups/shard_service.h"
-#include "daemon/groups/shard_store.h"
+#include "daemon/modes/groups/shard_service.h"
+#include "daemon/modes/groups/shard_store.h"
 #include "protocol/group.h"
 #include "protocol/node.h"
 

@@ -1,4 +1,4 @@
-#include "daemon/groups/shard_layout.h"
+#include "daemon/modes/groups/shard_layout.h"
 
 #include <algorithm>
 #include <stdexcept>

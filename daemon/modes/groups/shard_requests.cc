@@ -1,6 +1,6 @@
-#include "daemon/groups/shard_requests.h"
+#include "daemon/modes/groups/shard_requests.h"
 
-#include "daemon/groups/shard_wire.h"
+#include "daemon/modes/groups/shard_wire.h"
 
 namespace gossipd::daemon {
 

@@ -6,7 +6,7 @@
 #include <set>
 #include <string>
 
-#include "daemon/groups/shard_store.h"
+#include "daemon/modes/groups/shard_store.h"
 #include "protocol/change_signal.h"
 #include "protocol/message.h"
 #include "protocol/node.h"

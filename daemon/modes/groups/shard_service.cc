@@ -1,10 +1,10 @@
-#include "daemon/groups/shard_service.h"
+#include "daemon/modes/groups/shard_service.h"
 
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 
-#include "daemon/groups/shard_wire.h"
+#include "daemon/modes/groups/shard_wire.h"
 #include "protocol/errors.h"
 
 namespace gossipd::daemon {

@@ -9,8 +9,8 @@
 #include <string>
 #include <thread>
 
-#include "daemon/groups/shard_requests.h"
-#include "daemon/groups/shard_store.h"
+#include "daemon/modes/groups/shard_requests.h"
+#include "daemon/modes/groups/shard_store.h"
 #include "protocol/message.h"
 #include "protocol/node.h"
 

@@ -1,4 +1,4 @@
-#include "daemon/groups/shard_store.h"
+#include "daemon/modes/groups/shard_store.h"
 
 #include <algorithm>
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "daemon/groups/momentum_lineup.h"
-#include "daemon/groups/shard_layout.h"
+#include "daemon/modes/groups/momentum_lineup.h"
+#include "daemon/modes/groups/shard_layout.h"
 #include "trainer/optimizer.h"
 
 namespace gossipd::daemon {

@@ -1,4 +1,4 @@
-#include "daemon/groups/shard_wire.h"
+#include "daemon/modes/groups/shard_wire.h"
 
 #include <cstring>
 #include <vector>

@@ -1,4 +1,4 @@
-#include "daemon/ctl/tune.h"
+#include "daemon/modes/groups/tune.h"
 
 #include <algorithm>
 #include <chrono>
@@ -15,8 +15,8 @@
 #include "daemon/ctl/compare_entry.h"
 #include "daemon/ctl/compare_hosts.h"
 #include "daemon/ctl/compare_report.h"
-#include "daemon/ctl/tune_model.h"
-#include "daemon/ctl/tune_report.h"
+#include "daemon/modes/groups/tune_model.h"
+#include "daemon/modes/groups/tune_report.h"
 
 // gossipctl tune: the probes, the choice and the run of it.
 namespace gossipd::daemon {

@@ -1,9 +1,11 @@
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "daemon/config/cli.h"  // CLI::App, declared
 #include "daemon/ctl/compare.h"
+#include "daemon/ctl/mode_tools.h"
 
 namespace gossipd::daemon {
 
@@ -37,5 +39,8 @@ CLI::App* add_tune_command(CLI::App& app, TuneOptions& options);
 // show every probe, the prediction and the outcome. Returns 1 with one line
 // (and the report) when no probe reached the goal within the budget.
 int run_tune(const TuneOptions& options);
+
+// The compute groups' gossipctl commands (the tools registry, daemon/modes/tools.cc).
+std::unique_ptr<ModeTools> make_groups_tools();
 
 }  // namespace gossipd::daemon

@@ -1,7 +1,7 @@
 #include <CLI/CLI.hpp>
 
 #include "daemon/ctl/compare_flags.h"
-#include "daemon/ctl/tune.h"
+#include "daemon/modes/groups/tune.h"
 
 // The flags of `gossipctl tune`.
 namespace gossipd::daemon {
@@ -50,6 +50,11 @@ CLI::App* add_tune_command(CLI::App& app, TuneOptions& o) {
   add_run_flags(cmd, o.run);
   add_grid_flags(cmd, o);
   return cmd;
+}
+
+std::unique_ptr<ModeTools> make_groups_tools() {
+  return std::make_unique<OneCommandTools<TuneOptions>>(
+      [](ToolParents& parents, TuneOptions& o) { return add_tune_command(parents.app, o); }, run_tune);
 }
 
 }  // namespace gossipd::daemon

@@ -1,4 +1,4 @@
-#include "daemon/ctl/tune_model.h"
+#include "daemon/modes/groups/tune_model.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,4 +1,4 @@
-#include "daemon/ctl/tune_report.h"
+#include "daemon/modes/groups/tune_report.h"
 
 #include <fstream>
 #include <map>

@@ -4,8 +4,8 @@
 #include <vector>
 
 #include "daemon/ctl/mean_curve.h"
-#include "daemon/ctl/tune.h"
-#include "daemon/ctl/tune_model.h"
+#include "daemon/modes/groups/tune.h"
+#include "daemon/modes/groups/tune_model.h"
 #include "proto/gossip.pb.h"
 
 namespace gossipd::daemon {

@@ -1,4 +1,4 @@
-#include "daemon/worker/pipeline_agreement.h"
+#include "daemon/modes/pipeline/pipeline_agreement.h"
 
 #include <spdlog/spdlog.h>
 

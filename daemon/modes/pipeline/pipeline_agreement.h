@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "daemon/plan/pipeline_search.h"
+#include "daemon/modes/pipeline/pipeline_search.h"
 #include "protocol/group.h"
 #include "topology/pipeline.h"
 #include "trainer/model.h"

@@ -1,4 +1,4 @@
-#include "daemon/pipeline/pipeline_comm.h"
+#include "daemon/modes/pipeline/pipeline_comm.h"
 
 #include <stdexcept>
 

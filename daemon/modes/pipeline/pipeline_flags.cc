@@ -1,11 +1,11 @@
-#include "daemon/worker/pipeline_flags.h"
+#include "daemon/modes/pipeline/pipeline_flags.h"
 
 #include <filesystem>
 
 #include "daemon/cluster/checkpoint.h"
 #include "daemon/config/cli.h"
+#include "daemon/modes/pipeline/pipeline_partition.h"
 #include "daemon/worker/mode.h"
-#include "daemon/worker/pipeline_partition.h"
 
 namespace gossipd::daemon {
 namespace {

@@ -3,13 +3,13 @@
 #include <string>
 
 #include "daemon/config/run_options.h"
-#include "daemon/plan/pipeline_search.h"
+#include "daemon/modes/pipeline/pipeline_search.h"
 #include "daemon/worker/replica.h"
 #include "trainer/model.h"
 
 namespace gossipd::daemon {
 
-// gossipd run's flags of --algo pipeline (daemon/worker/pipeline_mode.cc):
+// gossipd run's flags of --algo pipeline (daemon/modes/pipeline/pipeline_mode.cc):
 // each a value or auto, the planner's choice (pipeline_search.h). --batch
 // is the global batch: D replicas take batch / D each.
 struct PipelineFlags {

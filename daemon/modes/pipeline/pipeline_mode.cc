@@ -1,9 +1,9 @@
-#include "daemon/worker/pipeline_mode.h"
+#include "daemon/modes/pipeline/pipeline_mode.h"
 
 #include <CLI/CLI.hpp>
 
 #include "daemon/config/cli.h"
-#include "daemon/worker/pipeline_worker.h"
+#include "daemon/modes/pipeline/pipeline_worker.h"
 
 namespace gossipd::daemon {
 namespace {

@@ -1,4 +1,4 @@
-#include "daemon/worker/pipeline_partition.h"
+#include "daemon/modes/pipeline/pipeline_partition.h"
 
 #include <cstdio>
 #include <filesystem>

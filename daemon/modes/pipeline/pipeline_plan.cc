@@ -1,4 +1,4 @@
-#include "daemon/plan/pipeline_plan.h"
+#include "daemon/modes/pipeline/pipeline_plan.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,4 +1,4 @@
-#include "daemon/plan/pipeline_search.h"
+#include "daemon/modes/pipeline/pipeline_search.h"
 
 #include <algorithm>
 #include <limits>

@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "daemon/modes/pipeline/pipeline_plan.h"
 #include "daemon/plan/layer_profile.h"
 #include "daemon/plan/link_model.h"
-#include "daemon/plan/pipeline_plan.h"
 #include "topology/pipeline.h"
 
 namespace gossipd::daemon {

@@ -1,4 +1,4 @@
-#include "daemon/pipeline/pipeline_step.h"
+#include "daemon/modes/pipeline/pipeline_step.h"
 
 #include <algorithm>
 #include <stdexcept>

@@ -6,7 +6,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "daemon/pipeline/pipeline_comm.h"
+#include "daemon/modes/pipeline/pipeline_comm.h"
 #include "topology/pipeline.h"
 #include "trainer/loss.h"
 #include "trainer/optimizer.h"

@@ -1,4 +1,4 @@
-#include "daemon/worker/pipeline_worker.h"
+#include "daemon/modes/pipeline/pipeline_worker.h"
 
 #include <spdlog/spdlog.h>
 
@@ -8,12 +8,12 @@
 
 #include "daemon/cluster/replica_state.h"
 #include "daemon/config/cli.h"
-#include "daemon/pipeline/pipeline_step.h"
-#include "daemon/plan/pipeline_plan.h"
+#include "daemon/modes/pipeline/pipeline_agreement.h"
+#include "daemon/modes/pipeline/pipeline_partition.h"
+#include "daemon/modes/pipeline/pipeline_plan.h"
+#include "daemon/modes/pipeline/pipeline_step.h"
 #include "daemon/worker/gone_member.h"
-#include "daemon/worker/grid_resume.h"
-#include "daemon/worker/pipeline_agreement.h"
-#include "daemon/worker/pipeline_partition.h"
+#include "daemon/worker/spread_resume.h"
 #include "daemon/worker/sync_start.h"
 #include "protocol/collectives.h"
 #include "protocol/errors.h"

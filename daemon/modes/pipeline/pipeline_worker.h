@@ -2,7 +2,7 @@
 
 #include <memory>
 
-#include "daemon/worker/pipeline_flags.h"
+#include "daemon/modes/pipeline/pipeline_flags.h"
 #include "daemon/worker/worker.h"
 
 namespace gossipd::daemon {

@@ -1,4 +1,4 @@
-#include "daemon/ctl/plan_pipeline.h"
+#include "daemon/modes/pipeline/plan_pipeline.h"
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -6,8 +6,8 @@
 
 #include "daemon/config/cli.h"
 #include "daemon/ctl/plan_command.h"
-#include "daemon/plan/pipeline_plan.h"
-#include "daemon/plan/pipeline_search.h"
+#include "daemon/modes/pipeline/pipeline_plan.h"
+#include "daemon/modes/pipeline/pipeline_search.h"
 #include "daemon/plan/plan_layers.h"
 #include "trainer/models.h"
 
@@ -249,6 +249,12 @@ int run_plan_pipeline(const PlanPipelineOptions& given) {
     print_table(o, describe(plan_layers(*model)), in, c, steps);
   }
   return kExitOk;
+}
+
+std::unique_ptr<ModeTools> make_pipeline_tools() {
+  return std::make_unique<OneCommandTools<PlanPipelineOptions>>(
+      [](ToolParents& parents, PlanPipelineOptions& o) { return add_plan_pipeline(parents.plan, o); },
+      run_plan_pipeline);
 }
 
 }  // namespace gossipd::daemon

@@ -1,7 +1,10 @@
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "daemon/ctl/mode_tools.h"
 
 namespace CLI {
 class App;
@@ -11,8 +14,8 @@ namespace gossipd::daemon {
 
 // gossipctl plan pipeline: a model profiled layer by layer on this machine,
 // partitioned into at most --stages stages and merged where a boundary
-// costs more than it saves (daemon/plan/pipeline_plan.h); with --procs P,
-// every plan of P processes ranked (daemon/plan/pipeline_search.h).
+// costs more than it saves (daemon/modes/pipeline/pipeline_plan.h); with --procs P,
+// every plan of P processes ranked (daemon/modes/pipeline/pipeline_search.h).
 struct PlanPipelineOptions {
   std::string model = "cnn";
   std::vector<int> hidden;  // empty: the model's default widths
@@ -37,5 +40,8 @@ struct PlanPipelineOptions {
 // Adds `pipeline` to gossipctl's `plan` command; returns it.
 CLI::App* add_plan_pipeline(CLI::App& plan, PlanPipelineOptions& o);
 int run_plan_pipeline(const PlanPipelineOptions& o);
+
+// The pipeline's gossipctl commands (the tools registry, daemon/modes/tools.cc).
+std::unique_ptr<ModeTools> make_pipeline_tools();
 
 }  // namespace gossipd::daemon

@@ -1,4 +1,4 @@
-#include "daemon/sparse/partition_file.h"
+#include "daemon/modes/sparse/partition_file.h"
 
 #include <charconv>
 #include <sstream>

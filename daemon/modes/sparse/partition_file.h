@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <string>
 
-#include "daemon/sparse/sparse_partition.h"
+#include "daemon/modes/sparse/sparse_partition.h"
 #include "trainer/sparse/sparse_net.h"
 
 namespace gossipd::daemon {

@@ -1,4 +1,4 @@
-#include "daemon/ctl/plan_sparse.h"
+#include "daemon/modes/sparse/plan_sparse.h"
 
 #include <CLI/CLI.hpp>
 #include <chrono>
@@ -6,9 +6,9 @@
 #include <filesystem>
 
 #include "daemon/config/cli.h"
-#include "daemon/sparse/partition_file.h"
-#include "daemon/sparse/sparse_partition.h"
-#include "daemon/sparse/sparse_traffic.h"
+#include "daemon/modes/sparse/partition_file.h"
+#include "daemon/modes/sparse/sparse_partition.h"
+#include "daemon/modes/sparse/sparse_traffic.h"
 #include "trainer/sparse/challenge_files.h"
 #include "trainer/sparse/radix_net.h"
 

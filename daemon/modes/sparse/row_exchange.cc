@@ -1,4 +1,4 @@
-#include "daemon/sparse/row_exchange.h"
+#include "daemon/modes/sparse/row_exchange.h"
 
 #include <algorithm>
 

@@ -1,10 +1,10 @@
-#include "daemon/sparse/row_inference.h"
+#include "daemon/modes/sparse/row_inference.h"
 
 #include <algorithm>
 #include <chrono>
 #include <stdexcept>
 
-#include "daemon/sparse/row_exchange.h"
+#include "daemon/modes/sparse/row_exchange.h"
 #include "protocol/collectives.h"
 #include "protocol/tags.h"
 #include "trainer/sparse/sparse_kernel.h"

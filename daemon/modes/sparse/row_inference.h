@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/sparse/sparse_rows.h"
+#include "daemon/modes/sparse/sparse_rows.h"
 #include "protocol/group.h"
 #include "protocol/tensor_stream.h"
 #include "trainer/sparse/sparse_infer.h"

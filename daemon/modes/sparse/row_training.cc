@@ -1,4 +1,4 @@
-#include "daemon/sparse/row_training.h"
+#include "daemon/modes/sparse/row_training.h"
 
 #include <algorithm>
 #include <stdexcept>

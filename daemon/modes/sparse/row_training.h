@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "daemon/sparse/row_exchange.h"
-#include "daemon/sparse/sparse_rows.h"
+#include "daemon/modes/sparse/row_exchange.h"
+#include "daemon/modes/sparse/sparse_rows.h"
 #include "protocol/group.h"
 #include "protocol/tensor_stream.h"
 #include "trainer/sparse/sparse_train.h"

@@ -1,4 +1,4 @@
-#include "daemon/ctl/sparse_bench.h"
+#include "daemon/modes/sparse/sparse_bench.h"
 
 #include <stdlib.h>
 #include <unistd.h>
@@ -13,11 +13,11 @@
 #include "daemon/bench/collective_ops.h"
 #include "daemon/config/cli.h"
 #include "daemon/ctl/compare_hosts.h"
-#include "daemon/ctl/sparse_bench_rank.h"
-#include "daemon/ctl/sparse_command.h"
-#include "daemon/sparse/partition_file.h"
-#include "daemon/sparse/row_inference.h"
-#include "daemon/sparse/sparse_traffic.h"
+#include "daemon/modes/sparse/partition_file.h"
+#include "daemon/modes/sparse/row_inference.h"
+#include "daemon/modes/sparse/sparse_bench_rank.h"
+#include "daemon/modes/sparse/sparse_command.h"
+#include "daemon/modes/sparse/sparse_traffic.h"
 #include "trainer/sparse/challenge_files.h"
 #include "trainer/sparse/radix_net.h"
 

@@ -10,7 +10,7 @@ class App;
 namespace gossipd::daemon {
 
 // gossipctl bench sparse DIR: the challenge's inference on the network in
-// DIR, row-parallel over P local processes (daemon/sparse/row_inference.h),
+// DIR, row-parallel over P local processes (daemon/modes/sparse/row_inference.h),
 // on loopback or each in a network namespace of its own (--netns, with an
 // optional --bandwidth cap per host: compare_hosts' NetnsHosts),
 // against the serial reference timed in the same run; the categories and

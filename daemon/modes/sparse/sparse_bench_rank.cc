@@ -1,14 +1,14 @@
-#include "daemon/ctl/sparse_bench_rank.h"
+#include "daemon/modes/sparse/sparse_bench_rank.h"
 
 #include <chrono>
 #include <cmath>
 #include <functional>
 
 #include "daemon/bench/collective_ops.h"
-#include "daemon/sparse/partition_file.h"
-#include "daemon/sparse/row_inference.h"
-#include "daemon/sparse/row_training.h"
-#include "daemon/sparse/sparse_traffic.h"
+#include "daemon/modes/sparse/partition_file.h"
+#include "daemon/modes/sparse/row_inference.h"
+#include "daemon/modes/sparse/row_training.h"
+#include "daemon/modes/sparse/sparse_traffic.h"
 #include "protocol/barrier.h"
 #include "protocol/tags.h"
 #include "trainer/sparse/challenge_files.h"

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "daemon/bench/bench_workers.h"
-#include "daemon/ctl/sparse_bench.h"
+#include "daemon/modes/sparse/sparse_bench.h"
 #include "protocol/node.h"
 #include "trainer/sparse/sparse_net.h"
 

@@ -1,4 +1,4 @@
-#include "daemon/ctl/sparse_command.h"
+#include "daemon/modes/sparse/sparse_command.h"
 
 #include <CLI/CLI.hpp>
 #include <cstdio>

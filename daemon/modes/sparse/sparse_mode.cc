@@ -1,12 +1,12 @@
-#include "daemon/worker/sparse_mode.h"
+#include "daemon/modes/sparse/sparse_mode.h"
 
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
 
 #include "daemon/config/cli.h"
-#include "daemon/sparse/sparse_partition.h"
-#include "daemon/worker/sparse_worker.h"
+#include "daemon/modes/sparse/sparse_partition.h"
+#include "daemon/modes/sparse/sparse_worker.h"
 #include "trainer/sparse/radix_net.h"
 
 namespace gossipd::daemon {

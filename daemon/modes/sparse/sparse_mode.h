@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "daemon/sparse/row_training.h"
-#include "daemon/sparse/sparse_traffic.h"
+#include "daemon/modes/sparse/row_training.h"
+#include "daemon/modes/sparse/sparse_traffic.h"
 #include "daemon/worker/mode.h"
 #include "trainer/sparse/fashion_inputs.h"
 
@@ -48,7 +48,7 @@ struct SparseReplica : Replica {
 // dense softmax head of ten classes — trained on Fashion-MNIST made into the
 // challenge's inputs (√N × √N, binarised), every layer's neurons spread
 // over the members by --partition (rank r, members sorted by id, is process
-// r). Each step is daemon/sparse/row_training's: the whole cluster is one
+// r). Each step is daemon/modes/sparse/row_training's: the whole cluster is one
 // model replica, --batch its batch. Takes no joiners and writes no
 // checkpoints (both refused at start); a member that dies stops the others
 // within --timeout-ms plus --failure-timeout-ms, naming it.

@@ -1,12 +1,12 @@
-#include "daemon/sparse/sparse_partition.h"
+#include "daemon/modes/sparse/sparse_partition.h"
 
 #include <algorithm>
 #include <filesystem>
 #include <numeric>
 #include <stdexcept>
 
-#include "daemon/sparse/partition_file.h"
-#include "daemon/sparse/sparse_traffic.h"
+#include "daemon/modes/sparse/partition_file.h"
+#include "daemon/modes/sparse/sparse_traffic.h"
 #include "trainer/rng.h"
 
 namespace gossipd::daemon {

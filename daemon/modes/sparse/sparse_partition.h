@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/sparse/zoltan_hypergraph.h"
+#include "daemon/modes/sparse/zoltan_hypergraph.h"
 #include "trainer/sparse/sparse_net.h"
 
 namespace gossipd::daemon {

@@ -1,4 +1,4 @@
-#include "daemon/sparse/sparse_rows.h"
+#include "daemon/modes/sparse/sparse_rows.h"
 
 #include <stdexcept>
 #include <string>

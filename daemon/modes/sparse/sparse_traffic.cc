@@ -1,4 +1,4 @@
-#include "daemon/sparse/sparse_traffic.h"
+#include "daemon/modes/sparse/sparse_traffic.h"
 
 #include <algorithm>
 #include <bit>

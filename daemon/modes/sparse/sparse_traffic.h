@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "daemon/sparse/sparse_partition.h"
+#include "daemon/modes/sparse/sparse_partition.h"
 #include "trainer/sparse/sparse_net.h"
 
 namespace gossipd::daemon {

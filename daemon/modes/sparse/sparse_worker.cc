@@ -1,4 +1,4 @@
-#include "daemon/worker/sparse_worker.h"
+#include "daemon/modes/sparse/sparse_worker.h"
 
 #include <chrono>
 #include <numeric>

@@ -2,13 +2,13 @@
 
 #include <memory>
 
-#include "daemon/worker/sparse_mode.h"
+#include "daemon/modes/sparse/sparse_mode.h"
 #include "daemon/worker/worker.h"
 
 namespace gossipd::daemon {
 
 // --algo sparse's worker: every member up, then the epochs of row-parallel
-// steps (daemon/sparse/row_training); each epoch ends with the test set's
+// steps (daemon/modes/sparse/row_training); each epoch ends with the test set's
 // loss and accuracy (a distributed forward on every member). The trained
 // share goes back into `replica` at the end.
 std::unique_ptr<Worker> make_sparse_worker(WorkerContext& context, SparseReplica& replica);

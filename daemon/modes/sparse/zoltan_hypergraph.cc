@@ -1,4 +1,4 @@
-#include "daemon/sparse/zoltan_hypergraph.h"
+#include "daemon/modes/sparse/zoltan_hypergraph.h"
 
 #include <mpi.h>
 #include <zoltan.h>
