@@ -13,7 +13,7 @@
 namespace gossipd::daemon {
 namespace {
 
-TEST(GridResume, TheNewestRoundEveryCellHas) {
+TEST(SpreadResume, TheNewestRoundEveryCellHas) {
   EXPECT_EQ(common_round({{60, 40, 20}, {40, 20}, {60, 40}}), 40u);
   EXPECT_EQ(common_round({{60, 40}, {60, 40}}), 60u);
   EXPECT_EQ(common_round({{}, {}, {}}), 0u);  // a fresh start
@@ -21,8 +21,8 @@ TEST(GridResume, TheNewestRoundEveryCellHas) {
   EXPECT_EQ(common_round({{60}, {}}), std::nullopt);  // one cell lost its checkpoints
 }
 
-TEST(GridResume, ACellOffersTheRoundItLoadedAndItsOlderFiles) {
-  testing::TempDir dir("gossipd_grid_resume");
+TEST(SpreadResume, ACellOffersTheRoundItLoadedAndItsOlderFiles) {
+  testing::TempDir dir("gossipd_spread_resume");
   const std::filesystem::path d = dir.file("ckpt");
   std::filesystem::create_directories(d);
   for (uint64_t r : {20, 40, 60, 80}) std::ofstream(d / checkpoint_name(r)) << "x";

@@ -112,21 +112,37 @@ def test_the_hosts_losses_and_evaluation_are_what_status_reports(closing):
     closing(w)
     opt = gd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1), model, w)
     w.sync_state()
+
+    def epoch(first):  # two steps: the member takes the host's evaluation at the epoch's end
+        losses = []
+        for s in range(first, first + 2):
+            x, y = batch(s)
+            opt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            losses.append(loss.item())
+            opt.step(loss=loss, correct=4, batch=len(y))
+        return losses
+
+    def status():
+        with urllib.request.urlopen(f"http://127.0.0.1:{w.http_port}/status", timeout=5) as r:
+            return json.load(r)
+
     w.report(test_accuracy=0.75, test_loss=0.5, samples=100)
-    losses = []
-    for s in range(2):  # one epoch: the member evaluates at its end
-        x, y = batch(s)
-        opt.zero_grad()
-        loss = torch.nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        losses.append(loss.item())
-        opt.step(loss=loss, correct=4, batch=len(y))
-    with urllib.request.urlopen(f"http://127.0.0.1:{w.http_port}/status", timeout=5) as r:
-        status = json.load(r)
-    assert status["epoch"] == 1
-    assert status["test_accuracy"] == pytest.approx(0.75)
-    assert status["test_loss"] == pytest.approx(0.5)
-    assert status["loss"] == pytest.approx(sum(losses) / 2, rel=1e-6)
+    losses = epoch(0)
+    # A later evaluation is the next epoch's: /status keeps the one the
+    # member took at the end of epoch 1 until epoch 2 ends.
+    w.report(test_accuracy=0.25, test_loss=2.0, samples=100)
+    first = status()
+    assert first["epoch"] == 1
+    assert first["test_accuracy"] == pytest.approx(0.75)
+    assert first["test_loss"] == pytest.approx(0.5)
+    assert first["loss"] == pytest.approx(sum(losses) / 2, rel=1e-6)
+    epoch(2)
+    second = status()
+    assert second["epoch"] == 2
+    assert second["test_accuracy"] == pytest.approx(0.25)
+    assert second["test_loss"] == pytest.approx(2.0)
 
 
 def test_a_worker_without_algo_trains_with_gossipd_runs_default_mode(closing):
