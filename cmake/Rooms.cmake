@@ -24,3 +24,19 @@ endfunction()
 function(gossipd_mode_tools target)
   set_property(GLOBAL APPEND PROPERTY GOSSIPD_MODE_TOOL_LIBRARIES ${target})
 endfunction()
+
+# gossipd_mode_status(TARGET PROTO): TARGET is a mode's own status message
+# (PROTO, in the mode's folder), compiled as
+# "daemon/modes/<name>/<name>_status.pb.h". It rides in the shared Status as
+# an Any (mode_status); its descriptor is in every binary that links the
+# mode, which is what reads and writes it as JSON.
+function(gossipd_mode_status target proto)
+  file(RELATIVE_PATH folder ${PROJECT_SOURCE_DIR} ${CMAKE_CURRENT_SOURCE_DIR})
+  set(root ${CMAKE_BINARY_DIR}/include/${target})
+  file(MAKE_DIRECTORY ${root}/${folder})
+  add_library(${target} STATIC ${proto})
+  protobuf_generate(TARGET ${target} LANGUAGE cpp PROTOC_OUT_DIR ${root}/${folder})
+  target_include_directories(${target} PUBLIC ${root})
+  target_link_libraries(${target} PUBLIC protobuf::libprotobuf)
+  set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+endfunction()

@@ -22,7 +22,7 @@ CLI::App* add_train_command(CLI::App& app, TrainCommandOptions& o) {
 int run_train_command(const TrainCommandOptions& o) {
   const TrainFlags& f = o.train;
   if (f.momentum_auto)
-    throw UsageError("--momentum auto is for gossipd run --algo groups; give a number here");
+    throw UsageError("--momentum auto is a distributed mode's rule (gossipd run --help); give a number here");
   set_blas_threads(f.threads);
   const trainer::TrainerOptions topts = trainer_options(f);
   JsonLinesWriter metrics(o.metrics_out);

@@ -99,6 +99,11 @@ void ModeFlags::check_given(const std::string& mode, const RunOptions& options) 
   }
 }
 
+void ModeFlags::describe(const std::string& name, const std::string& help) {
+  // A command without the shared flag (a mode's flags parsed alone) has nothing to describe.
+  if (CLI::Option* shared = command_.get_option_no_throw(name)) join_help(*shared, help);
+}
+
 std::vector<std::string> ModeFlags::owners(const std::string& name) const {
   const auto it = flags_.find(name);
   return it == flags_.end() ? std::vector<std::string>{} : it->second.owners;

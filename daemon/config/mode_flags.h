@@ -16,8 +16,9 @@ class Option;
 
 namespace gossipd::daemon {
 
-// The flags modes add to gossipd run, each owned by the modes that added it:
-// a mode stores their values in itself (Mode::add_flags), and after parsing
+// The flags modes add to a command (gossipd run: Mode::add_flags; gossipctl
+// compare: Mode::add_compare_flags), each owned by the modes that added it:
+// a mode stores their values in itself, and after parsing gossipd run
 // a flag given to another mode is refused in one line ("--stages is for
 // --algo pipeline"). A name two modes add is one flag: one value, given to
 // both, its help the two joined. Each call returns CLI11's option, for
@@ -47,6 +48,11 @@ class ModeFlags {
   // Throws UsageError for the first flag given (or value claimed) that
   // `mode` does not own.
   void check_given(const std::string& mode, const RunOptions& options) const;
+
+  // Adds the owner's words to the help of `name`, a flag every mode shares
+  // (--momentum's auto: what the value means for this mode), where the
+  // command has it.
+  void describe(const std::string& name, const std::string& help);
 
   // The modes that own flag `name` (empty: no mode's).
   std::vector<std::string> owners(const std::string& name) const;

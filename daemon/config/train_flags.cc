@@ -55,8 +55,7 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
            f.momentum_auto = v == "auto";
            if (!f.momentum_auto) f.momentum = std::stof(v);
          },
-         "Momentum (0 = plain SGD); auto (--algo groups, its default): --target-momentum less the "
-         "momentum the asynchrony between the groups implies")
+         "Momentum (0 = plain SGD), or auto where the mode has a rule of its own")
       ->check(momentum_value())
       ->default_str("0.9");
   app.add_flag("--nesterov", f.nesterov, "Nesterov momentum");

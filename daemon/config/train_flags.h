@@ -19,8 +19,10 @@ struct TrainFlags {
   size_t batch = 64;
   float lr = 0.05f;
   float momentum = 0.9f;
-  bool momentum_auto = false;   // --momentum auto (gossipd run --algo groups only)
-  bool momentum_given = false;  // --momentum on the command line (--algo groups: auto unless given)
+  // --momentum auto: the mode sets the momentum by a rule of its own (a mode
+  // with one says so in --momentum's help; the others refuse it).
+  bool momentum_auto = false;
+  bool momentum_given = false;  // --momentum on the command line (a mode's rule may be its default)
   bool nesterov = false;
   float weight_decay = 5e-4f;
   std::string optimizer = "sgd";  // sgd | lars
@@ -36,7 +38,7 @@ struct TrainFlags {
   size_t test_limit = 0;   // 0: all test samples
 };
 
-// --momentum's values: a number in [0, 0.999], or auto (gossipd run, gossipctl compare).
+// --momentum's values: a number in [0, 0.999], or auto (gossipd run, gossipctl compare: a mode's own rule).
 CLI::Validator momentum_value();
 
 void add_train_flags(CLI::App& app, TrainFlags& flags);

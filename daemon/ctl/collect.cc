@@ -1,8 +1,6 @@
 // gossipctl collect: the compare report from daemons already running.
 #include "daemon/ctl/collect.h"
 
-#include <google/protobuf/util/json_util.h>
-
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cctype>
@@ -52,8 +50,6 @@ proto::CompareSummary collect(const std::vector<std::pair<std::string, uint16_t>
     Clock::time_point last_answer = Clock::now();
   };
   std::vector<Seen> seen(hosts.size());
-  google::protobuf::util::JsonParseOptions opts;
-  opts.ignore_unknown_fields = true;
   const auto start = Clock::now();
   for (;;) {
     size_t finished = 0;
@@ -66,7 +62,7 @@ proto::CompareSummary collect(const std::vector<std::pair<std::string, uint16_t>
       }
       const std::string body = http_get(hosts[i].first, hosts[i].second, "/status");
       proto::Status st;
-      if (body.empty() || !google::protobuf::util::JsonStringToMessage(body, &st, opts).ok()) {
+      if (body.empty() || !from_json(body, st)) {
         if (h.epochs_total > 0 && h.epoch >= h.epochs_total) {
           h.finished = true;  // it trained every epoch and exited
         } else if (Clock::now() - h.last_answer > std::chrono::seconds(30)) {

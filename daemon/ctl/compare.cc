@@ -34,9 +34,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Whether the workers pace their sends (--pace auto: where links are capped).
-bool pacing(const CompareOptions& o) { return o.pace == "on" || (o.pace == "auto" && !o.bandwidth.empty()); }
-
 // What an entry's mode is told of this comparison.
 EntryContext entry_context(const CompareOptions& o, size_t train_samples) {
   EntryContext c;
@@ -44,9 +41,7 @@ EntryContext entry_context(const CompareOptions& o, size_t train_samples) {
   c.batch = o.batch;
   c.train_samples = train_samples;
   c.hierarchy_groups = static_cast<size_t>(std::max(o.groups, 1));
-  c.pace = pacing(o);
-  c.partition = o.partition;
-  c.micro_batches = o.micro_batches;
+  c.links_capped = !o.bandwidth.empty();
   return c;
 }
 
@@ -128,7 +123,7 @@ class Comparison {
   }
   std::string http_host(int k) const { return hosts_ ? hosts_->address(k) : "127.0.0.1"; }
   CompareEntry entry(const std::string& algo) const {
-    return parse_compare_entry(algo, entry_context(o_, train_samples()));
+    return parse_compare_entry(algo, entry_context(o_, train_samples()), *o_.modes);
   }
   bool paces(const std::string& algo) const { return entry(algo).launch.paced; }
   // ", crossover and sgp paced (--pace)": the protocols of this run that pace, for the report.
@@ -385,16 +380,14 @@ int run_compare(const CompareOptions& o) {
   SignalWatcher signals(stop);
   if (o.groups > o.workers)
     throw UsageError("--groups " + std::to_string(o.groups) + " is more than --workers");
-  for (const std::string& algo : o.algos) parse_compare_entry(algo, entry_context(o, 0));  // refusals first
-  // --pace on where only --groups keeps every entry from pacing.
-  const auto paces_only_flat = [&](const std::string& algo) {
-    CompareOptions flat = o;
-    flat.groups = 1;
-    return parse_compare_entry(algo, entry_context(flat, 0)).launch.paced &&
-           !parse_compare_entry(algo, entry_context(o, 0)).launch.paced;
-  };
-  if (o.groups > 1 && o.pace == "on" && std::all_of(o.algos.begin(), o.algos.end(), paces_only_flat))
-    throw UsageError("--pace on is for flat crossover and sgp: drop --groups or --pace");
+  // Refusals first: an entry's, then a mode's flag no entry honours.
+  std::string unmet;
+  size_t unmet_entries = 0;
+  for (const std::string& algo : o.algos) {
+    const EntryLaunch l = parse_compare_entry(algo, entry_context(o, 0), *o.modes).launch;
+    if (!l.unmet.empty()) unmet = l.unmet, ++unmet_entries;
+  }
+  if (!o.algos.empty() && unmet_entries == o.algos.size()) throw UsageError(unmet);
   check_compare_setup(o);
   prepare_out_dir(o.out);
   const std::vector<PresetRun> configs = preset_runs(o);

@@ -3,11 +3,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <stop_token>
 #include <string>
 #include <vector>
 
 #include "daemon/ctl/compare_entry.h"
+#include "daemon/worker/mode_set.h"
 #include "proto/gossip.pb.h"
 
 namespace gossipd::daemon {
@@ -40,18 +42,15 @@ struct CompareOptions {
   // a "host" with its own address; `bandwidth` (tc rate, e.g. 100mbit) caps
   // every host's link in both directions.
   bool netns = false;
-  // Crossover and SGP pace their sends (gossipd run --pace): "on", "off", or
-  // "auto": on where the links are capped (`bandwidth`), off on loopback.
-  std::string pace = "auto";
   std::string bandwidth;
   int delay_ms = 0;  // injected in the workers' transport (the kernel has no netem)
   // gossipd run --send-buffer-kb for every worker of every protocol; 0: with
   // `bandwidth`, link_send_buffer_kb of it, else the daemon's default.
   int send_buffer_kb = 0;
   std::string preset;  // large-batch | scaling (compare_presets.h)
-  // Pipeline entries: gossipd run --partition and --micro-batches.
-  std::string partition = "auto";
-  size_t micro_batches = 0;  // 0: auto (gossipd run's planner)
+  // The modes, holding their compare flags (--pace, --partition, ...): the
+  // entries are launched as they say. Copies of the options share them.
+  std::shared_ptr<ModeSet> modes = std::make_shared<ModeSet>();
   // Flags every worker is given after compare's own (gossipctl tune: --momentum, --lr-decay).
   std::vector<std::string> extra_flags;
   // Asked with an entry's metrics files and its slowest worker's round at

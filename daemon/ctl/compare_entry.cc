@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "daemon/config/cli.h"
-#include "daemon/worker/mode_set.h"
 
 namespace gossipd::daemon {
 
@@ -13,7 +12,10 @@ std::string entry_dir(std::string label) {
 }
 
 CompareEntry parse_compare_entry(const std::string& text, const EntryContext& context) {
-  const ModeSet modes;
+  return parse_compare_entry(text, context, ModeSet());
+}
+
+CompareEntry parse_compare_entry(const std::string& text, const EntryContext& context, const ModeSet& modes) {
   CompareEntry e;
   e.label = text;
   const size_t colon = text.find(':');

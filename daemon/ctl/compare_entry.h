@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/worker/mode.h"
+#include "daemon/worker/mode_set.h"
 
 namespace gossipd::daemon {
 
@@ -22,7 +22,9 @@ struct CompareEntry {
 std::string entry_dir(std::string label);
 
 // The entry on `context.workers` processes (0: not known yet, the syntax
-// alone). Throws UsageError naming the entry and what it may be.
+// alone), launched as `modes` say (their compare flags; without them, the
+// flags' defaults). Throws UsageError naming the entry and what it may be.
+CompareEntry parse_compare_entry(const std::string& text, const EntryContext& context, const ModeSet& modes);
 CompareEntry parse_compare_entry(const std::string& text, const EntryContext& context);
 
 // The entries compare runs when --algos is not given: the modes with a

@@ -2,9 +2,11 @@
 
 #include <CLI/CLI.hpp>
 
+#include "daemon/config/mode_flags.h"
 #include "daemon/config/run_options.h"
 #include "daemon/ctl/compare_entry.h"
 #include "daemon/ctl/compare_hosts.h"
+#include "daemon/worker/mode_set.h"
 #include "trainer/models.h"
 
 // The flags of `gossipctl compare`, and those it shares with `gossipctl tune`.
@@ -73,8 +75,8 @@ CLI::App* add_compare_command(CLI::App& app, CompareOptions& o) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->add_option("--momentum", o.momentum,
-                  "Momentum for every protocol, or auto (compute groups only); default: each mode's own "
-                  "(0.9, compute groups auto)")
+                  "Momentum for every protocol (default: each mode's own, 0.9 or its rule), or auto where a "
+                  "mode has a rule of its own")
       ->check(momentum_value());
   cmd->add_option("--optimizer", o.optimizer, "sgd or lars (per-segment trust ratio), for every protocol")
       ->check(CLI::IsMember({"sgd", "lars"}))
@@ -97,19 +99,9 @@ CLI::App* add_compare_command(CLI::App& app, CompareOptions& o) {
          "large-batch: global batch x1, x4, x16 with the lr scaled; scaling: 4, 8, 16 workers at a fixed "
          "global batch (--batch x 4)")
       ->check(CLI::IsMember({"large-batch", "scaling"}));
-  cmd->add_option(
-         "--pace", o.pace,
-         "Crossover and SGP pace their sends (gossipd run --pace): on, off, or auto = on where --bandwidth "
-         "caps the links")
-      ->check(CLI::IsMember({"auto", "on", "off"}))
-      ->capture_default_str();
-  cmd->add_option("--partition", o.partition,
-                  "Pipeline entries: gossipd run --partition (auto, L,L,... or a plan's JSON file)")
-      ->capture_default_str();
-  cmd->add_option("--micro-batches", o.micro_batches,
-                  "Pipeline entries: gossipd run --micro-batches (0: auto, the planner's)")
-      ->check(CLI::Range(size_t{0}, size_t{1} << 16))
-      ->capture_default_str();
+  // The modes' own flags for their entries (--pace, --partition, ...).
+  ModeFlags mode_flags(*cmd);
+  o.modes->add_compare_flags(mode_flags);
   return cmd;
 }
 

@@ -1,23 +1,11 @@
 #include "daemon/observe/metrics_log.h"
 
-#include <google/protobuf/util/json_util.h>
-
 #include <iterator>
 #include <stdexcept>
 
 #include "daemon/config/cli.h"
 
 namespace gossipd::daemon {
-
-std::string to_json(const google::protobuf::Message& message) {
-  google::protobuf::util::JsonPrintOptions opts;
-  opts.preserve_proto_field_names = true;
-  opts.always_print_primitive_fields = true;
-  std::string out;
-  auto status = google::protobuf::util::MessageToJsonString(message, &out, opts);
-  if (!status.ok()) throw DaemonError("cannot render JSON: " + status.ToString());
-  return out;
-}
 
 JsonLinesWriter::JsonLinesWriter(const std::string& path) : path_(path) {
   if (path.empty()) return;
@@ -41,10 +29,8 @@ std::vector<proto::ControlRecord> read_control_records(const std::string& path) 
   for (size_t end = text.find('\n'); end != std::string::npos;
        begin = end + 1, end = text.find('\n', begin)) {
     proto::ControlRecord r;
-    google::protobuf::util::JsonParseOptions opts;
-    opts.ignore_unknown_fields = true;  // a newer worker's fields
-    if (google::protobuf::util::JsonStringToMessage(text.substr(begin, end - begin), &r, opts).ok())
-      out.push_back(std::move(r));
+    if (from_json(text.substr(begin, end - begin), r))
+      out.push_back(std::move(r));  // a newer worker's fields left out
   }
   return out;
 }

@@ -6,14 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "daemon/observe/message_json.h"
 #include "proto/gossip.pb.h"
 
 namespace gossipd::daemon {
-
-// Renders a protobuf message as one JSON object (proto field names, zero
-// values included), so every JSON the daemon prints has its schema in
-// proto/gossip.proto.
-std::string to_json(const google::protobuf::Message& message);
 
 // Appends one JSON object per line to a file, flushed per record so that a
 // killed run keeps every finished line. An empty path disables it.

@@ -23,9 +23,7 @@ struct EntryContext {
   size_t batch = 64;            // compare's --batch: per data-parallel worker
   size_t train_samples = 0;     // the training samples the workers share
   size_t hierarchy_groups = 1;  // compare --groups: > 1 where the mode can run hierarchical
-  bool pace = false;            // compare --pace resolved: pace where the mode can
-  std::string partition = "auto";
-  size_t micro_batches = 0;
+  bool links_capped = false;    // compare --bandwidth: every host's link is capped
 };
 
 // What an entry launches: its workers' --batch, the flags of the mode beyond
@@ -36,6 +34,10 @@ struct EntryLaunch {
   std::vector<std::string> flags;
   std::vector<std::vector<std::string>> per_worker;  // empty, or one list per worker
   bool paced = false;
+  // A compare flag of the mode's that this entry cannot honour here ("--pace
+  // on is for flat crossover and sgp: ..."): compare refuses the run with it
+  // when no entry honours the flag.
+  std::string unmet;
 };
 
 // One value of gossipd run --algo: everything that differs between modes is
@@ -68,6 +70,9 @@ class Mode {
   // only when asked for (the protocols users compare, gossip first).
   virtual int default_compare_order() const { return 0; }
   virtual std::string why_not_in_compare() const { return ""; }
+  // gossipctl compare's flags for this mode's entries, stored in the mode
+  // (its launch reads them); a name two modes add is one flag.
+  virtual void add_compare_flags(ModeFlags& flags) { (void)flags; }
   // The entry `name[:arg]` (arg empty without a colon) on `c.workers`
   // processes (0: not known yet, the syntax alone); throws UsageError
   // naming the entry and what it may be.

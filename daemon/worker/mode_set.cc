@@ -28,4 +28,11 @@ void ModeSet::add_flags(ModeFlags& flags) {
   }
 }
 
+void ModeSet::add_compare_flags(ModeFlags& flags) {
+  for (const auto& m : modes_) {
+    flags.set_owner(m->name());
+    m->add_compare_flags(flags);
+  }
+}
+
 }  // namespace gossipd::daemon

@@ -28,6 +28,8 @@ class ModeSet {
 
   // Every mode's flags on gossipd run (`flags` says whose is which).
   void add_flags(ModeFlags& flags);
+  // Every mode's flags on gossipctl compare, for its entries.
+  void add_compare_flags(ModeFlags& flags);
 
  private:
   std::vector<std::unique_ptr<Mode>> modes_;

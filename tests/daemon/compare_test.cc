@@ -172,6 +172,23 @@ TEST_F(CompareTest, AGridPipelineOrGroupsEntryThatDoesNotFitIsOneLine) {
   }
 }
 
+// The modes' own compare flags are checked as compare's were: a bad value
+// by the flag, and --pace on that no entry can honour before any run.
+TEST_F(CompareTest, AModesCompareFlagThatCannotHoldIsOneLine) {
+  for (const auto& [args, needle] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--algos", "crossover", "--groups", "2", "--pace", "on"},
+            "--pace on is for flat crossover and sgp: drop --groups or --pace"},
+           {{"--pace", "sometimes"}, "--pace: sometimes not in {auto,on,off}"},
+           {{"--micro-batches", "-1"}, "--micro-batches"}}) {
+    std::vector<std::string> cmd = {bin("gossipctl"), "compare", "--workers", "4", "--out", dir_ + "/x"};
+    cmd.insert(cmd.end(), args.begin(), args.end());
+    const auto r = run(cmd, 60s);
+    EXPECT_EQ(r.exit_code, 2) << needle << r.err;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << needle << ": " << r.err;
+    EXPECT_FALSE(fs::exists(dir_ + "/x")) << "refused before anything ran";
+  }
+}
+
 TEST_F(CompareTest, EvaluationsInsideEpochsRefineTheTimeToTarget) {
   const std::string out = dir_ + "/report";
   const auto r = run(

@@ -10,6 +10,8 @@
 #include <set>
 
 #include "daemon/cluster/checkpoint.h"
+#include "daemon/modes/grid/grid_status.pb.h"
+#include "daemon/observe/message_json.h"
 #include "tests/daemon/sync_run.h"
 #include "tests/support/cluster.h"
 #include "tests/support/http_client.h"
@@ -145,7 +147,7 @@ TEST(GridRun, StatusAndMetricsShowTheShapeTheCellAndTheBytesByKind) {
   EXPECT_EQ(m.value("gossipd_grid_payload_bytes_total", {{"kind", "halo"}}), 0) << m;  // no convolutions
   const proto::Status status = fetch_status(port);
   EXPECT_EQ(status.algo(), "grid");
-  const proto::GridStatus& g = status.grid();
+  const proto::GridStatus g = daemon::mode_status<proto::GridStatus>(status);
   EXPECT_EQ(std::vector<uint32_t>({g.rows(), g.cols(), g.row(), g.col()}),
             std::vector<uint32_t>({2, 2, 1, 1}));
   // The default MLP at batch 32 on 2 x 2 (gossipctl plan grid gives the same words):

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "daemon/modes/groups/groups_status.pb.h"
+#include "daemon/observe/message_json.h"
 #include "tests/daemon/sync_run.h"
 #include "tests/support/cluster.h"
 #include "tests/support/http_client.h"
@@ -48,8 +50,8 @@ Pushes pushes(Cluster& c, int n) {
     const auto end = c.end_record(i);
     if (!end) continue;
     const proto::ControlRecord& r = *end;
-    p.applied += r.status().groups().pushes_applied();
-    p.repeats += r.status().groups().pushes_duplicate();
+    p.applied += daemon::mode_status<proto::GroupsStatus>(r.status()).pushes_applied();
+    p.repeats += daemon::mode_status<proto::GroupsStatus>(r.status()).pushes_duplicate();
     p.duplicated += r.faults().duplicated();
   }
   return p;
@@ -69,7 +71,7 @@ TEST(GroupsRun, EachGroupEndsWithOneModelBothLearnAndEveryPushIsAppliedOnce) {
       << "two groups, every step, four shards: each once";
   const auto end = c.end_record(0);
   ASSERT_TRUE(end.has_value());
-  EXPECT_TRUE(end->status().groups().momentum_auto());
+  EXPECT_TRUE(daemon::mode_status<proto::GroupsStatus>(end->status()).momentum_auto());
 }
 
 // Groups of one member run no collective: every message between them is a
@@ -97,21 +99,22 @@ TEST(GroupsRun, StatusShowsTheGroupTheShardsTheStalenessAndTheAutoMomentum) {
     ASSERT_TRUE(wait_until(
         [&] {
           s = fetch_status(port);
-          return s.groups().pushes_applied() > 20;
+          return daemon::mode_status<proto::GroupsStatus>(s).pushes_applied() > 20;
         },
         60s))
         << s.DebugString();
     EXPECT_EQ(s.algo(), "groups");
-    EXPECT_EQ(s.groups().groups(), 2u);
-    EXPECT_EQ(s.groups().group(), i == 0 ? 0u : 1u);
-    const std::vector<std::string> ring(s.groups().group_members().begin(), s.groups().group_members().end());
+    const proto::GroupsStatus g = daemon::mode_status<proto::GroupsStatus>(s);
+    EXPECT_EQ(g.groups(), 2u);
+    EXPECT_EQ(g.group(), i == 0 ? 0u : 1u);
+    const std::vector<std::string> ring(g.group_members().begin(), g.group_members().end());
     EXPECT_EQ(ring, i == 0 ? (std::vector<std::string>{"w0", "w1"}) : (std::vector<std::string>{"w2", "w3"}));
-    EXPECT_EQ(std::vector<uint32_t>(s.groups().shards_owned().begin(), s.groups().shards_owned().end()),
+    EXPECT_EQ(std::vector<uint32_t>(g.shards_owned().begin(), g.shards_owned().end()),
               std::vector<uint32_t>{static_cast<uint32_t>(i)});
     // The summary agrees with the histogram it summarises (one snapshot):
     // every applied push in one bucket, the mean and the largest staleness
     // those of the buckets (the last bucket holds its index and above).
-    const auto& histogram = s.groups().staleness_histogram();
+    const auto& histogram = g.staleness_histogram();
     ASSERT_GT(histogram.size(), 1);
     uint64_t pushes = 0, top = 0;
     double sum = 0;
@@ -120,19 +123,19 @@ TEST(GroupsRun, StatusShowsTheGroupTheShardsTheStalenessAndTheAutoMomentum) {
       sum += static_cast<double>(k) * static_cast<double>(histogram[k]);
       if (histogram[k] > 0) top = static_cast<uint64_t>(k);
     }
-    EXPECT_EQ(pushes, s.groups().pushes_applied()) << "every applied push has its staleness";
+    EXPECT_EQ(pushes, g.pushes_applied()) << "every applied push has its staleness";
     if (histogram[histogram.size() - 1] == 0) {
-      EXPECT_EQ(s.groups().staleness_max(), static_cast<int64_t>(top));
-      EXPECT_NEAR(s.groups().staleness_mean(), sum / static_cast<double>(pushes), 1e-9);
+      EXPECT_EQ(g.staleness_max(), static_cast<int64_t>(top));
+      EXPECT_NEAR(g.staleness_mean(), sum / static_cast<double>(pushes), 1e-9);
     } else {
-      EXPECT_GE(s.groups().staleness_max(), static_cast<int64_t>(top));
-      EXPECT_GE(s.groups().staleness_mean(), sum / static_cast<double>(pushes) - 1e-9);
+      EXPECT_GE(g.staleness_max(), static_cast<int64_t>(top));
+      EXPECT_GE(g.staleness_mean(), sum / static_cast<double>(pushes) - 1e-9);
     }
     EXPECT_GT(s.bytes_sent(), 0u);
     // Two groups: the asynchrony's implicit momentum is 1 - 1/2, the explicit the rest of 0.8.
-    EXPECT_TRUE(s.groups().momentum_auto());
-    EXPECT_FLOAT_EQ(s.groups().implicit_momentum(), 0.5f);
-    EXPECT_NEAR(s.groups().momentum(), 0.3f, 1e-6);
+    EXPECT_TRUE(g.momentum_auto());
+    EXPECT_FLOAT_EQ(g.implicit_momentum(), 0.5f);
+    EXPECT_NEAR(g.momentum(), 0.3f, 1e-6);
     const MetricsText m = fetch_metrics(port);
     EXPECT_GT(m.value("gossipd_groups_pushes_applied_total").value_or(0), 0) << m;
   }
@@ -188,7 +191,8 @@ TEST(GroupsRun, ADeadMemberLeavesItsGroupToReformItsShardIsSeededAgainAndTheOthe
   }
   const auto end = c.end_record(0);
   ASSERT_TRUE(end.has_value());
-  EXPECT_GE(end->status().groups().shards_seeded(), 1u) << end->DebugString();
+  EXPECT_GE(daemon::mode_status<proto::GroupsStatus>(end->status()).shards_seeded(), 1u)
+      << end->DebugString();
 }
 
 TEST(GroupsRun, BadCountsAndMomentaAreOneLine) {
@@ -202,7 +206,8 @@ TEST(GroupsRun, BadCountsAndMomentaAreOneLine) {
                     "--optimizer lars needs whole layers; use --optimizer sgd");
   const RunResult train = run({bin("gossipd"), "train", "--momentum", "auto", "--epochs", "1"}, 30s);
   EXPECT_EQ(train.exit_code, 2) << train.err;
-  EXPECT_NE(train.err.find("--momentum auto is for gossipd run --algo groups"), std::string::npos)
+  EXPECT_NE(train.err.find("--momentum auto is a distributed mode's rule (gossipd run --help)"),
+            std::string::npos)
       << train.err;
 }
 

@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 
 #include "daemon/config/cli.h"
+#include "daemon/config/mode_flags.h"
 #include "daemon/ctl/compare_entry.h"
 #include "daemon/member/member.h"
 #include "daemon/observe/metrics_log.h"
@@ -197,19 +199,47 @@ TEST(CompareEntry, EachModeSaysItsBatchAndStepsPerEpoch) {
             (std::vector<std::string>{"--compute-groups", "2"}));
 }
 
+// The modes parse compare's flags for their entries as gossipctl compare does.
+ModeSet compare_modes(std::vector<std::string> args) {
+  ModeSet modes;
+  CLI::App app("compare");
+  ModeFlags flags(app);
+  modes.add_compare_flags(flags);
+  std::reverse(args.begin(), args.end());
+  app.parse(args);
+  return modes;
+}
+
 TEST(CompareEntry, PacingAndHierarchyAreTheModesToSay) {
   EntryContext c = four_workers();
-  c.pace = true;
-  EXPECT_TRUE(parse_compare_entry("crossover", c).launch.paced);
-  EXPECT_TRUE(parse_compare_entry("sgp", c).launch.paced);
-  EXPECT_FALSE(parse_compare_entry("osgp", c).launch.paced);
-  EXPECT_FALSE(parse_compare_entry("allreduce", c).launch.paced);
+  const ModeSet on = compare_modes({"--pace", "on"});
+  EXPECT_TRUE(parse_compare_entry("crossover", c, on).launch.paced);
+  EXPECT_TRUE(parse_compare_entry("sgp", c, on).launch.paced);
+  EXPECT_FALSE(parse_compare_entry("osgp", c, on).launch.paced);
+  EXPECT_FALSE(parse_compare_entry("allreduce", c, on).launch.paced);
+  // auto: where compare caps the links, not on loopback; off: never.
+  const ModeSet automatic = compare_modes({});
+  EXPECT_FALSE(parse_compare_entry("crossover", c, automatic).launch.paced);
+  c.links_capped = true;
+  EXPECT_TRUE(parse_compare_entry("crossover", c, automatic).launch.paced);
+  EXPECT_FALSE(parse_compare_entry("crossover", c, compare_modes({"--pace", "off"})).launch.paced);
   c.hierarchy_groups = 2;
-  const CompareEntry h = parse_compare_entry("crossover", c);
+  const CompareEntry h = parse_compare_entry("crossover", c, on);
   EXPECT_FALSE(h.launch.paced) << "hierarchical crossover does not pace";
+  EXPECT_EQ(h.launch.unmet, "--pace on is for flat crossover and sgp: drop --groups or --pace");
   ASSERT_EQ(h.launch.per_worker.size(), 4u);
   EXPECT_EQ(h.launch.per_worker[3], (std::vector<std::string>{"--hierarchical", "--group", "g1"}));
-  EXPECT_TRUE(parse_compare_entry("sgp", c).launch.per_worker.empty());
+  EXPECT_TRUE(parse_compare_entry("sgp", c, on).launch.per_worker.empty());
+  EXPECT_TRUE(parse_compare_entry("sgp", c, on).launch.unmet.empty());
+}
+
+TEST(CompareEntry, APipelinesCompareFlagsReachItsWorkers) {
+  const ModeSet modes = compare_modes({"--partition", "3,7", "--micro-batches", "4"});
+  EXPECT_EQ(parse_compare_entry("pipeline", four_workers(), modes).launch.flags,
+            (std::vector<std::string>{"--partition", "3,7", "--micro-batches", "4"}));
+  EXPECT_EQ(parse_compare_entry("crossover", four_workers(), modes).launch.flags,
+            (std::vector<std::string>{"--consensus-every", "234"}))
+      << "another mode's entry is not given the pipeline's flags";
 }
 
 TEST(CompareEntry, BadEntriesAreOneLineNamingWhatTheyMayBe) {

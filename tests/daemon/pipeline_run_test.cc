@@ -7,6 +7,8 @@
 
 #include <filesystem>
 
+#include "daemon/modes/pipeline/pipeline_status.pb.h"
+#include "daemon/observe/message_json.h"
 #include "tests/daemon/sync_run.h"
 #include "tests/support/cluster.h"
 #include "tests/support/http_client.h"
@@ -43,7 +45,7 @@ TEST(PipelineRun, StatusAndMetricsShowTheStageItsLayersAndTheBytes) {
   EXPECT_GT(m.value("gossipd_pipeline_payload_bytes_total", {{"kind", "activation"}}).value_or(0), 0) << m;
   EXPECT_EQ(m.value("gossipd_pipeline_payload_bytes_total", {{"kind", "input_gradient"}}), 0)
       << m;  // first stage
-  const proto::PipelineStatus p = fetch_status(port).pipeline();
+  const proto::PipelineStatus p = daemon::mode_status<proto::PipelineStatus>(fetch_status(port));
   EXPECT_EQ(p.partition(), "4,6");
   EXPECT_EQ(p.layers(), "0-3 conv2d relu maxpool conv2d");
   EXPECT_EQ(p.most_in_flight(), 2u);  // 1f1b: K - stage
@@ -67,12 +69,13 @@ TEST(PipelineRun, PlannedByDefaultAndStatusSaysThePlan) {
   ASSERT_GT(port, 0) << c.proc(1).out() << c.proc(1).err();
   ASSERT_TRUE(
       wait_until([&] { return fetch_metrics(port).value("gossipd_rounds_total").value_or(0) >= 2; }, 90s));
-  const proto::PipelineStatus p = fetch_status(port).pipeline();
+  const proto::PipelineStatus p = daemon::mode_status<proto::PipelineStatus>(fetch_status(port));
   EXPECT_EQ(p.stages() * p.replicas(), 2u);
   EXPECT_EQ(32 % (p.replicas() * p.micro_batches()), 0u);
   EXPECT_GT(p.predicted_step_seconds(), 0.0);
   EXPECT_EQ(p.plan(), "rank 0's plan");
-  const proto::PipelineStatus first = fetch_status(c.http_port(0)).pipeline();
+  const proto::PipelineStatus first =
+      daemon::mode_status<proto::PipelineStatus>(fetch_status(c.http_port(0)));
   EXPECT_EQ(first.plan().rfind("planned: the fastest of ", 0), 0u) << first.plan();
   EXPECT_EQ(first.schedule(), p.schedule());
   EXPECT_EQ(first.partition(), p.partition());

@@ -8,6 +8,8 @@
 
 #include <algorithm>
 
+#include "daemon/modes/sparse/sparse_status.pb.h"
+#include "daemon/observe/message_json.h"
 #include "tests/daemon/sync_run.h"
 #include "tests/support/cluster.h"
 #include "tests/support/http_client.h"
@@ -79,7 +81,7 @@ TEST(SparseRun, StatusShowsTheShareAndTheBytesThePlannerPredicts) {
   double forward = 0, owned = 0, words = -1;
   for (int i = 0; i < 2; ++i) {
     const proto::Status s = fetch_status(c.http_port(i));
-    const proto::SparseStatus& sp = s.sparse();
+    const proto::SparseStatus sp = daemon::mode_status<proto::SparseStatus>(s);
     EXPECT_EQ(s.state(), "training");
     EXPECT_EQ(sp.processes(), 2u);
     EXPECT_EQ(sp.rank(), static_cast<uint32_t>(i));  // w0, w1 sorted

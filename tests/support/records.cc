@@ -1,20 +1,17 @@
 #include "tests/support/records.h"
 
-#include <google/protobuf/util/json_util.h>
-
 #include <fstream>
 #include <iterator>
 #include <stdexcept>
 
+#include "daemon/observe/message_json.h"
+
 namespace gossipd::testing {
 
 void parse_json(const std::string& json, google::protobuf::Message* into) {
-  google::protobuf::util::JsonParseOptions opts;
-  opts.ignore_unknown_fields = false;
-  const auto status = google::protobuf::util::JsonStringToMessage(json, into, opts);
-  if (!status.ok()) {
-    throw std::runtime_error("not a " + into->GetTypeName() + " (" + status.ToString() + "): '" + json + "'");
-  }
+  std::string why;
+  if (!daemon::from_json(json, *into, &why, /*strict=*/true))
+    throw std::runtime_error("not a " + into->GetTypeName() + " (" + why + "): '" + json + "'");
 }
 
 std::string file_text(const std::string& path) {

@@ -54,14 +54,27 @@ class GossipMode : public Mode {
       throw UsageError("--pace is for flat --algo crossover and sgp (not osgp, allreduce or --hierarchical)");
   }
 
+  void add_compare_flags(ModeFlags& f) override {
+    if (!can_pace(false)) return;
+    CLI::Option* pace =
+        f.option("--pace", compare_pace_,
+                 "Crossover and SGP pace their sends (gossipd run --pace): on, off, or auto = "
+                 "on where --bandwidth caps the links");
+    if (f.owners("--pace").size() == 1)
+      pace->check(CLI::IsMember({"auto", "on", "off"}))->capture_default_str();
+  }
+
   EntryLaunch launch(const std::string& label, const std::string& arg, const EntryContext& c) const override {
     EntryLaunch l = Mode::launch(label, arg, c);
     l.flags = {"--consensus-every", std::to_string(l.steps_per_epoch)};
     const bool hierarchical = algo_ == GossipAlgo::kCrossover && c.hierarchy_groups > 1;
     for (size_t i = 0; hierarchical && i < c.workers; ++i)
       l.per_worker.push_back({"--hierarchical", "--group", "g" + std::to_string(i % c.hierarchy_groups)});
-    l.paced = c.pace && can_pace(hierarchical);
+    const bool pace = compare_pace_ == "on" || (compare_pace_ == "auto" && c.links_capped);
+    l.paced = pace && can_pace(hierarchical);
     if (l.paced) l.flags.push_back("--pace");
+    if (compare_pace_ == "on" && !l.paced && can_pace(false))
+      l.unmet = "--pace on is for flat crossover and sgp: drop --groups or --pace";
     return l;
   }
 
@@ -102,6 +115,7 @@ class GossipMode : public Mode {
 
   GossipAlgo algo_;
   GossipFlags flags_;
+  std::string compare_pace_ = "auto";  // gossipctl compare --pace: on, off, auto
 };
 
 }  // namespace

@@ -10,8 +10,10 @@
 
 #include "daemon/config/cli.h"
 #include "daemon/modes/grid/grid_plan.h"
+#include "daemon/modes/grid/grid_status.pb.h"
 #include "daemon/modes/grid/grid_step.h"
 #include "daemon/modes/grid/timed_grid_comm.h"
+#include "daemon/observe/message_json.h"
 #include "daemon/worker/gone_member.h"
 #include "daemon/worker/spread_resume.h"
 #include "daemon/worker/sync_start.h"
@@ -127,19 +129,20 @@ class GridWorker : public SyncWorker {
     }
     const double steps = static_cast<double>(++steps_);
     state_.update([&](proto::Status& s) {
-      proto::GridStatus& g = *s.mutable_grid();
-      g.set_rows(static_cast<uint32_t>(shape_.rows));
-      g.set_cols(static_cast<uint32_t>(shape_.cols));
-      g.set_row(static_cast<uint32_t>(at_.row));
-      g.set_col(static_cast<uint32_t>(at_.col));
-      g.set_forward_bytes_per_step(static_cast<double>(b.forward) / steps);
-      g.set_input_gradient_bytes_per_step(static_cast<double>(b.input_gradient) / steps);
-      g.set_weight_gradient_bytes_per_step(static_cast<double>(b.weight_gradient) / steps);
-      g.set_halo_bytes_per_step(static_cast<double>(b.halo) / steps);
-      g.set_forward_seconds_per_step(seconds[TimedGridComm::kForward] / steps);
-      g.set_input_gradient_seconds_per_step(seconds[TimedGridComm::kInputGradient] / steps);
-      g.set_weight_gradient_seconds_per_step(seconds[TimedGridComm::kWeightGradient] / steps);
-      g.set_halo_seconds_per_step(seconds[TimedGridComm::kHalo] / steps);
+      update_mode_status<proto::GridStatus>(s, [&](proto::GridStatus& g) {
+        g.set_rows(static_cast<uint32_t>(shape_.rows));
+        g.set_cols(static_cast<uint32_t>(shape_.cols));
+        g.set_row(static_cast<uint32_t>(at_.row));
+        g.set_col(static_cast<uint32_t>(at_.col));
+        g.set_forward_bytes_per_step(static_cast<double>(b.forward) / steps);
+        g.set_input_gradient_bytes_per_step(static_cast<double>(b.input_gradient) / steps);
+        g.set_weight_gradient_bytes_per_step(static_cast<double>(b.weight_gradient) / steps);
+        g.set_halo_bytes_per_step(static_cast<double>(b.halo) / steps);
+        g.set_forward_seconds_per_step(seconds[TimedGridComm::kForward] / steps);
+        g.set_input_gradient_seconds_per_step(seconds[TimedGridComm::kInputGradient] / steps);
+        g.set_weight_gradient_seconds_per_step(seconds[TimedGridComm::kWeightGradient] / steps);
+        g.set_halo_seconds_per_step(seconds[TimedGridComm::kHalo] / steps);
+      });
     });
   }
 

@@ -4,7 +4,9 @@
 #include <cstdio>
 
 #include "daemon/config/cli.h"
+#include "daemon/modes/groups/groups_status.pb.h"
 #include "daemon/modes/groups/groups_worker.h"
+#include "daemon/observe/message_json.h"
 
 namespace gossipd::daemon {
 namespace {
@@ -37,6 +39,12 @@ class GroupsMode : public Mode {
         ->capture_default_str();
     f.claim([](const RunOptions& o) { return o.train.momentum_auto; },
             "--momentum auto is for --algo groups (only compute groups add the momentum of asynchrony)");
+    f.describe("--momentum",
+               "auto (--algo groups, its default): --target-momentum less the momentum the asynchrony "
+               "between the groups implies");
+  }
+  void add_compare_flags(ModeFlags& f) override {
+    f.describe("--momentum", "auto: the compute groups' rule, their default (gossipd run --help)");
   }
 
   EntryLaunch launch(const std::string& label, const std::string& arg, const EntryContext& c) const override {
@@ -67,8 +75,8 @@ class GroupsMode : public Mode {
 };
 
 std::vector<std::string> GroupsMode::final_report(const proto::Status& s) const {
-  if (!s.has_groups()) return {};
-  const proto::GroupsStatus& g = s.groups();
+  if (!s.mode_status().Is<proto::GroupsStatus>()) return {};
+  const proto::GroupsStatus g = mode_status<proto::GroupsStatus>(s);
   char line[400];
   std::snprintf(
       line, sizeof(line),

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/modes/groups/groups_status.pb.h"
 #include "daemon/modes/groups/shard_client.h"
 #include "daemon/modes/groups/shard_store.h"
 #include "daemon/observe/metrics.h"
@@ -36,6 +37,7 @@ class GroupsReport {
   WorkerState& state_;
   const ShardStore& store_;
   void publish();
+  void fill(proto::GroupsStatus& status, const ShardStats& stats) const;
 
   const ShardClient& client_;
   GroupsReportInfo info_;

@@ -36,6 +36,7 @@ class PipelineMode : public Mode {
            "fix it";
   }
   void add_flags(ModeFlags& f) override;
+  void add_compare_flags(ModeFlags& f) override;
   void check_flags(const RunOptions&) const override {
     PipelineFlags counts = flags_;
     counts.partition = "auto";  // read against the model's layers, in check_model
@@ -66,6 +67,10 @@ class PipelineMode : public Mode {
 
  private:
   PipelineFlags flags_;
+  struct {
+    std::string partition = "auto";
+    size_t micro_batches = 0;  // 0: auto, the planner's
+  } compare_;                  // gossipctl compare's, for every pipeline entry
 };
 
 void PipelineMode::add_flags(ModeFlags& f) {
@@ -95,6 +100,16 @@ void PipelineMode::add_flags(ModeFlags& f) {
       ->capture_default_str();
 }
 
+void PipelineMode::add_compare_flags(ModeFlags& f) {
+  f.option("--partition", compare_.partition,
+           "Pipeline entries: gossipd run --partition (auto, L,L,... or a plan's JSON file)")
+      ->capture_default_str();
+  f.option("--micro-batches", compare_.micro_batches,
+           "Pipeline entries: gossipd run --micro-batches (0: auto, the planner's)")
+      ->check(CLI::Range(size_t{0}, size_t{1} << 16))
+      ->capture_default_str();
+}
+
 EntryLaunch PipelineMode::launch(const std::string& label, const std::string& arg,
                                  const EntryContext& c) const {
   std::optional<topology::PipelineShape> shape;
@@ -114,7 +129,7 @@ EntryLaunch PipelineMode::launch(const std::string& label, const std::string& ar
   // pipelines share it.
   l.batch = c.batch * c.workers;
   l.steps_per_epoch = pipeline_steps(c.train_samples, l.batch);
-  l.flags = {"--partition", c.partition, "--micro-batches", std::to_string(c.micro_batches)};
+  l.flags = {"--partition", compare_.partition, "--micro-batches", std::to_string(compare_.micro_batches)};
   if (shape) {
     for (const std::string& f : {std::string("--stages"), std::to_string(shape->stages),
                                  std::string("--replicas"), std::to_string(shape->replicas)})

@@ -11,7 +11,9 @@
 #include "daemon/modes/pipeline/pipeline_agreement.h"
 #include "daemon/modes/pipeline/pipeline_partition.h"
 #include "daemon/modes/pipeline/pipeline_plan.h"
+#include "daemon/modes/pipeline/pipeline_status.pb.h"
 #include "daemon/modes/pipeline/pipeline_step.h"
+#include "daemon/observe/message_json.h"
 #include "daemon/worker/gone_member.h"
 #include "daemon/worker/spread_resume.h"
 #include "daemon/worker/sync_start.h"
@@ -154,23 +156,24 @@ class PipelineWorker : public SyncWorker {
     const double steps = static_cast<double>(++steps_);
     if (step_->span_seconds() > 0) bubble_sum_ += 1.0 - step_->busy_seconds() / step_->span_seconds();
     state_.update([&](proto::Status& s) {
-      proto::PipelineStatus& p = *s.mutable_pipeline();
-      p.set_stages(static_cast<uint32_t>(setup_.shape.stages));
-      p.set_replicas(static_cast<uint32_t>(setup_.shape.replicas));
-      p.set_stage(static_cast<uint32_t>(comm_->at().stage));
-      p.set_replica(static_cast<uint32_t>(comm_->at().replica));
-      p.set_partition(topology::layer_counts(ranges_));
-      p.set_layers(layers_);
-      p.set_schedule(topology::schedule_name(setup_.schedule));
-      p.set_micro_batches(static_cast<uint32_t>(setup_.micros));
-      p.set_predicted_step_seconds(setup_.predicted_step_s);
-      p.set_plan(setup_.how);
-      p.set_most_in_flight(static_cast<uint32_t>(stage_->most_in_flight()));
-      p.set_most_stashed_bytes(sizeof(float) * stage_->most_stashed_floats());
-      p.set_bubble(bubble_sum_ / steps);
-      p.set_activation_bytes_per_step(static_cast<double>(b.activation) / steps);
-      p.set_input_gradient_bytes_per_step(static_cast<double>(b.input_gradient) / steps);
-      p.set_weight_gradient_bytes_per_step(static_cast<double>(b.weight_gradient) / steps);
+      update_mode_status<proto::PipelineStatus>(s, [&](proto::PipelineStatus& p) {
+        p.set_stages(static_cast<uint32_t>(setup_.shape.stages));
+        p.set_replicas(static_cast<uint32_t>(setup_.shape.replicas));
+        p.set_stage(static_cast<uint32_t>(comm_->at().stage));
+        p.set_replica(static_cast<uint32_t>(comm_->at().replica));
+        p.set_partition(topology::layer_counts(ranges_));
+        p.set_layers(layers_);
+        p.set_schedule(topology::schedule_name(setup_.schedule));
+        p.set_micro_batches(static_cast<uint32_t>(setup_.micros));
+        p.set_predicted_step_seconds(setup_.predicted_step_s);
+        p.set_plan(setup_.how);
+        p.set_most_in_flight(static_cast<uint32_t>(stage_->most_in_flight()));
+        p.set_most_stashed_bytes(sizeof(float) * stage_->most_stashed_floats());
+        p.set_bubble(bubble_sum_ / steps);
+        p.set_activation_bytes_per_step(static_cast<double>(b.activation) / steps);
+        p.set_input_gradient_bytes_per_step(static_cast<double>(b.input_gradient) / steps);
+        p.set_weight_gradient_bytes_per_step(static_cast<double>(b.weight_gradient) / steps);
+      });
     });
   }
 

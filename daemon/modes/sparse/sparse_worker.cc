@@ -3,6 +3,8 @@
 #include <chrono>
 #include <numeric>
 
+#include "daemon/modes/sparse/sparse_status.pb.h"
+#include "daemon/observe/message_json.h"
 #include "daemon/worker/epoch_report.h"
 #include "daemon/worker/gone_member.h"
 #include "daemon/worker/sync_start.h"
@@ -71,18 +73,19 @@ void SparseWorker::describe(const RowTraining& rows) {
   c_.state.update([&](proto::Status& s) {
     s.set_state("training");
     s.set_epochs_total(static_cast<uint32_t>(o_.train.epochs));
-    proto::SparseStatus& sp = *s.mutable_sparse();
-    sp.set_processes(r_.processes);
-    sp.set_rank(r_.rank);
-    sp.set_partition(r_.partition);
-    sp.set_neurons(r_.neurons);
-    sp.set_layers(r_.layers);
-    for (const RowProduct& p : rows.model().share.products) {
-      sp.set_neurons_owned(sp.neurons_owned() + p.mine.size());
-      sp.set_edges_owned(sp.edges_owned() + p.local.rows.edges() + p.remote.rows.edges());
-    }
-    sp.set_words_per_product(r_.planned.words_per_product);
-    sp.set_imbalance(r_.planned.imbalance);
+    update_mode_status<proto::SparseStatus>(s, [&](proto::SparseStatus& sp) {
+      sp.set_processes(r_.processes);
+      sp.set_rank(r_.rank);
+      sp.set_partition(r_.partition);
+      sp.set_neurons(r_.neurons);
+      sp.set_layers(r_.layers);
+      for (const RowProduct& p : rows.model().share.products) {
+        sp.set_neurons_owned(sp.neurons_owned() + p.mine.size());
+        sp.set_edges_owned(sp.edges_owned() + p.local.rows.edges() + p.remote.rows.edges());
+      }
+      sp.set_words_per_product(r_.planned.words_per_product);
+      sp.set_imbalance(r_.planned.imbalance);
+    });
   });
 }
 
@@ -162,10 +165,11 @@ void SparseWorker::publish_step(const RowTraining& rows, double loss, uint64_t b
     if (s.epoch() == 0) s.set_loss(loss);
     s.set_rounds_per_second(steps / seconds_since(start_));
     s.set_bytes_sent(c_.node.payload_bytes_sent());
-    proto::SparseStatus& sp = *s.mutable_sparse();
-    sp.set_forward_bytes_per_step(static_cast<double>(forward_bytes_) / steps);
-    sp.set_backward_bytes_per_step(static_cast<double>(backward_bytes_) / steps);
-    sp.set_logits_bytes_per_step(static_cast<double>(logits_bytes_) / steps);
+    update_mode_status<proto::SparseStatus>(s, [&](proto::SparseStatus& sp) {
+      sp.set_forward_bytes_per_step(static_cast<double>(forward_bytes_) / steps);
+      sp.set_backward_bytes_per_step(static_cast<double>(backward_bytes_) / steps);
+      sp.set_logits_bytes_per_step(static_cast<double>(logits_bytes_) / steps);
+    });
   });
 }
 
