@@ -20,11 +20,13 @@ void add_run_command(CLI::App& app, RunCommandLine& line) {
   cmd->add_option("--segments", o.segments,
                   "Gossip unit: fine (one per layer block), coarse (whole model) or N pieces")
       ->capture_default_str();
-  cmd->add_option("--heartbeat-ms", o.heartbeat_ms, "Heartbeat interval")
+  cmd->add_option("--heartbeat-ms", o.heartbeat_ms,
+                  "Membership's protocol period: one probe of one member per period (SWIM)")
       ->check(CLI::Range(10, 600000))
       ->capture_default_str();
   cmd->add_option("--failure-timeout-ms", o.failure_timeout_ms,
-                  "A member silent this long is evicted from the view")
+                  "A member suspected this long without refuting is evicted; a member that hears from no "
+                  "peer this long ends")
       ->check(CLI::Range(50, 3600000))
       ->capture_default_str();
   cmd->add_option(

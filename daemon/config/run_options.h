@@ -85,4 +85,11 @@ bool binds_everything(const std::string& endpoint);
 // The default --group label: the host of a tcp:// endpoint ("local" for ipc://).
 std::string default_group(const std::string& endpoint);
 
+// How long membership may take to evict a member that died without a word:
+// the failure timeout its suspicion runs, plus the probes that find it
+// (SWIM: a probe of it within a pass, two periods for its ACK, the word
+// spread in a few more): 10 protocol periods. What waits for an eviction
+// waits this long.
+inline int eviction_bound_ms(const RunOptions& o) { return o.failure_timeout_ms + 10 * o.heartbeat_ms; }
+
 }  // namespace gossipd::daemon

@@ -86,7 +86,7 @@ class GroupsWorker : public Worker {
  private:
   static ShardClientOptions client_options(const WorkerContext& c) {
     ShardClientOptions o;
-    o.give_up = std::chrono::milliseconds(c.options.timeout_ms + c.options.failure_timeout_ms);
+    o.give_up = std::chrono::milliseconds(c.options.timeout_ms + eviction_bound_ms(c.options));
     o.send_timeout = std::chrono::milliseconds(c.options.timeout_ms);
     return o;
   }
