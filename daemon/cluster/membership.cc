@@ -350,9 +350,13 @@ void Membership::loop(std::stop_token stop) {
   }
 }
 
-void Membership::leave() {
+void Membership::stop() {
   thread_.request_stop();
   if (thread_.joinable()) thread_.join();
+}
+
+void Membership::leave() {
+  stop();
   proto::Envelope env = node_.envelope(proto::LEAVE);
   env.mutable_leave()->set_reason("shutdown");
   std::vector<std::string> peers;

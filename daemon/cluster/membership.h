@@ -143,6 +143,10 @@ class Membership {
   // peer that is up takes this member out of its view before the process
   // has exited.
   void leave();
+  // Stops probing and answering, telling nobody: training is over (the
+  // others are done or evict it). Without it a member that lingers after
+  // training (--linger-ms) would find itself cut off once its node closed.
+  void stop();
 
   // Accept joiners from now on (a member that never calls it refuses none
   // and admits none: HELLOs wait in the mailbox).

@@ -208,6 +208,7 @@ Member::End Member::finish(std::stop_token stop) {
   state_.update([](proto::Status& s) { s.set_state("done"); });
   proto::ControlRecord end = record("done");
   end.set_param_hash(param_hash(params));
+  if (membership_) membership_->stop();
   node_->close();
   events_.ended(end, mode_.final_report(end.status()));
   // Keep answering /status ("done", the final accuracy) for collectors.
