@@ -79,6 +79,12 @@ void add_run_command(CLI::App& app, RunCommandLine& line) {
          "behind bulk data")
       ->check(CLI::Range(RunOptions::kMinSendBufferKb, RunOptions::kMaxSendBufferKb))
       ->capture_default_str();
+  cmd->add_option("--max-connections", o.max_connections,
+                  "Outbound control connections a member keeps open at once: past it the least recently used "
+                  "idle one is closed (its queued messages still go out) and reopened when next needed, so "
+                  "open files do not grow with the cluster. 0: no bound")
+      ->check(CLI::Range(0, 65536))
+      ->capture_default_str();
   cmd->add_option("--data-path", o.data_path,
                   "Collective payloads (AllReduce-SGD): tcp = direct connections polled by the training "
                   "thread; zmq = over ZeroMQ like everything else. With CURVE they always go over ZeroMQ "

@@ -8,6 +8,7 @@
 
 #include "daemon/config/train_flags.h"
 #include "protocol/data_socket.h"
+#include "protocol/transport.h"
 
 namespace gossipd::daemon {
 
@@ -47,6 +48,7 @@ struct RunOptions {
   static constexpr int kMinSendBufferKb = 4;
   static constexpr int kMaxSendBufferKb = 4096;
   int send_buffer_kb = kMaxSendBufferKb;
+  int max_connections = protocol::kDefaultMaxConnections;  // outbound control connections open at once
   // Collective payloads: "tcp" = the direct data path, "zmq" = over ZeroMQ
   // (--data-path). CURVE turns the direct path off.
   std::string data_path = "tcp";
