@@ -83,6 +83,7 @@ class FaultInjectingTransport : public Transport {
     return inner_->receive(timeout);
   }
   void flush_on_close(std::chrono::milliseconds bound) override { inner_->flush_on_close(bound); }
+  ConnectionCounts connection_counts() const override { return inner_->connection_counts(); }
   void close() override;
 
  private:

@@ -26,6 +26,9 @@ bool InProcHub::deliver(const std::string& endpoint, RawMessage raw) {
     auto it = inboxes_.find(endpoint);
     if (it == inboxes_.end()) return false;
     inbox = it->second;
+    Sent& sent = sent_[raw.peer];
+    ++sent.messages;
+    for (const auto& f : raw.frames) sent.bytes += f.size();
   }
   {
     std::lock_guard lock(inbox->mutex);
@@ -33,6 +36,12 @@ bool InProcHub::deliver(const std::string& endpoint, RawMessage raw) {
   }
   inbox->cv.notify_one();
   return true;
+}
+
+InProcHub::Sent InProcHub::sent_by(const std::string& peer) const {
+  std::lock_guard lock(mutex_);
+  const auto it = sent_.find(peer);
+  return it == sent_.end() ? Sent{} : it->second;
 }
 
 InProcTransport::InProcTransport(InProcHub& hub, std::string node_id)

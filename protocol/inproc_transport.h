@@ -25,10 +25,17 @@ class InProcHub {
   // Delivers raw frames as if sent by transport identity raw.peer; false when
   // nobody is bound there. Tests use it to inject malformed messages.
   bool deliver(const std::string& endpoint, RawMessage raw);
+  // Messages and bytes (all frames) delivered from transport identity `peer` so far.
+  struct Sent {
+    uint64_t messages = 0;
+    uint64_t bytes = 0;
+  };
+  Sent sent_by(const std::string& peer) const;
 
  private:
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::map<std::string, std::shared_ptr<Inbox>> inboxes_;
+  std::map<std::string, Sent> sent_;
 };
 
 // In-process transport: copies frames into the receiver's inbox.

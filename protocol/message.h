@@ -13,7 +13,9 @@ namespace gossipd::protocol {
 
 static_assert(std::endian::native == std::endian::little, "payload frames are raw little-endian");
 
-constexpr uint32_t kProtocolVersion = 1;
+// 2: membership by SWIM probes (PING, ACK, PING_REQ carrying updates)
+// instead of every member's full table to every member.
+constexpr uint32_t kProtocolVersion = 2;
 
 // Bytes per element of a dtype; 0 for unknown ones.
 size_t dtype_size(proto::DType dtype);

@@ -24,6 +24,7 @@ Node::Node(NodeOptions options)
   t.send_hwm = options_.send_hwm;
   t.recv_hwm = options_.recv_hwm;
   t.send_buffer_bytes = options_.send_buffer_bytes;
+  t.max_connections = options_.max_connections;
   t.max_frame_bytes = static_cast<int64_t>(options_.validation.max_message_bytes);
   t.curve = options_.curve;
   transport_ = std::make_unique<ZmqTransport>(*context_, std::move(t));

@@ -32,6 +32,7 @@ struct NodeOptions {
   int send_hwm = 1000;
   int recv_hwm = 1000;
   int send_buffer_bytes = kDefaultSendBufferBytes;  // per connection (transport.h)
+  int max_connections = kDefaultMaxConnections;     // outbound ZeroMQ connections open at once; 0 = any
   // Inbound bytes one sender may have waiting in the mailbox (Mailbox).
   size_t max_queued_bytes = size_t{1} << 30;
   std::chrono::milliseconds reject_log_interval{10000};

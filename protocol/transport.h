@@ -1,6 +1,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,6 +17,21 @@ namespace gossipd::protocol {
 // there ~5 ms of the link rate is enough (tests/bench/README.md).
 constexpr int kDefaultSendBufferBytes = 4 << 20;
 
+// Outbound connections a member keeps open at once (gossipd run
+// --max-connections): the least recently used idle one is closed to open
+// another, so a member's descriptors do not grow with the cluster.
+constexpr int kDefaultMaxConnections = 64;
+
+// What a transport's connection bound did (ZmqTransport; zeros elsewhere).
+struct ConnectionCounts {
+  uint64_t open = 0;        // outbound connections open now
+  uint64_t opened = 0;      // opened since the start
+  uint64_t closed_lru = 0;  // closed to stay under the bound
+  // Opened past the bound because every open one was busy (sent to within
+  // the idle time): the bound holds again once one of them goes idle.
+  uint64_t over_bound = 0;
+};
+
 // How daemons move frames. Narrow on purpose: protocols and collectives are
 // written against this, and tests swap in the in-process implementation.
 // send() may be called from several threads; receive() from one thread only.
@@ -27,7 +43,9 @@ class Transport {
   // The endpoint peers connect to (the real port when bound to port 0).
   virtual std::string endpoint() const = 0;
 
-  // Idempotent for the same endpoint; a new endpoint replaces the connection.
+  // Makes `peer` reachable at `endpoint`: idempotent for the same endpoint; a
+  // new endpoint replaces the connection. The ZeroMQ transport connects on
+  // the first send and may close the connection again (the bound above).
   virtual void connect(const std::string& peer, const std::string& endpoint) = 0;
   // Forgets the peer; its queued outbound messages are dropped.
   virtual void disconnect(const std::string& peer) = 0;
@@ -52,6 +70,8 @@ class Transport {
   // drops what is queued, as disconnect() does.
   virtual void flush_on_close(std::chrono::milliseconds bound) = 0;
   virtual void close() = 0;
+
+  virtual ConnectionCounts connection_counts() const { return {}; }
 };
 
 }  // namespace gossipd::protocol

@@ -116,6 +116,26 @@ std::optional<RejectReason> Validator::check_body(const proto::Envelope& env, st
   };
   if (env.type() == proto::HELLO && bad_endpoint(env.hello().endpoint(), "HELLO"))
     return RejectReason::kBadBody;
+  // ZeroMQ routing ids: 1 to 255 bytes, not starting with a zero byte.
+  auto bad_id = [&](const std::string& id) {
+    if (!id.empty() && id.size() <= 255 && id.front() != '\0') return false;
+    *why = "member id of " + std::to_string(id.size()) + " bytes";
+    return true;
+  };
+  if (env.has_probe()) {
+    const auto& probe = env.probe();
+    if (static_cast<size_t>(probe.updates_size()) > kMaxProbeUpdates) {
+      *why = std::to_string(probe.updates_size()) + " updates on a probe, more than " +
+             std::to_string(kMaxProbeUpdates);
+      return RejectReason::kBadBody;
+    }
+    if (!probe.target().empty() && bad_id(probe.target())) return RejectReason::kBadBody;
+    for (const auto& u : probe.updates()) {
+      if (bad_id(u.member().id())) return RejectReason::kBadBody;
+      if (u.kind() == proto::MemberUpdate::ALIVE && bad_endpoint(u.member().endpoint(), "member"))
+        return RejectReason::kBadBody;
+    }
+  }
   if (!env.has_member_list()) return std::nullopt;
   const auto& list = env.member_list();
   if (static_cast<size_t>(list.members_size()) > options_.max_members) {
@@ -124,12 +144,7 @@ std::optional<RejectReason> Validator::check_body(const proto::Envelope& env, st
     return RejectReason::kBadBody;
   }
   for (const auto& m : list.members()) {
-    // ZeroMQ routing ids: 1 to 255 bytes, not starting with a zero byte.
-    if (m.id().empty() || m.id().size() > 255 || m.id().front() == '\0') {
-      *why = "member id of " + std::to_string(m.id().size()) + " bytes";
-      return RejectReason::kBadBody;
-    }
-    if (bad_endpoint(m.endpoint(), "member")) return RejectReason::kBadBody;
+    if (bad_id(m.id()) || bad_endpoint(m.endpoint(), "member")) return RejectReason::kBadBody;
   }
   return std::nullopt;
 }

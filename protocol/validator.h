@@ -11,6 +11,9 @@
 
 namespace gossipd::protocol {
 
+// The most membership updates one probe may carry (a member piggybacks far fewer).
+constexpr size_t kMaxProbeUpdates = 64;
+
 struct ValidatorOptions {
   std::string cluster_id = "gossipd";
   uint32_t version = kProtocolVersion;

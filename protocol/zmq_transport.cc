@@ -2,7 +2,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <random>
+#include <utility>
+#include <vector>
 
+#include "protocol/endpoint.h"
 #include "protocol/errors.h"
 
 namespace gossipd::protocol {
@@ -22,6 +26,26 @@ constexpr int kReceiveBufferBytes = 4 << 20;
 // one that waits for it.
 constexpr auto kLockGrace = std::chrono::milliseconds(20);
 
+// node id, NUL, nonce, counter (ZmqTransport's comment says why).
+constexpr size_t kConnectionSuffix = 9;
+
+std::string connection_id(const std::string& node, uint32_t nonce, uint64_t counter) {
+  std::string id = node;
+  id.push_back('\0');
+  for (int shift = 24; shift >= 0; shift -= 8) id.push_back(static_cast<char>((nonce >> shift) & 0xff));
+  for (int shift = 24; shift >= 0; shift -= 8) id.push_back(static_cast<char>((counter >> shift) & 0xff));
+  return id;
+}
+
+// The node id a connection's routing id names; ids without the suffix (a
+// client that is not gossipd) are taken as they are, for the validator.
+std::string node_of(std::string id) {
+  if (id.size() > kConnectionSuffix && id[id.size() - kConnectionSuffix] == '\0') {
+    id.resize(id.size() - kConnectionSuffix);
+  }
+  return id;
+}
+
 void release_owner(void* /*data*/, void* hint) { delete static_cast<std::shared_ptr<const void>*>(hint); }
 
 zmq::message_t to_zmq(OutFrame& frame) {
@@ -36,6 +60,12 @@ zmq::message_t to_zmq(OutFrame& frame) {
 ZmqTransport::ZmqTransport(zmq::context_t& context, ZmqTransportOptions options)
     : context_(context), options_(std::move(options)), router_(context_, zmq::socket_type::router) {
   if (options_.node_id.empty()) throw ProtocolConfigError("transport: node id must not be empty");
+  if (options_.node_id.size() > kMaxNodeIdBytes) {
+    throw ProtocolConfigError("transport: node id '" + options_.node_id.substr(0, 32) +
+                              "...' is longer than " + std::to_string(kMaxNodeIdBytes) +
+                              " bytes; choose a shorter --id");
+  }
+  connection_nonce_ = std::random_device{}();
   router_.set(zmq::sockopt::linger, 0);
   router_.set(zmq::sockopt::rcvhwm, options_.recv_hwm);
   router_.set(zmq::sockopt::rcvbuf, kReceiveBufferBytes);
@@ -61,7 +91,7 @@ ZmqTransport::~ZmqTransport() { close(); }
 zmq::socket_t ZmqTransport::make_dealer(const std::string& endpoint) {
   zmq::socket_t s(context_, zmq::socket_type::dealer);
   s.set(zmq::sockopt::linger, 0);  // disconnect() must drop (and release) queued frames
-  s.set(zmq::sockopt::routing_id, options_.node_id);
+  s.set(zmq::sockopt::routing_id, connection_id(options_.node_id, connection_nonce_, opened_));
   s.set(zmq::sockopt::sndhwm, options_.send_hwm);
   s.set(zmq::sockopt::sndbuf, options_.send_buffer_bytes);
   s.set(zmq::sockopt::rcvbuf, kReceiveBufferBytes);
@@ -79,22 +109,68 @@ zmq::socket_t ZmqTransport::make_dealer(const std::string& endpoint) {
 }
 
 void ZmqTransport::connect(const std::string& peer, const std::string& endpoint) {
-  {
-    // Connecting again to the same endpoint keeps the socket and its queue.
-    std::shared_lock lock(peers_mutex_);
-    auto it = peers_.find(peer);
-    if (it != peers_.end() && it->second->endpoint == endpoint) return;
+  if (const std::string why = endpoint_problem(endpoint, EndpointUse::kConnect); !why.empty()) {
+    throw ProtocolConfigError("transport: cannot connect to '" + endpoint + "': " + why);
   }
   auto p = std::make_shared<Peer>();
   p->endpoint = endpoint;
-  p->socket = make_dealer(endpoint);
-  std::unique_lock lock(peers_mutex_);
-  auto& slot = peers_[peer];
-  if (slot) {
-    std::lock_guard peer_lock(slot->mutex);
-    slot->socket.close();
+  std::shared_ptr<Peer> old;
+  {
+    std::unique_lock lock(peers_mutex_);
+    auto& slot = peers_[peer];
+    // Connecting again to the same endpoint keeps the socket and its queue.
+    if (slot && slot->endpoint == endpoint) return;
+    old = std::exchange(slot, std::move(p));
   }
-  slot = std::move(p);
+  // A sender may hold the old peer's lock while it opens (and looks at the
+  // other peers): never wait for it with peers_mutex_ held.
+  if (old) {
+    std::lock_guard peer_lock(old->mutex);
+    close_socket(*old, 0);
+  }
+}
+
+void ZmqTransport::open(Peer& p) {
+  std::lock_guard lock(open_mutex_);
+  if (options_.max_connections > 0 && open_ >= static_cast<uint64_t>(options_.max_connections) &&
+      !close_least_recent(p)) {
+    ++over_bound_;
+  }
+  p.socket = make_dealer(p.endpoint);
+  p.connected = true;
+  ++open_;
+  ++opened_;
+}
+
+bool ZmqTransport::close_least_recent(const Peer& p) {
+  std::vector<std::pair<int64_t, std::shared_ptr<Peer>>> open;  // (last send, peer)
+  {
+    std::shared_lock lock(peers_mutex_);
+    for (const auto& [id, q] : peers_) {
+      if (q.get() != &p && q->connected) open.emplace_back(q->last_send_ns.load(), q);
+    }
+  }
+  std::sort(open.begin(), open.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (auto& [last, q] : open) {
+    std::unique_lock q_lock(q->mutex, std::try_to_lock);  // a sender is using it: the next one
+    if (!q_lock.owns_lock() || !q->connected) continue;
+    close_socket(*q, static_cast<int>(options_.close_linger.count()));
+    ++closed_lru_;
+    return true;
+  }
+  return false;
+}
+
+void ZmqTransport::close_socket(Peer& p, int linger_ms) {
+  if (!p.connected) return;
+  if (linger_ms > 0) p.socket.set(zmq::sockopt::linger, linger_ms);
+  p.socket.close();
+  p.connected = false;
+  --open_;
+}
+
+ConnectionCounts ZmqTransport::connection_counts() const {
+  return {open_.load(), opened_.load(), closed_lru_.load(), over_bound_.load()};
 }
 
 void ZmqTransport::disconnect(const std::string& peer) {
@@ -107,7 +183,7 @@ void ZmqTransport::disconnect(const std::string& peer) {
     peers_.erase(it);
   }
   std::lock_guard peer_lock(p->mutex);
-  p->socket.close();
+  close_socket(*p, 0);
 }
 
 void ZmqTransport::reset(const std::string& peer) {
@@ -119,9 +195,9 @@ void ZmqTransport::reset(const std::string& peer) {
     p = it->second;
   }
   std::lock_guard peer_lock(p->mutex);
-  if (closed_) return;
-  p->socket.close();  // linger 0: queued frames are freed, releasing their owners
-  p->socket = make_dealer(p->endpoint);
+  // linger 0: queued frames are freed, releasing their owners; the next
+  // send connects again.
+  close_socket(*p, 0);
 }
 
 std::shared_ptr<ZmqTransport::Peer> ZmqTransport::find_peer(const std::string& peer) const {
@@ -147,7 +223,9 @@ void ZmqTransport::send(const std::string& peer, std::vector<OutFrame> frames,
   // moment for a timeout of 0), so a heartbeat never stalls behind a segment.
   std::unique_lock lock(p->mutex, std::max(deadline, Clock::now() + kLockGrace));
   if (!lock.owns_lock()) throw PeerTimeout(options_.node_id, peer, timeout, "send");
-  if (!p->socket) throw TransportError(options_.node_id, peer, "send to disconnected peer '" + peer + "'");
+  if (closed_) throw PeerGone(options_.node_id, peer);
+  if (!p->connected) open(*p);
+  p->last_send_ns = Clock::now().time_since_epoch().count();
   for (size_t i = 0; i < parts.size(); ++i) {
     const auto flags =
         zmq::send_flags::dontwait | (i + 1 < parts.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
@@ -169,7 +247,7 @@ std::optional<RawMessage> ZmqTransport::receive(std::chrono::milliseconds timeou
   RawMessage raw;
   zmq::message_t id;
   if (!router_.recv(id, zmq::recv_flags::dontwait)) return std::nullopt;
-  raw.peer = id.to_string();
+  raw.peer = node_of(id.to_string());
   bool more = id.more();
   while (more) {
     zmq::message_t part;
@@ -183,13 +261,15 @@ std::optional<RawMessage> ZmqTransport::receive(std::chrono::milliseconds timeou
 
 void ZmqTransport::close() {
   if (closed_.exchange(true)) return;
-  std::unique_lock lock(peers_mutex_);
-  for (auto& [id, p] : peers_) {
-    std::lock_guard peer_lock(p->mutex);
-    if (close_linger_ms_ > 0) p->socket.set(zmq::sockopt::linger, close_linger_ms_.load());
-    p->socket.close();
+  std::map<std::string, std::shared_ptr<Peer>> peers;
+  {
+    std::unique_lock lock(peers_mutex_);
+    peers.swap(peers_);
   }
-  peers_.clear();
+  for (auto& [id, p] : peers) {
+    std::lock_guard peer_lock(p->mutex);
+    close_socket(*p, close_linger_ms_);
+  }
   router_.close();
 }
 

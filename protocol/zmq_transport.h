@@ -13,6 +13,9 @@
 
 namespace gossipd::protocol {
 
+// A ZeroMQ routing id holds 255 bytes; each connection adds 9 to the node id.
+constexpr size_t kMaxNodeIdBytes = 246;
+
 struct ZmqTransportOptions {
   std::string node_id;                       // also the DEALERs' routing id
   std::string listen = "tcp://127.0.0.1:0";  // tcp:// or ipc://; port 0 = any
@@ -23,9 +26,23 @@ struct ZmqTransportOptions {
   int64_t max_frame_bytes = 0;
   std::optional<CurveOptions> curve;                // off when empty
   int send_buffer_bytes = kDefaultSendBufferBytes;  // SO_SNDBUF (transport.h)
+  // Outbound connections open at once; 0 = no bound (transport.h).
+  int max_connections = kDefaultMaxConnections;
+  // How long frames still queued on a connection closed for the bound keep
+  // going out (its descriptor is held as long).
+  std::chrono::milliseconds close_linger{10000};
 };
 
-// ZeroMQ transport: one ROUTER bound for inbound, one DEALER per peer.
+// ZeroMQ transport: one ROUTER bound for inbound, one DEALER per peer it
+// sends to, opened on the first send. Past max_connections open DEALERs the
+// least recently used one is closed (its queued frames still go out, for up
+// to close_linger) and opened again when next needed.
+//
+// Every DEALER connects with its own routing id: the node id, a NUL, and 8
+// bytes unique to the connection, which receive() strips. With the node id
+// alone, a peer's ROUTER would hand a reopened connection the id of the one
+// still flushing (ZMQ_ROUTER_HANDOVER) and drop what that one still carried;
+// with its own id each delivers all it has (one may overtake the other).
 // Socket buffers are set, not left to Linux autotuning: large ones are what
 // make loopback fast (the send side is an option, see above).
 class ZmqTransport : public Transport {
@@ -48,16 +65,22 @@ class ZmqTransport : public Transport {
     close_linger_ms_ = static_cast<int>(bound.count());
   }
   void close() override;
+  ConnectionCounts connection_counts() const override;
 
  private:
   struct Peer {
     std::timed_mutex mutex;  // zmq sockets are not thread-safe; send() is
     std::string endpoint;
-    zmq::socket_t socket;
+    zmq::socket_t socket;                  // closed until the first send, and after the bound closed it
+    std::atomic<bool> connected{false};    // socket is open (read without the mutex)
+    std::atomic<int64_t> last_send_ns{0};  // steady clock
   };
 
   zmq::socket_t make_dealer(const std::string& endpoint);
   std::shared_ptr<Peer> find_peer(const std::string& peer) const;
+  void open(Peer& p);                         // p.mutex held
+  bool close_least_recent(const Peer& p);     // another idle one; false when none
+  void close_socket(Peer& p, int linger_ms);  // p.mutex held
 
   zmq::context_t& context_;
   ZmqTransportOptions options_;
@@ -67,6 +90,9 @@ class ZmqTransport : public Transport {
   std::map<std::string, std::shared_ptr<Peer>> peers_;
   std::atomic<bool> closed_{false};
   std::atomic<int> close_linger_ms_{0};  // flush_on_close
+  std::mutex open_mutex_;                // opening under the bound, one at a time
+  std::atomic<uint64_t> open_{0}, opened_{0}, closed_lru_{0}, over_bound_{0};
+  uint32_t connection_nonce_ = 0;  // per transport: a restarted process never reuses an id
 };
 
 }  // namespace gossipd::protocol

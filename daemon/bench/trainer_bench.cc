@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "daemon/bench/bench_workers.h"
 #include "daemon/config/cli.h"
 #include "trainer/gemm_set.h"
 #include "trainer/models.h"
@@ -12,11 +13,6 @@ namespace gossipd::daemon {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 trainer::Dataset synthetic_dataset(trainer::Shape shape, size_t samples, uint64_t seed) {
   trainer::Dataset d;
@@ -78,8 +74,8 @@ TrainerBenchResult bench_trainer(const TrainerBenchOptions& o, int threads) {
     step_times.push_back(std::chrono::duration<double>(t1 - t0).count() / o.steps);
     gemm_times.push_back(std::chrono::duration<double>(t2 - t1).count() / o.steps);
   }
-  r.step_seconds = median(step_times);
-  r.sgemm_seconds = median(gemm_times);
+  r.step_seconds = median_of(step_times);
+  r.sgemm_seconds = median_of(gemm_times);
   return r;
 }
 

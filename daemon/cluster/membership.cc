@@ -51,21 +51,38 @@ Membership::Membership(protocol::Node& node, proto::Member self, const proto::Me
       evictions_(
           metrics.counter("gossipd_members_evicted_total", "Members evicted after the failure timeout")),
       joins_(
-          metrics.counter("gossipd_joins_admitted_total", "Joiners this member admitted as their contact")) {
-  const auto now = Clock::now();
+          metrics.counter("gossipd_joins_admitted_total", "Joiners this member admitted as their contact")),
+      order_(std::hash<std::string>{}(self_.id())),
+      rng_(std::hash<std::string>{}(self_.id()) ^ 0x9e3779b97f4a7c15ull),
+      suspicions_(
+          metrics.counter("gossipd_members_suspected_total",
+                          "Members this member suspected (a probe and its indirect probes unanswered)")),
+      refutations_(
+          metrics.counter("gossipd_suspicions_refuted_total", "Suspicions of this member it refuted")),
+      indirect_probes_(metrics.counter("gossipd_indirect_probes_total",
+                                       "Probes retried through other members (PING_REQ) after no ACK")),
+      stale_updates_(
+          metrics.counter("gossipd_member_updates_stale_total",
+                          "Membership updates dropped: older than the incarnation held, about another "
+                          "join of the id, or about a member not known or gone")) {
   for (const auto& m : admitted.members()) {
     if (m.id() == self_.id()) {
       self_.set_since_round(m.since_round());
       continue;
     }
-    entries_[m.id()] = Entry{m.endpoint(), m.group(), m.since_round(), now};
+    entries_[m.id()] = Entry::of(m);
     connect(m.id(), m.endpoint());
   }
+  // Everyone learns this member's entry (its label) from the probes.
+  queue_update(proto::MemberUpdate::ALIVE, self_.id());
   last_round_ = self_.since_round() > 0 ? self_.since_round() - 1 : 0;
   start();
 }
 
 void Membership::start() {
+  const auto now = Clock::now();
+  next_tick_ = heard_ = now;
+  next_push_pull_ = now + options_.push_pull_interval;
   publish();
   transfer_thread_ = std::jthread([this](std::stop_token stop) { transfer_loop(stop); });
   thread_ = std::jthread([this](std::stop_token stop) { loop(stop); });
@@ -115,6 +132,11 @@ bool Membership::labels_known(uint64_t round) const {
   });
 }
 
+bool Membership::knows(const std::string& id) const {
+  std::lock_guard lock(mu_);
+  return id == self_.id() || entries_.count(id) > 0;
+}
+
 uint64_t Membership::since_round(const std::string& id) const {
   std::lock_guard lock(mu_);
   if (id == self_.id()) return self_.since_round();
@@ -125,7 +147,8 @@ uint64_t Membership::since_round(const std::string& id) const {
 void Membership::arm() {
   std::lock_guard lock(mu_);
   const auto now = Clock::now();
-  for (auto& [id, e] : entries_) e.last_heard = now;
+  heard_ = now;
+  for (auto& [id, e] : entries_) e.suspect = false;  // start-up's silence is not held against anyone
   armed_ = true;
   node_.arm_faults();  // injected loss starts with training, not during start-up
 }
@@ -149,6 +172,7 @@ proto::MemberList Membership::table() const {
     m->set_endpoint(e.endpoint);
     m->set_group(e.group);
     m->set_since_round(e.since_round);
+    m->set_incarnation(e.incarnation);
   }
   return list;
 }
@@ -172,7 +196,7 @@ void Membership::publish() {
   changed_.notify();
 }
 
-void Membership::drop(const std::string& id, const char* why) {
+void Membership::drop(const std::string& id, const std::string& why) {
   size_t left = 0;
   {
     std::lock_guard lock(mu_);
@@ -202,7 +226,6 @@ void Membership::merge(const proto::MemberList& list) {
   bool changed = false, labelled = false;
   {
     std::lock_guard lock(mu_);
-    const auto now = Clock::now();
     for (const auto& m : list.members()) {
       if (m.id() == self_.id() || m.id().empty()) continue;
       auto it = entries_.find(m.id());
@@ -210,11 +233,15 @@ void Membership::merge(const proto::MemberList& list) {
         Entry& e = it->second;
         if (m.since_round() > e.since_round) {  // a newer incarnation (it restarted and rejoined)
           departed_.record(m.id(), e.since_round);
-          e = Entry{m.endpoint(), m.group(), m.since_round(), now};
+          e = Entry::of(m);
           connect(m.id(), m.endpoint());
           ++changes_;
           changed = true;
-        } else if (m.since_round() == e.since_round && e.group.empty() && !m.group().empty()) {
+          continue;
+        }
+        if (m.since_round() < e.since_round) continue;
+        if (m.incarnation() > e.incarnation) e.incarnation = m.incarnation(), e.suspect = false;
+        if (e.group.empty() && !m.group().empty()) {
           e.group = m.group();
           labelled = true;
         }
@@ -227,7 +254,7 @@ void Membership::merge(const proto::MemberList& list) {
         continue;
       }
       if (!connect(m.id(), m.endpoint())) continue;
-      entries_[m.id()] = Entry{m.endpoint(), m.group(), m.since_round(), now};
+      entries_[m.id()] = Entry::of(m);
       joiners_.erase(m.id());
       ++changes_;
       changed = true;
@@ -252,18 +279,35 @@ bool Membership::connect(const std::string& id, const std::string& endpoint) {
 
 void Membership::handle(const protocol::Message& m) {
   const auto& env = m.envelope;
-  switch (env.type()) {
-    case proto::HEARTBEAT: {
-      {
-        std::lock_guard lock(mu_);
-        auto it = entries_.find(env.sender());
-        if (it != entries_.end()) it->second.last_heard = Clock::now();
-      }
-      if (env.has_member_list()) merge(env.member_list());
-      break;
+  {
+    // Word from a member is word that it runs: this member's suspicion of
+    // it ends (its refutation may still be on its way, queued behind data).
+    std::lock_guard lock(mu_);
+    if (auto it = entries_.find(env.sender()); it != entries_.end()) {
+      heard_ = Clock::now();
+      it->second.suspect = false;
     }
+  }
+  switch (env.type()) {
+    case proto::PING:
+      on_ping(m);
+      break;
+    case proto::ACK:
+      on_ack(m);
+      break;
+    case proto::PING_REQ:
+      on_ping_req(m);
+      break;
     case proto::MEMBER_LIST:
       merge(env.member_list());
+      if (env.member_list().reply_wanted()) {
+        proto::MemberList mine;
+        {
+          std::lock_guard lock(mu_);
+          mine = table();
+        }
+        send_list(env.sender(), mine);
+      }
       break;
     case proto::LEAVE:
       drop(env.sender(), "left");
@@ -271,22 +315,16 @@ void Membership::handle(const protocol::Message& m) {
     case proto::HELLO:
       handle_hello(env.sender(), env.hello());
       break;
-    default:
+    default:  // HEARTBEAT: a peer of an older protocol; the validator refuses its version anyway
       break;
   }
 }
 
-void Membership::beat() {
-  proto::Envelope env = node_.envelope(proto::HEARTBEAT);
-  std::vector<std::string> peers, silent, expired;
+void Membership::expire_joiners() {
+  std::vector<std::string> expired;
   {
     std::lock_guard lock(mu_);
-    *env.mutable_member_list() = table();
     const auto now = Clock::now();
-    for (const auto& [id, e] : entries_) {
-      peers.push_back(id);
-      if (armed_ && now - e.last_heard > options_.failure_timeout) silent.push_back(id);
-    }
     for (auto it = joiners_.begin(); it != joiners_.end();) {
       if (now < it->second.deadline) {
         ++it;
@@ -298,52 +336,27 @@ void Membership::beat() {
       it = joiners_.erase(it);
     }
   }
-  const auto frame = protocol::envelope_frame(env);
-  for (const auto& p : peers) {
-    try {
-      node_.transport().send(p, {frame}, std::chrono::milliseconds(0));
-    } catch (const std::exception&) {
-      // A full queue to a silent peer: the failure timeout deals with it.
-    }
-  }
-  for (const auto& id : silent) {
-    evictions_.add();
-    drop(id, "evicted (silent past the failure timeout)");
-  }
   for (const auto& id : expired) node_.remove_peer(id);
 }
 
-void Membership::excuse_pause(Clock::duration late) {
-  if (late <= options_.heartbeat_interval) return;  // scheduling jitter
-  {
-    std::lock_guard lock(mu_);
-    if (!armed_) return;
-    const auto now = Clock::now();
-    for (auto& [id, e] : entries_) e.last_heard = std::min(now, e.last_heard + late);
+void Membership::loop(std::stop_token stop) {
+  static constexpr proto::MessageType kTypes[] = {proto::LEAVE,    proto::HELLO, proto::MEMBER_LIST,
+                                                  proto::PING,     proto::ACK,   proto::PING_REQ,
+                                                  proto::HEARTBEAT};
+  while (!stop.stop_requested()) {
+    if (Clock::now() >= next_tick_) tick();
+    probe_indirectly();  // when this period's probe is due for it
+    if (auto m = node_.mailbox().pop_any(kTypes, next_wake(), stop)) handle(*m);
   }
-  spdlog::warn(
-      "node '{}': membership was paused for {:.1f} s (this process did not run); that silence is "
-      "not held against the peers",
-      node_.id(), std::chrono::duration<double>(late).count());
 }
 
-void Membership::loop(std::stop_token stop) {
-  static constexpr proto::MessageType kTypes[] = {proto::LEAVE, proto::HELLO, proto::MEMBER_LIST,
-                                                  proto::HEARTBEAT};
-  auto next_beat = Clock::now();
-  while (!stop.stop_requested()) {
-    if (const auto now = Clock::now(); now >= next_beat) {
-      excuse_pause(now - next_beat);
-      beat();
-      next_beat = Clock::now() + options_.heartbeat_interval;
-    }
-    if (auto m = node_.mailbox().pop_any(kTypes, next_beat, stop)) handle(*m);
-  }
+void Membership::stop() {
+  thread_.request_stop();
+  if (thread_.joinable()) thread_.join();
 }
 
 void Membership::leave() {
-  thread_.request_stop();
-  if (thread_.joinable()) thread_.join();
+  stop();
   proto::Envelope env = node_.envelope(proto::LEAVE);
   env.mutable_leave()->set_reason("shutdown");
   std::vector<std::string> peers;

@@ -7,11 +7,15 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <random>
 #include <string>
 #include <thread>
 
 #include "daemon/cluster/departed_set.h"
+#include "daemon/cluster/probe_order.h"
 #include "daemon/cluster/state_transfer.h"
+#include "daemon/cluster/update_queue.h"
 #include "daemon/observe/metrics.h"
 #include "daemon/observe/worker_state.h"
 #include "protocol/change_signal.h"
@@ -21,9 +25,25 @@
 namespace gossipd::daemon {
 
 struct MembershipOptions {
+  // SWIM's protocol period (--heartbeat-ms): each member probes one member
+  // per period; an unanswered probe is retried through `indirect_probes`
+  // others after `probe_timeout` (default: half the period).
   std::chrono::milliseconds heartbeat_interval{200};
-  // A member heard from neither by heartbeat nor otherwise for this long is evicted.
+  std::chrono::milliseconds probe_timeout{0};  // 0: half of heartbeat_interval
+  size_t indirect_probes = 3;
+  // A suspected member that does not refute this long is evicted; a member
+  // that hears from nobody this long is the one cut off (on_lost).
   std::chrono::milliseconds failure_timeout{3000};
+  // Anti-entropy: the whole table exchanged with one random member this
+  // often, times members / 32 past 32 members (0: never).
+  std::chrono::milliseconds push_pull_interval{10000};
+  // Updates piggybacked on one probe at most.
+  size_t max_piggyback = 16;
+  // Called once, from the membership thread, when this member finds itself
+  // cut off: it heard from none of its peers for the failure timeout (it
+  // was evicted while it was away, or every peer is gone). It must not go on
+  // training alone; the member ends with this line.
+  std::function<void(const std::string& why)> on_lost;
   // A joiner that is ready enters the view this far ahead (converted to
   // rounds at the current rate), so that the announcement reaches every
   // member before the round it names.
@@ -49,13 +69,23 @@ struct JoinPolicy {
 // The live view. Every member keeps a table of members, each with the round
 // from which it is in the view (`since_round`: 0 for the members started
 // together, the announced round for a joiner); the view for round r is
-// every member with since_round <= r. The table spreads by gossip: every
-// heartbeat carries it, and a member adopts the entries it lacks (unless it
-// saw that incarnation leave). Departures apply at once: a member silent past
-// the failure timeout is evicted (not for silence while this member itself
-// was paused), one that sends LEAVE is dropped. The view
-// epoch is a hash of the (id, since_round) pairs, so members with the same
-// table draw the same topology whatever order they learned it in.
+// every member with since_round <= r. The view epoch is a hash of the (id,
+// since_round) pairs, so members with the same table draw the same topology
+// whatever order they learned it in.
+//
+// Failure detection and dissemination are SWIM's (Das, Gupta, Motivala
+// 2002), as HashiCorp's memberlist runs it: every period a member pings one
+// member (round-robin over a shuffled list); without an ACK in the probe
+// timeout it asks `indirect_probes` others to ping it (PING_REQ, the ACK
+// relayed); without any by the period's end the target is SUSPECT. A
+// suspected member that hears it refutes with a higher incarnation (ALIVE);
+// one that does not within the failure timeout is DEAD and evicted. These
+// updates, joins and leaves ride on the probes, each sent
+// retransmit_limit(n) times, and the whole table is exchanged with one
+// random member every push-pull interval (anti-entropy). A member's traffic
+// is a few probes a period whatever the cluster's size. Departures apply at
+// once; a member that heard from nobody for the failure timeout (evicted
+// while it was paused, or alone) calls on_lost instead of training alone.
 //
 // Joining (see run_command): a joiner sends HELLO to any member (the
 // contact), which replies with the table and streams a state snapshot taken
@@ -84,6 +114,8 @@ class Membership {
   std::map<std::string, std::string> labels() const;
   // True when the label of every member of view_at(round) is known.
   bool labels_known(uint64_t round) const;
+  // Whether `id` is in the table (this node included), at whatever round.
+  bool knows(const std::string& id) const;
   // The round from which `id` is in the view.
   uint64_t since_round(const std::string& id) const;
   // The member table (id, endpoint, group, since_round), this node first.
@@ -111,6 +143,10 @@ class Membership {
   // peer that is up takes this member out of its view before the process
   // has exited.
   void leave();
+  // Stops probing and answering, telling nobody: training is over (the
+  // others are done or evict it). Without it a member that lingers after
+  // training (--linger-ms) would find itself cut off once its node closed.
+  void stop();
 
   // Accept joiners from now on (a member that never calls it refuses none
   // and admits none: HELLOs wait in the mailbox).
@@ -120,39 +156,60 @@ class Membership {
   // thread, so the state is consistent), streamed by the transfer thread.
   void at_step(uint64_t round, const std::function<ReplicaState()>& snapshot);
 
-  // Applies one validated control message (HEARTBEAT, MEMBER_LIST, LEAVE,
-  // HELLO; others are ignored). The membership thread calls it for every one
+  // Applies one validated control message (PING, ACK, PING_REQ,
+  // MEMBER_LIST, LEAVE, HELLO; others are ignored). The membership thread calls it for every one
   // it takes from the mailbox; the fuzz target calls it directly.
   void handle(const protocol::Message& m);
 
  private:
+  using Clock = std::chrono::steady_clock;
   struct Entry {
     std::string endpoint;
     std::string group;
     uint64_t since_round = 0;
-    std::chrono::steady_clock::time_point last_heard;
+    uint64_t incarnation = 0;
+    bool suspect = false;
+    Clock::time_point suspect_deadline{};  // evicted then unless it refutes
+
+    static Entry of(const proto::Member& m) {
+      return Entry{m.endpoint(), m.group(), m.since_round(), m.incarnation(), false, {}};
+    }
   };
   struct Joiner {
     std::string endpoint;
     std::string group;
-    std::chrono::steady_clock::time_point deadline;
+    Clock::time_point deadline;
     bool refused = false;
     bool state_sent = false;
     // Its endpoint is connected: only then may at_step queue its state (a
     // contact stepping faster than the connect would send to no one).
     bool connected = false;
   };
+  // This period's probe: its target, number, when it went out, whether the
+  // indirect probes went out too, and whether an ACK came.
+  struct Probe {
+    std::string target;
+    uint64_t seq = 0;
+    Clock::time_point sent;
+    bool indirect = false;
+    bool acked = false;
+  };
+  // A PING this member sent for another's PING_REQ: whose, and its number.
+  struct Relay {
+    std::string requester;
+    uint64_t seq = 0;
+    Clock::time_point expires;
+  };
 
   void start();
   void loop(std::stop_token stop);
   void handle_hello(const std::string& id, const proto::Hello& hello);
   void merge(const proto::MemberList& list);
-  // The beat due now comes `late` (this process or thread did not run): the
-  // peers' heartbeats of that time are still queued here, so the pause is
-  // added to their silence allowance instead of evicting them for it.
-  void excuse_pause(std::chrono::steady_clock::duration late);
-  void beat();
-  void drop(const std::string& id, const char* why);
+  // The tick due now comes `late` (this process or thread did not run): the
+  // timers of that time are moved by the pause instead of suspecting the
+  // peers or this member for it.
+  void excuse_pause(Clock::duration late);
+  void drop(const std::string& id, const std::string& why);
   // node_.add_peer; false (logged) when the transport cannot connect there.
   bool connect(const std::string& id, const std::string& endpoint);
   void publish();
@@ -160,6 +217,27 @@ class Membership {
   proto::MemberList table() const;  // with mu_ held
   topology::View view_locked(uint64_t round) const;
   void transfer_loop(std::stop_token stop);
+  void expire_joiners();
+
+  // SWIM (membership_probe.cc).
+  void tick();
+  bool end_probe(Clock::time_point now);
+  void expire_suspicions(Clock::time_point now);
+  bool cut_off(Clock::time_point now);
+  void start_probe(Clock::time_point now);
+  void probe_indirectly();
+  void push_pull(Clock::time_point now);
+  void on_ping(const protocol::Message& m);
+  void on_ack(const protocol::Message& m);
+  void on_ping_req(const protocol::Message& m);
+  void apply(const proto::Probe& probe);
+  bool apply_about_self(const proto::MemberUpdate& u);  // with mu_ held
+  bool apply_one(const proto::MemberUpdate& u);         // with mu_ held; true: the table changed
+  void send_probe(proto::MessageType type, const std::string& to, uint64_t seq, const std::string& target);
+  void queue_update(proto::MemberUpdate::Kind kind, const std::string& id);  // with mu_ held
+  const std::vector<std::string>& peer_ids();                                // with mu_ held
+  Clock::time_point next_wake() const;
+  std::chrono::milliseconds probe_timeout() const;
 
   protocol::Node& node_;
   proto::Member self_;
@@ -179,6 +257,23 @@ class Membership {
   uint32_t published_view_ = 0;  // the id of the view last published
   bool armed_ = false;
   protocol::ChangeSignal changed_;
+  // SWIM's state (membership_probe.cc).
+  ProbeOrder order_;
+  std::mt19937_64 rng_;
+  UpdateQueue updates_;
+  std::optional<Probe> probe_;
+  std::map<uint64_t, Relay> relays_;  // this member's PING number -> the PING_REQ it serves
+  uint64_t next_seq_ = 1;
+  std::vector<std::string> peer_ids_;  // entries_' ids as of table change
+  uint32_t peer_ids_at_ = ~0u;         // ... number changes_
+  Clock::time_point next_tick_;
+  Clock::time_point next_push_pull_;
+  Clock::time_point heard_;  // the last message from any peer
+  bool lost_ = false;
+  Counter& suspicions_;
+  Counter& refutations_;
+  Counter& indirect_probes_;
+  Counter& stale_updates_;
 
   std::mutex transfer_mu_;
   std::condition_variable_any transfer_cv_;

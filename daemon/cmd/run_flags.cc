@@ -20,11 +20,13 @@ void add_run_command(CLI::App& app, RunCommandLine& line) {
   cmd->add_option("--segments", o.segments,
                   "Gossip unit: fine (one per layer block), coarse (whole model) or N pieces")
       ->capture_default_str();
-  cmd->add_option("--heartbeat-ms", o.heartbeat_ms, "Heartbeat interval")
+  cmd->add_option("--heartbeat-ms", o.heartbeat_ms,
+                  "Membership's protocol period: one probe of one member per period (SWIM)")
       ->check(CLI::Range(10, 600000))
       ->capture_default_str();
   cmd->add_option("--failure-timeout-ms", o.failure_timeout_ms,
-                  "A member silent this long is evicted from the view")
+                  "A member suspected this long without refuting is evicted; a member that hears from no "
+                  "peer this long ends")
       ->check(CLI::Range(50, 3600000))
       ->capture_default_str();
   cmd->add_option(
@@ -76,6 +78,12 @@ void add_run_command(CLI::App& app, RunCommandLine& line) {
          "1 Gbit/s or less use ~5 ms of its rate (62 at 100 Mbit/s) so control messages do not queue "
          "behind bulk data")
       ->check(CLI::Range(RunOptions::kMinSendBufferKb, RunOptions::kMaxSendBufferKb))
+      ->capture_default_str();
+  cmd->add_option("--max-connections", o.max_connections,
+                  "Outbound control connections a member keeps open at once: past it the least recently used "
+                  "idle one is closed (its queued messages still go out) and reopened when next needed, so "
+                  "open files do not grow with the cluster. 0: no bound")
+      ->check(CLI::Range(0, 65536))
       ->capture_default_str();
   cmd->add_option("--data-path", o.data_path,
                   "Collective payloads (AllReduce-SGD): tcp = direct connections polled by the training "

@@ -8,6 +8,7 @@
 
 #include "daemon/config/train_flags.h"
 #include "protocol/data_socket.h"
+#include "protocol/transport.h"
 
 namespace gossipd::daemon {
 
@@ -47,6 +48,7 @@ struct RunOptions {
   static constexpr int kMinSendBufferKb = 4;
   static constexpr int kMaxSendBufferKb = 4096;
   int send_buffer_kb = kMaxSendBufferKb;
+  int max_connections = protocol::kDefaultMaxConnections;  // outbound control connections open at once
   // Collective payloads: "tcp" = the direct data path, "zmq" = over ZeroMQ
   // (--data-path). CURVE turns the direct path off.
   std::string data_path = "tcp";
@@ -84,5 +86,12 @@ bool binds_everything(const std::string& endpoint);
 
 // The default --group label: the host of a tcp:// endpoint ("local" for ipc://).
 std::string default_group(const std::string& endpoint);
+
+// How long membership may take to evict a member that died without a word:
+// the failure timeout its suspicion runs, plus the probes that find it
+// (SWIM: a probe of it within a pass, two periods for its ACK, the word
+// spread in a few more): 10 protocol periods. What waits for an eviction
+// waits this long.
+inline int eviction_bound_ms(const RunOptions& o) { return o.failure_timeout_ms + 10 * o.heartbeat_ms; }
 
 }  // namespace gossipd::daemon

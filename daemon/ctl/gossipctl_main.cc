@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "daemon/bench/collective_bench.h"
+#include "daemon/bench/membership_bench.h"
 #include "daemon/bench/trainer_bench.h"
 #include "daemon/config/cli.h"
 #include "daemon/ctl/collect.h"
@@ -79,6 +80,8 @@ int main(int argc, char** argv) {
 
   CollectiveBenchOptions cb;
   const std::vector<CLI::App*> collective_cmds = add_collective_bench_commands(*bench, cb);
+  MembershipBenchOptions mb;
+  CLI::App* mcmd = add_membership_bench_command(*bench, mb);
   std::string key_dir;
   bool force = false;
   CLI::App* keygen = app.add_subcommand(
@@ -101,6 +104,7 @@ int main(int argc, char** argv) {
     if (keygen->parsed()) return run_keygen(key_dir, force);
     if (tcmd->parsed()) return run_trainer_bench(tb);
     if (collective_bench_parsed(collective_cmds)) return run_collective_bench(cb);
+    if (mcmd->parsed()) return run_membership_bench(mb);
     for (const auto& t : tools)
       if (const auto code = t->run()) return *code;
     return kExitUsage;

@@ -29,18 +29,31 @@ Member::End Member::run(std::stop_token stop) {
     events_.config_ok(o_.algo, replica_->config_summary(), resume_ ? resume_->state.header.step() : 0);
     return End::kConfigChecked;
   }
+  const std::stop_callback forward(stop, [this] { running_.request_stop(); });
   try {
     open_node();
-    enter(stop);
+    enter(running_.get_token());
     const std::unique_ptr<Worker> worker = make_worker();
-    worker->run(stop);
+    worker->run(running_.get_token());
+    throw_if_lost();
   } catch (const protocol::Aborted&) {
+    try {
+      throw_if_lost();
+    } catch (const std::exception& e) {
+      fail(e);
+      throw;
+    }
     return stopped();
   } catch (const std::exception& e) {
     fail(e);
     throw;
   }
   return finish(stop);
+}
+
+void Member::throw_if_lost() {
+  std::lock_guard lock(lost_mu_);
+  if (!lost_why_.empty()) throw DaemonError("node '" + o_.id + "' " + lost_why_);
 }
 
 // Who is who: the members listed in --peers (ranks in sorted order), or a
@@ -103,6 +116,13 @@ void Member::open_node() {
     mine_ = describe(mode_.join_name(), self_, t->trainer(), replica_->segments());
   membership_options_.heartbeat_interval = std::chrono::milliseconds(o_.heartbeat_ms);
   membership_options_.failure_timeout = std::chrono::milliseconds(o_.failure_timeout_ms);
+  membership_options_.on_lost = [this](const std::string& why) {
+    {
+      std::lock_guard lock(lost_mu_);
+      lost_why_ = why;
+    }
+    running_.request_stop();
+  };
   membership_options_.join_timeout = std::chrono::milliseconds(o_.startup_timeout_ms);
   membership_options_.state_chunk_bytes =
       std::min<size_t>(membership_options_.state_chunk_bytes, o_.max_message_bytes / 2);
@@ -188,6 +208,7 @@ Member::End Member::finish(std::stop_token stop) {
   state_.update([](proto::Status& s) { s.set_state("done"); });
   proto::ControlRecord end = record("done");
   end.set_param_hash(param_hash(params));
+  if (membership_) membership_->stop();
   node_->close();
   events_.ended(end, mode_.final_report(end.status()));
   // Keep answering /status ("done", the final accuracy) for collectors.

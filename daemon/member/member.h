@@ -2,6 +2,7 @@
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <stop_token>
 #include <string>
@@ -64,6 +65,8 @@ class Member {
   std::unique_ptr<Worker> make_worker();
   End finish(std::stop_token stop);
   void fail(const std::exception& e);
+  // Throws the failure membership reported (on_lost), if it did.
+  void throw_if_lost();
   End stopped();
   proto::ControlRecord record(const std::string& event) const;
   EvaluationSink evaluation_sink();
@@ -95,6 +98,11 @@ class Member {
   uint64_t topology_seed_ = 1;
   std::optional<proto::StateHeader> entered_from_;  // a join's or a checkpoint's header
   std::unique_ptr<Membership> membership_;
+  // Stops the entry and the worker: the caller's stop, or membership's word
+  // that this member is cut off from its cluster (`lost_why_`, then a failure).
+  std::stop_source running_;
+  std::mutex lost_mu_;
+  std::string lost_why_;
   // make_worker()
   std::unique_ptr<Checkpointer> checkpointer_;
   std::unique_ptr<TrainingLoop> loop_;

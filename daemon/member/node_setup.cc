@@ -18,6 +18,7 @@ protocol::NodeOptions node_options(const RunOptions& o) {
   static_assert(RunOptions::kMaxSendBufferKb * 1024 == protocol::kDefaultSendBufferBytes,
                 "gossipd run's default send buffer is the transport's");
   n.send_buffer_bytes = o.send_buffer_kb * 1024;
+  n.max_connections = o.max_connections;
   n.data_path = o.data_path == "zmq" ? protocol::DataPath::kZmq : protocol::DataPath::kTcp;
   n.data_socket.congestion = o.data_congestion == "system" ? "" : o.data_congestion;
   n.faults.delay = std::chrono::milliseconds(o.delay_ms);
@@ -40,6 +41,31 @@ void describe_worker(proto::Status& s, const RunOptions& o, const protocol::Node
   s.set_data_port(data ? data->port() : 0);
 }
 
+namespace {
+
+void register_connection_metrics(MetricsRegistry& metrics, protocol::Node& node) {
+  metrics.sampled("gossipd_connections_open", "Outbound connections open now (--max-connections bounds them)",
+                  "gauge", [&node] {
+                    return std::vector<std::pair<Labels, double>>{
+                        {{}, double(node.transport().connection_counts().open)}};
+                  });
+  metrics.sampled(
+      "gossipd_connections_closed_lru_total",
+      "Outbound connections closed to stay under --max-connections, the least recently used first", "counter",
+      [&node] {
+        return std::vector<std::pair<Labels, double>>{
+            {{}, double(node.transport().connection_counts().closed_lru)}};
+      });
+  metrics.sampled("gossipd_connections_over_bound_total",
+                  "Outbound connections opened past --max-connections because every open one was busy",
+                  "counter", [&node] {
+                    return std::vector<std::pair<Labels, double>>{
+                        {{}, double(node.transport().connection_counts().over_bound)}};
+                  });
+}
+
+}  // namespace
+
 void register_transport_metrics(MetricsRegistry& metrics, protocol::Node& node) {
   metrics.sampled("gossipd_messages_rejected_total", "Inbound messages dropped by validation", "counter",
                   [&node] {
@@ -56,6 +82,7 @@ void register_transport_metrics(MetricsRegistry& metrics, protocol::Node& node) 
                                                       {{{"kind", "duplicate"}}, double(f.duplicated)},
                                                       {{{"kind", "reorder"}}, double(f.reordered)}};
       });
+  register_connection_metrics(metrics, node);
   metrics.sampled("gossipd_curve_clients_refused_total", "Connections refused by the ZAP handler", "counter",
                   [&node] {
                     return std::vector<std::pair<Labels, double>>{{{}, double(node.zap_refused())}};

@@ -27,9 +27,9 @@ struct GoneMember {
   std::chrono::milliseconds wait;
 };
 // How long a failed step waits for membership to name the member gone:
-// the failure timeout after the step's own.
+// the eviction's bound after the step's own timeout.
 inline std::chrono::milliseconds gone_wait(const RunOptions& o) {
-  return std::chrono::milliseconds(o.failure_timeout_ms + o.timeout_ms);
+  return std::chrono::milliseconds(eviction_bound_ms(o) + o.timeout_ms);
 }
 
 [[noreturn]] void rethrow_naming_the_gone(const GoneMember& g, const protocol::TransportError& error,

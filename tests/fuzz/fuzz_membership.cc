@@ -1,4 +1,4 @@
-// Membership's handlers (HELLO, MEMBER_LIST, HEARTBEAT, LEAVE) on validated
+// Membership's handlers (HELLO, MEMBER_LIST, PING, ACK, PING_REQ, LEAVE) on validated
 // messages, with a join policy in place and a worker that reports steps (so
 // admitted joiners get a snapshot streamed). The view must stay consistent:
 // this node in it, within --max-members.

@@ -102,9 +102,27 @@ std::string control_seeds(bool for_envelope) {
     m->set_since_round(3);
   }
   all += one("m1", list);
-  proto::Envelope beat = envelope("m2", proto::HEARTBEAT);
-  *beat.mutable_member_list() = list.member_list();
-  all += one("m2", beat);
+  // Probes with piggybacked updates: a joiner's ALIVE, a suspicion of this
+  // node (it refutes), a death; an ACK; a PING_REQ for m1.
+  proto::Envelope ping = envelope("m2", proto::PING);
+  ping.mutable_probe()->set_seq(7);
+  const std::pair<const char*, proto::MemberUpdate::Kind> updates[] = {{"m3", proto::MemberUpdate::ALIVE},
+                                                                       {"self", proto::MemberUpdate::SUSPECT},
+                                                                       {"m1", proto::MemberUpdate::DEAD}};
+  for (const auto& [id, kind] : updates) {
+    proto::MemberUpdate* u = ping.mutable_probe()->add_updates();
+    u->set_kind(kind);
+    u->mutable_member()->set_id(id);
+    u->mutable_member()->set_endpoint(std::string("inproc-hub://") + id);
+  }
+  all += one("m2", ping);
+  proto::Envelope ack = envelope("m1", proto::ACK);
+  ack.mutable_probe()->set_seq(1);
+  all += one("m1", ack);
+  proto::Envelope req = envelope("m2", proto::PING_REQ);
+  req.mutable_probe()->set_seq(8);
+  req.mutable_probe()->set_target("m1");
+  all += one("m2", req);
   proto::Envelope leave = envelope("m2", proto::LEAVE);
   leave.mutable_leave()->set_reason("SIGTERM");
   all += one("m2", leave);
@@ -121,7 +139,7 @@ int main(int argc, char** argv) {
   g_root = argv[1];
   spdlog::set_level(spdlog::level::off);
 
-  // membership: a join (HELLO, ready), a list, a heartbeat, a leave.
+  // membership: a join (HELLO, ready), a list, probes, a leave.
   put("membership", "session", control_seeds(false));
 
   // state_download: a real download of 40 + 8 floats from m1, in 64-byte chunks.

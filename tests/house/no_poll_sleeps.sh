@@ -17,6 +17,7 @@ daemon/worker/training_loop.cc: --inject-step-delay-ms slows every step on purpo
 daemon/ctl/child_process.cc: gossipctl waits for a child process (waitpid has no timeout; a process, not a view)
 daemon/ctl/collect.cc: gossipctl collect reads remote daemons'"'"' /status at the interval it was given
 daemon/ctl/worker_watch.cc: compare'"'"'s progress line, redrawn twice a second while its workers run
+daemon/bench/membership_bench.cc: gossipctl bench membership counts the bytes sent over a window of time it is given
 '
 
 status=0

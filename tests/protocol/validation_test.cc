@@ -97,6 +97,38 @@ TEST_F(ValidationTest, WrongVersion) {
   expect_still_serving();
 }
 
+// Membership's probes (SWIM): more piggybacked updates than any member
+// sends, a member id ZeroMQ cannot route to, an ALIVE whose endpoint
+// nobody can connect to, a PING_REQ for an unroutable target: each dropped
+// and counted before membership sees it.
+TEST_F(ValidationTest, MalformedProbesAreRejectedAsBadBodies) {
+  auto probe = [this](proto::MessageType type) {
+    auto e = envelope(type);
+    e.set_round(666);
+    return e;
+  };
+  auto flood = probe(proto::PING);
+  for (size_t i = 0; i <= kMaxProbeUpdates; ++i) {
+    auto* u = flood.mutable_probe()->add_updates();
+    u->set_kind(proto::MemberUpdate::SUSPECT);
+    u->mutable_member()->set_id("m" + std::to_string(i));
+  }
+  expect_rejected({flood.SerializeAsString()}, RejectReason::kBadBody);
+  auto unroutable = probe(proto::ACK);
+  unroutable.mutable_probe()->add_updates()->mutable_member()->set_id(std::string(256, 'x'));
+  expect_rejected({unroutable.SerializeAsString()}, RejectReason::kBadBody);
+  auto nowhere = probe(proto::PING);
+  auto* alive = nowhere.mutable_probe()->add_updates();
+  alive->set_kind(proto::MemberUpdate::ALIVE);
+  alive->mutable_member()->set_id("m9");
+  alive->mutable_member()->set_endpoint("carrier-pigeon://m9");
+  expect_rejected({nowhere.SerializeAsString()}, RejectReason::kBadBody);
+  auto req = probe(proto::PING_REQ);
+  req.mutable_probe()->set_target(std::string(1, '\0') + "m1");
+  expect_rejected({req.SerializeAsString()}, RejectReason::kBadBody);
+  expect_still_serving();
+}
+
 TEST_F(ValidationTest, WrongCluster) {
   auto e = envelope(proto::HEARTBEAT);
   e.set_cluster_id("c2");

@@ -180,7 +180,7 @@ AllreduceWorkerOptions allreduce_worker_options(const WorkerContext& c) {
   w.steps_per_epoch = c.steps_per_epoch;
   w.timeout = std::chrono::milliseconds(c.options.timeout_ms);
   w.startup_timeout = std::chrono::milliseconds(c.options.startup_timeout_ms);
-  w.failure_timeout = std::chrono::milliseconds(c.options.failure_timeout_ms);
+  w.failure_timeout = std::chrono::milliseconds(eviction_bound_ms(c.options));
   w.joined = c.joined;
   w.snapshot_header = c.snapshot_header;
   w.checkpointer = c.checkpointer;

@@ -20,10 +20,11 @@ struct AllreduceWorkerOptions {
   size_t steps_per_epoch = 1;                        // the same on every member
   std::chrono::milliseconds timeout{10000};          // a silent peer fails the step
   std::chrono::milliseconds startup_timeout{60000};  // waiting for every member at start
-  std::chrono::milliseconds failure_timeout{3000};   // how long membership takes to evict a dead member
-  bool joined = false;                               // a joiner: no start-up barrier, enters by re-forming
-  proto::StateHeader snapshot_header;                // filled into every snapshot served to a joiner
-  Checkpointer* checkpointer = nullptr;              // writes this worker's checkpoints (nullptr: none)
+  std::chrono::milliseconds failure_timeout{
+      3000};            // how long membership may take to evict a dead member (eviction_bound_ms)
+  bool joined = false;  // a joiner: no start-up barrier, enters by re-forming
+  proto::StateHeader snapshot_header;    // filled into every snapshot served to a joiner
+  Checkpointer* checkpointer = nullptr;  // writes this worker's checkpoints (nullptr: none)
   bool resumed = false;  // restarted from checkpoints: after the barrier all take the first member's state
   // Compute groups: the ring of a view is this member's part of it, on the
   // tag ring_tag gives those members (the default: the whole view, a tag per

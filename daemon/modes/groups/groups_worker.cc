@@ -65,9 +65,12 @@ class GroupsWorker : public Worker {
         report_(c.node, c.state, c.metrics, store_, client_,
                 GroupsReportInfo{groups_, labels_.at(c.node.id()), momentum_auto(c.options)}) {
     AllreduceWorkerOptions w = allreduce_worker_options(c);
-    // A member may wait on a dead owner until membership moves its shard:
-    // its ring waits that long too before it calls the member dead.
-    w.timeout = client_options(c).give_up;
+    // A member may wait on a dead owner until membership moves its shard,
+    // then exchange again with the shard's new owner: its ring waits that
+    // long before it calls the member dead (waiting only the first, a ring
+    // mate that finished its own exchange sooner timed out on one that met
+    // the dead owner).
+    w.timeout = client_options(c).give_up + std::chrono::milliseconds(c.options.timeout_ms);
     w.ring_of = [this](const topology::View& view) {
       const topology::Groups groups(view, labels_);
       return groups.members(*groups.group_of(node_.id()));
@@ -86,7 +89,7 @@ class GroupsWorker : public Worker {
  private:
   static ShardClientOptions client_options(const WorkerContext& c) {
     ShardClientOptions o;
-    o.give_up = std::chrono::milliseconds(c.options.timeout_ms + c.options.failure_timeout_ms);
+    o.give_up = std::chrono::milliseconds(c.options.timeout_ms + eviction_bound_ms(c.options));
     o.send_timeout = std::chrono::milliseconds(c.options.timeout_ms);
     return o;
   }

@@ -1,0 +1,83 @@
+#include "daemon/bench/inproc_cluster.h"
+
+namespace gossipd::daemon {
+
+InProcCluster::InProcCluster(size_t n, const MembershipOptions& options) {
+  std::vector<std::string> ids;
+  for (size_t i = 0; i < n; ++i) ids.push_back(id(i));
+  members_.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    auto m = std::make_unique<Member>();
+    protocol::NodeOptions no;
+    no.id = id(i);
+    no.validation.cluster_id = "inproc-cluster";
+    no.validation.max_members = n + 8;
+    no.initial_members = ids;
+    m->node = std::make_unique<protocol::Node>(no, hub_);
+    members_[i] = std::move(m);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    Member& m = *members_[i];
+    std::map<std::string, std::string> peers;
+    for (size_t j = 0; j < n; ++j)
+      if (j != i) peers[id(j)] = "inproc-hub://" + id(j);
+    proto::Member self;
+    self.set_id(id(i));
+    self.set_endpoint(m.node->endpoint());
+    MembershipOptions o = options;
+    o.on_lost = [this, lost = m.lost](const std::string& why) {
+      std::lock_guard lock(lost_mu_);
+      *lost = why;
+    };
+    m.membership = std::make_unique<Membership>(*m.node, self, peers, o, m.state, m.metrics);
+  }
+}
+
+InProcCluster::~InProcCluster() {
+  for (size_t i = 0; i < members_.size(); ++i)
+    if (members_[i]) kill(i);
+}
+
+void InProcCluster::arm_all() {
+  for (auto& m : members_)
+    if (m) m->membership->arm();
+}
+
+void InProcCluster::kill(size_t i) {
+  members_[i]->membership.reset();
+  members_[i]->node->close();
+  members_[i].reset();
+}
+
+bool InProcCluster::listed_everywhere(const std::string& who) const {
+  for (const auto& m : members_)
+    if (m && !m->membership->knows(who)) return false;
+  return true;
+}
+
+bool InProcCluster::dropped_everywhere(const std::string& who) const {
+  for (const auto& m : members_)
+    if (m && m->membership->knows(who)) return false;
+  return true;
+}
+
+bool InProcCluster::wait_dropped(const std::string& who, std::chrono::steady_clock::time_point deadline) {
+  for (auto& m : members_) {
+    if (!m) continue;
+    const Membership& mm = *m->membership;
+    if (!mm.wait_until([&] { return !mm.knows(who); }, deadline, {})) return false;
+  }
+  return true;
+}
+
+double InProcCluster::counter(size_t i, const std::string& name) const {
+  // The registry hands back the counter the membership registered under that name.
+  return members_[i] ? members_[i]->metrics.counter(name, "").value() : 0.0;
+}
+
+std::string InProcCluster::lost(size_t i) const {
+  std::lock_guard lock(lost_mu_);
+  return members_[i] ? *members_[i]->lost : "";
+}
+
+}  // namespace gossipd::daemon

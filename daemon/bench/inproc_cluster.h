@@ -1,0 +1,61 @@
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "daemon/cluster/membership.h"
+#include "daemon/observe/metrics.h"
+#include "daemon/observe/worker_state.h"
+#include "protocol/inproc_transport.h"
+#include "protocol/node.h"
+
+namespace gossipd::daemon {
+
+// N members of the real membership code (Node, Validator, Membership) in
+// this process, on the in-process transport: each with its receive thread
+// and its membership threads, as in N daemons, but nothing trains. The
+// membership bench and the membership tests run clusters of them.
+class InProcCluster {
+ public:
+  // Members "m0" .. "m<n-1>", every one knowing every other from the start.
+  InProcCluster(size_t n, const MembershipOptions& options);
+  ~InProcCluster();
+
+  size_t size() const { return members_.size(); }
+  static std::string id(size_t i) { return "m" + std::to_string(i); }
+  void arm_all();
+  // Gone without a word (its threads stopped, its endpoint unbound): a SIGKILL.
+  void kill(size_t i);
+  bool alive(size_t i) const { return members_[i] != nullptr; }
+  Membership& membership(size_t i) { return *members_[i]->membership; }
+  // Whether every live member's view lists `id` / lacks it.
+  bool listed_everywhere(const std::string& id) const;
+  bool dropped_everywhere(const std::string& id) const;
+  // Waits (on each member's change signal) until every live member has
+  // dropped `id`; false at `deadline`.
+  bool wait_dropped(const std::string& id, std::chrono::steady_clock::time_point deadline);
+  // Member i's counter (gossipd_members_evicted_total, ...); 0 when it never counted.
+  double counter(size_t i, const std::string& name) const;
+  protocol::InProcHub::Sent sent(size_t i) const { return hub_.sent_by(id(i)); }
+  // Why member i called on_lost ("" while it did not).
+  std::string lost(size_t i) const;
+  // The transport they share: tests deliver messages of their own through it.
+  protocol::InProcHub& hub() { return hub_; }
+
+ private:
+  struct Member {
+    WorkerState state;
+    MetricsRegistry metrics;
+    std::unique_ptr<protocol::Node> node;
+    std::unique_ptr<Membership> membership;
+    std::shared_ptr<std::string> lost = std::make_shared<std::string>();
+  };
+  protocol::InProcHub hub_;
+  std::vector<std::unique_ptr<Member>> members_;
+  mutable std::mutex lost_mu_;
+};
+
+}  // namespace gossipd::daemon

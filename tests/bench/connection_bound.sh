@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Open connections at N real processes (issue 53): N gossipd workers on
+# loopback train Crossover-SGD to the end twice, without a bound on
+# outbound connections and with --max-connections BOUND. Every second each
+# process's descriptors (/proc/PID/fd) and its outbound connections to
+# members' control ports (ss) are counted; the table gives the most any
+# process held, the least-recently-used closes (/metrics, read while the
+# workers linger after training), the segments
+# skipped, and whether the two runs ended with the same parameters (the
+# same seed: equal only when no exchange was lost).
+#
+#   tests/bench/connection_bound.sh [GOSSIPD]
+#   env: N (36), BOUND (16), EPOCHS (3), PER_WORKER (1024 samples, batches of 16),
+#        DEADLINE_MS (gossipd's --segment-deadline-ms), ONLY_BOUND (skip the unbounded run),
+#        KEEP (keep the logs), DEBUG (print every sample)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+bin=${1:-build/bin/gossipd}
+N=${N:-36}
+BOUND=${BOUND:-16}
+EPOCHS=${EPOCHS:-3}
+PER_WORKER=${PER_WORKER:-1024}
+dir=$(mktemp -d); [ -z "${KEEP:-}" ] || echo "files in $dir"
+pids=()
+stop_all() {
+  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  pids=()
+}
+trap 'stop_all; [ -n "${KEEP:-}" ] || rm -rf "$dir"' EXIT
+
+# The most outbound connections any of PIDS holds now: established, from a
+# port that is not a member's to a member's control port (BASE .. BASE+N-1).
+# /proc/net/tcp maps socket inodes to ports; each pid's fds name its inodes.
+most_outbound() {  # BASE PIDS...
+  local base=$1
+  shift
+  for p in "$@"; do
+    find "/proc/$p/fd" -lname 'socket:*' -printf "$p %l\n" 2>/dev/null || true
+  done | awk -v lo="$base" -v hi="$((base + N))" '
+    function hex(h,   i, v) { v = 0; for (i = 1; i <= length(h); i++) v = v * 16 + index("0123456789ABCDEF", substr(h, i, 1)) - 1; return v }
+    FNR == NR { if ($4 == "01") { split($2, l, ":"); split($3, r, ":");
+                  lp = hex(l[2]); rp = hex(r[2]);
+                  if (rp >= lo && rp < hi && !(lp >= lo && lp < hi)) out[$10] = 1 } next }
+    { gsub(/[^0-9]/, "", $2); if ($2 in out) n[$1]++ }
+    END { m = 0; for (p in n) if (n[p] > m) m = n[p]; print m }' /proc/net/tcp -
+}
+
+ended() { cat "$dir"/w*.json 2>/dev/null | grep -c '"event": *"\(done\|failed\|stopped\)"' || true; }
+
+metric() {  # PORT NAME
+  { curl -s "127.0.0.1:$1/metrics" || true; } | awk -v m="$2" '$1 == m {printf "%.0f\n", $2; f = 1} END {if (!f) print 0}'
+}
+
+run() {  # BOUND
+  local bound=$1 base=$((7400 + RANDOM % 400 * 8)) peers="" i
+  for ((i = 0; i < N; i++)); do peers+="${peers:+,}w$i=tcp://127.0.0.1:$((base + i))"; done
+  rm -f "$dir"/*.json
+  for ((i = 0; i < N; i++)); do
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "$bin" run --id "w$i" --listen "tcp://127.0.0.1:$((base + i))" \
+      --peers "$peers" --algo crossover --hidden 16 --batch 16 --epochs "$EPOCHS" --train-limit $((N * PER_WORKER)) \
+      --test-limit 200 --threads 1 --quiet ${DEADLINE_MS:+--segment-deadline-ms "$DEADLINE_MS"} --max-connections "$bound" --linger-ms 600000 --control-out "$dir/w$i.json" \
+      --http "127.0.0.1:$((base + 4000 + i))" >"$dir/w$i.log" 2>&1 &
+    pids+=($!)
+  done
+  local fds=0 out=0 t0=$SECONDS f o
+  while ((SECONDS - t0 < 900)) && [ "$(ended)" -lt "$N" ]; do
+    for ((i = 0; i < N; i++)); do
+      f=$({ ls "/proc/${pids[i]}/fd" 2>/dev/null || true; } | wc -l)
+      ((f > fds)) && fds=$f
+    done
+    o=$(most_outbound "$base" "${pids[@]}")
+    ((o > out)) && out=$o
+    [ -z "${DEBUG:-}" ] || echo "$((SECONDS - t0)) s: descriptors $fds, outbound $out" >&2
+    sleep 1
+  done
+  local seconds=$((SECONDS - t0)) lru=0 over=0 failed skipped hashes
+  for ((i = 0; i < N; i++)); do  # they linger: their counters are still served
+    lru=$((lru + $(metric $((base + 4000 + i)) gossipd_connections_closed_lru_total)))
+    over=$((over + $(metric $((base + 4000 + i)) gossipd_connections_over_bound_total)))
+  done
+  stop_all
+  failed=$(cat "$dir"/w*.json | grep -c '"event": *"failed"' || true)
+  skipped=$(cat "$dir"/w*.json | grep -o '"segments_skipped": *"*[0-9]*' | grep -o '[0-9]*$' | awk '{s += $1} END {print s + 0}')
+  hashes=$(cat "$dir"/w*.json | grep -o '"param_hash": *"[^"]*"' | sort | md5sum | cut -c1-8)
+  echo "| $N | ${bound/#0/none} | $fds | $out | $lru | $over | $skipped | $failed | $seconds | $hashes |"
+}
+
+echo "| members | --max-connections | most descriptors of a process | most outbound connections of a process | LRU closes (all members) | opened past the bound | segments skipped | processes failed | seconds | parameters (hash of all) |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+[ -n "${ONLY_BOUND:-}" ] || run 0
+run "$BOUND"

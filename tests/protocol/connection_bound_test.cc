@@ -1,0 +1,139 @@
+// The ZeroMQ transport's bound on open connections (--max-connections):
+// connections open on the first send, the least recently used idle one
+// closes to make room, and nothing queued on it is lost.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <set>
+#include <vector>
+
+#include "protocol/errors.h"
+#include "protocol/zmq_transport.h"
+
+namespace gossipd::protocol {
+namespace {
+
+ZmqTransportOptions options(const std::string& id, int max_connections) {
+  ZmqTransportOptions o;
+  o.node_id = id;
+  o.max_connections = max_connections;
+  return o;
+}
+
+std::vector<OutFrame> text(const std::string& s) {
+  std::vector<OutFrame> f;
+  f.push_back(OutFrame::from_string(s));
+  return f;
+}
+
+struct Star {
+  zmq::context_t ctx;
+  std::unique_ptr<ZmqTransport> hub;
+  std::vector<std::unique_ptr<ZmqTransport>> peers;
+
+  Star(size_t n, int bound) {
+    hub = std::make_unique<ZmqTransport>(ctx, options("hub", bound));
+    for (size_t i = 0; i < n; ++i) {
+      peers.push_back(std::make_unique<ZmqTransport>(ctx, options("p" + std::to_string(i), 0)));
+      hub->connect("p" + std::to_string(i), peers.back()->endpoint());
+    }
+  }
+  // The next message `peer` received, "" after 5 s.
+  std::string next(size_t peer) {
+    auto got = peers[peer]->receive(std::chrono::seconds(5));
+    if (!got || got->frames.empty()) return "";
+    EXPECT_EQ(got->peer, "hub");
+    return std::string(reinterpret_cast<const char*>(got->frames[0].data()), got->frames[0].size());
+  }
+};
+
+TEST(ConnectionBound, NothingConnectsBeforeTheFirstSend) {
+  Star s(3, 2);
+  EXPECT_EQ(s.hub->connection_counts().open, 0u);
+  s.hub->send("p1", text("hello"), std::chrono::seconds(5));
+  EXPECT_EQ(s.next(1), "hello");
+  EXPECT_EQ(s.hub->connection_counts().open, 1u);
+  EXPECT_EQ(s.hub->connection_counts().opened, 1u);
+}
+
+TEST(ConnectionBound, TheLeastRecentlyUsedClosesAndEveryMessageArrives) {
+  constexpr size_t kPeers = 6;
+  Star s(kPeers, 2);
+  // Three passes over six peers with room for two: every send after the
+  // second opens a connection and closes the oldest at once, most likely
+  // before its message (queued a moment before) went out, and before the
+  // next pass reopens it. Every message still arrives, from "hub".
+  for (int pass = 0; pass < 3; ++pass) {
+    for (size_t i = 0; i < kPeers; ++i) {
+      s.hub->send("p" + std::to_string(i), text("m" + std::to_string(pass)), std::chrono::seconds(5));
+      EXPECT_LE(s.hub->connection_counts().open, 2u);
+    }
+  }
+  for (size_t i = 0; i < kPeers; ++i) {
+    std::multiset<std::string> got;
+    for (int pass = 0; pass < 3; ++pass) got.insert(s.next(i));
+    EXPECT_EQ(got, (std::multiset<std::string>{"m0", "m1", "m2"})) << "p" << i;
+  }
+  const ConnectionCounts c = s.hub->connection_counts();
+  EXPECT_EQ(c.opened, 3 * kPeers);
+  EXPECT_EQ(c.closed_lru, 3 * kPeers - 2);
+  EXPECT_EQ(c.over_bound, 0u);
+}
+
+TEST(ConnectionBound, AConnectionNotYetMadeIsNotClosedAndItsMessagesArrive) {
+  zmq::context_t ctx;
+  std::string late_endpoint;
+  {
+    ZmqTransport probe(ctx, options("late", 0));  // a free port, then nobody on it
+    late_endpoint = probe.endpoint();
+  }
+  ZmqTransport hub(ctx, options("hub", 1));
+  ZmqTransport early(ctx, options("early", 0));
+  hub.connect("late", late_endpoint);
+  hub.connect("early", early.endpoint());
+  hub.send("late", text("m"), std::chrono::seconds(5));  // queued: nobody listens yet
+  hub.send("early", text("e"), std::chrono::seconds(5));
+  ASSERT_TRUE(early.receive(std::chrono::seconds(5)));
+  ZmqTransportOptions o = options("late", 0);
+  o.listen = late_endpoint;
+  ZmqTransport late(ctx, o);
+  auto got = late.receive(std::chrono::seconds(10));
+  ASSERT_TRUE(got) << "the message queued before the connection was made is lost";
+  EXPECT_EQ(got->peer, "hub");
+}
+
+TEST(ConnectionBound, ZeroMeansNoBound) {
+  Star s(5, 0);
+  for (size_t i = 0; i < 5; ++i) s.hub->send("p" + std::to_string(i), text("m"), std::chrono::seconds(5));
+  for (size_t i = 0; i < 5; ++i) EXPECT_EQ(s.next(i), "m");
+  EXPECT_EQ(s.hub->connection_counts().open, 5u);
+  EXPECT_EQ(s.hub->connection_counts().closed_lru, 0u);
+}
+
+TEST(ConnectionBound, AResetOrDisconnectFreesTheSlot) {
+  Star s(2, 2);
+  s.hub->send("p0", text("a"), std::chrono::seconds(5));
+  s.hub->send("p1", text("b"), std::chrono::seconds(5));
+  s.hub->reset("p0");
+  s.hub->disconnect("p1");
+  EXPECT_EQ(s.hub->connection_counts().open, 0u);
+  EXPECT_THROW(s.hub->send("p1", text("c"), std::chrono::seconds(5)), PeerGone);
+  s.hub->send("p0", text("d"), std::chrono::seconds(5));  // a reset peer connects again
+  EXPECT_EQ(s.hub->connection_counts().open, 1u);
+}
+
+TEST(ConnectionBound, AMalformedEndpointIsRefusedAtConnect) {
+  zmq::context_t ctx;
+  ZmqTransport t(ctx, options("a", 2));
+  try {
+    t.connect("b", "tcp://127.0.0.1:0");
+    FAIL() << "port 0 accepted";
+  } catch (const ProtocolConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot connect to 'tcp://127.0.0.1:0'"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(t.send("b", text("x"), std::chrono::seconds(1)), PeerGone);
+}
+
+}  // namespace
+}  // namespace gossipd::protocol
