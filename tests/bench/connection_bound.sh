@@ -29,21 +29,13 @@ stop_all() {
 }
 trap 'stop_all; [ -n "${KEEP:-}" ] || rm -rf "$dir"' EXIT
 
-# The most outbound connections any of PIDS holds now: established, from a
+# The most outbound connections any process holds now: established, from a
 # port that is not a member's to a member's control port (BASE .. BASE+N-1).
-# /proc/net/tcp maps socket inodes to ports; each pid's fds name its inodes.
-most_outbound() {  # BASE PIDS...
-  local base=$1
-  shift
-  for p in "$@"; do
-    find "/proc/$p/fd" -lname 'socket:*' -printf "$p %l\n" 2>/dev/null || true
-  done | awk -v lo="$base" -v hi="$((base + N))" '
-    function hex(h,   i, v) { v = 0; for (i = 1; i <= length(h); i++) v = v * 16 + index("0123456789ABCDEF", substr(h, i, 1)) - 1; return v }
-    FNR == NR { if ($4 == "01") { split($2, l, ":"); split($3, r, ":");
-                  lp = hex(l[2]); rp = hex(r[2]);
-                  if (rp >= lo && rp < hi && !(lp >= lo && lp < hi)) out[$10] = 1 } next }
-    { gsub(/[^0-9]/, "", $2); if ($2 in out) n[$1]++ }
-    END { m = 0; for (p in n) if (n[p] > m) m = n[p]; print m }' /proc/net/tcp -
+most_outbound() {  # BASE
+  { ss -tnpH state established 2>/dev/null || true; } | awk -v lo="$1" -v hi="$(($1 + N))" '
+    { split($3, l, ":"); split($4, r, ":"); lp = l[length(l)] + 0; rp = r[length(r)] + 0;
+      if (rp >= lo && rp < hi && !(lp >= lo && lp < hi) && match($0, /pid=[0-9]+/)) n[substr($0, RSTART, RLENGTH)]++ }
+    END { m = 0; for (p in n) if (n[p] > m) m = n[p]; print m }'
 }
 
 ended() { cat "$dir"/w*.json 2>/dev/null | grep -c '"event": *"\(done\|failed\|stopped\)"' || true; }
@@ -69,7 +61,7 @@ run() {  # BOUND
       f=$({ ls "/proc/${pids[i]}/fd" 2>/dev/null || true; } | wc -l)
       ((f > fds)) && fds=$f
     done
-    o=$(most_outbound "$base" "${pids[@]}")
+    o=$(most_outbound "$base")
     ((o > out)) && out=$o
     [ -z "${DEBUG:-}" ] || echo "$((SECONDS - t0)) s: descriptors $fds, outbound $out" >&2
     sleep 1
