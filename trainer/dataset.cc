@@ -67,19 +67,48 @@ class IdxReader {
   GzFile file_;
 };
 
+// Reads `total` pixels, normalised into floats as they arrive, a chunk at a
+// time: the first `keep` are returned, the rest are read (so checked) and
+// dropped. No pass zeroes the whole array before it is written.
+std::vector<float> read_pixels(IdxReader& in, size_t total, size_t keep) {
+  constexpr size_t kChunk = 1 << 16;
+  const float scale = 1.0f / (255.0f * kPixelStd);
+  const float shift = kPixelMean / kPixelStd;
+  std::vector<float> out;
+  out.reserve(keep);
+  std::vector<uint8_t> chunk(kChunk);
+  for (size_t done = 0; done < total;) {
+    const size_t n = std::min(kChunk, total - done);
+    in.read(chunk.data(), n);
+    const size_t kept = done < keep ? std::min(n, keep - done) : 0;
+    const size_t at = out.size();
+    out.resize(at + kept);
+    std::transform(chunk.begin(), chunk.begin() + static_cast<std::ptrdiff_t>(kept),
+                   out.begin() + static_cast<std::ptrdiff_t>(at),
+                   [&](uint8_t p) { return static_cast<float>(p) * scale - shift; });
+    done += n;
+  }
+  return out;
+}
+
 }  // namespace
 
 float pixel_intensity(float normalised) { return normalised * kPixelStd + kPixelMean; }
 
 Dataset Dataset::head(size_t count) const {
-  Dataset out = *this;
   count = std::min(count, size());
-  out.labels.resize(count);
-  out.images.resize(count * sample_size());
+  Dataset out;
+  out.height = height;
+  out.width = width;
+  out.channels = channels;
+  out.classes = classes;
+  out.labels.assign(labels.begin(), labels.begin() + static_cast<std::ptrdiff_t>(count));
+  out.images.assign(images.begin(), images.begin() + static_cast<std::ptrdiff_t>(count * sample_size()));
   return out;
 }
 
-Dataset load_idx_pair(const std::filesystem::path& images_file, const std::filesystem::path& labels_file) {
+Dataset load_idx_pair(const std::filesystem::path& images_file, const std::filesystem::path& labels_file,
+                      size_t limit) {
   IdxReader images(images_file);
   uint32_t magic = images.read_be32();
   if (magic != kImagesMagic) {
@@ -114,18 +143,14 @@ Dataset load_idx_pair(const std::filesystem::path& images_file, const std::files
     if (l >= ds.classes) labels.fail("label " + std::to_string(l) + " out of range 0..9");
   }
 
-  std::vector<uint8_t> pixels(ds.size() * ds.sample_size());
-  images.read(pixels.data(), pixels.size());
+  const size_t keep = limit > 0 ? std::min<size_t>(limit, count) : count;
+  ds.images = read_pixels(images, count * ds.sample_size(), keep * ds.sample_size());
   images.expect_end();
-  ds.images.resize(pixels.size());
-  const float scale = 1.0f / (255.0f * kPixelStd);
-  const float shift = kPixelMean / kPixelStd;
-  std::transform(pixels.begin(), pixels.end(), ds.images.begin(),
-                 [&](uint8_t p) { return static_cast<float>(p) * scale - shift; });
+  ds.labels.resize(keep);
   return ds;
 }
 
-Dataset load_fashion_mnist(const std::filesystem::path& dir, Split split) {
+Dataset load_fashion_mnist(const std::filesystem::path& dir, Split split, size_t limit) {
   const std::string prefix = split == Split::kTrain ? "train" : "t10k";
   auto find = [&](const std::string& stem) {
     for (const char* ext : {".gz", ""}) {
@@ -137,7 +162,12 @@ Dataset load_fashion_mnist(const std::filesystem::path& dir, Split split) {
                     "(apt-get install dataset-fashion-mnist) or point --data at a directory "
                     "holding the IDX files");
   };
-  return load_idx_pair(find(prefix + "-images-idx3-ubyte"), find(prefix + "-labels-idx1-ubyte"));
+  return load_idx_pair(find(prefix + "-images-idx3-ubyte"), find(prefix + "-labels-idx1-ubyte"), limit);
+}
+
+Splits load_fashion_mnist_splits(const std::filesystem::path& dir, size_t train_limit, size_t test_limit) {
+  return {load_fashion_mnist(dir, Split::kTrain, train_limit),
+          load_fashion_mnist(dir, Split::kTest, test_limit)};
 }
 
 }  // namespace gossipd::trainer

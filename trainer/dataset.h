@@ -26,8 +26,11 @@ struct Dataset {
 
 // Reads one IDX image file and its label file (gzip or plain), checks magic
 // numbers, dimensions and counts, and normalises pixels with the
-// Fashion-MNIST mean and standard deviation. Throws DataError.
-Dataset load_idx_pair(const std::filesystem::path& images_file, const std::filesystem::path& labels_file);
+// Fashion-MNIST mean and standard deviation. Throws DataError. With `limit`
+// > 0 only the first `limit` samples are kept (the whole file is still read
+// and checked): what --train-limit keeps, without converting the rest.
+Dataset load_idx_pair(const std::filesystem::path& images_file, const std::filesystem::path& labels_file,
+                      size_t limit = 0);
 
 // A normalised pixel's intensity again, in [0, 1].
 float pixel_intensity(float normalised);
@@ -35,8 +38,17 @@ float pixel_intensity(float normalised);
 enum class Split { kTrain, kTest };
 
 // Loads the Fashion-MNIST train or test split from `dir` (the layout of the
-// Debian package dataset-fashion-mnist). Throws DataError naming the package
-// and the --data flag when the files are missing.
-Dataset load_fashion_mnist(const std::filesystem::path& dir, Split split);
+// Debian package dataset-fashion-mnist), the first `limit` samples if
+// `limit` > 0. Throws DataError naming the package and the --data flag when
+// the files are missing.
+Dataset load_fashion_mnist(const std::filesystem::path& dir, Split split, size_t limit = 0);
+
+// Both splits from `dir`, the first `train_limit` and `test_limit` samples
+// (0 = all): --train-limit and --test-limit.
+struct Splits {
+  Dataset train;
+  Dataset test;
+};
+Splits load_fashion_mnist_splits(const std::filesystem::path& dir, size_t train_limit, size_t test_limit);
 
 }  // namespace gossipd::trainer

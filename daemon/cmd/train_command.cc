@@ -27,10 +27,7 @@ int run_train_command(const TrainCommandOptions& o) {
   const trainer::TrainerOptions topts = trainer_options(f);
   JsonLinesWriter metrics(o.metrics_out);
 
-  trainer::Dataset train = trainer::load_fashion_mnist(data_dir(f), trainer::Split::kTrain);
-  trainer::Dataset test = trainer::load_fashion_mnist(data_dir(f), trainer::Split::kTest);
-  if (f.train_limit > 0) train = train.head(f.train_limit);
-  if (f.test_limit > 0) test = test.head(f.test_limit);
+  auto [train, test] = trainer::load_fashion_mnist_splits(data_dir(f), f.train_limit, f.test_limit);
 
   auto model = trainer::make_model(model_options(f), f.seed);
   const size_t params = model->params().size();

@@ -293,8 +293,7 @@ class Comparison {
       if (w.params.empty()) return -1;  // collect: the replicas live elsewhere
     }
     if (test_.size() == 0) {
-      test_ = trainer::load_fashion_mnist(data_dir(flags_), trainer::Split::kTest);
-      if (o_.test_limit > 0) test_ = test_.head(o_.test_limit);
+      test_ = trainer::load_fashion_mnist(data_dir(flags_), trainer::Split::kTest, o_.test_limit);
     }
     trainer::Trainer t(trainer::make_model(model_options(flags_), flags_.seed), test_,
                        trainer_options(flags_));

@@ -108,10 +108,8 @@ std::unique_ptr<Replica> Mode::load_trained(const RunOptions& o, const Placement
                                             trainer::SamplerOptions sampler) const {
   check_model(o, where.members, *model);  // before the data, so that a refusal is quick
   const protocol::SegmentTable segments = checked_segment_table(o, *model);
-  trainer::Dataset train = trainer::load_fashion_mnist(data_dir(o.train), trainer::Split::kTrain);
-  trainer::Dataset test = trainer::load_fashion_mnist(data_dir(o.train), trainer::Split::kTest);
-  if (o.train.train_limit > 0) train = train.head(o.train.train_limit);
-  if (o.train.test_limit > 0) test = test.head(o.train.test_limit);
+  auto [train, test] =
+      trainer::load_fashion_mnist_splits(data_dir(o.train), o.train.train_limit, o.train.test_limit);
   trainer::TrainerOptions topts = trainer_options(o.train);
   topts.sampler = sampler;
   return std::make_unique<TrainedReplica>(std::move(train), std::move(test), std::move(model), topts,

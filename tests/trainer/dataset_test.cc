@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "tests/support/temp_dir.h"
@@ -131,6 +132,32 @@ TEST_F(DatasetFiles, CountMismatchBadLabelAndTrailingBytes) {
   EXPECT_NE(error_of(img_zero, lab_ok).find("implausible"), std::string::npos);
 }
 
+TEST_F(DatasetFiles, ALimitKeepsTheFirstSamplesAndStillChecksTheWholeFile) {
+  auto img = write_gz("i.gz", idx_images(2051, 3, 2, 2, 12));
+  auto lab = write_gz("l.gz", idx_labels(2049, 3, {5, 9, 4}));
+  const Dataset all = load_idx_pair(img, lab);
+  const Dataset two = load_idx_pair(img, lab, 2);
+  ASSERT_EQ(two.size(), 2u);
+  EXPECT_EQ(two.labels, std::vector<uint8_t>(all.labels.begin(), all.labels.begin() + 2));
+  EXPECT_EQ(two.images, std::vector<float>(all.images.begin(), all.images.begin() + 8));
+  EXPECT_EQ(load_idx_pair(img, lab, 7).size(), 3u);  // more than the file holds: all of it
+  // What is not kept is still read: a truncated or overlong tail, or a bad
+  // label past the limit, is the same error as without a limit.
+  auto short_img = write_gz("i2.gz", idx_images(2051, 3, 2, 2, 11));
+  auto long_img = write_gz("i3.gz", idx_images(2051, 3, 2, 2, 13));
+  auto bad_lab = write_gz("l2.gz", idx_labels(2049, 3, {0, 1, 12}));
+  for (const auto& [images, labels, what] : {std::tuple{short_img, lab, "truncated"},
+                                             {long_img, lab, "trailing"},
+                                             {img, bad_lab, "out of range"}}) {
+    try {
+      load_idx_pair(images, labels, 1);
+      ADD_FAILURE() << "no error for " << what;
+    } catch (const DataError& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST_F(DatasetFiles, MissingDirectoryNamesPackageAndFlag) {
   try {
     load_fashion_mnist(dir_ / "nope", Split::kTrain);
@@ -152,7 +179,12 @@ TEST(FashionMnist, RealFilesHaveTheDocumentedShape) {
   for (int c : per_class) EXPECT_EQ(c, 1000);  // the test split is balanced
   Dataset head = test.head(10);
   EXPECT_EQ(head.size(), 10u);
-  EXPECT_EQ(head.images.size(), 10u * 784);
+  EXPECT_EQ(head.height, 28);
+  EXPECT_EQ(head.images, std::vector<float>(test.images.begin(), test.images.begin() + 10 * 784));
+  EXPECT_EQ(head.labels, std::vector<uint8_t>(test.labels.begin(), test.labels.begin() + 10));
+  const Splits limited = load_fashion_mnist_splits(GOSSIPD_TEST_DATA_DIR, 20, 10);
+  EXPECT_EQ(limited.train.size(), 20u);
+  EXPECT_EQ(limited.test.images, head.images);
 }
 
 }  // namespace

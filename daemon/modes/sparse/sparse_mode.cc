@@ -112,10 +112,8 @@ std::unique_ptr<Replica> SparseMode::load(const RunOptions& o, const Placement& 
   r->processes = static_cast<uint32_t>(where.members);
   r->partition = spec();
   share_out(*r, o.train.seed);
-  trainer::Dataset train = trainer::load_fashion_mnist(data_dir(o.train), trainer::Split::kTrain);
-  trainer::Dataset test = trainer::load_fashion_mnist(data_dir(o.train), trainer::Split::kTest);
-  if (o.train.train_limit > 0) train = train.head(o.train.train_limit);
-  if (o.train.test_limit > 0) test = test.head(o.train.test_limit);
+  auto [train, test] =
+      trainer::load_fashion_mnist_splits(data_dir(o.train), o.train.train_limit, o.train.test_limit);
   r->train = sp::sparse_dataset(train, r->neurons);
   r->test = sp::sparse_dataset(test, r->neurons);
   if (r->train.inputs.count() < o.train.batch) {
