@@ -25,6 +25,12 @@ constexpr int kReceiveBufferBytes = 4 << 20;
 // the same peer: far longer than a send that finds room, far shorter than
 // one that waits for it.
 constexpr auto kLockGrace = std::chrono::milliseconds(20);
+// Connections open on demand and close past --max-connections, so a member
+// accepts a stream of them: with ZeroMQ's default listen queue (100), 36
+// members on 2 cores with the bound at 16 overflowed it (TcpExtListenOverflows),
+// and a dropped SYN is retried after 1 s, late enough to miss a segment's
+// deadline (tests/bench/connection_bound.sh). The kernel caps it at somaxconn.
+constexpr int kListenBacklog = 1024;
 
 // node id, NUL, nonce, counter (ZmqTransport's comment says why).
 constexpr size_t kConnectionSuffix = 9;
@@ -70,6 +76,7 @@ ZmqTransport::ZmqTransport(zmq::context_t& context, ZmqTransportOptions options)
   router_.set(zmq::sockopt::rcvhwm, options_.recv_hwm);
   router_.set(zmq::sockopt::rcvbuf, kReceiveBufferBytes);
   router_.set(zmq::sockopt::sndbuf, options_.send_buffer_bytes);
+  router_.set(zmq::sockopt::backlog, kListenBacklog);
   // A restarted peer reconnects with the same id; let it take over its slot.
   router_.set(zmq::sockopt::router_handover, 1);
   if (options_.max_frame_bytes > 0) router_.set(zmq::sockopt::maxmsgsize, options_.max_frame_bytes);

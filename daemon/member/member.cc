@@ -12,6 +12,14 @@
 #include "protocol/errors.h"
 
 namespace gossipd::daemon {
+namespace {
+
+// How long a finished member's sockets keep sending what they still queue
+// (its last round's segments to a slower peer, on a connection opened for
+// them); the process's end waits at most this long for a peer that is down.
+constexpr std::chrono::milliseconds kFinishFlush{2000};
+
+}  // namespace
 
 Member::Member(const RunOptions& o, const Mode& mode, MemberEvents& events)
     : o_(o), mode_(mode), events_(events) {}
@@ -209,6 +217,7 @@ Member::End Member::finish(std::stop_token stop) {
   proto::ControlRecord end = record("done");
   end.set_param_hash(param_hash(params));
   if (membership_) membership_->stop();
+  node_->transport().flush_on_close(kFinishFlush);  // closed with linger 0, they were dropped
   node_->close();
   events_.ended(end, mode_.final_report(end.status()));
   // Keep answering /status ("done", the final accuracy) for collectors.

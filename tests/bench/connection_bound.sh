@@ -44,6 +44,11 @@ metric() {  # PORT NAME
   { curl -s "127.0.0.1:$1/metrics" || true; } | awk -v m="$2" '$1 == m {printf "%.0f\n", $2; f = 1} END {if (!f) print 0}'
 }
 
+rejects() {  # PORT -> "reason count" for each reason this member dropped messages for
+  { curl -s "127.0.0.1:$1/metrics" || true; } |
+    sed -n 's/^gossipd_messages_rejected_total{reason="\([a-z_]*\)"} \([0-9.e+]*\)$/\1 \2/p' | awk '$2 > 0'
+}
+
 run() {  # BOUND
   local bound=$1 base=$((7400 + RANDOM % 400 * 8)) peers="" i
   for ((i = 0; i < N; i++)); do peers+="${peers:+,}w$i=tcp://127.0.0.1:$((base + i))"; done
@@ -66,19 +71,23 @@ run() {  # BOUND
     [ -z "${DEBUG:-}" ] || echo "$((SECONDS - t0)) s: descriptors $fds, outbound $out" >&2
     sleep 1
   done
-  local seconds=$((SECONDS - t0)) lru=0 over=0 failed skipped hashes
+  local seconds=$((SECONDS - t0)) lru=0 over=0 failed skipped hashes rejected
   for ((i = 0; i < N; i++)); do  # they linger: their counters are still served
     lru=$((lru + $(metric $((base + 4000 + i)) gossipd_connections_closed_lru_total)))
     over=$((over + $(metric $((base + 4000 + i)) gossipd_connections_over_bound_total)))
   done
+  # Messages dropped on arrival, by reason, all members: a segment that came
+  # after its round's deadline is "stale" (late), not lost.
+  rejected=$(for ((i = 0; i < N; i++)); do rejects $((base + 4000 + i)); done |
+    awk '{n[$1] += $2} END {for (r in n) printf "%s%s %d", (k++ ? ", " : ""), r, n[r]; if (!k) printf "none"}')
   stop_all
   failed=$(cat "$dir"/w*.json | grep -c '"event": *"failed"' || true)
   skipped=$(cat "$dir"/w*.json | grep -o '"segments_skipped": *"*[0-9]*' | grep -o '[0-9]*$' | awk '{s += $1} END {print s + 0}')
   hashes=$(cat "$dir"/w*.json | grep -o '"param_hash": *"[^"]*"' | sort | md5sum | cut -c1-8)
-  echo "| $N | ${bound/#0/none} | $fds | $out | $lru | $over | $skipped | $failed | $seconds | $hashes |"
+  echo "| $N | ${bound/#0/none} | $fds | $out | $lru | $over | $skipped | $rejected | $failed | $seconds | $hashes |"
 }
 
-echo "| members | --max-connections | most descriptors of a process | most outbound connections of a process | LRU closes (all members) | opened past the bound | segments skipped | processes failed | seconds | parameters (hash of all) |"
-echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+echo "| members | --max-connections | most descriptors of a process | most outbound connections of a process | LRU closes (all members) | opened past the bound | segments skipped | messages dropped on arrival | processes failed | seconds | parameters (hash of all) |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 [ -n "${ONLY_BOUND:-}" ] || run 0
 run "$BOUND"

@@ -1,0 +1,105 @@
+// The bound on outbound connections (--max-connections) at 36 real
+// processes: with room for 16 of 35 peers, about every other send opens a
+// connection and closes the least recently used, and still no exchange is
+// lost. The segment deadline is long (20 s) so that a skipped segment means
+// a lost one, not a late one on a busy machine; the most descriptors a
+// member held (/proc/PID/fd, sampled while it trains) are printed.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/support/cluster.h"
+#include "tests/support/http_client.h"
+
+namespace gossipd::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+constexpr int kMembers = 36;
+constexpr int kBound = 16;
+
+size_t open_descriptors(int pid) {
+  std::error_code ec;
+  size_t n = 0;
+  for (std::filesystem::directory_iterator it("/proc/" + std::to_string(pid) + "/fd", ec), end;
+       !ec && it != end; it.increment(ec)) {
+    ++n;
+  }
+  return n;
+}
+
+int ended(const Cluster& c) {
+  int n = 0;
+  for (int i = 0; i < c.size(); ++i) n += c.end_record(i).has_value();
+  return n;
+}
+
+TEST(ConnectionBound, ThirtySixMembersWithRoomForSixteenConnectionsLoseNoExchange) {
+  const std::vector<std::string> args{"--algo",
+                                      "crossover",
+                                      "--hidden",
+                                      "16",
+                                      "--batch",
+                                      "16",
+                                      "--epochs",
+                                      "1",
+                                      "--train-limit",
+                                      "36864",
+                                      "--test-limit",
+                                      "100",
+                                      "--threads",
+                                      "1",
+                                      "--quiet",
+                                      "--max-connections",
+                                      std::to_string(kBound),
+                                      "--segment-deadline-ms",
+                                      "20000",
+                                      "--linger-ms",
+                                      "600000"};
+  Cluster c(kMembers, args, nullptr, Cluster::Listen::kTcp);
+  // The members linger after training (their /metrics still answer); each
+  // has ended when its control record says so.
+  size_t training = 0, ending = 0;  // the most descriptors: while all train, once some have ended
+  double most_open = 0;             // connections open for sending, from /metrics, while training
+  const auto deadline = Clock::now() + 300s;
+  for (int done = 0, pass = 0; (done = ended(c)) < kMembers && Clock::now() < deadline; ++pass) {
+    size_t most = 0;
+    for (int i = 0; i < c.size(); ++i) most = std::max(most, open_descriptors(c.proc(i).pid()));
+    size_t& peak = done == 0 ? training : ending;
+    peak = std::max(peak, most);
+    for (int i = 0; pass % 5 == 0 && i < c.size(); ++i) {
+      if (c.end_record(i)) continue;  // a member that ended has closed them all
+      most_open =
+          std::max(most_open, fetch_metrics(c.http_port(i)).value("gossipd_connections_open").value_or(0));
+    }
+    std::this_thread::sleep_for(200ms);
+  }
+  ASSERT_EQ(ended(c), kMembers) << "not every member ended within 300 s";
+  double closed_lru = 0;
+  for (int i = 0; i < c.size(); ++i) {
+    const auto end = c.end_record(i);
+    ASSERT_EQ(end->event(), "done") << "w" << i << ": " << end->status().error();
+    EXPECT_EQ(end->status().segments_skipped(), 0u) << "w" << i << " lost segments";
+    EXPECT_EQ(end->status().messages_rejected(), 0u) << "w" << i << " dropped messages on arrival";
+    closed_lru += fetch_metrics(c.http_port(i)).value("gossipd_connections_closed_lru_total").value_or(0);
+  }
+  EXPECT_GT(most_open, 0) << "no member's /metrics answered while training";
+  EXPECT_LE(most_open, kBound);
+  // The bound was what the run exercised: thousands of connections closed
+  // for it (the table in daemon/README.md). The descriptors are reported, not
+  // bounded here: closed connections still flushing hold theirs for a while.
+  EXPECT_GT(closed_lru, 1000) << "the bound was not reached";
+  std::printf(
+      "[ measured ] %d members, --max-connections %d: %.0f connections closed for the bound; at most %zu "
+      "descriptors in a process while all trained, %zu once some had ended; at most %.0f connections open\n",
+      kMembers, kBound, closed_lru, training, ending, most_open);
+}
+
+}  // namespace
+}  // namespace gossipd::testing
