@@ -116,6 +116,13 @@ std::optional<RejectReason> Validator::check_body(const proto::Envelope& env, st
   };
   if (env.type() == proto::HELLO && bad_endpoint(env.hello().endpoint(), "HELLO"))
     return RejectReason::kBadBody;
+  if (env.type() == proto::HELLO && env.hello().has_share()) {
+    const auto& share = env.hello().share();
+    if (share.of() == 0 || share.of() > kMaxStateShares || share.index() >= share.of()) {
+      *why = "state share " + std::to_string(share.index()) + " of " + std::to_string(share.of());
+      return RejectReason::kBadBody;
+    }
+  }
   // ZeroMQ routing ids: 1 to 255 bytes, not starting with a zero byte.
   auto bad_id = [&](const std::string& id) {
     if (!id.empty() && id.size() <= 255 && id.front() != '\0') return false;

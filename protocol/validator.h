@@ -13,6 +13,8 @@ namespace gossipd::protocol {
 
 // The most membership updates one probe may carry (a member piggybacks far fewer).
 constexpr size_t kMaxProbeUpdates = 64;
+// A joiner asks for at most this many shares of a state (HELLO's share.of).
+constexpr uint32_t kMaxStateShares = 64;
 
 struct ValidatorOptions {
   std::string cluster_id = "gossipd";

@@ -2,6 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <random>
+
 #include "protocol/errors.h"
 
 namespace gossipd::daemon {
@@ -33,15 +36,40 @@ std::optional<protocol::Message> next_list(protocol::Node& node, const std::stri
   }
 }
 
+// The contact first, then up to donors - 1 other members of its table in a
+// random order (the rest stand by for silent donors), each connected.
+DownloadPlan plan_download(protocol::Node& node, const proto::MemberList& table, const std::string& contact,
+                           const proto::Hello& hello, size_t optimizer_floats, size_t donors) {
+  DownloadPlan plan;
+  plan.segment_lengths = share_cut_lengths(hello);
+  plan.param_floats = hello.parameter_floats();
+  plan.optimizer_floats = optimizer_floats;
+  plan.stall = kRetry * 5;
+  std::vector<const proto::Member*> others;
+  for (const auto& m : table.members()) {
+    if (m.id() != contact && m.id() != node.id()) others.push_back(&m);
+  }
+  std::shuffle(others.begin(), others.end(), std::mt19937_64(std::random_device{}()));
+  plan.donors.push_back(contact);
+  for (const proto::Member* m : others) {
+    node.add_peer(m->id(), m->endpoint());
+    plan.donors.push_back(m->id());
+  }
+  plan.shares = share_count(plan.segment_lengths, plan.param_floats, plan.optimizer_floats,
+                            plan.donors.size(), std::max<size_t>(1, donors));
+  return plan;
+}
+
 }  // namespace
 
 JoinResult join_cluster(protocol::Node& node, const std::vector<std::string>& endpoints, proto::Hello hello,
-                        size_t optimizer_floats, std::chrono::milliseconds timeout, std::stop_token stop,
-                        const std::function<void(const ReplicaState&)>& on_state) {
+                        size_t optimizer_floats, std::chrono::milliseconds timeout, size_t donors,
+                        std::stop_token stop, const std::function<void(const ReplicaState&)>& on_state) {
   // Until the contact is known, its answer comes from a stranger.
   node.validator().set_open_types({proto::MEMBER_LIST, proto::STATE_CHUNK});
   const auto deadline = Clock::now() + timeout;
   JoinResult r;
+  proto::MemberList table;
   // (1) HELLO to each endpoint in turn, through a connection named after it.
   std::vector<std::string> probes;
   for (const auto& ep : endpoints) {
@@ -49,6 +77,7 @@ JoinResult join_cluster(protocol::Node& node, const std::vector<std::string>& en
     node.transport().connect(probes.back(), ep);
   }
   hello.set_ready(false);
+  hello.set_by_shares(true);
   std::string contact_endpoint;
   for (size_t attempt = 0; r.contact.empty(); ++attempt) {
     if (Clock::now() >= deadline) {
@@ -65,6 +94,7 @@ JoinResult join_cluster(protocol::Node& node, const std::vector<std::string>& en
     if (!list.refused().empty()) throw JoinRefused("the cluster refused this worker: " + list.refused());
     r.contact = m->envelope.sender();
     r.topology_seed = list.topology_seed();
+    table = list;
     for (const auto& mem : list.members()) {
       if (mem.id() == r.contact) contact_endpoint = mem.endpoint();
     }
@@ -76,21 +106,38 @@ JoinResult join_cluster(protocol::Node& node, const std::vector<std::string>& en
   if (!node.validator().is_member(r.contact)) {
     throw StateTransferError("member '" + r.contact + "' answered but is not in its own member list");
   }
-  spdlog::info("node '{}': joining through '{}', downloading the state", node.id(), r.contact);
 
-  // (2) The state, then (3) ready -> the announcement naming our round.
-  r.state = receive_state(node, r.contact, hello.parameter_floats(), optimizer_floats, kRetry * 5, stop);
+  // (2) The state in shares, then (3) ready -> the announcement naming our round.
+  DownloadPlan plan = plan_download(node, table, r.contact, hello, optimizer_floats, donors);
+  std::string from = r.contact;
+  for (uint32_t i = 1; i < plan.shares; ++i) from += ", " + plan.donors[i];
+  spdlog::info("node '{}': joining through '{}', downloading the state in {} share{} from {}", node.id(),
+               r.contact, plan.shares, plan.shares == 1 ? "" : "s", from);
+  plan.ask = [&](const std::string& donor, uint32_t index) {
+    proto::Hello ask = hello;
+    ask.mutable_share()->set_index(index);
+    ask.mutable_share()->set_of(plan.shares);
+    send_hello(node, donor, ask);
+  };
+  Download d = download_state(node, plan, stop);
+  r.state = std::move(d.state);
+  r.donors = std::move(d.donors);
+  r.shares_reasked = d.reasked;
+  r.download_ms = d.ms;
+  r.snapshot_wait_ms = d.wait_ms;
   if (on_state) on_state(r.state);
   node.validator().set_open_types({proto::HELLO});
   hello.set_ready(true);
+  hello.clear_share();
+  const std::string& admitter = r.donors.front();  // it sent a share: it may admit this worker
   for (;;) {
     if (Clock::now() >= deadline) {
-      throw StateTransferError("member '" + r.contact +
+      throw StateTransferError("member '" + admitter +
                                "' sent the state but never admitted this worker within " +
                                std::to_string(timeout.count()) + " ms");
     }
-    send_hello(node, r.contact, hello);
-    auto m = next_list(node, r.contact, std::min(deadline, Clock::now() + kRetry), stop);
+    send_hello(node, admitter, hello);
+    auto m = next_list(node, admitter, std::min(deadline, Clock::now() + kRetry), stop);
     if (!m) continue;
     for (const auto& mem : m->envelope.member_list().members()) {
       if (mem.id() == node.id() && mem.since_round() > 0) {

@@ -152,9 +152,11 @@ class Membership {
   // and admits none: HELLOs wait in the mailbox).
   void set_join_policy(JoinPolicy policy);
   // The worker calls it at every step boundary with the round it completed:
-  // a joiner waiting for state gets `snapshot()` (taken here, on the worker's
-  // thread, so the state is consistent), streamed by the transfer thread.
-  void at_step(uint64_t round, const std::function<ReplicaState()>& snapshot);
+  // a joiner waiting for a share of the state (the whole state for a joiner
+  // that asks for no share) gets `snapshot(span)` (taken here, on the
+  // worker's thread, so the state is consistent; SGP splits its mass of the
+  // span's segments with the joiner), the span streamed by the transfer thread.
+  void at_step(uint64_t round, const std::function<ReplicaState(const ShareSpan&)>& snapshot);
 
   // Applies one validated control message (PING, ACK, PING_REQ,
   // MEMBER_LIST, LEAVE, HELLO; others are ignored). The membership thread calls it for every one
@@ -163,6 +165,9 @@ class Membership {
 
  private:
   using Clock = std::chrono::steady_clock;
+  struct Joiner;
+  // Queues the share `hello` asks for (the whole state when it asks none).
+  static void want_share(Joiner& j, const proto::Hello& hello);
   struct Entry {
     std::string endpoint;
     std::string group;
@@ -180,7 +185,14 @@ class Membership {
     std::string group;
     Clock::time_point deadline;
     bool refused = false;
-    bool state_sent = false;
+    bool state_sent = false;  // a share (or the whole state) went out: it may be admitted here
+    // What it asked for: the shares not yet snapshot (index, of), and its
+    // sizes to cut them (state_share.h).
+    std::vector<std::pair<uint32_t, uint32_t>> wanted;
+    std::vector<uint32_t> asked;
+    std::vector<uint64_t> segment_lengths;  // share_cut_lengths
+    size_t param_floats = 0;
+    size_t optimizer_floats = 0;
     // Its endpoint is connected: only then may at_step queue its state (a
     // contact stepping faster than the connect would send to no one).
     bool connected = false;
@@ -277,7 +289,13 @@ class Membership {
 
   std::mutex transfer_mu_;
   std::condition_variable_any transfer_cv_;
-  std::deque<std::pair<std::string, std::shared_ptr<const ReplicaState>>> transfers_;
+  struct Transfer {
+    std::string to;
+    uint32_t index = 0;
+    ShareSpan span;
+    std::shared_ptr<const ReplicaState> state;
+  };
+  std::deque<Transfer> transfers_;
   std::jthread transfer_thread_;
   std::jthread thread_;
 };

@@ -1,7 +1,8 @@
 // Membership's side of a join, as the joiner's contact: a HELLO answered
 // (admitted, refused with the reason, or a restarted member's old
-// incarnation dropped), the state snapshot taken at the next step, and the
-// downloads sent one at a time (membership.h).
+// incarnation dropped), the share of the state it asks for (or all of it)
+// snapshot at the next step, and the downloads sent one at a time
+// (membership.h).
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -86,10 +87,17 @@ void Membership::handle_hello(const std::string& id, const proto::Hello& hello) 
       auto j = joiners_.find(id);
       const bool repeat = j != joiners_.end() && j->second.endpoint == hello.endpoint() && !j->second.refused;
       if (!repeat) {
-        joiners_[id] = Joiner{hello.endpoint(), hello.group(),
-                              now + (why.empty() ? options_.join_timeout : std::chrono::milliseconds(2000)),
-                              !why.empty(), false};
+        Joiner fresh;
+        fresh.endpoint = hello.endpoint();
+        fresh.group = hello.group();
+        fresh.deadline = now + (why.empty() ? options_.join_timeout : std::chrono::milliseconds(2000));
+        fresh.refused = !why.empty();
+        fresh.segment_lengths = share_cut_lengths(hello);
+        fresh.param_floats = hello.parameter_floats();
+        fresh.optimizer_floats = hello.optimizer_state_floats();
+        j = joiners_.insert_or_assign(id, std::move(fresh)).first;
       }
+      if (why.empty()) want_share(j->second, hello);
       if (why.empty()) {
         reply = table();
         reply.set_topology_seed(policy_->topology_seed);
@@ -117,35 +125,54 @@ void Membership::handle_hello(const std::string& id, const proto::Hello& hello) 
   if (hello.ready()) publish();
 }
 
-void Membership::at_step(uint64_t round, const std::function<ReplicaState()>& snapshot) {
-  std::vector<std::string> want;
+void Membership::at_step(uint64_t round, const std::function<ReplicaState(const ShareSpan&)>& snapshot) {
+  std::vector<Transfer> want;
   bool republish = false;
   {
     std::lock_guard lock(mu_);
     last_round_ = round;
     for (auto& [id, j] : joiners_) {
-      if (j.refused || j.state_sent || !j.connected) continue;
+      if (j.refused || j.wanted.empty() || !j.connected) continue;
+      for (const auto& [index, of] : j.wanted) {
+        const ShareSpan span = share_span(j.segment_lengths, j.param_floats, j.optimizer_floats, index, of);
+        want.push_back(Transfer{id, index, span, nullptr});
+      }
+      j.wanted.clear();
       j.state_sent = true;
-      want.push_back(id);
     }
     republish = view_locked(round + 1).id() != published_view_;
   }
-  for (const auto& id : want) {
-    auto st = std::make_shared<ReplicaState>(snapshot());
+  for (auto& t : want) {
+    auto st = std::make_shared<ReplicaState>(snapshot(t.span));
     seal(*st);
+    t.state = std::move(st);
     {
       std::lock_guard lock(transfer_mu_);
-      transfers_.emplace_back(id, std::move(st));
+      transfers_.push_back(std::move(t));
     }
     transfer_cv_.notify_one();
   }
   if (republish) publish();
 }
 
+void Membership::want_share(Joiner& j, const proto::Hello& hello) {
+  // A joiner that asks for no share takes the whole state; one that will ask
+  // (by_shares) is sent nothing until it does. The validator checked index < of.
+  std::pair<uint32_t, uint32_t> share{0, 1};
+  if (hello.has_share()) {
+    share = {hello.share().index(), hello.share().of()};
+  } else if (hello.by_shares()) {
+    return;
+  }
+  if (std::find(j.asked.begin(), j.asked.end(), share.first) != j.asked.end()) return;  // a repeated HELLO
+  j.asked.push_back(share.first);
+  j.wanted.push_back(share);
+}
+
 void Membership::transfer_loop(std::stop_token stop) {
   // One download at a time: a burst of joiners cannot take every link at once.
   for (;;) {
-    std::pair<std::string, std::shared_ptr<const ReplicaState>> job;
+    Transfer job;
     {
       std::unique_lock lock(transfer_mu_);
       if (!transfer_cv_.wait(lock, stop, [&] { return !transfers_.empty(); })) return;
@@ -154,13 +181,13 @@ void Membership::transfer_loop(std::stop_token stop) {
     }
     const auto start = Clock::now();
     try {
-      send_state(node_, job.first, job.second, options_.state_chunk_bytes, std::chrono::milliseconds(5000));
-      spdlog::info("node '{}': state for '{}' queued ({} floats, step {}) in {:.0f} ms", node_.id(),
-                   job.first, job.second->params.size() + job.second->optimizer.size(),
-                   job.second->header.step(),
+      send_state(node_, job.to, job.state, job.index, job.span, options_.state_chunk_bytes,
+                 std::chrono::milliseconds(5000));
+      spdlog::info("node '{}': share {} of the state for '{}' queued ({} floats, step {}) in {:.0f} ms",
+                   node_.id(), job.index, job.to, job.span.floats(), job.state->header.step(),
                    std::chrono::duration<double, std::milli>(Clock::now() - start).count());
     } catch (const std::exception& e) {
-      spdlog::warn("node '{}': state download to '{}' abandoned: {}", node_.id(), job.first, e.what());
+      spdlog::warn("node '{}': state download to '{}' abandoned: {}", node_.id(), job.to, e.what());
     }
   }
 }

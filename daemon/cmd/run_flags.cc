@@ -51,6 +51,11 @@ void add_run_command(CLI::App& app, RunCommandLine& line) {
       ->delimiter(',');
   cmd->add_flag("--bootstrap", o.bootstrap,
                 "With --join: if no member answers within --startup-timeout-ms, start as the first member");
+  cmd->add_option("--join-donors", o.join_donors,
+                  "With --join: download the state in shares from this many members at once (a share whose "
+                  "member goes silent is asked of another)")
+      ->check(CLI::Range(size_t{1}, size_t{64}))
+      ->capture_default_str();
   cmd->add_option(
       "--advertise", o.advertise,
       "Endpoint other members reach this worker at (default: the bound one; needed with 0.0.0.0)");

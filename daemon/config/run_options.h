@@ -35,6 +35,7 @@ struct RunOptions {
   std::vector<std::string> peers;  // ID=ENDPOINT; the own id may be listed (ignored)
   std::vector<std::string> join;   // endpoints of live members to join through
   bool bootstrap = false;          // with --join: start as the first member if nobody answers
+  size_t join_donors = 4;          // with --join: members the state is downloaded from at once
   std::string advertise;           // the endpoint others reach this worker at (default: the bound one)
   std::string group;               // hierarchical group label (default: the host of the advertised endpoint)
   std::string http;                // IP:PORT for /status and /metrics; empty = off

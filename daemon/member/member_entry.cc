@@ -37,7 +37,8 @@ std::optional<JoinResult> Member::join(std::stop_token stop) {
   };
   try {
     return join_cluster(*node_, o_.join, mine_, trainer.optimizer().state().size(),
-                        std::chrono::milliseconds(o_.startup_timeout_ms), stop, evaluate_download);
+                        std::chrono::milliseconds(o_.startup_timeout_ms), o_.join_donors, stop,
+                        evaluate_download);
   } catch (const NoMemberAnswered& e) {
     if (!o_.bootstrap) throw;
     // The first member of a new cluster: its own shard is all the data.
@@ -62,6 +63,16 @@ void Member::adopt(const JoinResult& joined, std::stop_token stop) {
   epochs_ = static_cast<int>(h.epochs());
   topology_seed_ = joined.topology_seed;
   entered_from_ = h;
+  state_.update([&](proto::Status& s) {
+    proto::JoinRecord* j = s.mutable_joined();
+    j->set_contact(joined.contact);
+    for (const auto& d : joined.donors) j->add_donors(d);
+    j->set_shares_reasked(joined.shares_reasked);
+    j->set_download_ms(joined.download_ms);
+    j->set_snapshot_wait_ms(joined.snapshot_wait_ms);
+    j->set_state_step(h.step());
+    j->set_since_round(joined.since_round);
+  });
   events_.joined(joined.contact, joined.since_round, steps_ * static_cast<uint64_t>(epochs_),
                  (joined.since_round - 1) / steps_ + 1);
   if (resume_) events_.left_checkpoint(resume_->state.header.step());

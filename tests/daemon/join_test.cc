@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -159,6 +160,15 @@ TEST_P(Join, AFifthWorkerJoinsWithoutStallingTheOthers) {
       static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(worst).count()),
       downloaded, lowest_before, epoch, acc, others, each.c_str());
   EXPECT_NE(c.proc(j).out().find("joined through w1"), std::string::npos) << c.proc(j).out();
+  // The state came in shares from several members at once (up to
+  // --join-donors 4; SGP's as many as its segments allow), w1's first.
+  const proto::JoinRecord joined = fetch_status(joiner_port).joined();
+  ASSERT_GE(joined.donors_size(), 2) << joined.DebugString();
+  EXPECT_EQ(joined.donors(0), "w1");
+  EXPECT_EQ(std::set<std::string>(joined.donors().begin(), joined.donors().end()).size(),
+            static_cast<size_t>(joined.donors_size()));
+  EXPECT_EQ(joined.shares_reasked(), 0u);
+  EXPECT_EQ(joined.contact(), "w1");
   for (int i = 0; i <= j; ++i) c.proc(i).signal(SIGTERM);
   for (int i = 0; i <= j; ++i) {
     ASSERT_TRUE(c.proc(i).wait(10s));
@@ -167,6 +177,57 @@ TEST_P(Join, AFifthWorkerJoinsWithoutStallingTheOthers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Protocols, Join, ::testing::Values("crossover", "sgp", "allreduce"));
+
+// A donor that dies after the joiner asked it for a share: the share is
+// asked of another member after 10 s of silence, and the join goes on from
+// the shares already downloaded (not from the start).
+TEST(JoinDonors, AShareWhoseDonorWasKilledIsAskedOfAnotherAndTheJoinSucceeds) {
+  TempDir dir("gossipd_join");
+  // A failure timeout longer than the join: the killed member is still in
+  // the contact's table when the joiner asks it. SGP in eight segments: four
+  // shares on segment boundaries (--join-donors 4, the default), one from
+  // each member, so the killed one is asked for one.
+  std::vector<std::string> args{"--algo",   "sgp",
+                                "--epochs", "1000",
+                                "--quiet",  "--train-limit",
+                                "8000",     "--test-limit",
+                                "500",      "--batch",
+                                "32",       "--threads",
+                                "1",        "--failure-timeout-ms",
+                                "30000",    "--segment-deadline-ms",
+                                "500",      "--segments",
+                                "8"};
+  Cluster c(4, args);
+  for (int i = 0; i < 4; ++i) ASSERT_GT(c.http_port(i), 0) << c.proc(i).err();
+  ASSERT_TRUE(wait_until([&] { return fetch_status(c.http_port(0)).round() > 20; }, 60s));
+  c.proc(3).signal(SIGKILL);
+  ASSERT_TRUE(c.proc(3).wait(10s));
+  const auto launched = Clock::now();
+  std::vector<std::string> joiner = args;
+  joiner.insert(joiner.end(), {"--metrics-out", dir.file("w9")});
+  const int j = c.join("w9", 0, joiner);
+  const uint16_t port = c.http_port(j);
+  ASSERT_GT(port, 0) << c.proc(j).err();
+  ASSERT_TRUE(wait_until([&] { return fetch_status(port).has_joined(); }, 60s)) << c.proc(j).err();
+  const proto::JoinRecord joined = fetch_status(port).joined();
+  ASSERT_EQ(joined.donors_size(), 4) << joined.DebugString();
+  EXPECT_EQ(joined.shares_reasked(), 1u) << joined.DebugString();
+  for (const auto& d : joined.donors()) EXPECT_NE(d, "w3") << "the killed member sent nothing";
+  // It trains with the cluster: its first evaluation comes.
+  EXPECT_TRUE(wait_until([&] { return !accuracies(dir.file("w9")).empty(); }, 60s)) << c.proc(j).err();
+  std::printf("[ measured ] joined %lld ms after launch, download %.0f ms with one share asked again\n",
+              static_cast<long long>(
+                  std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - launched).count()),
+              joined.download_ms());
+  for (int i = 0; i <= j; ++i) {
+    if (i != 3) c.proc(i).signal(SIGTERM);
+  }
+  for (int i = 0; i <= j; ++i) {
+    if (i != 3) {
+      EXPECT_TRUE(c.proc(i).wait(15s));
+    }
+  }
+}
 
 // A joiner the cluster cannot take: refused in one line (exit 2), the
 // cluster keeps training without it.

@@ -30,7 +30,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   uint64_t round = 0;
   h.each_valid(data, size, [&](protocol::Message& m) {
     membership.handle(m);
-    membership.at_step(++round, [] {
+    membership.at_step(++round, [](const daemon::ShareSpan&) {
       daemon::ReplicaState s;
       s.params.assign(40, 1.0f);
       s.optimizer.assign(8, 0.5f);

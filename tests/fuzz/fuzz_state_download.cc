@@ -1,9 +1,9 @@
-// A joiner's download (receive_state) fed with whatever its contact m1 and
-// the others send: it must return a state that matches the sizes asked for
-// and its checksum, or throw a one-line error.
+// A joiner's download in two shares (download_state, asked of m1 and m2) fed
+// with whatever m1 and the others send: it must return a state that matches
+// the sizes asked for and each share's checksum, or throw a one-line error.
 #include <cassert>
 
-#include "daemon/cluster/state_transfer.h"
+#include "daemon/cluster/share_download.h"
 #include "protocol/errors.h"
 #include "tests/fuzz/harness.h"
 
@@ -14,8 +14,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   h.node->validator().set_open_types({proto::MEMBER_LIST, proto::STATE_CHUNK});
   h.each_valid(data, size, [&](protocol::Message& m) { h.node->mailbox().push(std::move(m)); });
   try {
-    auto s = daemon::receive_state(*h.node, "m1", 40, 8, std::chrono::milliseconds(0), {});
-    assert(s.params.size() == 40 && s.optimizer.size() == 8);
+    daemon::DownloadPlan plan;
+    plan.segment_lengths = {24, 16};
+    plan.param_floats = 40;
+    plan.optimizer_floats = 8;
+    plan.shares = 2;
+    plan.donors = {"m1", "m2"};
+    plan.stall = std::chrono::milliseconds(0);
+    auto d = daemon::download_state(*h.node, plan, {});
+    assert(d.state.params.size() == 40 && d.state.optimizer.size() == 8 && d.donors.size() == 2);
   } catch (const std::runtime_error&) {
     // mismatch, corruption or nothing more to read: the joiner reports it
   }

@@ -142,19 +142,27 @@ int main(int argc, char** argv) {
   // membership: a join (HELLO, ready), a list, probes, a leave.
   put("membership", "session", control_seeds(false));
 
-  // state_download: a real download of 40 + 8 floats from m1, in 64-byte chunks.
+  // state_download: a real download of 40 + 8 floats (segments 24 and 16) in
+  // two shares, share 0 from m1 and share 1 from m2, in 64-byte chunks.
   {
     protocol::InProcHub hub;
     protocol::Node m1(options("m1"), hub);
+    protocol::Node m2(options("m2"), hub);
     m1.add_peer("self", "inproc-hub://self");
+    m2.add_peer("self", "inproc-hub://self");
     auto st = std::make_shared<daemon::ReplicaState>();
     st->params.assign(40, 0.25f);
     st->optimizer.assign(8, -1.0f);
     st->header.set_step(12);
     st->header.set_algo("crossover");
     daemon::seal(*st);
-    put("state_download", "download",
-        capture(hub, [&] { daemon::send_state(m1, "self", st, 64, std::chrono::seconds(1)); }));
+    const std::vector<uint64_t> lengths = {24, 16};
+    put("state_download", "download", capture(hub, [&] {
+          daemon::send_state(m1, "self", st, 0, daemon::share_span(lengths, 40, 8, 0, 2), 64,
+                             std::chrono::seconds(1));
+          daemon::send_state(m2, "self", st, 1, daemon::share_span(lengths, 40, 8, 1, 2), 64,
+                             std::chrono::seconds(1));
+        }));
   }
 
   // segment: round 1 of tag 3, segments 0..2 (16, 300, 5 floats) from m1 and m2.

@@ -61,7 +61,7 @@ ReplicaState AllreduceWorker::capture() const {
 
 trainer::StepResult AllreduceWorker::step(std::span<const uint32_t> idx, std::stop_token stop) {
   for (;;) {
-    membership_.at_step(trainer_.step_count(), [&] { return capture(); });
+    membership_.at_step(trainer_.step_count(), [&](const ShareSpan&) { return capture(); });
     if (options_.checkpointer)
       options_.checkpointer->at_step(trainer_.step_count(), [&] { return capture(); });
     const uint64_t round = trainer_.step_count() + 1;

@@ -223,11 +223,13 @@ ReplicaState GossipWorker::capture(std::span<const float> x, const protocol::Pus
   return st;
 }
 
-ReplicaState GossipWorker::split_off_for_joiner(std::span<float> x, protocol::PushSumGossip* push_sum) {
+ReplicaState GossipWorker::split_off_for_joiner(std::span<float> x, protocol::PushSumGossip* push_sum,
+                                                const ShareSpan& share) {
   if (push_sum) {
     std::vector<double> w = push_sum->weights();
     for (size_t s = 0; s < options_.segments.size(); ++s) {
       const auto& seg = options_.segments[s];
+      if (!share.holds_param(seg.offset)) continue;  // another donor's segment
       for (size_t i = seg.offset; i < seg.offset + seg.length; ++i) x[i] *= 0.5f;
       w[s] *= 0.5;
     }
@@ -289,7 +291,9 @@ void GossipWorker::run(std::stop_token stop) {
       [&](std::span<const uint32_t> idx) {
         // Between two steps: a joiner or a checkpoint may take the state.
         const uint64_t done = trainer_.step_count();
-        membership_.at_step(done, [&] { return split_off_for_joiner(p->state(), p->push_sum()); });
+        membership_.at_step(done, [&](const ShareSpan& share) {
+          return split_off_for_joiner(p->state(), p->push_sum(), share);
+        });
         if (options_.checkpointer)
           options_.checkpointer->at_step(done, [&] { return capture(p->state(), p->push_sum()); });
         const trainer::StepResult r = p->train(idx);

@@ -92,9 +92,12 @@ class GossipWorker : public Worker {
   // This worker's state (x: the parameters, for SGP the numerators), as a
   // checkpoint holds it; changes nothing.
   ReplicaState capture(std::span<const float> x, const protocol::PushSumGossip* push_sum) const;
-  // The state a joiner starts from. For SGP the joiner takes half of this
-  // member's push-sum mass (numerators and weights), so the total is unchanged.
-  ReplicaState split_off_for_joiner(std::span<float> x, protocol::PushSumGossip* push_sum);
+  // The state a joiner starts from, of which it downloads `share`. For SGP
+  // the joiner takes half of this member's push-sum mass (numerators and
+  // weights) of the share's segments, so the total is unchanged (the other
+  // segments' halves come from their own donors).
+  ReplicaState split_off_for_joiner(std::span<float> x, protocol::PushSumGossip* push_sum,
+                                    const ShareSpan& share);
   std::unique_ptr<Protocol> make_protocol();
 
   protocol::Node& node_;
