@@ -129,6 +129,14 @@ std::optional<RejectReason> Validator::check_body(const proto::Envelope& env, st
     *why = "member id of " + std::to_string(id.size()) + " bytes";
     return true;
   };
+  if (env.type() == proto::REUNION) {
+    const auto& r = env.reunion();
+    if (bad_id(r.lowest())) return RejectReason::kBadBody;
+    if (r.members() == 0 || r.members() > options_.max_members) {
+      *why = "REUNION of " + std::to_string(r.members()) + " members";
+      return RejectReason::kBadBody;
+    }
+  }
   if (env.has_probe()) {
     const auto& probe = env.probe();
     if (static_cast<size_t>(probe.updates_size()) > kMaxProbeUpdates) {

@@ -72,6 +72,11 @@ SANITIZE_SKIP+='|^Cli\.BenchSparse|^HostileDataPort\.'
 # closing and reopening runs sanitized in-process: ConnectionBound in
 # protocol_transport_test).
 SANITIZE_SKIP+='|^ConnectionBound\.ThirtySixMembers'
+# A joiner whose donor was killed (a 10 s stall, then the share from
+# another: the download runs sanitized in-process in ShareDownload) and 8
+# namespace hosts cut 4 + 4 (a 1.5 s failure timeout, under the sanitizers'
+# slowdown a false eviction; REUNION runs sanitized in the membership fuzz target).
+SANITIZE_SKIP+='|^JoinDonors\.AShareWhoseDonorWasKilled|^Partition\.FourAndFourHosts'
 
 # Stage 1's tests that run alone (below).
 ALONE='^Protocols/Join\.AFifthWorker'

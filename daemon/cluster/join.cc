@@ -126,7 +126,7 @@ JoinResult join_cluster(protocol::Node& node, const std::vector<std::string>& en
   r.download_ms = d.ms;
   r.snapshot_wait_ms = d.wait_ms;
   if (on_state) on_state(r.state);
-  node.validator().set_open_types({proto::HELLO});
+  node.validator().set_open_types({proto::HELLO, proto::REUNION});
   hello.set_ready(true);
   hello.clear_share();
   const std::string& admitter = r.donors.front();  // it sent a share: it may admit this worker

@@ -64,7 +64,9 @@ Membership::Membership(protocol::Node& node, proto::Member self, const proto::Me
       stale_updates_(
           metrics.counter("gossipd_member_updates_stale_total",
                           "Membership updates dropped: older than the incarnation held, about another "
-                          "join of the id, or about a member not known or gone")) {
+                          "join of the id, or about a member not known or gone")),
+      reunions_(metrics.counter("gossipd_reunions_total",
+                                "REUNIONs taken from members this one evicted (a partition's other side)")) {
   for (const auto& m : admitted.members()) {
     if (m.id() == self_.id()) {
       self_.set_since_round(m.since_round());
@@ -196,13 +198,15 @@ void Membership::publish() {
   changed_.notify();
 }
 
-void Membership::drop(const std::string& id, const std::string& why) {
+void Membership::drop(const std::string& id, const std::string& why, bool evicted) {
   size_t left = 0;
   {
     std::lock_guard lock(mu_);
     auto it = entries_.find(id);
     if (it == entries_.end()) return;
     departed_.record(id, it->second.since_round);
+    if (evicted && parted_.size() < kDepartedPerMember * options_.max_members)
+      parted_[id] = Parted{it->second.endpoint, Clock::now()};
     entries_.erase(it);
     ++changes_;
     left = entries_.size() + 1;
@@ -282,8 +286,9 @@ void Membership::handle(const protocol::Message& m) {
   {
     // Word from a member is word that it runs: this member's suspicion of
     // it ends (its refutation may still be on its way, queued behind data).
+    // Not a REUNION: one comes from a member that evicted this one.
     std::lock_guard lock(mu_);
-    if (auto it = entries_.find(env.sender()); it != entries_.end()) {
+    if (auto it = entries_.find(env.sender()); it != entries_.end() && env.type() != proto::REUNION) {
       heard_ = Clock::now();
       it->second.suspect = false;
     }
@@ -315,6 +320,9 @@ void Membership::handle(const protocol::Message& m) {
     case proto::HELLO:
       handle_hello(env.sender(), env.hello());
       break;
+    case proto::REUNION:
+      on_reunion(m);
+      break;
     default:  // HEARTBEAT: a peer of an older protocol; the validator refuses its version anyway
       break;
   }
@@ -340,9 +348,9 @@ void Membership::expire_joiners() {
 }
 
 void Membership::loop(std::stop_token stop) {
-  static constexpr proto::MessageType kTypes[] = {proto::LEAVE,    proto::HELLO, proto::MEMBER_LIST,
-                                                  proto::PING,     proto::ACK,   proto::PING_REQ,
-                                                  proto::HEARTBEAT};
+  static constexpr proto::MessageType kTypes[] = {proto::LEAVE,     proto::HELLO,  proto::MEMBER_LIST,
+                                                  proto::PING,      proto::ACK,    proto::PING_REQ,
+                                                  proto::HEARTBEAT, proto::REUNION};
   while (!stop.stop_requested()) {
     if (Clock::now() >= next_tick_) tick();
     probe_indirectly();  // when this period's probe is due for it

@@ -221,7 +221,9 @@ class Membership {
   // timers of that time are moved by the pause instead of suspecting the
   // peers or this member for it.
   void excuse_pause(Clock::duration late);
-  void drop(const std::string& id, const std::string& why);
+  // `evicted`: for silence (not a LEAVE or a restart): it may be a
+  // partition's other side, which this member then looks for (reunion).
+  void drop(const std::string& id, const std::string& why, bool evicted = false);
   // node_.add_peer; false (logged) when the transport cannot connect there.
   bool connect(const std::string& id, const std::string& endpoint);
   void publish();
@@ -236,6 +238,15 @@ class Membership {
   bool end_probe(Clock::time_point now);
   void expire_suspicions(Clock::time_point now);
   bool cut_off(Clock::time_point now);
+  // A partition's two sides (membership_reunion.cc).
+  void seek_reunion(Clock::time_point now);
+  void on_reunion(const protocol::Message& m);
+  void send_reunion(const std::string& to, const std::string& endpoint, bool answer);
+  std::string lowest_id() const;  // of the view, this member included; with mu_ held
+  // Why this member's part stops for the part `theirs` describes ("" when
+  // this part goes on); with mu_ held.
+  std::string yield_to(const std::string& from, const proto::Reunion& theirs,
+                       const std::string& endpoint) const;
   void start_probe(Clock::time_point now);
   void probe_indirectly();
   void push_pull(Clock::time_point now);
@@ -282,10 +293,19 @@ class Membership {
   Clock::time_point next_push_pull_;
   Clock::time_point heard_;  // the last message from any peer
   bool lost_ = false;
+  // Members evicted for silence in the last kReunionWindow: their endpoint
+  // and when; a REUNION goes to one of them each period (membership_reunion.cc).
+  struct Parted {
+    std::string endpoint;
+    Clock::time_point since;
+  };
+  std::map<std::string, Parted> parted_;
+  std::string next_parted_;  // the next one looked for (round robin)
   Counter& suspicions_;
   Counter& refutations_;
   Counter& indirect_probes_;
   Counter& stale_updates_;
+  Counter& reunions_;
 
   std::mutex transfer_mu_;
   std::condition_variable_any transfer_cv_;

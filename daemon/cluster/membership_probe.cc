@@ -79,6 +79,7 @@ void Membership::tick() {
   expire_suspicions(now);
   if (free) start_probe(now);
   push_pull(now);
+  seek_reunion(now);
   expire_joiners();
 }
 
@@ -149,7 +150,7 @@ void Membership::expire_suspicions(Clock::time_point now) {
   }
   for (const auto& id : dead) {
     evictions_.add();
-    drop(id, "evicted (suspected, and no word from it within the failure timeout)");
+    drop(id, "evicted (suspected, and no word from it within the failure timeout)", true);
   }
 }
 

@@ -36,7 +36,7 @@ void Membership::apply(const proto::Probe& probe) {
   }
   for (const auto& [id, why] : gone) {
     evictions_.add();
-    drop(id, why);
+    drop(id, why, true);
   }
   if (changed)
     publish();

@@ -100,7 +100,9 @@ void Member::open_node() {
   protocol::NodeOptions nopts = node_options(o_);
   for (const auto& [id, endpoint] : peers_) nopts.initial_members.push_back(id);
   node_ = std::make_unique<protocol::Node>(nopts);
-  node_->validator().set_open_types({proto::HELLO});  // anyone may ask to join (or hear why not)
+  // Anyone may ask to join (or hear why not); a partition's other side may say
+  // it is there (a REUNION counts only from a member this one evicted).
+  node_->validator().set_open_types({proto::HELLO, proto::REUNION});
   // Known before any peer's first segment can arrive (a joiner's first round
   // is often already on its way when its worker starts).
   protocol::register_segments(*node_, replica_->segments());

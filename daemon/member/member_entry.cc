@@ -43,7 +43,7 @@ std::optional<JoinResult> Member::join(std::stop_token stop) {
     if (!o_.bootstrap) throw;
     // The first member of a new cluster: its own shard is all the data.
     spdlog::warn("node '{}': {}; starting as the first member (--bootstrap)", o_.id, e.what());
-    node_->validator().set_open_types({proto::HELLO});
+    node_->validator().set_open_types({proto::HELLO, proto::REUNION});
     joining_ = false;
     return std::nullopt;
   } catch (const JoinRefused& e) {

@@ -126,6 +126,17 @@ std::string control_seeds(bool for_envelope) {
   proto::Envelope leave = envelope("m2", proto::LEAVE);
   leave.mutable_leave()->set_reason("SIGTERM");
   all += one("m2", leave);
+  // A joiner asking for a share of the state; a partition's other side (m1, evicted above).
+  proto::Envelope share = envelope("y", proto::HELLO);
+  share.mutable_hello()->set_endpoint("inproc-hub://y");
+  share.mutable_hello()->set_algo("crossover");
+  share.mutable_hello()->mutable_share()->set_index(1);
+  share.mutable_hello()->mutable_share()->set_of(2);
+  all += one("y", share);
+  proto::Envelope reunion = envelope("m1", proto::REUNION);
+  reunion.mutable_reunion()->set_members(5);
+  reunion.mutable_reunion()->set_lowest("a");
+  all += one("m1", reunion);
   return all;
 }
 
