@@ -132,6 +132,13 @@ std::optional<RejectReason> Validator::check_body(const proto::Envelope& env, st
   if (env.type() == proto::REUNION) {
     const auto& r = env.reunion();
     if (bad_id(r.lowest())) return RejectReason::kBadBody;
+    if (static_cast<size_t>(r.ids_size()) > options_.max_members) {
+      *why = "REUNION naming " + std::to_string(r.ids_size()) + " members";
+      return RejectReason::kBadBody;
+    }
+    for (const auto& id : r.ids()) {
+      if (bad_id(id)) return RejectReason::kBadBody;
+    }
     if (r.members() == 0 || r.members() > options_.max_members) {
       *why = "REUNION of " + std::to_string(r.members()) + " members";
       return RejectReason::kBadBody;

@@ -47,7 +47,8 @@ DownloadPlan plan_download(protocol::Node& node, const proto::MemberList& table,
   plan.stall = kRetry * 5;
   std::vector<const proto::Member*> others;
   for (const auto& m : table.members()) {
-    if (m.id() != contact && m.id() != node.id()) others.push_back(&m);
+    // A member admitted for a later round has no state to give before it enters.
+    if (m.id() != contact && m.id() != node.id() && m.since_round() <= table.round()) others.push_back(&m);
   }
   std::shuffle(others.begin(), others.end(), std::mt19937_64(std::random_device{}()));
   plan.donors.push_back(contact);

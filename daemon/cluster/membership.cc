@@ -167,6 +167,7 @@ proto::MemberList Membership::members() const {
 
 proto::MemberList Membership::table() const {
   proto::MemberList list;
+  list.set_round(last_round_);
   *list.add_members() = self_;
   for (const auto& [id, e] : entries_) {
     proto::Member* m = list.add_members();

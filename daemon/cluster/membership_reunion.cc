@@ -2,10 +2,12 @@
 // other after the failure timeout and trains on. A member keeps the
 // endpoints of the members it evicted for silence (for kReunionWindow) and
 // each period sends one of them a REUNION. One that gets a REUNION from a
-// member it evicted answers with its part of the cluster as it is then (how
-// many members, the lowest id): a REUNION sent during the partition waits in
-// a queue and arrives when the links come back, describing the part as it
-// was, so only answers decide. A member that gets an answer compares the two
+// member it evicted answers with its part of the cluster as it is then (its
+// ids, how many, the lowest): a REUNION sent during the partition waits in a
+// queue and arrives when the links come back, describing the part as it was,
+// so only answers decide. A member that gets an answer from a part that
+// shares no member with its own view (one that does is a view lagging
+// behind, or a member evicted falsely, which SWIM settles) compares the two
 // parts: the larger goes on (of two as large, the one holding the lower id);
 // every member of the other stops with one line naming where to --join
 // (on_lost), as a member cut off alone does: no part trains on as if it were
@@ -65,6 +67,10 @@ void Membership::send_reunion(const std::string& to, const std::string& endpoint
     env.mutable_reunion()->set_members(static_cast<uint32_t>(entries_.size() + 1));
     env.mutable_reunion()->set_lowest(lowest_id());
     env.mutable_reunion()->set_answer(answer);
+    if (answer) {
+      env.mutable_reunion()->add_ids(self_.id());
+      for (const auto& [id, e] : entries_) env.mutable_reunion()->add_ids(id);
+    }
   }
   try {
     node_.transport().connect(reunion_peer(to), endpoint);
@@ -106,6 +112,9 @@ std::string Membership::yield_to(const std::string& from, const proto::Reunion& 
                                  const std::string& endpoint) const {
   const auto mine = static_cast<uint32_t>(entries_.size() + 1);
   const std::string lowest = lowest_id();
+  for (const auto& id : theirs.ids()) {
+    if (id == self_.id() || entries_.count(id)) return "";  // not the other side: one view lags the other
+  }
   if (mine > theirs.members() || (mine == theirs.members() && lowest < theirs.lowest())) return "";
   return "met the cluster's other part after a partition: '" + from + "' is one of its " +
          std::to_string(theirs.members()) + " members (this part: " + std::to_string(mine) + ", lowest id '" +
