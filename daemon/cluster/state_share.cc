@@ -39,7 +39,7 @@ void crc_range(uLong& crc, const float* p, size_t floats) {
 }  // namespace
 
 std::vector<uint64_t> share_cut_lengths(const proto::Hello& hello) {
-  if (hello.algo() != "sgp" && hello.algo() != "osgp") return {};
+  if (!hello.shares_on_segments()) return {};
   return {hello.segment_lengths().begin(), hello.segment_lengths().end()};
 }
 

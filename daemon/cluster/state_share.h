@@ -28,10 +28,10 @@ struct ShareSpan {
 // The whole state: what a joiner that asks for no share is sent.
 inline ShareSpan whole_state(size_t params, size_t optimizer) { return {0, params, 0, optimizer}; }
 
-// The segment lengths shares are cut on for a joiner that says `hello`:
-// SGP's and OSGP's segments (a segment's push-sum weight must come whole
-// from the one donor that splits its mass), none for the other protocols
-// (their shares are cut evenly, as many as asked).
+// The segment lengths shares are cut on for a joiner that says `hello`: its
+// segments when it says shares_on_segments (SGP's and OSGP's: a segment's
+// push-sum weight must come whole from the one donor that splits its mass),
+// none otherwise (shares cut evenly, as many as asked).
 std::vector<uint64_t> share_cut_lengths(const proto::Hello& hello);
 
 // A share smaller than this is not worth a donor of its own.

@@ -52,6 +52,7 @@ class HostedMode : public Mode {
   }
   bool accepts_joins() const override { return inner_.accepts_joins(); }
   std::string join_name() const override { return inner_.join_name(); }
+  bool shares_on_segments() const override { return inner_.shares_on_segments(); }
   void model_in_state(const ReplicaState& st, const protocol::SegmentTable& segments,
                       std::span<float> params) const override {
     inner_.model_in_state(st, segments, params);

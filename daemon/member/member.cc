@@ -124,6 +124,7 @@ void Member::open_node() {
   events_.listening(record("listening"));
   if (TrainedReplica* t = replica_->trained())
     mine_ = describe(mode_.join_name(), self_, t->trainer(), replica_->segments());
+  mine_.set_shares_on_segments(mode_.shares_on_segments());
   membership_options_.heartbeat_interval = std::chrono::milliseconds(o_.heartbeat_ms);
   membership_options_.failure_timeout = std::chrono::milliseconds(o_.failure_timeout_ms);
   membership_options_.on_lost = [this](const std::string& why) {

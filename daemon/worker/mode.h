@@ -101,6 +101,10 @@ class Mode {
   // joiner's mode must have (a variant of the mode is another name).
   virtual bool accepts_joins() const { return true; }
   virtual std::string join_name() const { return name(); }
+  // Whether a joiner's state shares are cut on segment boundaries (a
+  // per-segment weight that one donor must send whole, as SGP's push-sum
+  // weights; daemon/cluster/state_share.h).
+  virtual bool shares_on_segments() const { return false; }
   // The model a downloaded state holds, into `params` (default: its
   // parameters as they are; SGP's are numerators over its weights).
   virtual void model_in_state(const ReplicaState& state, const protocol::SegmentTable& segments,

@@ -54,9 +54,8 @@ TEST(StateShare, HowManySharesIsBoundedByDonorsSegmentsAndSize) {
   EXPECT_EQ(daemon::share_count({}, 10, 0, 10, 4), 1u);
   proto::Hello hello;
   hello.add_segment_lengths(7);
-  hello.set_algo("crossover");
   EXPECT_TRUE(daemon::share_cut_lengths(hello).empty()) << "only push-sum needs segment cuts";
-  hello.set_algo("sgp");
+  hello.set_shares_on_segments(true);
   EXPECT_EQ(daemon::share_cut_lengths(hello), std::vector<uint64_t>{7});
 }
 

@@ -89,6 +89,7 @@ class GossipMode : public Mode {
     }
   }
   std::string join_name() const override { return name() + (flags_.hierarchical ? "-hierarchical" : ""); }
+  bool shares_on_segments() const override { return algo_ != GossipAlgo::kCrossover; }  // push-sum weights
   std::unique_ptr<Worker> make_worker(WorkerContext& c) const override {
     return make_gossip_worker(c, algo_, flags_);
   }
