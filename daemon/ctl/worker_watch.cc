@@ -24,38 +24,46 @@ uint64_t json_uint(const std::string& json, const std::string& field) {
   return std::stoull(m[1]);
 }
 
-// The slowest running worker's round and epoch (0 until every one serves).
-struct Look {
-  bool all_done = true;
-  bool failed = false;
-  uint64_t round;
-  uint32_t epoch;
-};
+// Where a running worker is: its /status, or what it had last when that
+// does not answer (busy, or closed as it ends); at the end once its control
+// record says so.
+void update_position(WatchedWorker& w, uint64_t total, int epochs) {
+  if (w.http_port == 0) {
+    for (const proto::ControlRecord& r : read_control_records(w.control)) {
+      if (r.event() == "listening") w.http_port = static_cast<uint16_t>(r.http_port());
+    }
+    return;
+  }
+  const std::string s = http_get(w.host, w.http_port, "/status");
+  if (!s.empty()) {
+    w.round = std::max(w.round, json_uint(s, "round"));
+    w.epoch = std::max(w.epoch, static_cast<uint32_t>(json_uint(s, "epoch")));
+    return;
+  }
+  for (const proto::ControlRecord& r : read_control_records(w.control)) {
+    if (r.event() == "done" || r.event() == "stopped" || r.event() == "failed") {
+      w.round = total;
+      w.epoch = static_cast<uint32_t>(epochs);
+    }
+  }
+}
 
-Look look(std::vector<WatchedWorker>& workers, uint64_t total, int epochs) {
-  Look l{true, false, total, static_cast<uint32_t>(epochs)};
+}  // namespace
+
+WatchLook look_at_workers(std::vector<WatchedWorker>& workers, uint64_t total, int epochs) {
+  WatchLook l{true, false, total, static_cast<uint32_t>(epochs)};
   for (auto& w : workers) {
     if (w.proc->wait(std::chrono::milliseconds(0))) {
       l.failed = l.failed || w.proc->exit_code() != 0;
       continue;
     }
     l.all_done = false;
-    if (w.http_port == 0) {
-      for (const proto::ControlRecord& r : read_control_records(w.control)) {
-        if (r.event() == "listening") w.http_port = static_cast<uint16_t>(r.http_port());
-      }
-      l.round = 0;
-      l.epoch = 0;
-      continue;
-    }
-    const std::string s = http_get(w.host, w.http_port, "/status");
-    l.round = std::min(l.round, json_uint(s, "round"));
-    l.epoch = std::min(l.epoch, static_cast<uint32_t>(json_uint(s, "epoch")));
+    update_position(w, total, epochs);
+    l.round = std::min(l.round, w.round);
+    l.epoch = std::min(l.epoch, w.epoch);
   }
   return l;
 }
-
-}  // namespace
 
 Progress::Progress() : tty_(isatty(STDOUT_FILENO) != 0) {}
 
@@ -98,7 +106,7 @@ WatchEnd watch_workers(std::vector<WatchedWorker>& workers, const WatchSpec& spe
   const auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
   double best = 0;
   for (;;) {
-    const Look l = look(workers, spec.total_rounds, spec.epochs);
+    const WatchLook l = look_at_workers(workers, spec.total_rounds, spec.epochs);
     best = std::max(best, spec.best_accuracy());
     if (l.all_done) break;
     if (l.failed) {  // the others would only wait for it until their timeouts

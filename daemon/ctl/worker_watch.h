@@ -19,7 +19,24 @@ struct WatchedWorker {
   std::string out, err, metrics, params;
   std::string control;     // its --control-out records
   uint16_t http_port = 0;  // from its control record once it serves
+  // Where it was when its /status last answered, or the end once its
+  // control record says it ended (its /status closes before it exits).
+  uint64_t round = 0;
+  uint32_t epoch = 0;
 };
+
+// The slowest running worker's round and epoch, as its progress line shows them.
+struct WatchLook {
+  bool all_done = true;  // every process exited
+  bool failed = false;   // one exited with an error
+  uint64_t round = 0;
+  uint32_t epoch = 0;
+};
+
+// Looks at every worker once: its exit, else its /status (a worker whose
+// /status does not answer keeps the round it last had, or is at `total`
+// once its control record says it ended).
+WatchLook look_at_workers(std::vector<WatchedWorker>& workers, uint64_t total, int epochs);
 
 // One progress line: entry, round, epoch, best mean accuracy so far,
 // elapsed, ETA; rewritten in place on a terminal, a line per epoch (or 10
