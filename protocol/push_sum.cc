@@ -73,10 +73,16 @@ RoundStats PushSumGossip::run_round(const topology::View& view, uint64_t round, 
     }
   }
   push(view, round, x, Clock::now() + options_.segment_deadline, stats);
+  // OSGP folds the previous round only where this member took part in it:
+  // nobody pushed to it before its first round (round 1, a joiner's first,
+  // a resumed member's), and waiting a deadline there only to skip cost 2 s.
+  const bool follows = pushed_ && last_pushed_ + 1 == round;
+  pushed_ = true;
+  last_pushed_ = round;
   // What is folded in gets a deadline of its own from here.
   if (receiving) {
     fold_in(view, *receiving, x, Clock::now() + options_.segment_deadline, stats);
-  } else if (round > 0) {
+  } else if (follows) {
     SegmentInbox previous(node_, kTag, round - 1);
     fold_in(view, previous, x, Clock::now() + options_.segment_deadline, stats);
   }

@@ -72,6 +72,8 @@ class PushSumGossip {
   GossipOptions options_;
   size_t peers_;
   bool overlap_;
+  bool pushed_ = false;  // this member has pushed in a round (OSGP: last_pushed_ is it)
+  uint64_t last_pushed_ = 0;
   std::vector<double> weights_;
 };
 
