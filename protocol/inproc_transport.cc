@@ -9,8 +9,9 @@ namespace gossipd::protocol {
 std::shared_ptr<InProcHub::Inbox> InProcHub::bind(const std::string& endpoint) {
   std::lock_guard lock(mutex_);
   auto& slot = inboxes_[endpoint];
-  if (slot) throw ProtocolConfigError("inproc hub: '" + endpoint + "' already bound");
-  slot = std::make_shared<Inbox>();
+  if (slot && slot->bound) throw ProtocolConfigError("inproc hub: '" + endpoint + "' already bound");
+  if (!slot) slot = std::make_shared<Inbox>();  // else: what was held for it
+  slot->bound = true;
   return slot;
 }
 
@@ -21,11 +22,16 @@ void InProcHub::unbind(const std::string& endpoint) {
 
 bool InProcHub::deliver(const std::string& endpoint, RawMessage raw) {
   std::shared_ptr<Inbox> inbox;
+  bool bound = false;
   {
     std::lock_guard lock(mutex_);
     auto it = inboxes_.find(endpoint);
-    if (it == inboxes_.end()) return false;
+    if (it == inboxes_.end()) {
+      if (absent_ == Absent::kDrop) return false;
+      it = inboxes_.emplace(endpoint, std::make_shared<Inbox>()).first;
+    }
     inbox = it->second;
+    bound = inbox->bound;
     Sent& sent = sent_[raw.peer];
     ++sent.messages;
     for (const auto& f : raw.frames) sent.bytes += f.size();
@@ -35,7 +41,7 @@ bool InProcHub::deliver(const std::string& endpoint, RawMessage raw) {
     inbox->queue.push_back(std::move(raw));
   }
   inbox->cv.notify_one();
-  return true;
+  return bound;
 }
 
 InProcHub::Sent InProcHub::sent_by(const std::string& peer) const {

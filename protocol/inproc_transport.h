@@ -10,20 +10,30 @@
 
 namespace gossipd::protocol {
 
-// Connects InProcTransports living in one process (unit tests). Endpoints are
-// "inproc-hub://<node id>".
+// Connects InProcTransports living in one process (unit tests, gossipctl
+// simulate). Endpoints are "inproc-hub://<node id>".
 class InProcHub {
  public:
+  // What becomes of a message to an endpoint nobody is bound to.
+  enum class Absent {
+    kDrop,  // lost (a test's injection to nowhere reports false)
+    kHold,  // held for whoever binds there next, as a ZeroMQ DEALER queues for
+            // a peer that is not up yet (members that start one after another)
+  };
+  explicit InProcHub(Absent absent = Absent::kDrop) : absent_(absent) {}
+
   struct Inbox {
     std::mutex mutex;
     std::condition_variable cv;
     std::deque<RawMessage> queue;
+    bool bound = false;
   };
 
   std::shared_ptr<Inbox> bind(const std::string& endpoint);
   void unbind(const std::string& endpoint);
   // Delivers raw frames as if sent by transport identity raw.peer; false when
-  // nobody is bound there. Tests use it to inject malformed messages.
+  // nobody is bound there (held for a later binder with Absent::kHold).
+  // Tests use it to inject malformed messages.
   bool deliver(const std::string& endpoint, RawMessage raw);
   // Messages and bytes (all frames) delivered from transport identity `peer` so far.
   struct Sent {
@@ -33,6 +43,7 @@ class InProcHub {
   Sent sent_by(const std::string& peer) const;
 
  private:
+  const Absent absent_;
   mutable std::mutex mutex_;
   std::map<std::string, std::shared_ptr<Inbox>> inboxes_;
   std::map<std::string, Sent> sent_;

@@ -65,15 +65,10 @@ class RunPrinter : public MemberEvents {
     std::printf("\n");
     std::fflush(stdout);
   }
-  // Opened at the first record: a run refused before it listens leaves no file.
-  void write(const proto::ControlRecord& r) {
-    if (o_.control_out.empty()) return;
-    if (!control_) control_.emplace(o_.control_out);
-    control_->write(r);
-  }
+  void write(const proto::ControlRecord& r) { control_.write(r); }
 
   const RunOptions& o_;
-  std::optional<JsonLinesWriter> control_;  // --control-out
+  ControlOut control_{o_.control_out};
 };
 
 void RunPrinter::ended(const proto::ControlRecord& r, const std::vector<std::string>& mode_lines) {
@@ -96,6 +91,12 @@ void RunPrinter::ended(const proto::ControlRecord& r, const std::vector<std::str
 }
 
 }  // namespace
+
+void ControlOut::write(const proto::ControlRecord& record) {
+  if (path_.empty()) return;
+  if (!out_) out_.emplace(path_);
+  out_->write(record);
+}
 
 int run_run_command(const RunOptions& options, ModeSet& modes, const ModeFlags& flags) {
   flags.check_given(options.algo, options);

@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "daemon/config/cli.h"
 #include "daemon/worker/mode_set.h"
 
 // The flags of `gossipd run`.
@@ -165,6 +166,23 @@ void add_run_command(CLI::App& app, RunCommandLine& line) {
                 "Check the flags, data, model, segments and key files, then exit (0: OK) without starting");
   line.flags = std::make_unique<ModeFlags>(*cmd);
   line.modes.add_flags(*line.flags);
+}
+
+}  // namespace gossipd::daemon
+
+namespace gossipd::daemon {
+
+void parse_run_args(RunCommandLine& line, const std::vector<std::string>& args) {
+  CLI::App app;
+  add_run_command(app, line);
+  std::vector<std::string> reversed{args.rbegin(), args.rend()};  // CLI11 takes them last first
+  reversed.push_back("run");
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    throw UsageError(e.what());
+  }
+  line.flags->check_given(line.options.algo, line.options);
 }
 
 }  // namespace gossipd::daemon

@@ -86,18 +86,7 @@ TrainFlags train_flags(const CompareOptions& o) {
 class Comparison {
  public:
   Comparison(const CompareOptions& o, std::stop_token stop, const NetnsHosts* hosts)
-      : o_(o), stop_(stop), gossipd_(find_gossipd(o)), flags_(train_flags(o)), hosts_(hosts) {
-    summary_.set_model(o.model);
-    summary_.set_workers(static_cast<uint32_t>(o.workers));
-    summary_.set_epochs(static_cast<uint32_t>(o.epochs));
-    summary_.set_batch(static_cast<uint32_t>(o.batch));
-    summary_.set_lr(o.lr);
-    summary_.set_segments(o.segments);
-    summary_.set_groups(static_cast<uint32_t>(o.groups));
-    summary_.set_seed(o.seed);
-    summary_.set_train_samples(train_samples());
-    summary_.set_test_samples(o.test_limit > 0 ? std::min<size_t>(o.test_limit, 10000) : 10000);
-  }
+      : o_(o), stop_(stop), gossipd_(find_gossipd(o)), hosts_(hosts), summary_(compare_summary_header(o)) {}
 
   proto::CompareResult run(const std::string& algo) { return run_until_bound(algo); }
 
@@ -122,87 +111,18 @@ class Comparison {
                   : "tcp://127.0.0.1:" + std::to_string(ports_.at(static_cast<size_t>(k)));
   }
   std::string http_host(int k) const { return hosts_ ? hosts_->address(k) : "127.0.0.1"; }
-  CompareEntry entry(const std::string& algo) const {
-    return parse_compare_entry(algo, entry_context(o_, train_samples()), *o_.modes);
-  }
-  bool paces(const std::string& algo) const { return entry(algo).launch.paced; }
-  // ", crossover and sgp paced (--pace)": the protocols of this run that pace, for the report.
-  std::string paced_protocols() const {
-    std::string names;
-    for (const auto& algo : o_.algos) {
-      if (paces(algo)) names += (names.empty() ? ", " : " and ") + algo;
-    }
-    return names.empty() ? names : names + " paced (--pace)";
-  }
+  CompareEntry entry(const std::string& algo) const { return compare_entry(o_, algo); }
   // Steps per epoch of `algo`'s workers (the mode decides).
   size_t steps(const std::string& algo) const { return entry(algo).launch.steps_per_epoch; }
-  size_t train_samples() const {
-    return o_.train_limit > 0 ? std::min<size_t>(o_.train_limit, 60000) : 60000;
-  }
 
   std::vector<std::string> worker_argv(const std::string& algo, int i, const std::string& dir) {
-    const CompareEntry entry = this->entry(algo);
-    std::string peers;
-    for (int k = 0; k < o_.workers; ++k) {
-      peers += (k ? "," : "") + ("w" + std::to_string(k)) + "=" + endpoint(k);
-    }
-    const std::string id = "w" + std::to_string(i);
+    std::vector<std::string> endpoints;
+    for (int k = 0; k < o_.workers; ++k) endpoints.push_back(endpoint(k));
     std::vector<std::string> a;
     if (hosts_) a = {hosts_->ip(), "netns", "exec", hosts_->netns(i)};  // execs gossipd: same pid
-    a.insert(a.end(), {gossipd_,
-                       "run",
-                       "--id",
-                       id,
-                       "--listen",
-                       endpoint(i),
-                       "--peers",
-                       peers,
-                       "--algo",
-                       entry.mode,
-                       "--model",
-                       o_.model,
-                       "--epochs",
-                       std::to_string(o_.epochs),
-                       "--batch",
-                       std::to_string(entry.launch.batch),
-                       "--lr",
-                       format("%g", o_.lr),
-                       "--seed",
-                       std::to_string(o_.seed),
-                       "--threads",
-                       std::to_string(o_.threads),
-                       "--segments",
-                       o_.segments,
-                       "--quiet",
-                       "--http",
-                       http_host(i) + ":0",
-                       "--cluster-id",
-                       "compare-" + entry_dir(algo),
-                       "--metrics-out",
-                       dir + "/" + id + ".jsonl",
-                       "--params-out",
-                       dir + "/" + id + ".params",
-                       "--control-out",
-                       dir + "/" + id + ".control",
-                       "--evals-per-epoch",
-                       std::to_string(o_.evals_per_epoch)});
-    if (!o_.hidden.empty()) a.insert(a.end(), {"--hidden", join_widths(o_.hidden)});
-    if (o_.optimizer != "sgd")
-      a.insert(a.end(), {"--optimizer", o_.optimizer, "--lars-eta", format("%g", o_.lars_eta)});
-    if (o_.warmup_epochs > 0) a.insert(a.end(), {"--warmup-epochs", format("%g", o_.warmup_epochs)});
-    if (o_.train_limit > 0) a.insert(a.end(), {"--train-limit", std::to_string(o_.train_limit)});
-    if (o_.test_limit > 0) a.insert(a.end(), {"--test-limit", std::to_string(o_.test_limit)});
-    if (!o_.data.empty()) a.insert(a.end(), {"--data", o_.data});
-    if (o_.delay_ms > 0) a.insert(a.end(), {"--delay-ms", std::to_string(o_.delay_ms)});
-    if (!o_.momentum.empty()) a.insert(a.end(), {"--momentum", o_.momentum});
-    a.insert(a.end(), entry.launch.flags.begin(), entry.launch.flags.end());
-    if (!entry.launch.per_worker.empty()) {
-      const auto& own = entry.launch.per_worker.at(static_cast<size_t>(i));
-      a.insert(a.end(), own.begin(), own.end());
-    }
-    if (const int kb = send_buffer_kb(o_); kb > 0)
-      a.insert(a.end(), {"--send-buffer-kb", std::to_string(kb)});
-    a.insert(a.end(), o_.extra_flags.begin(), o_.extra_flags.end());
+    a.insert(a.end(), {gossipd_, "run"});
+    const auto flags = compare_run_args(o_, algo, i, endpoints, dir, http_host(i) + ":0");
+    a.insert(a.end(), flags.begin(), flags.end());
     return a;
   }
 
@@ -219,14 +139,8 @@ class Comparison {
   }
 
   proto::CompareResult run_one(const std::string& algo) {
-    proto::CompareResult res;
-    res.set_algo(algo);
-    res.set_workers(static_cast<uint32_t>(o_.workers));
-    res.set_epochs(static_cast<uint32_t>(o_.epochs));
-    res.set_target_accuracy(o_.target);
-    const std::string dir = o_.out + "/" + entry_dir(algo);
-    fs::create_directories(dir);
-    for (const auto& e : fs::directory_iterator(dir)) fs::remove(e.path());  // a rerun of this protocol only
+    proto::CompareResult res = compare_entry_result(o_, algo);
+    const std::string dir = fresh_entry_dir(o_, algo);
     if (!hosts_) ports_ = free_ports(o_.workers);
     std::vector<WatchedWorker> workers(static_cast<size_t>(o_.workers));
     for (int i = 0; i < o_.workers; ++i) {
@@ -255,14 +169,9 @@ class Comparison {
       return res;
     }
     res.set_status("ok");
-    std::vector<std::string> files;
-    for (const auto& w : workers) files.push_back(w.metrics);
-    summarize_protocol(files, o_.target, dir, res);
-    res.set_averaged_model_accuracy(averaged_accuracy(workers));
-    std::printf("%-10s final mean acc %.4f  averaged model %.4f  to %.2f: %s  %.1f rounds/s (%.1f ms comm)\n",
-                algo.c_str(), res.final_mean_accuracy(), res.averaged_model_accuracy(), o_.target,
-                time_to_target(res).c_str(), res.rounds_per_second(), res.comm_ms_per_round());
-    std::fflush(stdout);
+    std::vector<std::string> metrics, params;
+    for (const auto& w : workers) metrics.push_back(w.metrics), params.push_back(w.params);
+    summarize_compare_entry(o_, metrics, params, dir, res);
     return res;
   }
 
@@ -287,68 +196,197 @@ class Comparison {
     return best;
   }
 
-  // The mean of the final replicas, evaluated on the test set.
-  double averaged_accuracy(const std::vector<WatchedWorker>& workers) {
-    for (const auto& w : workers) {
-      if (w.params.empty()) return -1;  // collect: the replicas live elsewhere
-    }
-    if (test_.size() == 0) {
-      test_ = trainer::load_fashion_mnist(data_dir(flags_), trainer::Split::kTest, o_.test_limit);
-    }
-    trainer::Trainer t(trainer::make_model(model_options(flags_), flags_.seed), test_,
-                       trainer_options(flags_));
-    auto params = t.model().params();
-    std::vector<double> sum(params.size(), 0.0);
-    for (const auto& w : workers) {
-      std::ifstream in(w.params, std::ios::binary);
-      std::vector<float> p(params.size());
-      in.read(reinterpret_cast<char*>(p.data()), static_cast<std::streamsize>(p.size() * sizeof(float)));
-      if (!in) return -1;
-      for (size_t i = 0; i < p.size(); ++i) sum[i] += p[i];
-    }
-    for (size_t i = 0; i < params.size(); ++i) params[i] = static_cast<float>(sum[i] / workers.size());
-    return t.evaluate(test_).accuracy;
-  }
-
   std::string setup() const {
-    std::ostringstream s;
-    s << o_.workers
-      << (hosts_ ? " workers, each in its own network namespace on a bridge (tcp" +
-                       (o_.bandwidth.empty() ? std::string(")") : ", " + o_.bandwidth + " per host)")
-                 : std::string(" local workers (gossipd processes over TCP loopback)"))
-      << (o_.delay_ms > 0 ? ", " + std::to_string(o_.delay_ms) + " ms injected latency per message"
-                          : std::string())
-      << (send_buffer_kb(o_) > 0 ? ", " + std::to_string(send_buffer_kb(o_)) + " KiB send buffers"
-                                 : std::string())
-      << ", model " << o_.model << (o_.hidden.empty() ? std::string() : " --hidden " + join_widths(o_.hidden))
-      << ", " << o_.epochs << " epochs of " << summary_.train_samples()
-      << " Fashion-MNIST training samples shared among them, batch " << o_.batch
-      << " per worker, learning rate " << o_.lr << " (cosine"
-      << (o_.warmup_epochs > 0 ? ", " + format("%g", o_.warmup_epochs) + " epochs of warm-up" : std::string())
-      << ")" << (o_.optimizer == "lars" ? ", LARS (eta " + format("%g", o_.lars_eta) + ")" : std::string())
-      << ", seed " << o_.seed << ", segments " << o_.segments
-      << (o_.groups > 1 ? ", crossover hierarchical in " + std::to_string(o_.groups) + " groups" : "")
-      << paced_protocols()
-      << (o_.evals_per_epoch > 1
-              ? ", test accuracy evaluated " + std::to_string(o_.evals_per_epoch) + " times per epoch"
-              : std::string())
-      << "; test set " << summary_.test_samples() << " samples.";
-    return s.str();
+    const std::string where =
+        hosts_ ? " workers, each in its own network namespace on a bridge (tcp" +
+                     (o_.bandwidth.empty() ? std::string(")") : ", " + o_.bandwidth + " per host)")
+               : std::string(" local workers (gossipd processes over TCP loopback)");
+    return compare_setup(o_, where);
   }
 
   const CompareOptions& o_;
   std::stop_token stop_;
   std::string gossipd_;
-  TrainFlags flags_;
   const NetnsHosts* hosts_;  // null: local processes on loopback
   std::vector<uint16_t> ports_;
 
-  trainer::Dataset test_;
   proto::CompareSummary summary_;
   Progress progress_;
 };
 
 }  // namespace
+
+proto::CompareResult compare_entry_result(const CompareOptions& o, const std::string& algo) {
+  proto::CompareResult res;
+  res.set_algo(algo);
+  res.set_workers(static_cast<uint32_t>(o.workers));
+  res.set_epochs(static_cast<uint32_t>(o.epochs));
+  res.set_target_accuracy(o.target);
+  return res;
+}
+
+std::string fresh_entry_dir(const CompareOptions& o, const std::string& algo) {
+  const std::string dir = o.out + "/" + entry_dir(algo);
+  fs::create_directories(dir);
+  for (const auto& e : fs::directory_iterator(dir)) fs::remove(e.path());  // a rerun of this protocol only
+  return dir;
+}
+
+proto::CompareSummary compare_summary_header(const CompareOptions& o) {
+  proto::CompareSummary summary;
+  summary.set_model(o.model);
+  summary.set_workers(static_cast<uint32_t>(o.workers));
+  summary.set_epochs(static_cast<uint32_t>(o.epochs));
+  summary.set_batch(static_cast<uint32_t>(o.batch));
+  summary.set_lr(o.lr);
+  summary.set_segments(o.segments);
+  summary.set_groups(static_cast<uint32_t>(o.groups));
+  summary.set_seed(o.seed);
+  summary.set_train_samples(compare_train_samples(o));
+  summary.set_test_samples(o.test_limit > 0 ? std::min<size_t>(o.test_limit, 10000) : 10000);
+  return summary;
+}
+
+double averaged_model_accuracy(const CompareOptions& o, const std::vector<std::string>& params_files) {
+  for (const auto& f : params_files) {
+    if (f.empty()) return -1;  // collect: the replicas live elsewhere
+  }
+  const TrainFlags flags = train_flags(o);
+  trainer::Dataset test = trainer::load_fashion_mnist(data_dir(flags), trainer::Split::kTest, o.test_limit);
+  trainer::Trainer t(trainer::make_model(model_options(flags), flags.seed), test, trainer_options(flags));
+  auto params = t.model().params();
+  std::vector<double> sum(params.size(), 0.0);
+  for (const auto& f : params_files) {
+    std::ifstream in(f, std::ios::binary);
+    std::vector<float> p(params.size());
+    in.read(reinterpret_cast<char*>(p.data()), static_cast<std::streamsize>(p.size() * sizeof(float)));
+    if (!in) return -1;
+    for (size_t i = 0; i < p.size(); ++i) sum[i] += p[i];
+  }
+  for (size_t i = 0; i < params.size(); ++i) params[i] = static_cast<float>(sum[i] / params_files.size());
+  return t.evaluate(test).accuracy;
+}
+
+void summarize_compare_entry(const CompareOptions& o, const std::vector<std::string>& metrics_files,
+                             const std::vector<std::string>& params_files, const std::string& dir,
+                             proto::CompareResult& res) {
+  summarize_protocol(metrics_files, o.target, dir, res);
+  res.set_averaged_model_accuracy(averaged_model_accuracy(o, params_files));
+  std::printf("%-10s final mean acc %.4f  averaged model %.4f  to %.2f: %s  %.1f rounds/s (%.1f ms comm)\n",
+              res.algo().c_str(), res.final_mean_accuracy(), res.averaged_model_accuracy(), o.target,
+              time_to_target(res).c_str(), res.rounds_per_second(), res.comm_ms_per_round());
+  std::fflush(stdout);
+}
+
+std::string compare_setup(const CompareOptions& o, const std::string& where) {
+  std::string paced;
+  for (const auto& algo : o.algos) {
+    if (compare_entry(o, algo).launch.paced) paced += (paced.empty() ? ", " : " and ") + algo;
+  }
+  if (!paced.empty()) paced += " paced (--pace)";
+  const proto::CompareSummary summary = compare_summary_header(o);
+  std::ostringstream s;
+  s << o.workers << where
+    << (o.delay_ms > 0 ? ", " + std::to_string(o.delay_ms) + " ms injected latency per message"
+                       : std::string())
+    << (send_buffer_kb(o) > 0 ? ", " + std::to_string(send_buffer_kb(o)) + " KiB send buffers"
+                              : std::string())
+    << ", model " << o.model << (o.hidden.empty() ? std::string() : " --hidden " + join_widths(o.hidden))
+    << ", " << o.epochs << " epochs of " << summary.train_samples()
+    << " Fashion-MNIST training samples shared among them, batch " << o.batch << " per worker, learning rate "
+    << o.lr << " (cosine"
+    << (o.warmup_epochs > 0 ? ", " + format("%g", o.warmup_epochs) + " epochs of warm-up" : std::string())
+    << ")" << (o.optimizer == "lars" ? ", LARS (eta " + format("%g", o.lars_eta) + ")" : std::string())
+    << ", seed " << o.seed << ", segments " << o.segments
+    << (o.groups > 1 ? ", crossover hierarchical in " + std::to_string(o.groups) + " groups" : "") << paced
+    << (o.evals_per_epoch > 1
+            ? ", test accuracy evaluated " + std::to_string(o.evals_per_epoch) + " times per epoch"
+            : std::string())
+    << "; test set " << summary.test_samples() << " samples.";
+  return s.str();
+}
+
+size_t compare_train_samples(const CompareOptions& o) {
+  return o.train_limit > 0 ? std::min<size_t>(o.train_limit, 60000) : 60000;
+}
+
+std::vector<std::string> compare_run_args(const CompareOptions& o, const std::string& algo, int i,
+                                          const std::vector<std::string>& endpoints, const std::string& dir,
+                                          const std::string& http) {
+  const CompareEntry entry = compare_entry(o, algo);
+  std::string peers;
+  for (size_t k = 0; k < endpoints.size(); ++k)
+    peers += (k ? "," : "") + ("w" + std::to_string(k)) + "=" + endpoints[k];
+  const std::string id = "w" + std::to_string(i);
+  std::vector<std::string> a{"--id",
+                             id,
+                             "--listen",
+                             endpoints.at(static_cast<size_t>(i)),
+                             "--peers",
+                             peers,
+                             "--algo",
+                             entry.mode,
+                             "--model",
+                             o.model,
+                             "--epochs",
+                             std::to_string(o.epochs),
+                             "--batch",
+                             std::to_string(entry.launch.batch),
+                             "--lr",
+                             format("%g", o.lr),
+                             "--seed",
+                             std::to_string(o.seed),
+                             "--threads",
+                             std::to_string(o.threads),
+                             "--segments",
+                             o.segments,
+                             "--quiet",
+                             "--cluster-id",
+                             "compare-" + entry_dir(algo),
+                             "--metrics-out",
+                             dir + "/" + id + ".jsonl",
+                             "--params-out",
+                             dir + "/" + id + ".params",
+                             "--control-out",
+                             dir + "/" + id + ".control",
+                             "--evals-per-epoch",
+                             std::to_string(o.evals_per_epoch)};
+  if (!http.empty()) a.insert(a.end(), {"--http", http});
+  if (!o.hidden.empty()) a.insert(a.end(), {"--hidden", join_widths(o.hidden)});
+  if (o.optimizer != "sgd")
+    a.insert(a.end(), {"--optimizer", o.optimizer, "--lars-eta", format("%g", o.lars_eta)});
+  if (o.warmup_epochs > 0) a.insert(a.end(), {"--warmup-epochs", format("%g", o.warmup_epochs)});
+  if (o.train_limit > 0) a.insert(a.end(), {"--train-limit", std::to_string(o.train_limit)});
+  if (o.test_limit > 0) a.insert(a.end(), {"--test-limit", std::to_string(o.test_limit)});
+  if (!o.data.empty()) a.insert(a.end(), {"--data", o.data});
+  if (o.delay_ms > 0) a.insert(a.end(), {"--delay-ms", std::to_string(o.delay_ms)});
+  if (!o.momentum.empty()) a.insert(a.end(), {"--momentum", o.momentum});
+  a.insert(a.end(), entry.launch.flags.begin(), entry.launch.flags.end());
+  if (!entry.launch.per_worker.empty()) {
+    const auto& own = entry.launch.per_worker.at(static_cast<size_t>(i));
+    a.insert(a.end(), own.begin(), own.end());
+  }
+  if (const int kb = send_buffer_kb(o); kb > 0) a.insert(a.end(), {"--send-buffer-kb", std::to_string(kb)});
+  a.insert(a.end(), o.extra_flags.begin(), o.extra_flags.end());
+  return a;
+}
+
+void check_compare_entries(const CompareOptions& o) {
+  if (o.groups > o.workers)
+    throw UsageError("--groups " + std::to_string(o.groups) + " is more than --workers");
+  // Refusals first: an entry's, then a mode's flag no entry honours.
+  std::string unmet;
+  size_t unmet_entries = 0;
+  for (const std::string& algo : o.algos) {
+    const EntryLaunch l = parse_compare_entry(algo, entry_context(o, 0), *o.modes).launch;
+    if (!l.unmet.empty()) unmet = l.unmet, ++unmet_entries;
+  }
+  if (!o.algos.empty() && unmet_entries == o.algos.size()) throw UsageError(unmet);
+}
+
+CompareEntry compare_entry(const CompareOptions& o, const std::string& algo) {
+  return parse_compare_entry(algo, entry_context(o, compare_train_samples(o)), *o.modes);
+}
 
 void check_compare_setup(const CompareOptions& o) {
   require_gnuplot();
@@ -377,16 +415,7 @@ proto::CompareResult run_compare_entry(const CompareOptions& o, const std::strin
 int run_compare(const CompareOptions& o) {
   std::stop_source stop;
   SignalWatcher signals(stop);
-  if (o.groups > o.workers)
-    throw UsageError("--groups " + std::to_string(o.groups) + " is more than --workers");
-  // Refusals first: an entry's, then a mode's flag no entry honours.
-  std::string unmet;
-  size_t unmet_entries = 0;
-  for (const std::string& algo : o.algos) {
-    const EntryLaunch l = parse_compare_entry(algo, entry_context(o, 0), *o.modes).launch;
-    if (!l.unmet.empty()) unmet = l.unmet, ++unmet_entries;
-  }
-  if (!o.algos.empty() && unmet_entries == o.algos.size()) throw UsageError(unmet);
+  check_compare_entries(o);
   check_compare_setup(o);
   prepare_out_dir(o.out);
   const std::vector<PresetRun> configs = preset_runs(o);

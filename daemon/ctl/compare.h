@@ -68,6 +68,13 @@ class NetnsHosts;
 // Ctrl-C.
 int run_compare(const CompareOptions& options);
 
+// Throws UsageError for --groups beyond --workers, or when every entry
+// refuses what it was asked (a mode's flag none of them honours).
+void check_compare_entries(const CompareOptions& options);
+
+// `entry` (crossover, grid:2x2, ...) as this comparison launches it.
+CompareEntry compare_entry(const CompareOptions& options, const std::string& entry);
+
 // Throws UsageError when the runs cannot start: no gnuplot, no gossipd
 // binary, --netns without root, --bandwidth without --netns.
 void check_compare_setup(const CompareOptions& options);
@@ -76,6 +83,40 @@ void check_compare_setup(const CompareOptions& options);
 // summed up) into OUT/<entry dir>, with no report; on `hosts` when given.
 proto::CompareResult run_compare_entry(const CompareOptions& options, const std::string& entry,
                                        const NetnsHosts* hosts, std::stop_token stop);
+
+// gossipd run's flags (what follows `gossipd run`) for worker `i` of
+// `entry` as compare launches it: `endpoints` where each worker listens,
+// `dir` the entry's files, `http` its --http address ("": none).
+std::vector<std::string> compare_run_args(const CompareOptions& options, const std::string& entry, int i,
+                                          const std::vector<std::string>& endpoints, const std::string& dir,
+                                          const std::string& http);
+
+// An entry's result before it runs: what it is and was asked (no status yet).
+proto::CompareResult compare_entry_result(const CompareOptions& options, const std::string& entry);
+
+// OUT/<entry dir>, created and emptied (a rerun of this entry only); returns it.
+std::string fresh_entry_dir(const CompareOptions& options, const std::string& entry);
+
+// summary.json's description of the run (model, workers, batch, ...), no results yet.
+proto::CompareSummary compare_summary_header(const CompareOptions& options);
+
+// The test accuracy of the mean of the workers' final parameters
+// (--params-out files); -1 when one is missing.
+double averaged_model_accuracy(const CompareOptions& options, const std::vector<std::string>& params_files);
+
+// An entry that ran to its end: `res` filled from its workers' files
+// (summarize_protocol, the averaged model), and its line printed.
+void summarize_compare_entry(const CompareOptions& options, const std::vector<std::string>& metrics_files,
+                             const std::vector<std::string>& params_files, const std::string& dir,
+                             proto::CompareResult& res);
+
+// The report's sentence on the run: the workers and `where` they ran
+// (" local workers (gossipd processes over TCP loopback)"), then the model,
+// data, schedule and what each protocol was given.
+std::string compare_setup(const CompareOptions& options, const std::string& where);
+
+// The samples a run trains on: Fashion-MNIST's 60,000, or --train-limit of them.
+size_t compare_train_samples(const CompareOptions& options);
 
 // The entry's per-worker --metrics-out files (OUT/<entry dir>/w<i>.jsonl).
 std::vector<std::string> entry_metrics_files(const CompareOptions& options, const std::string& entry);

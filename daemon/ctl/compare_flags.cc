@@ -12,9 +12,9 @@
 // The flags of `gossipctl compare`, and those it shares with `gossipctl tune`.
 namespace gossipd::daemon {
 
-void add_run_flags(CLI::App* cmd, CompareOptions& o) {
+void add_run_flags(CLI::App* cmd, CompareOptions& o, int max_workers) {
   cmd->add_option("--workers", o.workers, "gossipd processes per run")
-      ->check(CLI::Range(1, 64))
+      ->check(CLI::Range(1, max_workers))
       ->capture_default_str();
   cmd->add_option("--model", o.model, "Model")
       ->check(CLI::IsMember(trainer::model_names()))
@@ -64,7 +64,12 @@ void add_run_flags(CLI::App* cmd, CompareOptions& o) {
 CLI::App* add_compare_command(CLI::App& app, CompareOptions& o) {
   CLI::App* cmd =
       app.add_subcommand("compare", "Train with each protocol in turn on local workers and report");
-  add_run_flags(cmd, o);
+  add_compare_flags(cmd, o, kMaxCompareWorkers);
+  return cmd;
+}
+
+void add_compare_flags(CLI::App* cmd, CompareOptions& o, int max_workers) {
+  add_run_flags(cmd, o, max_workers);
   cmd->add_option("--algos", o.algos,
                   "Protocols to run, in order: crossover, sgp, osgp, allreduce, or grid:PRxPC (one replica "
                   "over --workers = PR x PC cells at --workers x --batch, the same global batch)")
@@ -102,7 +107,6 @@ CLI::App* add_compare_command(CLI::App& app, CompareOptions& o) {
   // The modes' own flags for their entries (--pace, --partition, ...).
   ModeFlags mode_flags(*cmd);
   o.modes->add_compare_flags(mode_flags);
-  return cmd;
 }
 
 }  // namespace gossipd::daemon

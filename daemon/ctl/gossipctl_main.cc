@@ -12,6 +12,7 @@
 #include "daemon/ctl/compare_flags.h"
 #include "daemon/ctl/mode_tools.h"
 #include "daemon/ctl/plan_command.h"
+#include "daemon/ctl/simulate_command.h"
 #include "protocol/curve.h"
 #include "trainer/models.h"
 
@@ -91,6 +92,8 @@ int main(int argc, char** argv) {
 
   CompareOptions co;
   CLI::App* ccmd = add_compare_command(app, co);
+  CompareOptions so;
+  CLI::App* scmd = add_simulate_command(app, so);
   CollectOptions collect;
   CLI::App* collect_cmd = add_collect_command(app, collect);
   // Every mode's own commands: at the top, under `plan` or under `bench`.
@@ -100,6 +103,7 @@ int main(int argc, char** argv) {
 
   return run_cli(app, argc, argv, [&]() -> int {
     if (ccmd->parsed()) return run_compare(co);
+    if (scmd->parsed()) return run_simulate(so);
     if (collect_cmd->parsed()) return run_collect(collect);
     if (keygen->parsed()) return run_keygen(key_dir, force);
     if (tcmd->parsed()) return run_trainer_bench(tb);

@@ -1,7 +1,5 @@
 #include "daemon/hosted/hosted_member.h"
 
-#include <CLI/CLI.hpp>
-
 #include "daemon/config/cli.h"
 #include "protocol/errors.h"
 
@@ -35,26 +33,9 @@ class HostedMember::Events : public MemberEvents {
   HostedInfo info_;
 };
 
-namespace {
-
-void parse_run_flags(RunCommandLine& line, const std::vector<std::string>& args) {
-  CLI::App app;
-  add_run_command(app, line);
-  std::vector<std::string> reversed{args.rbegin(), args.rend()};  // CLI11 takes them last first
-  reversed.push_back("run");
-  try {
-    app.parse(reversed);
-  } catch (const CLI::ParseError& e) {
-    throw UsageError(e.what());
-  }
-  line.flags->check_given(line.options.algo, line.options);
-}
-
-}  // namespace
-
 HostedMember::HostedMember(const std::vector<std::string>& args, HostedLayout layout)
     : events_(std::make_unique<Events>()) {
-  parse_run_flags(line_, args);
+  parse_run_args(line_, args);
   mode_ = std::make_unique<HostedMode>(line_.modes.find(line_.options.algo), std::move(layout), rendezvous_,
                                        stop_.get_token(), [this](HostedArena a) {
                                          std::lock_guard lock(mu_);

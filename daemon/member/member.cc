@@ -21,8 +21,8 @@ constexpr std::chrono::milliseconds kFinishFlush{2000};
 
 }  // namespace
 
-Member::Member(const RunOptions& o, const Mode& mode, MemberEvents& events)
-    : o_(o), mode_(mode), events_(events) {}
+Member::Member(const RunOptions& o, const Mode& mode, MemberEvents& events, protocol::InProcHub* hub)
+    : o_(o), mode_(mode), events_(events), hub_(hub) {}
 
 Member::~Member() = default;
 
@@ -99,7 +99,11 @@ void Member::open_node() {
   log_ = std::make_unique<JsonLinesWriter>(o_.metrics_out);
   protocol::NodeOptions nopts = node_options(o_);
   for (const auto& [id, endpoint] : peers_) nopts.initial_members.push_back(id);
-  node_ = std::make_unique<protocol::Node>(nopts);
+  if (!hub_ && o_.listen.starts_with("inproc-hub://"))
+    throw UsageError("--listen " + o_.listen +
+                     " names a member in this process (gossipctl simulate's); use "
+                     "tcp://HOST:PORT or ipc://PATH");
+  node_ = hub_ ? std::make_unique<protocol::Node>(nopts, *hub_) : std::make_unique<protocol::Node>(nopts);
   // Anyone may ask to join (or hear why not); a partition's other side may say
   // it is there (a REUNION counts only from a member this one evicted).
   node_->validator().set_open_types({proto::HELLO, proto::REUNION});

@@ -38,8 +38,11 @@ class Member {
   enum class End { kConfigChecked, kDone, kStopped };
 
   // `mode` has parsed its flags into itself (gossipd run) or been set up by
-  // the caller; both must outlive the member.
-  Member(const RunOptions& options, const Mode& mode, MemberEvents& events);
+  // the caller; both must outlive the member. With `hub` the member talks
+  // over it (--listen and --peers name inproc-hub:// endpoints), to other
+  // members in the same process (gossipctl simulate); the hub outlives it.
+  Member(const RunOptions& options, const Mode& mode, MemberEvents& events,
+         protocol::InProcHub* hub = nullptr);
   ~Member();
   Member(const Member&) = delete;
   Member& operator=(const Member&) = delete;
@@ -75,6 +78,7 @@ class Member {
   const RunOptions& o_;
   const Mode& mode_;
   MemberEvents& events_;
+  protocol::InProcHub* hub_;
   // place()
   std::map<std::string, std::string> peers_;
   std::vector<std::string> members_;  // the initial members, sorted: index = rank

@@ -1,0 +1,97 @@
+// gossipctl simulate: the workers as members of gossipd run in one process,
+// held to compare's real processes bit for bit, and its bad input.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "tests/support/process.h"
+#include "tests/support/records.h"
+#include "tests/support/temp_dir.h"
+
+namespace gossipd::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+// The end record of every worker of one entry (OUT/DIR/w<i>.control).
+std::vector<proto::ControlRecord> end_records(const std::string& out, const std::string& dir, int workers) {
+  std::vector<proto::ControlRecord> ends;
+  for (int i = 0; i < workers; ++i) {
+    for (const auto& r :
+         read_json_lines<proto::ControlRecord>(out + "/" + dir + "/w" + std::to_string(i) + ".control")) {
+      if (r.event() == "done") ends.push_back(r);
+    }
+  }
+  return ends;
+}
+
+// compare and simulate with the same flags; every worker of every entry
+// ends with the same parameters in both (compare's run skipped no segment:
+// a skip changes what is averaged, so the hashes are only compared then).
+void expect_held_to_compare(const std::string& root, const std::vector<std::string>& flags,
+                            const std::vector<std::string>& dirs, int workers) {
+  std::vector<std::string> compare{bin("gossipctl"), "compare", "--out", root + "/compare"};
+  std::vector<std::string> simulate{bin("gossipctl"), "simulate", "--out", root + "/simulate"};
+  compare.insert(compare.end(), flags.begin(), flags.end());
+  simulate.insert(simulate.end(), flags.begin(), flags.end());
+  const auto c = run(compare, 300s);
+  ASSERT_EQ(c.exit_code, 0) << c.out << c.err;
+  const auto s = run(simulate, 300s);
+  ASSERT_EQ(s.exit_code, 0) << s.out << s.err;
+  const auto summary = read_json_file<proto::CompareSummary>(root + "/simulate/summary.json");
+  EXPECT_TRUE(summary.simulated());
+  EXPECT_FALSE(summary.time_model().empty());
+  ASSERT_EQ(summary.results_size(), static_cast<int>(dirs.size()));
+  for (const auto& r : summary.results()) EXPECT_EQ(r.status(), "ok") << r.algo();
+  for (const auto& dir : dirs) {
+    const auto real = end_records(root + "/compare", dir, workers);
+    const auto virt = end_records(root + "/simulate", dir, workers);
+    ASSERT_EQ(real.size(), static_cast<size_t>(workers)) << dir;
+    ASSERT_EQ(virt.size(), static_cast<size_t>(workers)) << dir;
+    for (int i = 0; i < workers; ++i) {
+      ASSERT_EQ(real[i].status().segments_skipped(), 0u)
+          << dir << " w" << i << ": compare's run skipped a segment";
+      EXPECT_EQ(virt[i].status().segments_skipped(), 0u) << dir << " w" << i;
+      EXPECT_EQ(virt[i].param_hash(), real[i].param_hash()) << dir << " w" << i;
+      EXPECT_EQ(virt[i].round(), real[i].round()) << dir << " w" << i;
+    }
+  }
+}
+
+const std::vector<std::string> kSimulatedRun{"--workers",    "4",   "--epochs",      "1",
+                                             "--batch",      "32",  "--train-limit", "2000",
+                                             "--test-limit", "200", "--target",      "0.5"};
+
+TEST(Simulate, CrossoverSgpOsgpAndAllReduceEndBitForBitAsCompareRunsThemAtFourWorkers) {
+  TempDir tmp("gossipd_simulate_test");
+  std::vector<std::string> flags = kSimulatedRun;
+  flags.insert(flags.end(), {"--algos", "crossover,sgp,osgp,allreduce"});
+  expect_held_to_compare(tmp.path(), flags, {"crossover", "sgp", "osgp", "allreduce"}, 4);
+}
+
+TEST(Simulate, HierarchicalCrossoverEndsBitForBitAsCompareRunsItAtFourWorkers) {
+  TempDir tmp("gossipd_simulate_test");
+  std::vector<std::string> flags = kSimulatedRun;
+  flags.insert(flags.end(), {"--algos", "crossover", "--groups", "2"});
+  expect_held_to_compare(tmp.path(), flags, {"crossover"}, 4);
+}
+
+TEST(Simulate, FlagsOfRealProcessesAreRefusedInOneLine) {
+  TempDir tmp("gossipd_simulate_test");
+  for (const std::vector<std::string>& extra :
+       std::vector<std::vector<std::string>>{{"--netns"}, {"--delay-ms", "5"}, {"--gossipd", "/bin/true"}}) {
+    std::vector<std::string> a{bin("gossipctl"), "simulate", "--out", tmp.path() + "/x", "--workers", "2"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    const auto r = run(a, 30s);
+    EXPECT_EQ(r.exit_code, 2) << extra[0] << ": " << r.out << r.err;
+    EXPECT_NE(r.err.find(extra[0] + " is compare's"), std::string::npos) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(tmp.path() + "/x/summary.json"));
+  }
+  const auto r = run({bin("gossipctl"), "simulate", "--out", tmp.path() + "/y", "--workers", "257"}, 30s);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+}
+
+}  // namespace
+}  // namespace gossipd::testing
