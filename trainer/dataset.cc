@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
 #include <memory>
+#include <mutex>
 
 #include "trainer/errors.h"
 
@@ -150,6 +152,35 @@ Dataset load_idx_pair(const std::filesystem::path& images_file, const std::files
   return ds;
 }
 
+namespace {
+
+// What identifies a load: the files as they are now, and the limit.
+std::string load_key(const std::filesystem::path& images, const std::filesystem::path& labels, size_t limit) {
+  std::string key = std::to_string(limit);
+  for (const auto& p : {images, labels}) {
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(p, ec);
+    const auto changed = std::filesystem::last_write_time(p, ec).time_since_epoch().count();
+    key += "|" + std::filesystem::absolute(p, ec).string() + "|" + std::to_string(size) + "|" +
+           std::to_string(changed);
+  }
+  return key;
+}
+
+// load_idx_pair once per key and process; later loads share the pixels.
+Dataset load_shared(const std::filesystem::path& images, const std::filesystem::path& labels, size_t limit) {
+  static std::mutex mu;
+  static std::map<std::string, Dataset> loaded;
+  const std::string key = load_key(images, labels, limit);
+  // Held while loading: members that start at once wait for the one load
+  // instead of each reading its own copy (64 at once peaked at 11 GB).
+  std::lock_guard lock(mu);
+  if (const auto it = loaded.find(key); it != loaded.end()) return it->second;
+  return loaded.emplace(key, load_idx_pair(images, labels, limit)).first->second;
+}
+
+}  // namespace
+
 Dataset load_fashion_mnist(const std::filesystem::path& dir, Split split, size_t limit) {
   const std::string prefix = split == Split::kTrain ? "train" : "t10k";
   auto find = [&](const std::string& stem) {
@@ -162,7 +193,7 @@ Dataset load_fashion_mnist(const std::filesystem::path& dir, Split split, size_t
                     "(apt-get install dataset-fashion-mnist) or point --data at a directory "
                     "holding the IDX files");
   };
-  return load_idx_pair(find(prefix + "-images-idx3-ubyte"), find(prefix + "-labels-idx1-ubyte"), limit);
+  return load_shared(find(prefix + "-images-idx3-ubyte"), find(prefix + "-labels-idx1-ubyte"), limit);
 }
 
 Splits load_fashion_mnist_splits(const std::filesystem::path& dir, size_t train_limit, size_t test_limit) {

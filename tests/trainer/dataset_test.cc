@@ -158,6 +158,28 @@ TEST_F(DatasetFiles, ALimitKeepsTheFirstSamplesAndStillChecksTheWholeFile) {
   }
 }
 
+TEST_F(DatasetFiles, TheSameFilesLoadedAgainShareTheirPixelsAndChangedFilesAreReadAgain) {
+  write_gz("train-images-idx3-ubyte.gz", idx_images(2051, 3, 2, 2, 12));
+  write_gz("train-labels-idx1-ubyte.gz", idx_labels(2049, 3, {5, 9, 4}));
+  const Dataset a = load_fashion_mnist(dir_, Split::kTrain);
+  const Dataset b = load_fashion_mnist(dir_, Split::kTrain);
+  EXPECT_TRUE(a.images.shares_with(b.images));  // one copy in memory for every member of a process
+  EXPECT_EQ(a.labels, b.labels);
+  const Dataset two = load_fashion_mnist(dir_, Split::kTrain, 2);
+  EXPECT_FALSE(two.images.shares_with(a.images));
+  EXPECT_EQ(two.size(), 2u);
+  Dataset c = b;
+  c.images[0] = 42.0f;  // a write copies first: nobody else sees it
+  EXPECT_NE(a.images[0], 42.0f);
+  EXPECT_FALSE(c.images.shares_with(a.images));
+  // Other files under the same names (another size) are read anew.
+  write_gz("train-images-idx3-ubyte.gz", idx_images(2051, 4, 2, 2, 16));
+  write_gz("train-labels-idx1-ubyte.gz", idx_labels(2049, 4, {5, 9, 4, 1}));
+  const Dataset d = load_fashion_mnist(dir_, Split::kTrain);
+  EXPECT_EQ(d.size(), 4u);
+  EXPECT_FALSE(d.images.shares_with(a.images));
+}
+
 TEST_F(DatasetFiles, MissingDirectoryNamesPackageAndFlag) {
   try {
     load_fashion_mnist(dir_ / "nope", Split::kTrain);
