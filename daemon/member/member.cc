@@ -28,6 +28,10 @@ Member::~Member() = default;
 
 Member::End Member::run(std::stop_token stop) {
   check_run_options(o_);
+  if (!hub_ && o_.listen.starts_with("inproc-hub://"))
+    throw UsageError("--listen " + o_.listen +
+                     " names a member in this process (gossipctl simulate's); use "
+                     "tcp://HOST:PORT or ipc://PATH");
   mode_.check_flags(o_);
   place();
   load();
@@ -99,10 +103,6 @@ void Member::open_node() {
   log_ = std::make_unique<JsonLinesWriter>(o_.metrics_out);
   protocol::NodeOptions nopts = node_options(o_);
   for (const auto& [id, endpoint] : peers_) nopts.initial_members.push_back(id);
-  if (!hub_ && o_.listen.starts_with("inproc-hub://"))
-    throw UsageError("--listen " + o_.listen +
-                     " names a member in this process (gossipctl simulate's); use "
-                     "tcp://HOST:PORT or ipc://PATH");
   node_ = hub_ ? std::make_unique<protocol::Node>(nopts, *hub_) : std::make_unique<protocol::Node>(nopts);
   // Anyone may ask to join (or hear why not); a partition's other side may say
   // it is there (a REUNION counts only from a member this one evicted).

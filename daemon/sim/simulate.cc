@@ -56,11 +56,11 @@ std::vector<std::string> member_args(const CompareOptions& o, const std::string&
 proto::CompareResult simulate_entry(const CompareOptions& o, const std::string& algo, std::stop_token stop) {
   proto::CompareResult res = compare_entry_result(o, algo);
   const std::string dir = fresh_entry_dir(o, algo);
-  std::vector<std::string> endpoints, metrics, params;
+  const std::vector<std::string> metrics = entry_metrics_files(o, algo);
+  std::vector<std::string> endpoints, params;
   for (int k = 0; k < o.workers; ++k) {
     const std::string id = "w" + std::to_string(k);
     endpoints.push_back("inproc-hub://" + id);
-    metrics.push_back(dir + "/" + id + ".jsonl");
     params.push_back(dir + "/" + id + ".params");
   }
   std::vector<std::vector<std::string>> args;

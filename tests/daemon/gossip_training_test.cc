@@ -102,6 +102,7 @@ TEST(GossipFlags, BadGossipFlagsAreOneLine) {
       {{"--join", "tcp://h:1", "--peers", "w1=tcp://h:2"}, "--join and --peers are alternatives"},
       {{"--listen", "tcp://0.0.0.0:7000", "--join", "tcp://h:1"}, "say with --advertise"},
       {{"--listen", "localhost:7000"}, "--listen 'localhost:7000' is not an endpoint"},
+      {{"--listen", "inproc-hub://w0"}, "names a member in this process"},
       {{"--peers", "w1=nowhere"}, "--peers w1 'nowhere' is not an endpoint"},
       {{"--algo", "crossover", "--max-message-bytes", "65536"},
        "--max-message-bytes 65536 is too small for segment 0"},
