@@ -92,7 +92,7 @@ int main(int argc, char** argv) {
 
   CompareOptions co;
   CLI::App* ccmd = add_compare_command(app, co);
-  CompareOptions so;
+  SimulateOptions so;
   CLI::App* scmd = add_simulate_command(app, so);
   CollectOptions collect;
   CLI::App* collect_cmd = add_collect_command(app, collect);

@@ -12,6 +12,7 @@
 #include "daemon/config/mode_flags.h"
 #include "daemon/config/run_options.h"
 #include "daemon/worker/replica.h"
+#include "daemon/worker/round_traffic.h"
 #include "daemon/worker/worker.h"
 
 namespace gossipd::daemon {
@@ -118,6 +119,13 @@ class Mode {
   // gossip bytes to report): AllReduce-SGD, the grid.
   virtual bool one_replica() const { return false; }
   virtual std::unique_ptr<Worker> make_worker(WorkerContext& context) const = 0;
+  // gossipctl simulate's time model: what a round of this mode sends
+  // between the members (round_traffic.h), with its flags as configured;
+  // nullptr: the mode is not modelled (simulate refuses it in time).
+  virtual std::unique_ptr<RoundTraffic> traffic(const TrafficContext& context) const {
+    (void)context;
+    return nullptr;
+  }
   // The model evaluations run on in the background (a copy of the
   // parameters goes in it); nullptr: on the training thread.
   virtual std::unique_ptr<trainer::Model> eval_model(const RunOptions& options) const;

@@ -2,7 +2,9 @@
 // held to compare's real processes bit for bit, and its bad input.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -91,6 +93,82 @@ TEST(Simulate, FlagsOfRealProcessesAreRefusedInOneLine) {
   }
   const auto r = run({bin("gossipctl"), "simulate", "--out", tmp.path() + "/y", "--workers", "257"}, 30s);
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("--no-train"), std::string::npos) << r.err;
+}
+
+TEST(Simulate, BadTimeModelInputIsRefusedInOneLineNamingIt) {
+  TempDir tmp("gossipd_simulate_test");
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--bandwidth", "0"}, "--bandwidth"},
+      {{"--bandwidth", "0mbit", "--no-train"}, "--bandwidth"},
+      {{"--stragglers", "w9=2"}, "no worker w9"},
+      {{"--stragglers", "w1=0"}, "positive factor"},
+      {{"--stragglers", "x1=2"}, "WORKER=VALUE"},
+      {{"--slow-links", "w2=0mbit"}, "--slow-links"},
+      {{"--drop-rate", "1"}, "--drop-rate"},
+      {{"--latency-ms", "-1"}, "--latency-ms"},
+      {{"--train-limit", "100", "--batch", "64"}, "less than a batch"},
+  };
+  for (const auto& [extra, says] : cases) {
+    std::vector<std::string> a{bin("gossipctl"), "simulate", "--out", tmp.path() + "/x", "--workers", "4"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    const auto r = run(a, 30s);
+    EXPECT_EQ(r.exit_code, 2) << extra[0] << ": " << r.out << r.err;
+    EXPECT_NE(r.err.find(says), std::string::npos) << extra[0] << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(tmp.path() + "/x/summary.json"));
+  }
+}
+
+TEST(Simulate, TimeOnlyModelsTenThousandWorkersWithoutReplicas) {
+  TempDir tmp("gossipd_simulate_test");
+  const auto r = run({bin("gossipctl"), "simulate", "--no-train", "--workers", "10000", "--rounds", "5",
+                      "--bandwidth", "100mbit", "--step-ms", "10", "--out", tmp.path() + "/t"},
+                     120s);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto summary = read_json_file<proto::CompareSummary>(tmp.path() + "/t/summary.json");
+  EXPECT_TRUE(summary.simulated());
+  EXPECT_NE(summary.time_model().find("--no-train"), std::string::npos) << summary.time_model();
+  ASSERT_EQ(summary.results_size(), 3);
+  std::map<std::string, proto::CompareResult> by;
+  for (const auto& res : summary.results()) {
+    EXPECT_EQ(res.status(), "ok") << res.algo();
+    EXPECT_EQ(res.workers(), 10000u);
+    EXPECT_EQ(res.rounds(), 5u);
+    EXPECT_EQ(res.final_mean_accuracy(), -1) << "nothing was trained";
+    by[res.algo()] = res;
+  }
+  // Crossover sends the model once a round; the ring allreduce at 10,000
+  // members pays 2 x 9,999 latencies beside its bytes.
+  EXPECT_GT(by["crossover"].bytes_per_worker_per_round(), 0.9e6);
+  EXPECT_GT(by["crossover"].rounds_per_second(), 4 * by["allreduce"].rounds_per_second());
+}
+
+TEST(Simulate, ReportsTheModelledClockAndKeepsTheWallClockBeside) {
+  TempDir tmp("gossipd_simulate_test");
+  std::vector<std::string> a{bin("gossipctl"), "simulate",  "--out",        tmp.path() + "/m",
+                             "--algos",        "crossover", "--bandwidth",  "100mbit",
+                             "--step-ms",      "20",        "--latency-ms", "0"};
+  a.insert(a.end(), kSimulatedRun.begin(), kSimulatedRun.end());
+  const auto r = run(a, 300s);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto summary = read_json_file<proto::CompareSummary>(tmp.path() + "/m/summary.json");
+  ASSERT_EQ(summary.results_size(), 1);
+  EXPECT_NE(summary.time_model().find("100mbit"), std::string::npos) << summary.time_model();
+  // A round: the 20 ms step, then the model's bytes once over a 100 mbit link.
+  const double model_bytes = summary.results(0).bytes_per_worker_per_round();
+  EXPECT_NEAR(1.0 / summary.results(0).rounds_per_second(), 0.020 + model_bytes / 12.5e6, 0.002);
+  for (int i = 0; i < 4; ++i) {
+    const std::string w = tmp.path() + "/m/crossover/w" + std::to_string(i);
+    const auto modelled = read_json_lines<proto::EpochRecord>(w + ".jsonl");
+    const auto wall = read_json_lines<proto::EpochRecord>(w + ".wall.jsonl");
+    ASSERT_EQ(modelled.size(), wall.size());
+    ASSERT_FALSE(modelled.empty());
+    EXPECT_EQ(modelled.back().round(), wall.back().round());
+    EXPECT_EQ(modelled.back().test_accuracy(), wall.back().test_accuracy());
+    EXPECT_NEAR(modelled.back().train_seconds(),
+                static_cast<double>(modelled.back().round()) / summary.results(0).rounds_per_second(), 0.05);
+  }
 }
 
 }  // namespace

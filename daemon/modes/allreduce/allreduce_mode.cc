@@ -17,6 +17,18 @@ class AllreduceMode : public Mode {
   // (AllreduceWorker::step).
   bool retries_failed_steps() const override { return true; }
   std::unique_ptr<Worker> make_worker(WorkerContext& c) const override { return make_allreduce_worker(c); }
+  // One allreduce of every gradient per step.
+  std::unique_ptr<RoundTraffic> traffic(const TrafficContext& c) const override {
+    struct Step : RoundTraffic {
+      TrafficStage stage;
+      std::vector<TrafficStage> round(uint64_t) const override { return {stage}; }
+    };
+    auto r = std::make_unique<Step>();
+    uint64_t floats = 0;
+    for (const auto& s : c.segments) floats += s.length;
+    r->stage = one_allreduce(c.members.size(), floats * sizeof(float));
+    return r;
+  }
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include "daemon/config/cli.h"
+#include "daemon/modes/gossip/gossip_traffic.h"
 
 namespace gossipd::daemon {
 namespace {
@@ -92,6 +93,9 @@ class GossipMode : public Mode {
   bool shares_on_segments() const override { return algo_ != GossipAlgo::kCrossover; }  // push-sum weights
   std::unique_ptr<Worker> make_worker(WorkerContext& c) const override {
     return make_gossip_worker(c, algo_, flags_);
+  }
+  std::unique_ptr<RoundTraffic> traffic(const TrafficContext& c) const override {
+    return gossip_traffic(algo_, flags_, c);
   }
 
  private:

@@ -1,0 +1,91 @@
+#include "daemon/sim/modelled_entry.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "daemon/cmd/run_flags.h"
+#include "daemon/config/cli.h"
+#include "daemon/ctl/compare_report.h"
+#include "daemon/plan/layer_profile.h"
+#include "daemon/sim/modelled_hosts.h"
+#include "daemon/worker/mode.h"
+#include "topology/view.h"
+
+namespace gossipd::daemon {
+namespace {
+
+constexpr int kProfileReps = 5;
+
+// A step's compute as the layer profile prices it: every layer forward and
+// backward at the worker's batch, and the optimizer's update.
+double profiled_step_s(const RunOptions& r, std::string& said) {
+  std::unique_ptr<trainer::Model> model = whole_model(r);
+  const trainer::OptimizerOptions optimizer = trainer_options(r.train).optimizer;
+  const CachedProfile c = cached_profile(profile_file(r.cache_dir, model_key(*model, optimizer)), *model,
+                                         optimizer, {r.train.batch}, kProfileReps);
+  double s = c.profile.update_s_per_param * static_cast<double>(model->params().size());
+  for (const trainer::LayerTiming& l : c.profile.timings(r.train.batch)) s += l.forward_s + l.backward_s;
+  char buf[96];
+  std::snprintf(buf, sizeof(buf), "%.3f ms a step from the layer profile (", s * 1e3);
+  said = buf + c.said + ")";
+  return s;
+}
+
+std::string group_flag(const std::vector<std::string>& flags) {
+  const auto at = std::find(flags.begin(), flags.end(), "--group");
+  return at != flags.end() && at + 1 != flags.end() ? *(at + 1) : "";
+}
+
+}  // namespace
+
+ModelledEntry model_entry(const SimulateOptions& o, const std::string& algo) {
+  const CompareOptions& c = o.compare;
+  std::vector<std::string> endpoints, ids;
+  for (int k = 0; k < c.workers; ++k) {
+    ids.push_back("w" + std::to_string(k));
+    endpoints.push_back("inproc-hub://" + ids.back());
+  }
+  RunCommandLine line;
+  parse_run_args(line, compare_run_args(c, algo, 0, endpoints, c.out, ""));
+  const CompareEntry e = compare_entry(c, algo);
+  TrafficContext t;
+  t.members = topology::View(0, ids).members();
+  t.seed = line.options.train.seed;
+  t.segments = checked_segment_table(line.options, *whole_model(line.options));
+  for (const auto& id : t.members) {
+    const size_t k = std::stoul(id.substr(1));
+    t.labels.push_back(k < e.launch.per_worker.size() ? group_flag(e.launch.per_worker[k]) : "");
+  }
+  ModelledEntry m;
+  m.members = t.members;
+  m.traffic = line.modes.find(line.options.algo).traffic(t);
+  if (!m.traffic)
+    throw UsageError("gossipctl simulate has no time model for " + algo + " yet: drop it from --algos");
+  const ModelledHosts hosts = modelled_hosts(o, m.members);
+  m.time.links = hosts.links;
+  m.time.compute = hosts.compute;
+  m.time.drop_rate = o.drop_rate;
+  m.time.deadline_s = line.options.segment_deadline_ms / 1e3;
+  m.time.seed = t.seed;
+  m.time.step_s = o.step_ms > 0 ? o.step_ms / 1e3 : profiled_step_s(line.options, m.step);
+  if (o.step_ms > 0) m.step = format("%g", o.step_ms) + " ms a step (--step-ms)";
+  return m;
+}
+
+ModelledTimes run_modelled(const ModelledEntry& e, uint64_t rounds, bool keep_each_round) {
+  TimeModel model(e.time);
+  ModelledTimes t;
+  for (uint64_t r = 1; r <= rounds; ++r) {
+    const ModelledRound mr = model.run_round(r, e.traffic->round(r));
+    t.bytes_sent += mr.bytes_sent;
+    t.skipped += mr.skipped;
+    if (!keep_each_round) continue;
+    t.clocks.push_back(model.clocks());
+    t.waits.push_back(model.waited());
+  }
+  t.waited = model.waited();
+  t.slowest_s = model.clocks().empty() ? 0 : *std::max_element(model.clocks().begin(), model.clocks().end());
+  return t;
+}
+
+}  // namespace gossipd::daemon

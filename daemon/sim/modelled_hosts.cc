@@ -1,0 +1,89 @@
+#include "daemon/sim/modelled_hosts.h"
+
+#include <charconv>
+#include <cmath>
+#include <map>
+#include <stdexcept>
+
+#include "daemon/config/cli.h"
+
+namespace gossipd::daemon {
+namespace {
+
+// "w3=2.5,w7=4" as {worker index: value text}; the flag named in errors.
+std::map<size_t, std::string> worker_values(const std::string& text, const std::string& flag, int workers) {
+  std::map<size_t, std::string> out;
+  size_t at = 0;
+  while (at < text.size()) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    const std::string item = text.substr(at, comma - at);
+    at = comma + 1;
+    const size_t eq = item.find('=');
+    size_t k = 0;
+    const char* digits = item.data() + 1;
+    const char* end = item.data() + std::min(eq, item.size());
+    const bool named = eq != std::string::npos && item.size() > 1 && item[0] == 'w' &&
+                       std::from_chars(digits, end, k).ptr == end && end > digits;
+    if (!named)
+      throw UsageError(flag + ": '" + item + "' is not WORKER=VALUE (e.g. w3=2.5); name workers w0 .. w" +
+                       std::to_string(workers - 1));
+    if (k >= static_cast<size_t>(workers))
+      throw UsageError(flag + ": there is no worker " + item.substr(0, eq) + " among --workers " +
+                       std::to_string(workers) + " (w0 .. w" + std::to_string(workers - 1) + ")");
+    out[k] = item.substr(eq + 1);
+  }
+  return out;
+}
+
+double factor(const std::string& text, const std::string& item) {
+  double v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || !(v > 0) || !std::isfinite(v))
+    throw UsageError("--stragglers: '" + item +
+                     "' is not a positive factor (e.g. w3=2.5: its steps take 2.5x)");
+  return v;
+}
+
+double bandwidth(const std::string& text, const std::string& flag) {
+  try {
+    return parse_bandwidth(text);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(flag + ": " + e.what());
+  }
+}
+
+std::string simulated_bandwidth(const SimulateOptions& o) {
+  return o.compare.bandwidth.empty() ? kDefaultSimulatedBandwidth : o.compare.bandwidth;
+}
+
+}  // namespace
+
+void check_time_flags(const SimulateOptions& o) {
+  bandwidth(simulated_bandwidth(o), "--bandwidth");
+  if (!(o.latency_ms >= 0) || !std::isfinite(o.latency_ms))
+    throw UsageError("--latency-ms must be 0 or more (milliseconds per message)");
+  if (!(o.step_ms >= 0) || !std::isfinite(o.step_ms))
+    throw UsageError("--step-ms must be 0 (profile the model) or more");
+  if (!(o.drop_rate >= 0 && o.drop_rate < 1))
+    throw UsageError("--drop-rate must be in [0, 1): the share of gossip messages lost");
+  for (const auto& [k, v] : worker_values(o.stragglers, "--stragglers", o.compare.workers))
+    factor(v, "w" + std::to_string(k) + "=" + v);
+  for (const auto& [k, v] : worker_values(o.slow_links, "--slow-links", o.compare.workers))
+    bandwidth(v, "--slow-links w" + std::to_string(k));
+}
+
+ModelledHosts modelled_hosts(const SimulateOptions& o, const std::vector<std::string>& members) {
+  check_time_flags(o);
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < members.size(); ++i) index[members[i]] = i;
+  const LinkModel link{o.latency_ms / 1e3, bandwidth(simulated_bandwidth(o), "--bandwidth"), 0};
+  ModelledHosts h{std::vector<LinkModel>(members.size(), link), std::vector<double>(members.size(), 1.0)};
+  const auto at = [&](size_t k) { return index.at("w" + std::to_string(k)); };
+  for (const auto& [k, v] : worker_values(o.stragglers, "--stragglers", o.compare.workers))
+    h.compute[at(k)] = factor(v, v);
+  for (const auto& [k, v] : worker_values(o.slow_links, "--slow-links", o.compare.workers))
+    h.links[at(k)].bytes_per_s = bandwidth(v, "--slow-links");
+  return h;
+}
+
+}  // namespace gossipd::daemon

@@ -1,0 +1,146 @@
+// gossipctl simulate's time model (daemon/sim/time_model.h) on the traffic
+// the modes say a round sends (Mode::traffic): each case computed by hand
+// from the alpha-beta links.
+#include "daemon/sim/time_model.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "daemon/worker/mode_set.h"
+#include "protocol/collectives.h"
+#include "topology/derangement.h"
+#include "topology/view.h"
+
+namespace gossipd::daemon {
+namespace {
+
+constexpr double kStep = 0.010, kLatency = 0.001, kRate = 1e6;  // 10 ms, 1 ms, 1 MB/s
+
+TrafficContext context(size_t members, size_t segments, size_t floats) {
+  TrafficContext c;
+  for (size_t i = 0; i < members; ++i) c.members.push_back("w" + std::to_string(i));
+  c.members = topology::View(0, c.members).members();
+  c.labels.assign(members, "");
+  for (size_t s = 0; s < segments; ++s) c.segments.push_back({s * floats, floats});
+  return c;
+}
+
+std::unique_ptr<RoundTraffic> traffic(const std::string& mode, const TrafficContext& c,
+                                      const std::vector<std::string>& flags = {}) {
+  ModeSet modes;
+  modes.find(mode).configure(flags);
+  return modes.find(mode).traffic(c);
+}
+
+TimeModelOptions uniform(size_t members) {
+  TimeModelOptions o;
+  o.step_s = kStep;
+  o.links.assign(members, LinkModel{kLatency, kRate, 0});
+  o.compute.assign(members, 1.0);
+  return o;
+}
+
+double message_s(size_t floats) { return static_cast<double>(floats * 4 + kModelledEnvelopeBytes) / kRate; }
+
+TEST(TimeModel, ACrossoverRoundIsTheStepThenEverySegmentOverTheLinkThenOneLatency) {
+  const TrafficContext c = context(8, 4, 1000);
+  const auto t = traffic("crossover", c);
+  TimeModel model(uniform(8));
+  const ModelledRound r = model.run_round(1, t->round(1));
+  // Each member sends its 4 segments back to back and receives one of each
+  // from 4 others, each as its sender finishes it.
+  EXPECT_NEAR(r.slowest_s, kStep + 4 * message_s(1000) + kLatency, 1e-12);
+  for (double clock : model.clocks()) EXPECT_NEAR(clock, r.slowest_s, 1e-12);
+  EXPECT_EQ(r.bytes_sent, 8u * 4u * (4000u + kModelledEnvelopeBytes));
+  EXPECT_EQ(r.skipped, 0u);
+}
+
+TEST(TimeModel, AnAllReduceTakesTheStepsOfTheScheduleItsSizeGets) {
+  // 3 members: the ring, 2 (n - 1) steps of a third each.
+  const TrafficContext three = context(3, 1, 30000);
+  ASSERT_EQ(protocol::allreduce_schedule(30000, 3), protocol::AllreduceSchedule::kRing);
+  TimeModel ring(uniform(3));
+  EXPECT_NEAR(ring.run_round(1, traffic("allreduce", three)->round(1)).slowest_s,
+              kStep + 4 * (kLatency + 40000.0 / kRate), 1e-12);
+  // 4 members, 400 KB: the butterfly, 2 log2 4 latencies and 2 (n - 1) / n of the bytes.
+  const TrafficContext four = context(4, 2, 50000);
+  ASSERT_EQ(protocol::allreduce_schedule(100000, 4), protocol::AllreduceSchedule::kButterfly);
+  TimeModel butterfly(uniform(4));
+  const ModelledRound r = butterfly.run_round(1, traffic("allreduce", four)->round(1));
+  EXPECT_NEAR(r.slowest_s, kStep + 4 * kLatency + 1.5 * 400000.0 / kRate, 1e-12);
+  EXPECT_EQ(r.bytes_sent, 4u * 600000u);
+}
+
+TEST(TimeModel, AStragglerDelaysExactlyTheMembersItSendsTo) {
+  const TrafficContext c = context(8, 3, 1000);
+  const auto t = traffic("crossover", c);
+  TimeModelOptions o = uniform(8);
+  o.compute[5] = 4.0;
+  TimeModel model(o);
+  model.run_round(1, t->round(1));
+  std::vector<bool> hears_from_straggler(8, false);
+  for (uint32_t s = 0; s < 3; ++s) hears_from_straggler[topology::derangement(8, 1, 0, 1, s)[5]] = true;
+  for (size_t k = 0; k < 8; ++k) {
+    if (k == 5) {
+      EXPECT_NEAR(model.clocks()[k], 4 * kStep, 1e-12);  // what it was sent came long before
+    } else if (hears_from_straggler[k]) {
+      EXPECT_GT(model.clocks()[k], 4 * kStep) << k;
+    } else {
+      EXPECT_NEAR(model.clocks()[k], kStep + 3 * message_s(1000) + kLatency, 1e-12) << k;
+    }
+  }
+}
+
+TEST(TimeModel, WhatMissesTheDeadlineOrIsDroppedIsSkippedAndWaitedForUntilTheDeadline) {
+  const TrafficContext c = context(4, 2, 1000);
+  const auto t = traffic("crossover", c);
+  TimeModelOptions o = uniform(4);
+  o.deadline_s = 0.015;          // the others' two segments take 9.2 ms
+  o.links[0].bytes_per_s = 1e5;  // 41 ms a segment, in and out
+  TimeModel late(o);
+  const ModelledRound r = late.run_round(1, t->round(1));
+  // Member 0's two sends and the two it receives are late.
+  EXPECT_EQ(r.skipped, 4u);
+  EXPECT_NEAR(late.clocks()[0], kStep + o.deadline_s, 1e-12);
+
+  TimeModelOptions lossy = uniform(4);
+  lossy.drop_rate = 0.5;
+  TimeModel a(lossy), b(lossy);
+  uint64_t skipped_a = 0, skipped_b = 0;
+  for (uint64_t round = 1; round <= 50; ++round) {
+    skipped_a += a.run_round(round, t->round(round)).skipped;
+    skipped_b += b.run_round(round, t->round(round)).skipped;
+  }
+  EXPECT_EQ(skipped_a, skipped_b);  // drawn from the seed
+  EXPECT_GT(skipped_a, 4u * 2u * 50u / 4u);
+  EXPECT_LT(skipped_a, 4u * 2u * 50u * 3u / 4u);
+}
+
+TEST(TimeModel, OsgpWaitsForTheLastRoundsPushesNotThisOnes) {
+  const TrafficContext c = context(4, 2, 1000);
+  const auto t = traffic("osgp", c);
+  TimeModel model(uniform(4));
+  // Round 1 waits for nothing: its pushes are folded in round 2.
+  EXPECT_NEAR(model.run_round(1, t->round(1)).slowest_s, kStep, 1e-12);
+  // Round 2 starts at 2 steps; round 1's pushes arrived long before.
+  EXPECT_NEAR(model.run_round(2, t->round(2)).slowest_s, 2 * kStep, 1e-12);
+}
+
+TEST(TimeModel, HierarchicalCrossoverAveragesInsideEachGroupAroundTheExchangeBetweenThem) {
+  TrafficContext c = context(4, 4, 1000);
+  for (size_t i = 0; i < 4; ++i) c.labels[i] = c.members[i] < "w2" ? "a" : "b";
+  const auto stages = traffic("crossover", c, {"--hierarchical"})->round(1);
+  ASSERT_EQ(stages.size(), 3u);
+  EXPECT_EQ(stages[0].kind, TrafficStage::Kind::kAllreduce);
+  EXPECT_EQ(stages[0].groups.size(), 2u);
+  EXPECT_EQ(stages[1].kind, TrafficStage::Kind::kMessages);
+  EXPECT_EQ(stages[1].messages.size(), 8u);  // each segment, from each group to the other
+  for (const Transfer& m : stages[1].messages) EXPECT_NE(c.labels[m.from], c.labels[m.to]);
+  EXPECT_EQ(stages[2].kind, TrafficStage::Kind::kAllreduce);
+}
+
+}  // namespace
+}  // namespace gossipd::daemon
