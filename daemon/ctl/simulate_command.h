@@ -21,6 +21,7 @@ struct SimulateOptions {
   CompareOptions compare;
   double step_ms = 0;        // a training step's compute; 0: from the layer profile
   double latency_ms = 0.05;  // every link's, per message
+  double burst_kb = 0;       // every link direction's token bucket (tc tbf's burst), KiB
   std::string stragglers;    // "w3=2.5,w7=4": compute multipliers
   std::string slow_links;    // "w2=10mbit": those hosts' links
   double drop_rate = 0;      // of gossip messages

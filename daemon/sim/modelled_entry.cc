@@ -65,6 +65,7 @@ ModelledEntry model_entry(const SimulateOptions& o, const std::string& algo) {
   m.time.links = hosts.links;
   m.time.compute = hosts.compute;
   m.time.drop_rate = o.drop_rate;
+  m.time.burst_bytes = o.burst_kb * 1024;
   m.time.deadline_s = line.options.segment_deadline_ms / 1e3;
   m.time.seed = t.seed;
   m.time.step_s = o.step_ms > 0 ? o.step_ms / 1e3 : profiled_step_s(line.options, m.step);

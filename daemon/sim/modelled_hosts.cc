@@ -62,6 +62,8 @@ void check_time_flags(const SimulateOptions& o) {
   bandwidth(simulated_bandwidth(o), "--bandwidth");
   if (!(o.latency_ms >= 0) || !std::isfinite(o.latency_ms))
     throw UsageError("--latency-ms must be 0 or more (milliseconds per message)");
+  if (!(o.burst_kb >= 0) || !std::isfinite(o.burst_kb))
+    throw UsageError("--burst-kb must be 0 or more (KiB a link sends at once after idling)");
   if (!(o.step_ms >= 0) || !std::isfinite(o.step_ms))
     throw UsageError("--step-ms must be 0 (profile the model) or more");
   if (!(o.drop_rate >= 0 && o.drop_rate < 1))

@@ -127,6 +127,10 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateOptions& o) {
                     kDefaultSimulatedBandwidth + ")");
   cmd->add_option("--latency-ms", o.latency_ms, "Every modelled link's latency per message")
       ->capture_default_str();
+  cmd->add_option("--burst-kb", o.burst_kb,
+                  "Every link's token bucket, KiB: an idle link sends that much at once (compare --netns "
+                  "shapes its links with tc tbf burst 256kb)")
+      ->capture_default_str();
   cmd->add_option("--step-ms", o.step_ms,
                   "A training step's compute (default: priced by the model's layer profile)");
   cmd->add_option("--stragglers", o.stragglers,

@@ -42,9 +42,18 @@ TimeModel::TimeModel(TimeModelOptions options) : o_(std::move(options)) {
   }
   clock_.assign(n, 0.0);
   waited_.assign(n, 0.0);
-  up_free_.assign(n, 0.0);
-  down_free_.assign(n, 0.0);
+  up_.assign(n, LinkSide{0, o_.burst_bytes});
+  down_.assign(n, LinkSide{0, o_.burst_bytes});
   owed_.assign(n, {});
+  last_receivers_.assign(n, {});
+}
+
+double LinkSide::send(double start, double bytes, double rate, double burst) {
+  tokens = std::min(burst, tokens + std::max(0.0, start - free) * rate);
+  const double at_once = std::min(tokens, bytes);
+  tokens -= at_once;
+  free = start + (bytes - at_once) / rate;
+  return free;
 }
 
 ModelledRound TimeModel::run_round(uint64_t round, const std::vector<TrafficStage>& stages) {
@@ -67,31 +76,46 @@ bool TimeModel::dropped(uint64_t round, uint64_t message) const {
   return static_cast<double>(draw >> 11) * 0x1.0p-53 < o_.drop_rate;
 }
 
+std::vector<double> TimeModel::pace_gates(const TrafficStage& st) {
+  std::vector<double> gate = clock_;
+  if (st.pace != TrafficStage::Pace::kAfterLast) return gate;
+  const double renudge = o_.deadline_s / 8;
+  for (size_t i = 0; i < gate.size(); ++i) {
+    for (uint32_t k : last_receivers_[i])
+      gate[i] = std::max(gate[i], std::min(clock_[k] + o_.links[k].latency_s, clock_[i] + renudge));
+    last_receivers_[i].clear();
+  }
+  for (const Transfer& m : st.messages) last_receivers_[m.from].push_back(m.to);
+  return gate;
+}
+
 void TimeModel::messages(uint64_t round, const TrafficStage& st, ModelledRound& r) {
   const size_t n = clock_.size();
   // Each sender's link sends its messages back to back from when it is free.
-  std::vector<double> sent(n);
-  for (size_t i = 0; i < n; ++i) sent[i] = std::max(clock_[i], up_free_[i]);
+  const std::vector<double> gate = pace_gates(st);
   std::vector<std::vector<Incoming>> in(n);
   for (uint64_t k = 0; k < st.messages.size(); ++k) {
     const Transfer& m = st.messages[k];
-    const double first = sent[m.from];
-    sent[m.from] += static_cast<double>(m.bytes) / o_.links[m.from].bytes_per_s;
-    in[m.to].push_back({first, sent[m.from], m.bytes, m.from, k});
+    double first = std::max(up_[m.from].free, gate[m.from]);
+    if (st.pace != TrafficStage::Pace::kNone)
+      first = std::max(first, clock_[m.to] + o_.links[m.to].latency_s);
+    const double bytes = static_cast<double>(m.bytes);
+    const double last = up_[m.from].send(first, bytes, o_.links[m.from].bytes_per_s, o_.burst_bytes);
+    in[m.to].push_back({first, last, m.bytes, m.from, k});
     r.bytes_sent += m.bytes;
   }
-  for (size_t i = 0; i < n; ++i) up_free_[i] = std::max(up_free_[i], sent[i]);
   // Each receiver's link takes them one after the other, as they come.
   std::vector<std::vector<double>> arrivals(n);
   for (size_t k = 0; k < n; ++k) {
     std::sort(in[k].begin(), in[k].end(),
               [](const Incoming& a, const Incoming& b) { return a.last < b.last; });
-    double d = down_free_[k];
+    LinkSide& down = down_[k];
     for (const Incoming& m : in[k]) {
-      d = std::max(std::max(d, m.first) + static_cast<double>(m.bytes) / o_.links[k].bytes_per_s, m.last);
-      arrivals[k].push_back(dropped(round, m.index) ? kNever : d + o_.links[m.from].latency_s);
+      const double start = std::max(down.free, m.first);
+      down.free = std::max(
+          down.send(start, static_cast<double>(m.bytes), o_.links[k].bytes_per_s, o_.burst_bytes), m.last);
+      arrivals[k].push_back(dropped(round, m.index) ? kNever : down.free + o_.links[m.from].latency_s);
     }
-    down_free_[k] = d;
   }
   for (size_t k = 0; k < n; ++k) {
     if (st.folded_next_round) std::swap(arrivals[k], owed_[k]);  // wait for the last round's
@@ -136,7 +160,7 @@ void TimeModel::allreduces(const TrafficStage& st, ModelledRound& r) {
     if (n < 2) continue;
     double start = 0, latency = 0, slowest = kNever;
     for (uint32_t i : group) {
-      start = std::max({start, clock_[i], up_free_[i], down_free_[i]});
+      start = std::max({start, clock_[i], up_[i].free, down_[i].free});
       latency = std::max(latency, o_.links[i].latency_s);
       slowest = std::min(slowest, o_.links[i].bytes_per_s);
     }
@@ -144,7 +168,7 @@ void TimeModel::allreduces(const TrafficStage& st, ModelledRound& r) {
     const double end = start + c.steps * latency + c.bytes_each / slowest;
     for (uint32_t i : group) {
       waited_[i] += end - clock_[i];
-      clock_[i] = up_free_[i] = down_free_[i] = end;
+      clock_[i] = up_[i].free = down_[i].free = end;
     }
     r.bytes_sent += static_cast<uint64_t>(c.bytes_each) * n;
   }

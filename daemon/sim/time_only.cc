@@ -60,6 +60,7 @@ std::string time_model_words(const SimulateOptions& o, const ModelledEntry& e) {
   s << "modelled: one host per worker, every link "
     << (o.compare.bandwidth.empty() ? kDefaultSimulatedBandwidth : o.compare.bandwidth) << " with "
     << format("%g", o.latency_ms) << " ms per message"
+    << (o.burst_kb > 0 ? " and bursts of " + format("%g", o.burst_kb) + " KiB" : "")
     << (o.slow_links.empty() ? "" : " (slower: " + o.slow_links + ")") << "; " << e.step
     << (o.stragglers.empty() ? "" : "; stragglers " + o.stragglers)
     << (o.drop_rate > 0 ? "; " + format("%g", o.drop_rate) + " of gossip messages lost" : "")

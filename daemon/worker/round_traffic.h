@@ -38,6 +38,12 @@ struct TrafficStage {
   // kMessages: what a member is sent in this round it waits for in the next
   // one (OSGP folds the previous round's pushes).
   bool folded_next_round = false;
+  // kMessages, gossipd run --pace: a message leaves only once its receiver
+  // is in this round's exchange and said so (the sender's next ones wait
+  // behind it); kAfterLast: first the sender waits (up to an eighth of its
+  // deadline) until those it sent to in the last round are in this one.
+  enum class Pace { kNone, kReceiver, kAfterLast };
+  Pace pace = Pace::kNone;
   std::vector<std::vector<uint32_t>> groups;  // kAllreduce: member indices
   uint64_t allreduce_bytes = 0;
 };

@@ -119,6 +119,30 @@ TEST(TimeModel, WhatMissesTheDeadlineOrIsDroppedIsSkippedAndWaitedForUntilTheDea
   EXPECT_LT(skipped_a, 4u * 2u * 50u * 3u / 4u);
 }
 
+TEST(TimeModel, AnIdleLinksBurstGoesAtOnceAndRefillsAtTheLinksRate) {
+  LinkSide link{0, 1000};
+  EXPECT_NEAR(link.send(0, 600, kRate, 1000), 0, 1e-15);            // from the bucket
+  EXPECT_NEAR(link.send(0, 600, kRate, 1000), 200 / kRate, 1e-15);  // 400 left, 200 at the rate
+  // Idle for 1 ms: 1000 bytes' worth, capped at the burst.
+  EXPECT_NEAR(link.send(0.0012, 1500, kRate, 1000), 0.0012 + 500 / kRate, 1e-15);
+}
+
+TEST(TimeModel, PacedCrossoverSendsOnlyToMembersAlreadyInTheExchange) {
+  const TrafficContext c = context(8, 4, 1000);
+  const auto unpaced = traffic("crossover", c);
+  const auto paced = traffic("crossover", c, {"--pace"});
+  TimeModelOptions o = uniform(8);
+  o.compute[3] = 3.0;  // member 3 enters its exchange 20 ms after the others
+  TimeModel a(o), b(o);
+  a.run_round(1, unpaced->round(1));
+  b.run_round(1, paced->round(1));
+  // Unpaced, what the others send member 3 has arrived when it is ready;
+  // paced, they send only then, and it waits for their bytes.
+  EXPECT_NEAR(a.clocks()[3], 3 * kStep, 1e-12);
+  EXPECT_GT(b.clocks()[3], 3 * kStep + kLatency + message_s(1000));
+  for (size_t k = 0; k < 8; ++k) EXPECT_GE(b.clocks()[k], a.clocks()[k] - 1e-12) << k;
+}
+
 TEST(TimeModel, OsgpWaitsForTheLastRoundsPushesNotThisOnes) {
   const TrafficContext c = context(4, 2, 1000);
   const auto t = traffic("osgp", c);

@@ -38,6 +38,7 @@ class GossipTraffic : public RoundTraffic {
   TrafficStage crossover(uint64_t round) const {
     TrafficStage st;
     st.folded_next_round = flags_.overlap;
+    if (flags_.pace) st.pace = TrafficStage::Pace::kAfterLast;
     const size_t n = view_.size();
     for (uint32_t s = 0; s < c_.segments.size(); ++s) {
       const std::vector<uint32_t> to = topology::derangement(n, c_.seed, view_.id(), round, s);
@@ -50,6 +51,7 @@ class GossipTraffic : public RoundTraffic {
   TrafficStage push_sum(uint64_t round) const {
     TrafficStage st;
     st.folded_next_round = algo_ == GossipAlgo::kOsgp;
+    if (flags_.pace) st.pace = TrafficStage::Pace::kReceiver;
     const size_t n = view_.size();
     for (uint32_t i = 0; i < n; ++i) {
       const std::vector<size_t> out = topology::exponential_out_peers(n, i, round);
