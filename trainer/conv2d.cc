@@ -1,11 +1,11 @@
 #include "trainer/conv2d.h"
 
-#include <cblas.h>
-
 #include <cassert>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
+
+#include "trainer/sgemm.h"
 
 namespace gossipd::trainer {
 
@@ -100,8 +100,7 @@ void Conv2D::forward(const float* in, float* out, int batch) {
   const int co = out_shape_.channels;
   for (int r = 0; r < rows; ++r) std::memcpy(out + static_cast<size_t>(r) * co, b_, sizeof(float) * co);
   // Y[rows, co] = cols[rows, patch] * W^T[patch, co]
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, co, patch(), 1.0f, cols_.data(), patch(), w_,
-              patch(), 1.0f, out, co);
+  sgemm(CblasNoTrans, CblasTrans, rows, co, patch(), 1.0f, cols_.data(), patch(), w_, patch(), 1.0f, out, co);
 }
 
 void Conv2D::backward(const float* in, const float*, const float* dout, float* din, int batch) {
@@ -109,8 +108,8 @@ void Conv2D::backward(const float* in, const float*, const float* dout, float* d
   const int rows = batch * out_shape_.height * out_shape_.width;
   const int co = out_shape_.channels;
   // dW[co, patch] = dY^T[co, rows] * cols[rows, patch]
-  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, co, patch(), rows, 1.0f, dout, co, cols_.data(),
-              patch(), accumulate_ ? 1.0f : 0.0f, dw_, patch());
+  sgemm(CblasTrans, CblasNoTrans, co, patch(), rows, 1.0f, dout, co, cols_.data(), patch(),
+        accumulate_ ? 1.0f : 0.0f, dw_, patch());
   if (!accumulate_) std::memset(db_, 0, sizeof(float) * co);
   for (int r = 0; r < rows; ++r) {
     const float* g = dout + static_cast<size_t>(r) * co;
@@ -119,8 +118,8 @@ void Conv2D::backward(const float* in, const float*, const float* dout, float* d
   if (din == nullptr) return;
   dcols_.resize(cols_.size());
   // dcols[rows, patch] = dY[rows, co] * W[co, patch]
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, patch(), co, 1.0f, dout, co, w_, patch(), 0.0f,
-              dcols_.data(), patch());
+  sgemm(CblasNoTrans, CblasNoTrans, rows, patch(), co, 1.0f, dout, co, w_, patch(), 0.0f, dcols_.data(),
+        patch());
   col2im(din, batch);
 }
 

@@ -1,10 +1,10 @@
 #include "trainer/dense.h"
 
-#include <cblas.h>
-
 #include <cassert>
 #include <cmath>
 #include <cstring>
+
+#include "trainer/sgemm.h"
 
 namespace gossipd::trainer {
 
@@ -30,14 +30,13 @@ void Dense::init_params(Rng& rng) {
 
 void Dense::forward(const float* in, float* out, int batch) {
   for (int r = 0; r < batch; ++r) std::memcpy(out + static_cast<size_t>(r) * out_, b_, sizeof(float) * out_);
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, batch, out_, in_, 1.0f, in, in_, w_, in_, 1.0f, out,
-              out_);
+  sgemm(CblasNoTrans, CblasTrans, batch, out_, in_, 1.0f, in, in_, w_, in_, 1.0f, out, out_);
 }
 
 void Dense::backward(const float* in, const float*, const float* dout, float* din, int batch) {
   // dW[out, in] = dY^T[out, batch] * X[batch, in]
-  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out_, in_, batch, 1.0f, dout, out_, in, in_,
-              accumulate_ ? 1.0f : 0.0f, dw_, in_);
+  sgemm(CblasTrans, CblasNoTrans, out_, in_, batch, 1.0f, dout, out_, in, in_, accumulate_ ? 1.0f : 0.0f, dw_,
+        in_);
   if (!accumulate_) std::memset(db_, 0, sizeof(float) * out_);
   for (int r = 0; r < batch; ++r) {
     const float* row = dout + static_cast<size_t>(r) * out_;
@@ -45,8 +44,7 @@ void Dense::backward(const float* in, const float*, const float* dout, float* di
   }
   if (din != nullptr) {
     // dX[batch, in] = dY[batch, out] * W[out, in]
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, batch, in_, out_, 1.0f, dout, out_, w_, in_, 0.0f,
-                din, in_);
+    sgemm(CblasNoTrans, CblasNoTrans, batch, in_, out_, 1.0f, dout, out_, w_, in_, 0.0f, din, in_);
   }
 }
 

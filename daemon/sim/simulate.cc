@@ -1,3 +1,6 @@
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/spdlog.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -164,6 +167,9 @@ int run_simulate(const SimulateOptions& so) {
   for (const auto& algo : o.algos) models.push_back(model_entry(so, algo));
   require_gnuplot();
   prepare_out_dir(o.out);
+  // The members' log lines (hundreds of members on two cores say a lot:
+  // paused membership, suspicions) go to a file, as compare's workers' do.
+  spdlog::set_default_logger(spdlog::basic_logger_mt("members", o.out + "/members.log"));
   proto::CompareSummary summary = compare_summary_header(o);
   summary.set_simulated(true);
   std::printf("gossipctl simulate: %zu protocols x %d virtual workers, batch %zu, %d epochs; output in %s\n",
@@ -185,8 +191,11 @@ int run_simulate(const SimulateOptions& so) {
                                      " virtual workers (gossipd run's members in one process, over an "
                                      "in-process hub; times " +
                                          summary.time_model() + ")"));
-  std::printf("gossipctl simulate: report in %s/report.md and %s/report.html (summary.json, plots *.svg)\n",
-              o.out.c_str(), o.out.c_str());
+  std::printf(
+      "gossipctl simulate: report in %s/report.md and %s/report.html (summary.json, plots *.svg; the "
+      "members' "
+      "log in members.log)\n",
+      o.out.c_str(), o.out.c_str());
   return stop.stop_requested() ? kExitFailure : kExitOk;
 }
 
