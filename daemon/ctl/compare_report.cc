@@ -61,8 +61,12 @@ void plot(const std::string& out, const proto::CompareSummary& summary) {
   std::ostringstream gp;
   gp << "set terminal svg size 720,420 dynamic enhanced font 'sans,12'\nset grid\nset key bottom right\n";
   for (const auto& p : plots()) {
-    gp << "set output '" << out << "/" << p.file << "'\nset title '" << p.title << "'\nset xlabel '"
-       << p.xlabel << "'\nset ylabel '" << p.ylabel << "'\n"
+    // A simulated run's times are its time model's (gossipctl simulate).
+    std::string title = p.title;
+    if (const size_t at = title.find("wall time"); summary.simulated() && at != std::string::npos)
+      title.replace(at, 4, "modelled");
+    gp << "set output '" << out << "/" << p.file << "'\nset title '" << title << "'\nset xlabel '" << p.xlabel
+       << "'\nset ylabel '" << p.ylabel << "'\n"
        << (p.logscale ? "set logscale y\n" : "unset logscale y\n");
     // A log scale needs a positive value: AllReduce's replicas are identical,
     // and so are two Crossover replicas after every round.
@@ -105,8 +109,8 @@ std::string table(const proto::CompareSummary& summary, double target) {
       << (r.averaged_model_accuracy() < 0 ? "n/a" : format("%.4f", r.averaged_model_accuracy())) << " | "
       << time_to_target(r) << " | " << (r.epochs_to_target() < 0 ? "—" : format("%.3g", r.epochs_to_target()))
       << " | " << format("%.1f", r.rounds_per_second()) << " | " << format("%.1f", r.comm_ms_per_round())
-      << " | " << (one_replica ? "—" : format("%.0f", r.bytes_per_worker_per_round())) << " | "
-      << r.segments_skipped() << " | "
+      << " | " << (r.bytes_per_worker_per_round() > 0 ? format("%.0f", r.bytes_per_worker_per_round()) : "—")
+      << " | " << r.segments_skipped() << " | "
       << (one_replica ? "0 (exact)" : format("%.3g", r.final_consensus_distance())) << " | "
       << format("%.1f", r.wall_seconds()) << " |\n";
   }
@@ -270,7 +274,8 @@ void write_compare_report(const std::string& out, const proto::CompareSummary& s
   md << "# gossipd compare\n\n"
      << setup << "\n\n"
      << table(summary, target)
-     << "\nbytes/worker/round counts gossip payload and envelopes (AllReduce's ring traffic is not counted). "
+     << "\nbytes/worker/round counts gossip payload and envelopes, and for AllReduce-SGD its collectives' "
+        "payload; a dash where a mode counts none. "
         "Per-worker metrics: `<protocol>/w<i>.jsonl`; logs `<protocol>/w<i>.log`; data `summary.json`.\n\n";
   for (const auto& p : plots()) md << "## " << p.title << "\n\n![" << p.title << "](" << p.file << ")\n\n";
   write_text_file(out + "/report.md", md.str());

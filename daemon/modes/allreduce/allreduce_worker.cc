@@ -80,6 +80,10 @@ trainer::StepResult AllreduceWorker::step(std::span<const uint32_t> idx, std::st
         TrainingLoop::CommTimer comm(loop_);
         protocol::Allreduce(*group_, grads).run();
       }
+      if (options_.state) {
+        const uint64_t sent = node_.payload_bytes_sent();
+        options_.state->update([&](proto::Status& s) { s.set_bytes_sent(sent); });
+      }
       const float scale = 1.0f / static_cast<float>(group_->size());
       for (float& g : grads) g *= scale;
       trainer_.apply_gradients(trainer_.current_lr());
@@ -185,6 +189,7 @@ AllreduceWorkerOptions allreduce_worker_options(const WorkerContext& c) {
   w.snapshot_header = c.snapshot_header;
   w.checkpointer = c.checkpointer;
   w.resumed = c.resumed;
+  w.state = &c.state;
   return w;
 }
 

@@ -35,6 +35,9 @@ struct AllreduceWorkerOptions {
   // ring and the step's round once the gradients are computed, inside the
   // step's fault handling (a failure re-forms the ring like the allreduce's).
   std::function<void(protocol::Group&, uint64_t round)> update;
+  // Where the bytes it sent are reported (/status, the epoch records): the
+  // collectives' payload (nullptr: nowhere).
+  WorkerState* state = nullptr;
 };
 
 // AllReduce-SGD: every step, each member computes gradients on its own shard,
