@@ -94,7 +94,7 @@ void add_compare_flags(CLI::App* cmd, CompareOptions& o, int max_workers) {
       ->capture_default_str();
   cmd->add_option("--segments", o.segments, "Gossip unit: fine, coarse or N")->capture_default_str();
   cmd->add_option("--groups", o.groups, "Crossover: hierarchical over this many groups (1: flat)")
-      ->check(CLI::Range(1, 64))
+      ->check(CLI::Range(1, max_workers))
       ->capture_default_str();
   cmd->add_option("--target", o.target, "Accuracy whose time-to is reported")
       ->check(CLI::Range(0.0, 1.0))
