@@ -20,6 +20,15 @@ void average_into(std::span<float> x, const Message& msg) {
   for (float& v : x) v *= 0.5f;
 }
 
+// Sends x (the parameters at `offset`) as segment s through the codec.
+size_t send_segment(SegmentInbox& inbox, ErrorFeedback& feedback, const std::string& to, uint32_t s,
+                    size_t offset, std::span<const float> x, std::chrono::milliseconds timeout) {
+  const EncodedSegment data = feedback.encode(offset, x);
+  const size_t bytes = inbox.send(to, s, data, std::nullopt, timeout);
+  if (bytes > 0) feedback.sent(offset, x, data);
+  return bytes;
+}
+
 size_t self_index(const topology::View& view, const Node& node) {
   auto self = view.index_of(node.id());
   if (!self) throw ProtocolConfigError("node '" + node.id() + "' is not in the view it gossips over");
@@ -38,7 +47,7 @@ RoundStats& RoundStats::operator+=(const RoundStats& o) {
 }
 
 CrossoverGossip::CrossoverGossip(Node& node, SegmentTable segments, GossipOptions options)
-    : node_(node), segments_(std::move(segments)), options_(options) {
+    : node_(node), segments_(std::move(segments)), options_(options), feedback_(options.codec) {
   register_segments(node_, segments_);
 }
 
@@ -48,7 +57,7 @@ RoundStats CrossoverGossip::run_round(const topology::View& view, uint64_t round
   const size_t self = self_index(view, node_);
   if (view.size() < 2) return stats;
   const auto deadline = Clock::now() + options_.segment_deadline;
-  SegmentInbox inbox(node_, kTag, round);
+  SegmentInbox inbox(node_, kTag, round, true, options_.codec);
   std::vector<topology::Exchange> plan(segments_.size());
   for (uint32_t s = 0; s < segments_.size(); ++s) {
     plan[s] = *topology::crossover_exchange(view, self, options_.seed, round, s);
@@ -62,7 +71,7 @@ RoundStats CrossoverGossip::run_round(const topology::View& view, uint64_t round
     }
     // "I finished the last round": to this round's senders (they may send
     // now) and to the last round's (what they sent me has arrived).
-    const bool follows = has_last_ && last_round_ + 1 == round;
+    const bool follows = has_last_ && last_round_ + options_.rounds_apart == round;
     std::set<std::string> notify = senders;
     if (follows) notify.insert(last_senders_.begin(), last_senders_.end());
     for (const auto& peer : notify) inbox.announce_ready(peer);
@@ -91,8 +100,8 @@ RoundStats CrossoverGossip::run_round(const topology::View& view, uint64_t round
       if (options_.stop.stop_requested()) throw Aborted(node_.id(), "crossover round");
       continue;  // gone, or a whole deadline behind: it skips this segment anyway
     }
-    const size_t bytes =
-        inbox.send(to, s, params.subspan(seg.offset, seg.length), std::nullopt, options_.segment_deadline);
+    const size_t bytes = send_segment(inbox, feedback_, to, s, seg.offset,
+                                      params.subspan(seg.offset, seg.length), options_.segment_deadline);
     stats.segments_sent += bytes > 0;
     stats.bytes_sent += bytes;
   }
@@ -114,7 +123,11 @@ RoundStats CrossoverGossip::run_round(const topology::View& view, uint64_t round
 
 HierarchicalCrossover::HierarchicalCrossover(Node& node, SegmentTable segments, GossipOptions options,
                                              topology::GroupSpread spread)
-    : node_(node), segments_(std::move(segments)), options_(options), spread_(spread) {
+    : node_(node),
+      segments_(std::move(segments)),
+      options_(options),
+      spread_(spread),
+      feedback_(options.codec) {
   register_segments(node_, segments_);
 }
 
@@ -129,18 +142,21 @@ RoundStats HierarchicalCrossover::run_round(const topology::View& view,
   Group& group = group_for(groups, g, view.id());
   const float inv = 1.0f / static_cast<float>(group.size());
 
+  // The groups' collectives count what they send on the node; a round's
+  // bytes are theirs and the segments'.
+  const uint64_t collective_bytes = node_.payload_bytes_sent();
   AllreduceRing(group, params).run();  // (1) exact group average
   for (float& v : params) v *= inv;
 
   const auto deadline = Clock::now() + options_.segment_deadline;
-  SegmentInbox inbox(node_, kTag, round);
+  SegmentInbox inbox(node_, kTag, round, true, options_.codec);
   std::vector<std::optional<topology::GroupExchange>> plan(segments_.size());
   for (uint32_t s = 0; s < segments_.size(); ++s) {  // (2) crossover between groups
     plan[s] = topology::inter_group_exchange(groups, view.id(), node_.id(), options_.seed, round, s, spread_);
     if (!plan[s]) continue;
     const auto& seg = segments_[s];
-    const size_t bytes = inbox.send(plan[s]->send_to, s, params.subspan(seg.offset, seg.length), std::nullopt,
-                                    options_.segment_deadline);
+    const size_t bytes = send_segment(inbox, feedback_, plan[s]->send_to, s, seg.offset,
+                                      params.subspan(seg.offset, seg.length), options_.segment_deadline);
     stats.segments_sent += bytes > 0;
     stats.bytes_sent += bytes;
   }
@@ -165,6 +181,7 @@ RoundStats HierarchicalCrossover::run_round(const topology::View& view,
   // (3) every segment has exactly one owner, so the sum is the owner's value, exactly.
   AllreduceRing(group, share_).run();
   std::copy(share_.begin(), share_.end(), params.begin());
+  stats.bytes_sent += node_.payload_bytes_sent() - collective_bytes;
   return stats;
 }
 

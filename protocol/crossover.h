@@ -9,6 +9,8 @@
 #include <stop_token>
 #include <string>
 
+#include "protocol/codec.h"
+#include "protocol/error_feedback.h"
 #include "protocol/group.h"
 #include "protocol/segment_inbox.h"
 #include "protocol/tags.h"
@@ -32,6 +34,12 @@ struct GossipOptions {
   // waiting repeats its notes every deadline / 8, so a lost note costs time,
   // not the segment.
   bool pace = false;
+  // How segments travel (--compress); lossy codecs carry their rounding
+  // into the next exchange (error_feedback.h). Every member must agree.
+  CodecSpec codec;
+  // The rounds a member exchanges in are this far apart (--local-steps H:
+  // every H-th step); pacing and OSGP's fold look back this far.
+  uint64_t rounds_apart = 1;
   std::stop_token stop;
 };
 
@@ -62,6 +70,7 @@ class CrossoverGossip {
   Node& node_;
   SegmentTable segments_;
   GossipOptions options_;
+  ErrorFeedback feedback_;
   // Pacing: who this node sent to and heard from in the last round it ran.
   uint64_t last_round_ = 0;
   bool has_last_ = false;
@@ -97,6 +106,7 @@ class HierarchicalCrossover {
   SegmentTable segments_;
   GossipOptions options_;
   topology::GroupSpread spread_;
+  ErrorFeedback feedback_;
   std::vector<float> share_;
   // Kept across rounds: its collective sequence numbers must keep counting.
   std::unique_ptr<Group> group_;

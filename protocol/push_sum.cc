@@ -13,6 +13,7 @@ PushSumGossip::PushSumGossip(Node& node, SegmentTable segments, GossipOptions op
     : node_(node),
       segments_(std::move(segments)),
       options_(options),
+      feedback_(options.codec),
       peers_(std::max<size_t>(peers, 1)),
       overlap_(overlap),
       weights_(segments_.size(), 1.0) {
@@ -65,7 +66,7 @@ RoundStats PushSumGossip::run_round(const topology::View& view, uint64_t round, 
   // in-peers hear at once that they may push); OSGP folds the previous one.
   std::optional<SegmentInbox> receiving;
   if (!overlap_) {
-    receiving.emplace(node_, kTag, round);
+    receiving.emplace(node_, kTag, round, true, options_.codec);
     if (pacing()) {
       for (size_t from : topology::exponential_in_peers(view.size(), *self, round, peers_)) {
         receiving->announce_ready(view.member(from));
@@ -76,14 +77,14 @@ RoundStats PushSumGossip::run_round(const topology::View& view, uint64_t round, 
   // OSGP folds the previous round only where this member took part in it:
   // nobody pushed to it before its first round (round 1, a joiner's first,
   // a resumed member's), and waiting a deadline there only to skip cost 2 s.
-  const bool follows = pushed_ && last_pushed_ + 1 == round;
+  const bool follows = pushed_ && last_pushed_ + options_.rounds_apart == round;
   pushed_ = true;
   last_pushed_ = round;
   // What is folded in gets a deadline of its own from here.
   if (receiving) {
     fold_in(view, *receiving, x, Clock::now() + options_.segment_deadline, stats);
   } else if (follows) {
-    SegmentInbox previous(node_, kTag, round - 1);
+    SegmentInbox previous(node_, kTag, round - options_.rounds_apart, true, options_.codec);
     fold_in(view, previous, x, Clock::now() + options_.segment_deadline, stats);
   }
   keep_weights_up(x);
@@ -103,6 +104,7 @@ void PushSumGossip::push(const topology::View& view, uint64_t round, std::span<f
     auto xs = x.subspan(seg.offset, seg.length);
     for (float& v : xs) v *= share;  // keep our share; push the same share
     weights_[s] *= share;
+    const EncodedSegment data = feedback_.encode(seg.offset, xs);  // one payload for every out-peer
     size_t failed = 0;
     for (size_t k = 0; k < out.size(); ++k) {
       const std::string& to = view.member(out[k]);
@@ -110,11 +112,12 @@ void PushSumGossip::push(const topology::View& view, uint64_t round, std::span<f
       // deadline has passed: it skips the segment anyway, and we keep it).
       if (!ready[k]) ready[k] = sender.await_ready(to, deadline, options_.stop, renudge());
       if (!ready[k] && options_.stop.stop_requested()) throw Aborted(node_.id(), "push-sum round");
-      const size_t bytes = ready[k] ? sender.send(to, s, xs, weights_[s], options_.segment_deadline) : 0;
+      const size_t bytes = ready[k] ? sender.send(to, s, data, weights_[s], options_.segment_deadline) : 0;
       stats.segments_sent += bytes > 0;
       stats.bytes_sent += bytes;
       failed += bytes == 0;
     }
+    if (failed < out.size()) feedback_.sent(seg.offset, xs, data);
     if (failed > 0) {  // a push that could not leave stays with us: no mass is lost
       const float keep = static_cast<float>(1 + failed);
       for (float& v : xs) v *= keep;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "protocol/crossover.h"
+#include "protocol/error_feedback.h"
 #include "protocol/tags.h"
 
 namespace gossipd::protocol {
@@ -70,6 +71,7 @@ class PushSumGossip {
   Node& node_;
   SegmentTable segments_;
   GossipOptions options_;
+  ErrorFeedback feedback_;
   size_t peers_;
   bool overlap_;
   bool pushed_ = false;  // this member has pushed in a round (OSGP: last_pushed_ is it)

@@ -38,6 +38,8 @@ std::string_view reject_reason_name(RejectReason reason) {
       return "bad_body";
     case RejectReason::kQueueFull:
       return "queue_full";
+    case RejectReason::kCodec:
+      return "codec";
     case RejectReason::kCount_:
       break;
   }

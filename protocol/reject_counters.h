@@ -32,6 +32,7 @@ enum class RejectReason : size_t {
   kQueueFull,       // the sender has max_queued_bytes queued here already (Mailbox)
   kBadBody,         // a control body that cannot be applied: an endpoint nobody can connect to, a
                     // member id ZeroMQ cannot route to, more members than max_members
+  kCodec,           // a tensor in a codec (--compress) other than the one the run agreed to
   kCount_,
 };
 

@@ -1,12 +1,14 @@
 #include "protocol/segment_inbox.h"
 
+#include <cstring>
+
 #include "protocol/errors.h"
 #include "protocol/tags.h"
 
 namespace gossipd::protocol {
 
-SegmentInbox::SegmentInbox(Node& node, uint32_t tag, uint64_t round, bool finish)
-    : node_(node), tag_(tag), round_(round), finish_(finish) {}
+SegmentInbox::SegmentInbox(Node& node, uint32_t tag, uint64_t round, bool finish, CodecSpec codec)
+    : node_(node), tag_(tag), round_(round), finish_(finish), codec_(codec) {}
 
 SegmentInbox::~SegmentInbox() {
   if (!finish_) return;
@@ -59,19 +61,35 @@ bool SegmentInbox::await_ready(const std::string& peer, std::chrono::steady_cloc
 size_t SegmentInbox::send(const std::string& peer, uint32_t segment, std::span<const float> data,
                           std::optional<double> weight, std::chrono::milliseconds timeout,
                           std::optional<uint64_t> sender_step) {
+  return send_frame(peer, segment, data.size(), CodecSpec{},
+                    OutFrame::copy_of(data.data(), data.size_bytes()), weight, timeout, sender_step);
+}
+
+size_t SegmentInbox::send(const std::string& peer, uint32_t segment, const EncodedSegment& data,
+                          std::optional<double> weight, std::chrono::milliseconds timeout,
+                          std::optional<uint64_t> sender_step) {
+  return send_frame(peer, segment, data.count, data.spec,
+                    OutFrame::borrowed(data.bytes->data(), data.bytes->size(), data.bytes), weight, timeout,
+                    sender_step);
+}
+
+size_t SegmentInbox::send_frame(const std::string& peer, uint32_t segment, size_t count, CodecSpec spec,
+                                OutFrame payload, std::optional<double> weight,
+                                std::chrono::milliseconds timeout, std::optional<uint64_t> sender_step) {
   proto::Envelope env = node_.envelope(proto::SEGMENT);
   env.set_round(round_);
   env.set_collective_tag(tag_);
   env.set_collective_seq(round_);
   env.set_segment_id(segment);
   env.set_offset(0);
-  env.set_count(data.size());
-  env.set_dtype(proto::DTYPE_FLOAT32);
+  env.set_count(count);
+  env.set_dtype(codec_dtype(spec.codec));
+  if (spec.codec == Codec::kInt8) env.set_codec_block(spec.block);
   if (weight) env.set_push_sum_weight(*weight);
   if (sender_step) env.set_sender_step(*sender_step);
   std::vector<OutFrame> frames;
   frames.push_back(envelope_frame(env));
-  frames.push_back(OutFrame::copy_of(data.data(), data.size_bytes()));
+  frames.push_back(std::move(payload));
   const size_t bytes = frames[0].size + frames[1].size;
   try {
     node_.transport().send(peer, std::move(frames), timeout);
@@ -81,15 +99,44 @@ size_t SegmentInbox::send(const std::string& peer, uint32_t segment, std::span<c
   return bytes;
 }
 
+std::optional<Message> SegmentInbox::accept(const std::string& peer, uint32_t segment, size_t count,
+                                            Message msg) {
+  const std::string what = "segment " + std::to_string(segment);
+  if (msg.envelope.count() != count || msg.envelope.offset() != 0) {
+    node_.reject_log().reject(peer, RejectReason::kSegment,
+                              what + " with " + std::to_string(msg.envelope.count()) +
+                                  " elements at offset " + std::to_string(msg.envelope.offset()) +
+                                  ", expected " + std::to_string(count));
+    return std::nullopt;
+  }
+  const auto spec = declared_spec(msg.envelope);
+  if (!spec || !(*spec == codec_)) {
+    node_.reject_log().reject(peer, RejectReason::kCodec,
+                              what + " in dtype " + std::to_string(msg.envelope.dtype()) +
+                                  ", this run agreed to --compress " + spec_name(codec_));
+    return std::nullopt;
+  }
+  if (codec_.lossless()) return msg;
+  std::vector<float> values(count);
+  if (!decode(codec_, msg.bytes(), values)) {
+    node_.reject_log().reject(peer, RejectReason::kCodec, what + " with a scale that is not a finite number");
+    return std::nullopt;
+  }
+  std::vector<std::byte> plain(count * sizeof(float));
+  if (count > 0) std::memcpy(plain.data(), values.data(), plain.size());
+  msg.payload.at(0) = Frame(std::move(plain));
+  msg.envelope.set_dtype(proto::DTYPE_FLOAT32);
+  msg.envelope.clear_codec_block();
+  return msg;
+}
+
 std::optional<Message> SegmentInbox::receive(const std::string& peer, uint32_t segment, size_t count,
                                              std::chrono::steady_clock::time_point deadline,
                                              std::stop_token stop, std::chrono::milliseconds renudge) {
   if (auto it = early_.find({peer, segment}); it != early_.end()) {
     Message m = std::move(it->second);
     early_.erase(it);
-    if (m.envelope.count() == count) return m;
-    node_.reject_log().reject(peer, RejectReason::kSegment,
-                              "segment " + std::to_string(segment) + " mis-sized");
+    if (auto ok = accept(peer, segment, count, std::move(m))) return ok;
   }
   const ChunkKey key{tag_, round_, peer};
   for (;;) {
@@ -103,12 +150,7 @@ std::optional<Message> SegmentInbox::receive(const std::string& peer, uint32_t s
       if (got > segment) return std::nullopt;  // sent in order: `segment` is not coming
       continue;
     }
-    if (msg->envelope.count() == count && msg->envelope.offset() == 0) return msg;
-    node_.reject_log().reject(peer, RejectReason::kSegment,
-                              "segment " + std::to_string(got) + " with " +
-                                  std::to_string(msg->envelope.count()) + " elements at offset " +
-                                  std::to_string(msg->envelope.offset()) + ", expected " +
-                                  std::to_string(count));
+    if (auto ok = accept(peer, segment, count, std::move(*msg))) return ok;
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <span>
@@ -9,10 +10,19 @@
 #include <string>
 #include <vector>
 
+#include "protocol/codec.h"
 #include "protocol/node.h"
 #include "protocol/segment_table.h"
 
 namespace gossipd::protocol {
+
+// A segment as it goes on the wire: `count` values in `spec`, shared by every
+// peer it is sent to (error_feedback.h makes them).
+struct EncodedSegment {
+  CodecSpec spec;
+  size_t count = 0;
+  std::shared_ptr<const std::vector<std::byte>> bytes;
+};
 
 // The SEGMENT messages of one gossip round of one protocol (tag). Sends are
 // copies: a round never waits for a slow or dead peer's socket to let go of
@@ -20,12 +30,14 @@ namespace gossipd::protocol {
 // per (sender, segment); a sender's segments arrive in the order it sent
 // them, and one that overtook a lost one is kept until asked for. On
 // destruction the round is finished: whatever arrives for it later is
-// dropped and counted as stale (a late pacing note only dropped).
+// dropped and counted as stale (a late pacing note only dropped). Segments
+// in a codec other than `codec` (what the run agreed to) are dropped and
+// counted (kCodec); compressed ones are handed out decoded, as float32.
 class SegmentInbox {
  public:
   // `finish` false: leave the round open on destruction (a sender whose
   // round is received later, as overlapped SGP does).
-  SegmentInbox(Node& node, uint32_t tag, uint64_t round, bool finish = true);
+  SegmentInbox(Node& node, uint32_t tag, uint64_t round, bool finish = true, CodecSpec codec = {});
   ~SegmentInbox();
   SegmentInbox(const SegmentInbox&) = delete;
   SegmentInbox& operator=(const SegmentInbox&) = delete;
@@ -35,6 +47,11 @@ class SegmentInbox {
   // put on the wire, 0 when the peer's queue stayed full past `timeout` (the
   // segment is then skipped).
   size_t send(const std::string& peer, uint32_t segment, std::span<const float> data,
+              std::optional<double> weight, std::chrono::milliseconds timeout,
+              std::optional<uint64_t> sender_step = std::nullopt);
+  // The same for a segment already encoded (its spec may differ from the
+  // inbox's: a test's hostile peer).
+  size_t send(const std::string& peer, uint32_t segment, const EncodedSegment& data,
               std::optional<double> weight, std::chrono::milliseconds timeout,
               std::optional<uint64_t> sender_step = std::nullopt);
 
@@ -59,6 +76,12 @@ class SegmentInbox {
 
  private:
   void send_note(const std::string& peer);  // one "ready" note, not recorded
+  size_t send_frame(const std::string& peer, uint32_t segment, size_t count, CodecSpec spec, OutFrame payload,
+                    std::optional<double> weight, std::chrono::milliseconds timeout,
+                    std::optional<uint64_t> sender_step);
+  // `msg` if it is segment `segment` of `count` values in the agreed codec
+  // (decoded); else rejected and counted.
+  std::optional<Message> accept(const std::string& peer, uint32_t segment, size_t count, Message msg);
   // The next message of `key`, repeating our notes every `renudge` meanwhile.
   std::optional<Message> pop(const ChunkKey& key, std::chrono::steady_clock::time_point deadline,
                              std::stop_token stop, std::chrono::milliseconds renudge);
@@ -67,6 +90,7 @@ class SegmentInbox {
   uint32_t tag_;
   uint64_t round_;
   bool finish_;
+  CodecSpec codec_;
   std::map<std::pair<std::string, uint32_t>, Message> early_;
   std::set<std::string> ready_;      // peers that announced this round
   std::set<std::string> announced_;  // peers this node announced this round to

@@ -2,6 +2,7 @@
 
 #include <mutex>
 
+#include "protocol/codec.h"
 #include "protocol/endpoint.h"
 
 namespace gossipd::protocol {
@@ -77,19 +78,26 @@ std::optional<RejectReason> Validator::check_payload(const RawMessage& raw, cons
     *why = std::to_string(payload_frames) + " payload frames, expected 1";
     return RejectReason::kFrameCount;
   }
-  const size_t elem = dtype_size(env.dtype());
+  // Float32 and the compressed dtypes (codec.h), or a plain fixed-width one.
+  const auto spec = declared_spec(env);
+  const size_t elem = spec ? 1 : dtype_size(env.dtype());
   if (elem == 0) {
-    *why = "dtype " + std::to_string(env.dtype());
+    *why = env.dtype() == proto::DTYPE_INT8_BLOCKS ? int8_block_problem(env.codec_block())
+                                                   : "dtype " + std::to_string(env.dtype());
     return RejectReason::kDType;
   }
   const size_t got = raw.frames[1].size();
-  // Compare in elements first: a huge declared count must not overflow.
-  if (env.count() > options_.max_message_bytes / elem || got < env.count() * elem) {
+  // Compare in elements first (every codec takes at least a byte a value): a
+  // huge declared count must not overflow.
+  const size_t expected = env.count() > options_.max_message_bytes / elem
+                              ? SIZE_MAX
+                              : (spec ? encoded_bytes(*spec, env.count()) : env.count() * elem);
+  if (got < expected) {
     *why = std::to_string(got) + " payload bytes, envelope declares " + std::to_string(env.count()) +
            " elements";
     return RejectReason::kTruncated;
   }
-  if (got != env.count() * elem) {
+  if (got != expected) {
     *why = std::to_string(got) + " payload bytes, envelope declares " + std::to_string(env.count()) +
            " elements";
     return RejectReason::kSizeMismatch;

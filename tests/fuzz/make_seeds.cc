@@ -16,6 +16,7 @@
 #include "daemon/modes/sparse/partition_file.h"
 #include "daemon/plan/layer_profile.h"
 #include "protocol/data_wire.h"
+#include "protocol/error_feedback.h"
 #include "protocol/ring_collectives.h"
 #include "protocol/segment_inbox.h"
 #include "tests/fuzz/harness.h"
@@ -191,6 +192,28 @@ int main(int argc, char** argv) {
             std::vector<float> v(lengths[s], 2.0f);
             a.send("self", s, v, std::nullopt, std::chrono::seconds(1));
             b.send("self", s, v, 0.5, std::chrono::seconds(1));
+          }
+        }));
+  }
+
+  // segment, compressed: the same round with int8 segments in blocks of 16
+  // from m1 (the codec the round agrees to) and fp16 ones from m2 (refused).
+  {
+    protocol::InProcHub hub;
+    protocol::Node m1(options("m1"), hub);
+    protocol::Node m2(options("m2"), hub);
+    m1.add_peer("self", "inproc-hub://self");
+    m2.add_peer("self", "inproc-hub://self");
+    put("segment", "round-int8", capture(hub, [&] {
+          protocol::SegmentInbox a(m1, 3, 1, false);
+          protocol::SegmentInbox b(m2, 3, 1, false);
+          protocol::ErrorFeedback int8({protocol::Codec::kInt8, 16}), fp16({protocol::Codec::kFp16});
+          const std::vector<size_t> lengths = {16, 300, 5};
+          for (uint32_t s = 0; s < 3; ++s) {
+            std::vector<float> v(lengths[s], 2.0f);
+            v[0] = -3.0f;
+            a.send("self", s, int8.encode(0, v), std::nullopt, std::chrono::seconds(1));
+            b.send("self", s, fp16.encode(0, v), 0.5, std::chrono::seconds(1));
           }
         }));
   }

@@ -204,6 +204,31 @@ TEST_F(ValidationTest, TruncatedPayloadFrame) {
   expect_still_serving();
 }
 
+// Compressed payloads (--compress): sized by their codec, an int8 block
+// outside what a block may hold refused as a dtype.
+TEST_F(ValidationTest, CompressedPayloadsAreSizedByTheirCodec) {
+  auto half = tensor(proto::SEGMENT, 10);
+  half.set_dtype(proto::DTYPE_FLOAT16);
+  expect_rejected({half.SerializeAsString(), std::string(21, '\0')}, RejectReason::kSizeMismatch);
+  expect_rejected({half.SerializeAsString(), std::string(19, '\0')}, RejectReason::kTruncated);
+  auto int8 = tensor(proto::SEGMENT, 40);
+  int8.set_dtype(proto::DTYPE_INT8_BLOCKS);
+  int8.set_codec_block(16);  // 3 blocks: 3 scales and 40 values
+  expect_rejected({int8.SerializeAsString(), std::string(40 + 8, '\0')}, RejectReason::kTruncated);
+  int8.set_codec_block(3);
+  expect_rejected({int8.SerializeAsString(), std::string(40 + 4 * 14, '\0')}, RejectReason::kDType);
+  int8.set_codec_block(0);
+  expect_rejected({int8.SerializeAsString(), std::string(40, '\0')}, RejectReason::kDType);
+  int8.set_codec_block(16);
+  int8.set_collective_tag(7);
+  int8.set_collective_seq(1);
+  send(client_, {int8.SerializeAsString(), std::string(40 + 12, '\0')});  // the right size gets through
+  auto m = server_->mailbox().pop_chunk(ChunkKey{7, 1, "good"}, Clock::now() + std::chrono::seconds(5), {});
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->envelope.codec_block(), 16u);
+  expect_still_serving();
+}
+
 TEST_F(ValidationTest, TruncatedEnvelopeFrame) {
   auto e = tensor(proto::SEGMENT, 10);
   e.set_push_sum_weight(0.5);
