@@ -3,8 +3,22 @@
 #include <algorithm>
 
 #include "daemon/config/cli.h"
+#include "daemon/config/per_protocol.h"
 
 namespace gossipd::daemon {
+namespace {
+
+// A per-protocol compare flag (per_protocol.h) whose value for `mode` is not
+// the default, which the mode's launch did not pass on: the mode cannot.
+void refuse_unpassed(const EntryLaunch& launch, const std::string& mode, const std::string& flag,
+                     const std::string& spec, const std::string& value, const std::string& plain) {
+  const auto& f = launch.flags;
+  if (value == plain || std::find(f.begin(), f.end(), flag) != f.end()) return;
+  throw UsageError(flag + ": " + mode + " takes only " + plain + "; give it " + plain + " (" + flag + " " +
+                   spec + "," + mode + "=" + plain + ") or leave it out of --algos");
+}
+
+}  // namespace
 
 std::string entry_dir(std::string label) {
   std::replace(label.begin(), label.end(), ':', '-');
@@ -27,7 +41,13 @@ CompareEntry parse_compare_entry(const std::string& text, const EntryContext& co
     if (m->name() == e.mode && syntax.empty()) throw UsageError(m->why_not_in_compare());
     // A mode whose entry is its name alone takes no argument.
     if (m->name() == e.mode && (syntax != m->name() || colon == std::string::npos)) {
-      e.launch = m->launch(text, arg, context);
+      EntryContext own = context;
+      own.compress = per_protocol_value("--compress", context.compress, m->name(), modes.names(), "none");
+      own.local_steps =
+          per_protocol_value("--local-steps", context.local_steps, m->name(), modes.names(), "1");
+      e.launch = m->launch(text, arg, own);
+      refuse_unpassed(e.launch, m->name(), "--compress", context.compress, own.compress, "none");
+      refuse_unpassed(e.launch, m->name(), "--local-steps", context.local_steps, own.local_steps, "1");
       e.one_replica = m->one_replica();
       return e;
     }

@@ -83,6 +83,15 @@ void add_compare_flags(CLI::App* cmd, CompareOptions& o, int max_workers) {
                   "Momentum for every protocol (default: each mode's own, 0.9 or its rule), or auto where a "
                   "mode has a rule of its own")
       ->check(momentum_value());
+  cmd->add_option("--compress", o.compress,
+                  "How every protocol's exchanges travel: none, fp16, bf16, int8 or int8/BLOCK (values per "
+                  "scale), for every protocol alike; or per protocol, ALGO=CODEC,... (the bare value for "
+                  "those not named: int8,allreduce=none)")
+      ->capture_default_str();
+  cmd->add_option("--local-steps", o.local_steps,
+                  "Exchange every H-th step, local steps between (gossipd run --local-steps): H for every "
+                  "protocol, or per protocol as for --compress (crossover=4,allreduce=1)")
+      ->capture_default_str();
   cmd->add_option("--optimizer", o.optimizer, "sgd or lars (per-segment trust ratio), for every protocol")
       ->check(CLI::IsMember({"sgd", "lars"}))
       ->capture_default_str();

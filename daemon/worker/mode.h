@@ -25,6 +25,13 @@ struct EntryContext {
   size_t train_samples = 0;     // the training samples the workers share
   size_t hierarchy_groups = 1;  // compare --groups: > 1 where the mode can run hierarchical
   bool links_capped = false;    // compare --bandwidth: every host's link is capped
+  // compare --compress as given; parse_compare_entry hands each mode its own
+  // value ("none", "fp16", "bf16", "int8" or "int8/BLOCK"). A mode that
+  // compresses passes it on in its launch's flags (--compress); compare
+  // refuses a codec a mode does not take.
+  std::string compress = "none";
+  // compare --local-steps, as --compress: each mode's own H ("1": every step).
+  std::string local_steps = "1";
 };
 
 // What an entry launches: its workers' --batch, the flags of the mode beyond

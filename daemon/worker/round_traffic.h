@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "protocol/codec.h"
 #include "protocol/segment_table.h"
 
 namespace gossipd::daemon {
@@ -67,8 +68,17 @@ class RoundTraffic {
 // bytes), beside its floats.
 constexpr uint64_t kModelledEnvelopeBytes = 96;
 
-inline uint64_t segment_message_bytes(const protocol::SegmentRange& s) {
-  return s.length * sizeof(float) + kModelledEnvelopeBytes;
+// A segment's message in `codec` (--compress): its payload and envelope.
+inline uint64_t segment_message_bytes(const protocol::SegmentRange& s,
+                                      const protocol::CodecSpec& codec = {}) {
+  return protocol::encoded_bytes(codec, s.length) + kModelledEnvelopeBytes;
+}
+
+// The whole model's float32 bytes.
+inline uint64_t model_bytes(const protocol::SegmentTable& segments) {
+  uint64_t floats = 0;
+  for (const auto& s : segments) floats += s.length;
+  return floats * sizeof(float);
 }
 
 // One allreduce over every member, of `bytes`.

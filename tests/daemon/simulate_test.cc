@@ -62,6 +62,21 @@ void expect_held_to_compare(const std::string& root, const std::vector<std::stri
   }
 }
 
+// Each case's flags (on simulate at 4 workers) refused with exit 2 in one
+// line that says `says`, before anything is written.
+void expect_refused(const std::vector<std::pair<std::vector<std::string>, std::string>>& cases) {
+  TempDir tmp("gossipd_simulate_test");
+  for (const auto& [extra, says] : cases) {
+    std::vector<std::string> a{bin("gossipctl"), "simulate", "--out", tmp.path() + "/x", "--workers", "4"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    const auto r = run(a, 30s);
+    EXPECT_EQ(r.exit_code, 2) << extra.back() << ": " << r.out << r.err;
+    EXPECT_NE(r.err.find(says), std::string::npos) << extra.back() << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(tmp.path() + "/x/summary.json"));
+  }
+}
+
 const std::vector<std::string> kSimulatedRun{"--workers",    "4",   "--epochs",      "1",
                                              "--batch",      "32",  "--train-limit", "2000",
                                              "--test-limit", "200", "--target",      "0.5"};
@@ -78,6 +93,74 @@ TEST(Simulate, HierarchicalCrossoverEndsBitForBitAsCompareRunsItAtFourWorkers) {
   std::vector<std::string> flags = kSimulatedRun;
   flags.insert(flags.end(), {"--algos", "crossover", "--groups", "2"});
   expect_held_to_compare(tmp.path(), flags, {"crossover"}, 4);
+}
+
+// --compress and --local-steps: each protocol its own codec and H, the
+// daemon's and the simulator's rounding and rounds the same, bit for bit;
+// AllReduce-SGD's local SGD (H = 4 of 15 steps: the last averages too) ends
+// with one replica.
+TEST(Simulate, CompressedGossipAndLocalStepsEndBitForBitAsCompareRunsThem) {
+  TempDir tmp("gossipd_simulate_test");
+  std::vector<std::string> flags = kSimulatedRun;
+  flags.insert(flags.end(), {"--algos", "crossover,sgp,osgp,allreduce", "--compress",
+                             "int8/64,sgp=fp16,osgp=bf16,allreduce=none", "--local-steps", "4,sgp=1"});
+  expect_held_to_compare(tmp.path(), flags, {"crossover", "sgp", "osgp", "allreduce"}, 4);
+  const auto ends = end_records(tmp.path() + "/compare", "allreduce", 4);
+  ASSERT_EQ(ends.size(), 4u);
+  EXPECT_EQ(ends[0].round(), 15u) << "the run's steps, as this test counts them";
+  for (const auto& e : ends) EXPECT_EQ(e.param_hash(), ends[0].param_hash()) << "replicas after local SGD";
+}
+
+// The bytes counted per round and worker, float32 against each codec: at
+// most 0.52x with fp16 and bf16, 0.27x with int8 (its scales and the
+// envelopes included), a quarter with --local-steps 4, for every gossip
+// protocol.
+TEST(Simulate, EachCodecCutsEveryGossipProtocolsBytesPerRound) {
+  TempDir tmp("gossipd_simulate_test");
+  std::map<std::string, std::map<std::string, double>> bytes;  // codec -> algo -> bytes
+  std::map<std::string, uint64_t> rounds;
+  for (const std::string codec : {"none", "fp16", "bf16", "int8", "h4"}) {
+    std::vector<std::string> a{bin("gossipctl"),         "simulate", "--out",
+                               tmp.path() + "/" + codec, "--algos",  "crossover,sgp,osgp"};
+    if (codec == "h4") {
+      a.insert(a.end(), {"--local-steps", "4"});  // float32, an exchange every 4th step
+    } else {
+      a.insert(a.end(), {"--compress", codec});
+    }
+    a.insert(a.end(), kSimulatedRun.begin(), kSimulatedRun.end());
+    const auto r = run(a, 300s);
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    const auto summary = read_json_file<proto::CompareSummary>(tmp.path() + "/" + codec + "/summary.json");
+    for (const auto& res : summary.results()) {
+      bytes[codec][res.algo()] = res.bytes_per_worker_per_round();
+      rounds[res.algo()] = res.rounds();
+    }
+  }
+  for (const std::string algo : {"crossover", "sgp", "osgp"}) {
+    const double f32 = bytes["none"][algo];
+    ASSERT_GT(f32, 4 * 200000.0) << algo << ": the MLP's float32 bytes";
+    EXPECT_LE(bytes["fp16"][algo], 0.52 * f32) << algo;
+    EXPECT_LE(bytes["bf16"][algo], 0.52 * f32) << algo;
+    EXPECT_LE(bytes["int8"][algo], 0.27 * f32) << algo;
+    EXPECT_GT(bytes["int8"][algo], 0.25 * f32) << algo << ": a byte a value and the scales";
+    // Exchanges on the steps that are multiples of 4, of `rounds` steps.
+    const double exchanged = static_cast<double>(rounds[algo] / 4) / static_cast<double>(rounds[algo]);
+    EXPECT_NEAR(bytes["h4"][algo], exchanged * f32, 0.01 * f32) << algo << ": --local-steps 4";
+  }
+}
+
+TEST(Simulate, BadCompressAndLocalStepsFlagsAreRefusedInOneLine) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--compress", "zip"}, "'zip' is not a codec"},
+      {{"--compress", "int8/7"}, "does not fit"},
+      {{"--compress", "fp16/16"}, "only int8 has a block"},
+      {{"--compress", "fp16,crosover=int8"}, "'crosover' is not a protocol"},
+      {{"--compress", "fp16,sgp=int8,sgp=none"}, "sgp is named twice"},
+      {{"--compress", "fp16", "--algos", "crossover,allreduce"}, "allreduce takes only none"},
+      {{"--local-steps", "0"}, "1 or more"},
+      {{"--local-steps", "4", "--algos", "crossover,groups:2"}, "groups takes only 1"},
+  };
+  expect_refused(cases);
 }
 
 TEST(Simulate, FlagsOfRealProcessesAreRefusedInOneLine) {
@@ -97,7 +180,6 @@ TEST(Simulate, FlagsOfRealProcessesAreRefusedInOneLine) {
 }
 
 TEST(Simulate, BadTimeModelInputIsRefusedInOneLineNamingIt) {
-  TempDir tmp("gossipd_simulate_test");
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--bandwidth", "0"}, "--bandwidth"},
       {{"--bandwidth", "0mbit", "--no-train"}, "--bandwidth"},
@@ -109,15 +191,7 @@ TEST(Simulate, BadTimeModelInputIsRefusedInOneLineNamingIt) {
       {{"--latency-ms", "-1"}, "--latency-ms"},
       {{"--train-limit", "100", "--batch", "64"}, "less than a batch"},
   };
-  for (const auto& [extra, says] : cases) {
-    std::vector<std::string> a{bin("gossipctl"), "simulate", "--out", tmp.path() + "/x", "--workers", "4"};
-    a.insert(a.end(), extra.begin(), extra.end());
-    const auto r = run(a, 30s);
-    EXPECT_EQ(r.exit_code, 2) << extra[0] << ": " << r.out << r.err;
-    EXPECT_NE(r.err.find(says), std::string::npos) << extra[0] << ": " << r.err;
-    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-    EXPECT_FALSE(std::filesystem::exists(tmp.path() + "/x/summary.json"));
-  }
+  expect_refused(cases);
 }
 
 TEST(Simulate, TimeOnlyModelsTenThousandWorkersWithoutReplicas) {

@@ -101,6 +101,11 @@ def test_bad_flags_are_value_errors_with_gossipds_line():
         gd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1), model, alone(algo="pipeline"))
     with pytest.raises(ValueError, match="no-such-flag"):
         gd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1), model, alone(no_such_flag=3))
+    with pytest.raises(ValueError, match="'zip' is not a codec"):
+        gd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1), model,
+                                alone(algo="crossover", compress="zip"))
+    with pytest.raises(ValueError, match="local-steps 0"):
+        gd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1), model, alone(local_steps=0))
 
 
 def test_the_hosts_losses_and_evaluation_are_what_status_reports(closing):

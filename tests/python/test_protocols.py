@@ -27,8 +27,8 @@ def serial(momentum):
     return torch.cat([p.detach().reshape(-1) for p in model.parameters()])
 
 
-def distributed(algo, momentum, closing):
-    workers = static_cluster(2, algo)
+def distributed(algo, momentum, closing, **flags):
+    workers = static_cluster(2, algo, **flags)
     for w in workers:
         closing(w)
     finals = [None, None]
@@ -62,6 +62,16 @@ def test_two_member_gossip_is_serial_plain_sgd(algo, closing):
     expected = serial(momentum=0.0)
     for got in distributed(algo, 0.0, closing):
         assert (got - expected).abs().max().item() < TOLERANCE
+
+
+@pytest.mark.parametrize("algo", ["crossover", "sgp"])
+def test_gossip_in_fp16_is_serial_plain_sgd_within_halfs_rounding(algo, closing):
+    # compress= is gossipd run's --compress: the segments travel as IEEE
+    # half (error feedback carries the rounding into the next exchange).
+    expected = serial(momentum=0.0)
+    for got in distributed(algo, 0.0, closing, compress="fp16"):
+        err = (got - expected).abs().max().item()
+        assert TOLERANCE < err < 2e-3, "fp16's rounding shows, and stays small"
 
 
 def test_another_python_thread_progresses_while_step_waits_for_the_exchange(closing):

@@ -1,5 +1,10 @@
 #include "daemon/modes/allreduce/allreduce_mode.h"
 
+#include <CLI/CLI.hpp>
+
+#include "daemon/config/cli.h"
+#include "daemon/config/mode_flags.h"
+#include "daemon/config/per_protocol.h"
 #include "daemon/modes/allreduce/allreduce_worker.h"
 
 namespace gossipd::daemon {
@@ -16,19 +21,43 @@ class AllreduceMode : public Mode {
   // After a member dies the ring re-forms and the step is taken again
   // (AllreduceWorker::step).
   bool retries_failed_steps() const override { return true; }
-  std::unique_ptr<Worker> make_worker(WorkerContext& c) const override { return make_allreduce_worker(c); }
-  // One allreduce of every gradient per step.
+  void add_flags(ModeFlags& f) override {
+    f.option("--local-steps", local_steps_,
+             "allreduce: local SGD, each member's own steps and the parameters averaged every H-th step (and "
+             "the last) instead of the gradients every step")
+        ->capture_default_str();
+  }
+  void check_flags(const RunOptions&) const override {
+    if (local_steps_ == 0) throw UsageError("--local-steps 0: take at least 1 step per exchange");
+  }
+  EntryLaunch launch(const std::string& label, const std::string& arg, const EntryContext& c) const override {
+    EntryLaunch l = Mode::launch(label, arg, c);
+    if (c.local_steps != "1")
+      l.flags.insert(l.flags.end(), {"--local-steps", checked_local_steps(c.local_steps)});
+    return l;
+  }
+  std::unique_ptr<Worker> make_worker(WorkerContext& c) const override {
+    return make_allreduce_worker(c, local_steps_);
+  }
+  // One allreduce of every gradient per step, or of the parameters every
+  // H-th (the last step's average, where H does not divide the run, left out).
   std::unique_ptr<RoundTraffic> traffic(const TrafficContext& c) const override {
     struct Step : RoundTraffic {
       TrafficStage stage;
-      std::vector<TrafficStage> round(uint64_t) const override { return {stage}; }
+      uint32_t every = 1;
+      std::vector<TrafficStage> round(uint64_t r) const override {
+        if (r % every != 0) return {};
+        return {stage};
+      }
     };
     auto r = std::make_unique<Step>();
-    uint64_t floats = 0;
-    for (const auto& s : c.segments) floats += s.length;
-    r->stage = one_allreduce(c.members.size(), floats * sizeof(float));
+    r->stage = one_allreduce(c.members.size(), model_bytes(c.segments));
+    r->every = local_steps_;
     return r;
   }
+
+ private:
+  uint32_t local_steps_ = 1;
 };
 
 }  // namespace

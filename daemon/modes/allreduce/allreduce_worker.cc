@@ -59,7 +59,14 @@ ReplicaState AllreduceWorker::capture() const {
                        trainer_.model().params(), trainer_.optimizer().state());
 }
 
+void AllreduceWorker::report_bytes() {
+  if (!options_.state) return;
+  const uint64_t sent = node_.payload_bytes_sent();
+  options_.state->update([&](proto::Status& s) { s.set_bytes_sent(sent); });
+}
+
 trainer::StepResult AllreduceWorker::step(std::span<const uint32_t> idx, std::stop_token stop) {
+  if (options_.local_steps > 1) return local_step(idx, stop);
   for (;;) {
     membership_.at_step(trainer_.step_count(), [&](const ShareSpan&) { return capture(); });
     if (options_.checkpointer)
@@ -80,10 +87,7 @@ trainer::StepResult AllreduceWorker::step(std::span<const uint32_t> idx, std::st
         TrainingLoop::CommTimer comm(loop_);
         protocol::Allreduce(*group_, grads).run();
       }
-      if (options_.state) {
-        const uint64_t sent = node_.payload_bytes_sent();
-        options_.state->update([&](proto::Status& s) { s.set_bytes_sent(sent); });
-      }
+      report_bytes();
       const float scale = 1.0f / static_cast<float>(group_->size());
       for (float& g : grads) g *= scale;
       trainer_.apply_gradients(trainer_.current_lr());
@@ -193,9 +197,11 @@ AllreduceWorkerOptions allreduce_worker_options(const WorkerContext& c) {
   return w;
 }
 
-std::unique_ptr<Worker> make_allreduce_worker(WorkerContext& c) {
-  return std::make_unique<AllreduceWorker>(c.node, c.members, c.membership, c.trainer(), c.loop(),
-                                           allreduce_worker_options(c));
+std::unique_ptr<Worker> make_allreduce_worker(WorkerContext& c, uint32_t local_steps) {
+  AllreduceWorkerOptions w = allreduce_worker_options(c);
+  w.local_steps = local_steps;
+  w.last_step = static_cast<uint64_t>(c.options.train.epochs) * c.steps_per_epoch;
+  return std::make_unique<AllreduceWorker>(c.node, c.members, c.membership, c.trainer(), c.loop(), w);
 }
 
 }  // namespace gossipd::daemon

@@ -38,6 +38,10 @@ struct AllreduceWorkerOptions {
   // Where the bytes it sent are reported (/status, the epoch records): the
   // collectives' payload (nullptr: nowhere).
   WorkerState* state = nullptr;
+  // --local-steps H: local SGD, the parameters averaged every H-th step and
+  // at last_step (the run's last), no gradients exchanged (local_sgd.cc).
+  uint32_t local_steps = 1;
+  uint64_t last_step = 0;
 };
 
 // AllReduce-SGD: every step, each member computes gradients on its own shard,
@@ -60,6 +64,8 @@ class AllreduceWorker : public Worker {
 
  private:
   trainer::StepResult step(std::span<const uint32_t> idx, std::stop_token stop);
+  trainer::StepResult local_step(std::span<const uint32_t> idx, std::stop_token stop);
+  void report_bytes();  // the collectives' bytes so far, to /status
   void await_view_change(std::exception_ptr failure, uint64_t round, std::stop_token stop);
   void reform(const topology::View& view, uint64_t round, std::stop_token stop);
   // The re-formed ring's barrier; a view change meanwhile (seen by a watch
@@ -86,7 +92,7 @@ class AllreduceWorker : public Worker {
 
 // The options gossipd run gives an AllReduce-SGD worker.
 AllreduceWorkerOptions allreduce_worker_options(const WorkerContext& context);
-// gossipd run's factory for --algo allreduce.
-std::unique_ptr<Worker> make_allreduce_worker(WorkerContext& context);
+// gossipd run's factory for --algo allreduce (--local-steps H).
+std::unique_ptr<Worker> make_allreduce_worker(WorkerContext& context, uint32_t local_steps = 1);
 
 }  // namespace gossipd::daemon

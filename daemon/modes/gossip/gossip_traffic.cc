@@ -10,16 +10,14 @@
 namespace gossipd::daemon {
 namespace {
 
-uint64_t model_bytes(const protocol::SegmentTable& segments) {
-  uint64_t floats = 0;
-  for (const auto& s : segments) floats += s.length;
-  return floats * sizeof(float);
-}
-
 class GossipTraffic : public RoundTraffic {
  public:
   GossipTraffic(GossipAlgo algo, const GossipFlags& flags, TrafficContext c)
-      : algo_(algo), flags_(flags), c_(std::move(c)), view_(0, c_.members) {
+      : algo_(algo),
+        flags_(flags),
+        codec_{protocol::parse_codec(flags.compress).value(), flags.compress_block},
+        c_(std::move(c)),
+        view_(0, c_.members) {
     if (!flags_.hierarchical) return;
     std::map<std::string, std::string> labels;
     for (size_t i = 0; i < c_.members.size(); ++i) labels[c_.members[i]] = c_.labels.at(i);
@@ -27,6 +25,7 @@ class GossipTraffic : public RoundTraffic {
   }
 
   std::vector<TrafficStage> round(uint64_t round) const override {
+    if (round % flags_.local_steps != 0) return {};  // a local step
     if (algo_ != GossipAlgo::kCrossover) return {push_sum(round)};
     if (!flags_.hierarchical) return {crossover(round)};
     return {group_allreduces(), between_groups(round), group_allreduces()};
@@ -43,7 +42,7 @@ class GossipTraffic : public RoundTraffic {
     for (uint32_t s = 0; s < c_.segments.size(); ++s) {
       const std::vector<uint32_t> to = topology::derangement(n, c_.seed, view_.id(), round, s);
       for (uint32_t i = 0; i < to.size(); ++i)
-        st.messages.push_back({i, to[i], segment_message_bytes(c_.segments[s])});
+        st.messages.push_back({i, to[i], segment_message_bytes(c_.segments[s], codec_)});
     }
     return st;
   }
@@ -56,7 +55,8 @@ class GossipTraffic : public RoundTraffic {
     for (uint32_t i = 0; i < n; ++i) {
       const std::vector<size_t> out = topology::exponential_out_peers(n, i, round);
       for (const auto& seg : c_.segments) {
-        for (size_t k : out) st.messages.push_back({i, static_cast<uint32_t>(k), segment_message_bytes(seg)});
+        for (size_t k : out)
+          st.messages.push_back({i, static_cast<uint32_t>(k), segment_message_bytes(seg, codec_)});
       }
     }
     return st;
@@ -82,7 +82,8 @@ class GossipTraffic : public RoundTraffic {
         const std::string& owner = groups_->segment_owner(g, s, spread);
         const auto x = topology::inter_group_exchange(*groups_, view_.id(), owner, c_.seed, round, s, spread);
         if (x)
-          st.messages.push_back({index(owner), index(x->send_to), segment_message_bytes(c_.segments[s])});
+          st.messages.push_back(
+              {index(owner), index(x->send_to), segment_message_bytes(c_.segments[s], codec_)});
       }
     }
     return st;
@@ -90,6 +91,7 @@ class GossipTraffic : public RoundTraffic {
 
   GossipAlgo algo_;
   GossipFlags flags_;
+  protocol::CodecSpec codec_;  // how segments travel; the groups' allreduces stay float32
   TrafficContext c_;
   topology::View view_;
   std::unique_ptr<topology::Groups> groups_;

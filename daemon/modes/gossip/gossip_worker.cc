@@ -244,6 +244,8 @@ std::unique_ptr<GossipWorker::Protocol> GossipWorker::make_protocol() {
   g.segment_deadline = options_.segment_deadline;
   g.stop = stop_;
   g.pace = options_.pace;
+  g.codec = options_.codec;
+  g.rounds_apart = options_.local_steps;
   if (options_.algo == GossipAlgo::kCrossover) {
     return std::make_unique<CrossoverProtocol>(node_, membership_, trainer_, options_, g);
   }
@@ -298,7 +300,7 @@ void GossipWorker::run(std::stop_token stop) {
           options_.checkpointer->at_step(done, [&] { return capture(p->state(), p->push_sum()); });
         const trainer::StepResult r = p->train(idx);
         const uint64_t round = trainer_.step_count();
-        {
+        if (round % options_.local_steps == 0) {  // --local-steps: the others are local steps
           TrainingLoop::CommTimer comm(loop_);
           account(p->exchange(round));
         }
@@ -318,6 +320,8 @@ std::unique_ptr<Worker> make_gossip_worker(WorkerContext& c, GossipAlgo algo, co
   w.segment_deadline = std::chrono::milliseconds(c.options.segment_deadline_ms);
   w.overlap = o.overlap;
   w.pace = o.pace;
+  w.codec = protocol::CodecSpec{protocol::parse_codec(o.compress).value(), o.compress_block};
+  w.local_steps = o.local_steps;
   w.hierarchical = o.hierarchical;
   w.spread = o.group_owner == "root" ? topology::GroupSpread::kRoot : topology::GroupSpread::kSpread;
   w.consensus_every = o.consensus_every;

@@ -26,6 +26,9 @@ struct GossipFlags {
   bool hierarchical = false;           // crossover
   std::string group_owner = "spread";  // spread | root
   uint64_t consensus_every = 100;
+  std::string compress = "none";  // protocol::Codec by name
+  uint32_t compress_block = protocol::kDefaultInt8Block;
+  uint32_t local_steps = 1;  // exchange every H-th step
 };
 
 struct GossipWorkerOptions {
@@ -40,6 +43,8 @@ struct GossipWorkerOptions {
   bool overlap = false;
   // Crossover: pace the sends (protocol::GossipOptions::pace).
   bool pace = false;
+  protocol::CodecSpec codec;  // how segments travel (--compress)
+  uint32_t local_steps = 1;   // --local-steps: a round every H-th step
   // Crossover: exact averages inside groups of members with the same
   // --group label, crossover between groups (protocol::HierarchicalCrossover).
   bool hierarchical = false;
