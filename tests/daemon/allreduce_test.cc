@@ -63,9 +63,12 @@ TEST(AllreduceSgd, StatusAndMetricsWhileTraining) {
   EXPECT_EQ(metrics.value("gossipd_messages_rejected_total", {{"reason", "cluster"}}), 0) << metrics;
 }
 
-TEST(AllreduceSgd, SurvivorsOfASigkilledRankReformTheRingAndEndIdentical) {
-  Cluster c(3, with(kSmallRun, {"--epochs", "60", "--quiet", "--timeout-ms", "1000", "--heartbeat-ms", "100",
-                                "--failure-timeout-ms", "1500"}));
+// Three workers, the third SIGKILLed once all have stepped: the survivors
+// re-form the ring and end with one replica after the planned steps.
+void survivors_reform_and_end_identical(const std::vector<std::string>& extra) {
+  Cluster c(3, with(with(kSmallRun, {"--epochs", "60", "--quiet", "--timeout-ms", "1000", "--heartbeat-ms",
+                                     "100", "--failure-timeout-ms", "1500"}),
+                    extra));
   // Kill only once every member has finished a step: before that a member
   // may still be in the start-up barrier, which waits --startup-timeout-ms.
   for (int i = 0; i < c.size(); ++i) {
@@ -92,6 +95,16 @@ TEST(AllreduceSgd, SurvivorsOfASigkilledRankReformTheRingAndEndIdentical) {
     finals.insert(std::to_string(end->round()) + " " + end->param_hash());
   }
   EXPECT_EQ(finals.size(), 1u) << "the survivors' replicas differ after re-forming";
+}
+
+TEST(AllreduceSgd, SurvivorsOfASigkilledRankReformTheRingAndEndIdentical) {
+  survivors_reform_and_end_identical({});
+}
+
+// Local SGD (--local-steps 3): the death is met by a parameter average, which
+// the survivors take again over the re-formed ring.
+TEST(AllreduceSgd, LocalSgdSurvivorsOfASigkilledRankReformTheRingAndEndIdentical) {
+  survivors_reform_and_end_identical({"--local-steps", "3"});
 }
 
 TEST(AllreduceSgd, SigtermStopsCleanly) {
