@@ -10,6 +10,7 @@ namespace gossipd::daemon {
 
 std::string per_protocol_value(const std::string& flag, const std::string& spec, const std::string& algo,
                                const std::vector<std::string>& algos, const std::string& fallback) {
+  if (spec.empty()) return fallback;
   std::map<std::string, std::string> named;
   std::string bare;
   bool has_bare = false;
@@ -31,9 +32,27 @@ std::string per_protocol_value(const std::string& flag, const std::string& spec,
     if (!named.emplace(name, value).second)
       throw UsageError(flag + " '" + spec + "': " + name + " is named twice");
   }
-  if (spec.empty() || spec.back() == ',') throw UsageError(flag + " '" + spec + "': an empty item");
+  if (spec.back() == ',') throw UsageError(flag + " '" + spec + "': an empty item");
   if (const auto it = named.find(algo); it != named.end()) return it->second;
   return has_bare ? bare : fallback;
+}
+
+const std::vector<std::pair<std::string, std::string>>& per_protocol_flags() {
+  static const std::vector<std::pair<std::string, std::string>> flags = {
+      {"--compress", "none"}, {"--local-steps", "1"}, {"--outer-momentum", "0"}};
+  return flags;
+}
+
+std::string checked_outer_momentum(const std::string& value) {
+  size_t used = 0;
+  double m = -1;
+  try {
+    m = std::stod(value, &used);
+  } catch (const std::exception&) {
+  }
+  if (used != value.size() || !(m >= 0.0 && m < 1.0))
+    throw UsageError("--outer-momentum '" + value + "': a momentum in [0, 1)");
+  return value;
 }
 
 std::string checked_local_steps(const std::string& value) {

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace gossipd::daemon {
@@ -14,8 +15,15 @@ namespace gossipd::daemon {
 std::string per_protocol_value(const std::string& flag, const std::string& spec, const std::string& algo,
                                const std::vector<std::string>& algos, const std::string& fallback);
 
+// The compare flags that take per_protocol_value's syntax, each with the
+// value that changes nothing (what a protocol not named gets, and the only
+// value a mode that does not take the flag accepts).
+const std::vector<std::pair<std::string, std::string>>& per_protocol_flags();
+
 // compare --local-steps' value for one protocol, checked: a whole number of
 // steps, 1 or more (UsageError otherwise).
 std::string checked_local_steps(const std::string& value);
+// compare --outer-momentum's value for one protocol, checked: in [0, 1).
+std::string checked_outer_momentum(const std::string& value);
 
 }  // namespace gossipd::daemon

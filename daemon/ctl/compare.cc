@@ -42,8 +42,8 @@ EntryContext entry_context(const CompareOptions& o, size_t train_samples) {
   c.train_samples = train_samples;
   c.hierarchy_groups = static_cast<size_t>(std::max(o.groups, 1));
   c.links_capped = !o.bandwidth.empty();
-  c.compress = o.compress;
-  c.local_steps = o.local_steps;
+  c.per_protocol = {
+      {"--compress", o.compress}, {"--local-steps", o.local_steps}, {"--outer-momentum", o.outer_momentum}};
   return c;
 }
 

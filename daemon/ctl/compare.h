@@ -23,10 +23,11 @@ struct CompareOptions {
   int epochs = 3;
   size_t batch = 64;
   float lr = 0.05f;
-  std::string momentum;           // --momentum for every entry; "": each mode's default
-  std::string compress = "none";  // --compress: a codec for every entry, or per protocol (EntryContext)
-  std::string local_steps = "1";  // --local-steps: likewise
-  std::string optimizer = "sgd";  // sgd | lars (gossipd run --optimizer)
+  std::string momentum;              // --momentum for every entry; "": each mode's default
+  std::string compress = "none";     // --compress: a codec for every entry, or per protocol (EntryContext)
+  std::string local_steps = "1";     // --local-steps: likewise
+  std::string outer_momentum = "0";  // --outer-momentum: likewise
+  std::string optimizer = "sgd";     // sgd | lars (gossipd run --optimizer)
   float lars_eta = 0.001f;
   float warmup_epochs = 0.0f;
   std::string segments = "fine";

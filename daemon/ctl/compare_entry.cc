@@ -42,12 +42,13 @@ CompareEntry parse_compare_entry(const std::string& text, const EntryContext& co
     // A mode whose entry is its name alone takes no argument.
     if (m->name() == e.mode && (syntax != m->name() || colon == std::string::npos)) {
       EntryContext own = context;
-      own.compress = per_protocol_value("--compress", context.compress, m->name(), modes.names(), "none");
-      own.local_steps =
-          per_protocol_value("--local-steps", context.local_steps, m->name(), modes.names(), "1");
+      for (const auto& [flag, plain] : per_protocol_flags())
+        own.per_protocol[flag] =
+            per_protocol_value(flag, context.value_of(flag, ""), m->name(), modes.names(), plain);
       e.launch = m->launch(text, arg, own);
-      refuse_unpassed(e.launch, m->name(), "--compress", context.compress, own.compress, "none");
-      refuse_unpassed(e.launch, m->name(), "--local-steps", context.local_steps, own.local_steps, "1");
+      for (const auto& [flag, plain] : per_protocol_flags())
+        refuse_unpassed(e.launch, m->name(), flag, context.value_of(flag, ""), own.value_of(flag, plain),
+                        plain);
       e.one_replica = m->one_replica();
       return e;
     }

@@ -92,6 +92,10 @@ void add_compare_flags(CLI::App* cmd, CompareOptions& o, int max_workers) {
                   "Exchange every H-th step, local steps between (gossipd run --local-steps): H for every "
                   "protocol, or per protocol as for --compress (crossover=4,allreduce=1)")
       ->capture_default_str();
+  cmd->add_option("--outer-momentum", o.outer_momentum,
+                  "With --local-steps: Nesterov momentum M of an outer step on each exchange window's change "
+                  "(gossipd run --outer-momentum), for every protocol or per protocol as for --compress")
+      ->capture_default_str();
   cmd->add_option("--optimizer", o.optimizer, "sgd or lars (per-segment trust ratio), for every protocol")
       ->check(CLI::IsMember({"sgd", "lars"}))
       ->capture_default_str();

@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -25,13 +26,17 @@ struct EntryContext {
   size_t train_samples = 0;     // the training samples the workers share
   size_t hierarchy_groups = 1;  // compare --groups: > 1 where the mode can run hierarchical
   bool links_capped = false;    // compare --bandwidth: every host's link is capped
-  // compare --compress as given; parse_compare_entry hands each mode its own
-  // value ("none", "fp16", "bf16", "int8" or "int8/BLOCK"). A mode that
-  // compresses passes it on in its launch's flags (--compress); compare
-  // refuses a codec a mode does not take.
-  std::string compress = "none";
-  // compare --local-steps, as --compress: each mode's own H ("1": every step).
-  std::string local_steps = "1";
+  // compare's flags that may differ per protocol (config/per_protocol.h:
+  // --compress, --local-steps, --outer-momentum), by name. parse_compare_entry
+  // hands each mode its own values ("int8/64", "4", "0.5"); a mode that
+  // takes one passes it on in its launch's flags, and compare refuses a
+  // value other than the default that a mode's launch did not pass on.
+  std::map<std::string, std::string> per_protocol{};
+  // per_protocol's value of `flag`, or `plain` where it has none.
+  std::string value_of(const std::string& flag, const std::string& plain) const {
+    const auto it = per_protocol.find(flag);
+    return it == per_protocol.end() ? plain : it->second;
+  }
 };
 
 // What an entry launches: its workers' --batch, the flags of the mode beyond

@@ -5,7 +5,8 @@
 # as the daemon counts them, times from the time model.
 #   accuracy: the quickstart's setup (4 workers, MLP, batch 64, lr 0.05,
 #             EPOCHS epochs) for SEEDS, every codec and, for the settings
-#             in LOCAL (codec:H), H local steps between exchanges;
+#             in LOCAL (codec:H[:M]), H local steps between exchanges (and
+#             an outer step of momentum M: crossover and allreduce alone);
 #             Crossover-SGD flat and hierarchical (2 groups), SGP and OSGP
 #             (ALGOS; HIER=0 leaves out the hierarchical runs), and
 #             AllReduce-SGD where the codec is none (local SGD at H > 1):
@@ -22,7 +23,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 WHAT=${1:-all}
 SEEDS=${SEEDS:-"1 2 3"}; EPOCHS=${EPOCHS:-10}; CODECS=${CODECS:-"none fp16 bf16 int8"}
-LOCAL=${LOCAL:-"none:4 int8:4"}; ALGOS=${ALGOS:-crossover,sgp,osgp}; HIER=${HIER:-1}
+LOCAL=${LOCAL:-"none:4 int8:4 none:4:0.5 none:4:0.9"}; ALGOS=${ALGOS:-crossover,sgp,osgp}; HIER=${HIER:-1}
 settings=()  # codec:H
 for c in $CODECS; do settings+=("$c:1"); done
 for l in $LOCAL; do settings+=("$l"); done
@@ -38,11 +39,13 @@ common=(--workers 4 --model mlp --epochs "$EPOCHS" --batch 64 --lr 0.05)
 if [ "$WHAT" = accuracy ] || [ "$WHAT" = all ]; then
   for seed in $SEEDS; do
     for set in "${settings[@]}"; do
-      c=${set%:*}; h=${set#*:}; f=(--compress "$c" --local-steps "$h")
+      IFS=: read -r c h m <<< "$set"; m=${m:-0}
+      f=(--compress "$c" --local-steps "$h" --outer-momentum "$m")
       algos=$ALGOS; [ "$c" != none ] || algos="$algos,allreduce"
-      sim "$OUT/acc-$c-$h-s$seed" "${common[@]}" --seed "$seed" "${f[@]}" --algos "${algos#,}"
+      [ "$m" = 0 ] || { algos=crossover,allreduce; [ "$c" = none ] || algos=crossover; }
+      sim "$OUT/acc-${set//:/-}-s$seed" "${common[@]}" --seed "$seed" "${f[@]}" --algos "${algos#,}"
       [ "$HIER" = 0 ] ||
-        sim "$OUT/acc-$c-$h-s$seed-h" "${common[@]}" --seed "$seed" "${f[@]}" --algos crossover --groups 2
+        sim "$OUT/acc-${set//:/-}-s$seed-h" "${common[@]}" --seed "$seed" "${f[@]}" --algos crossover --groups 2
     done
   done
   python3 - "$OUT" "$SEEDS" "${settings[*]}" <<'PY'

@@ -97,13 +97,14 @@ TEST(Simulate, HierarchicalCrossoverEndsBitForBitAsCompareRunsItAtFourWorkers) {
 
 // --compress and --local-steps: each protocol its own codec and H, the
 // daemon's and the simulator's rounding and rounds the same, bit for bit;
-// AllReduce-SGD's local SGD (H = 4 of 15 steps: the last averages too) ends
-// with one replica.
-TEST(Simulate, CompressedGossipAndLocalStepsEndBitForBitAsCompareRunsThem) {
+// AllReduce-SGD's local SGD (H = 4 of 15 steps: the last averages too),
+// with an outer momentum as crossover's, ends with one replica.
+TEST(Simulate, CompressedGossipLocalStepsAndOuterMomentumEndBitForBitAsCompareRunsThem) {
   TempDir tmp("gossipd_simulate_test");
   std::vector<std::string> flags = kSimulatedRun;
   flags.insert(flags.end(), {"--algos", "crossover,sgp,osgp,allreduce", "--compress",
-                             "int8/64,sgp=fp16,osgp=bf16,allreduce=none", "--local-steps", "4,sgp=1"});
+                             "int8/64,sgp=fp16,osgp=bf16,allreduce=none", "--local-steps", "4,sgp=1",
+                             "--outer-momentum", "0.5,sgp=0,osgp=0"});
   expect_held_to_compare(tmp.path(), flags, {"crossover", "sgp", "osgp", "allreduce"}, 4);
   const auto ends = end_records(tmp.path() + "/compare", "allreduce", 4);
   ASSERT_EQ(ends.size(), 4u);
@@ -159,6 +160,8 @@ TEST(Simulate, BadCompressAndLocalStepsFlagsAreRefusedInOneLine) {
       {{"--compress", "fp16", "--algos", "crossover,allreduce"}, "allreduce takes only none"},
       {{"--local-steps", "0"}, "1 or more"},
       {{"--local-steps", "4", "--algos", "crossover,groups:2"}, "groups takes only 1"},
+      {{"--local-steps", "4", "--outer-momentum", "1.5"}, "a momentum in [0, 1)"},
+      {{"--local-steps", "4", "--outer-momentum", "0.5", "--algos", "crossover,sgp"}, "sgp takes only 0"},
   };
   expect_refused(cases);
 }

@@ -26,18 +26,22 @@ class AllreduceMode : public Mode {
              "allreduce: local SGD, each member's own steps and the parameters averaged every H-th step (and "
              "the last) instead of the gradients every step")
         ->capture_default_str();
+    add_outer_momentum_flag(f, outer_momentum_);
   }
   void check_flags(const RunOptions&) const override {
     if (local_steps_ == 0) throw UsageError("--local-steps 0: take at least 1 step per exchange");
+    check_outer_momentum(outer_momentum_, local_steps_);
   }
   EntryLaunch launch(const std::string& label, const std::string& arg, const EntryContext& c) const override {
     EntryLaunch l = Mode::launch(label, arg, c);
-    if (c.local_steps != "1")
-      l.flags.insert(l.flags.end(), {"--local-steps", checked_local_steps(c.local_steps)});
+    if (const std::string h = c.value_of("--local-steps", "1"); h != "1")
+      l.flags.insert(l.flags.end(), {"--local-steps", checked_local_steps(h)});
+    if (const std::string m = c.value_of("--outer-momentum", "0"); m != "0")
+      l.flags.insert(l.flags.end(), {"--outer-momentum", checked_outer_momentum(m)});
     return l;
   }
   std::unique_ptr<Worker> make_worker(WorkerContext& c) const override {
-    return make_allreduce_worker(c, local_steps_);
+    return make_allreduce_worker(c, local_steps_, outer_momentum_);
   }
   // One allreduce of every gradient per step, or of the parameters every
   // H-th (the last step's average, where H does not divide the run, left out).
@@ -58,6 +62,7 @@ class AllreduceMode : public Mode {
 
  private:
   uint32_t local_steps_ = 1;
+  float outer_momentum_ = 0.0f;
 };
 
 }  // namespace

@@ -197,9 +197,10 @@ AllreduceWorkerOptions allreduce_worker_options(const WorkerContext& c) {
   return w;
 }
 
-std::unique_ptr<Worker> make_allreduce_worker(WorkerContext& c, uint32_t local_steps) {
+std::unique_ptr<Worker> make_allreduce_worker(WorkerContext& c, uint32_t local_steps, float outer_momentum) {
   AllreduceWorkerOptions w = allreduce_worker_options(c);
   w.local_steps = local_steps;
+  w.outer_momentum = outer_momentum;
   w.last_step = static_cast<uint64_t>(c.options.train.epochs) * c.steps_per_epoch;
   return std::make_unique<AllreduceWorker>(c.node, c.members, c.membership, c.trainer(), c.loop(), w);
 }

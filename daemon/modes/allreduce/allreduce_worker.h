@@ -9,6 +9,7 @@
 
 #include "daemon/cluster/checkpoint.h"
 #include "daemon/cluster/membership.h"
+#include "daemon/worker/outer_momentum.h"
 #include "daemon/worker/training_loop.h"
 #include "daemon/worker/worker.h"
 #include "protocol/group.h"
@@ -42,6 +43,7 @@ struct AllreduceWorkerOptions {
   // at last_step (the run's last), no gradients exchanged (local_sgd.cc).
   uint32_t local_steps = 1;
   uint64_t last_step = 0;
+  float outer_momentum = 0.0f;  // --outer-momentum: on each average (outer_momentum.h)
 };
 
 // AllReduce-SGD: every step, each member computes gradients on its own shard,
@@ -87,12 +89,14 @@ class AllreduceWorker : public Worker {
   TrainingLoop& loop_;
   AllreduceWorkerOptions options_;
   std::unique_ptr<protocol::Group> group_;
-  uint32_t view_id_ = 0;  // the id of the view group_ was formed over
+  uint32_t view_id_ = 0;                  // the id of the view group_ was formed over
+  std::unique_ptr<OuterMomentum> outer_;  // local SGD's outer step (--outer-momentum)
 };
 
 // The options gossipd run gives an AllReduce-SGD worker.
 AllreduceWorkerOptions allreduce_worker_options(const WorkerContext& context);
 // gossipd run's factory for --algo allreduce (--local-steps H).
-std::unique_ptr<Worker> make_allreduce_worker(WorkerContext& context, uint32_t local_steps = 1);
+std::unique_ptr<Worker> make_allreduce_worker(WorkerContext& context, uint32_t local_steps = 1,
+                                              float outer_momentum = 0.0f);
 
 }  // namespace gossipd::daemon

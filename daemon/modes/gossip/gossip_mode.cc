@@ -5,6 +5,7 @@
 #include "daemon/config/cli.h"
 #include "daemon/config/per_protocol.h"
 #include "daemon/modes/gossip/gossip_traffic.h"
+#include "daemon/worker/outer_momentum.h"
 #include "protocol/codec.h"
 
 namespace gossipd::daemon {
@@ -53,6 +54,7 @@ class GossipMode : public Mode {
 
   void check_flags(const RunOptions&) const override {
     if (flags_.local_steps == 0) throw UsageError("--local-steps 0: take at least 1 step per exchange");
+    check_outer_momentum(flags_.outer_momentum, flags_.local_steps);
     if (!protocol::parse_codec(flags_.compress))
       throw UsageError("--compress '" + flags_.compress + "' is not a codec: use none, fp16, bf16 or int8");
     if (const auto problem = protocol::int8_block_problem(flags_.compress_block); !problem.empty())
@@ -83,13 +85,16 @@ class GossipMode : public Mode {
     l.paced = pace && can_pace(hierarchical);
     if (l.paced) l.flags.push_back("--pace");
     protocol::CodecSpec codec;
-    if (const auto problem = protocol::parse_spec(c.compress, &codec); !problem.empty())
+    if (const auto problem = protocol::parse_spec(c.value_of("--compress", "none"), &codec); !problem.empty())
       throw UsageError("--compress " + problem);
     if (!codec.lossless()) l.flags.insert(l.flags.end(), {"--compress", protocol::codec_name(codec.codec)});
     if (codec.codec == protocol::Codec::kInt8)
       l.flags.insert(l.flags.end(), {"--compress-block", std::to_string(codec.block)});
-    if (c.local_steps != "1")
-      l.flags.insert(l.flags.end(), {"--local-steps", checked_local_steps(c.local_steps)});
+    if (const std::string h = c.value_of("--local-steps", "1"); h != "1")
+      l.flags.insert(l.flags.end(), {"--local-steps", checked_local_steps(h)});
+    if (const std::string m = c.value_of("--outer-momentum", "0");
+        m != "0" && algo_ == GossipAlgo::kCrossover)
+      l.flags.insert(l.flags.end(), {"--outer-momentum", checked_outer_momentum(m)});
     if (compare_pace_ == "on" && !l.paced && can_pace(false))
       l.unmet = "--pace on is for flat crossover and sgp: drop --groups or --pace";
     return l;
@@ -138,6 +143,7 @@ class GossipMode : public Mode {
            "crossover: gossip on a communication thread while the next step computes (sgp: use --algo osgp)");
     f.refusal("--overlap",
               "--overlap is for --algo crossover (for SGP use --algo osgp; allreduce is synchronous)");
+    add_outer_momentum_flag(f, flags_.outer_momentum);
     f.flag("--hierarchical", flags_.hierarchical,
            "crossover: exact averages inside each --group, crossover gossip between groups");
     f.option("--group-owner", flags_.group_owner,

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "daemon/worker/outer_momentum.h"
 #include "daemon/worker/round_floats.h"
 #include "protocol/barrier.h"
 #include "protocol/broadcast_ring.h"
@@ -287,6 +288,8 @@ void GossipWorker::run(std::stop_token stop) {
   stop_ = stop;
   const std::unique_ptr<Protocol> p = make_protocol();
   start(stop);
+  OuterMomentum outer(options_.outer_momentum);  // crossover only (the flag is crossover's)
+  if (outer.on()) outer.restart(p->state());
   membership_.arm();
   loop_.run(
       options_.steps_per_epoch, stop,
@@ -303,6 +306,7 @@ void GossipWorker::run(std::stop_token stop) {
         if (round % options_.local_steps == 0) {  // --local-steps: the others are local steps
           TrainingLoop::CommTimer comm(loop_);
           account(p->exchange(round));
+          outer.step(p->state());
         }
         maybe_measure(round, *p);
         return r;
@@ -322,6 +326,7 @@ std::unique_ptr<Worker> make_gossip_worker(WorkerContext& c, GossipAlgo algo, co
   w.pace = o.pace;
   w.codec = protocol::CodecSpec{protocol::parse_codec(o.compress).value(), o.compress_block};
   w.local_steps = o.local_steps;
+  w.outer_momentum = o.outer_momentum;
   w.hierarchical = o.hierarchical;
   w.spread = o.group_owner == "root" ? topology::GroupSpread::kRoot : topology::GroupSpread::kSpread;
   w.consensus_every = o.consensus_every;

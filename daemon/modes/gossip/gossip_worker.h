@@ -28,7 +28,8 @@ struct GossipFlags {
   uint64_t consensus_every = 100;
   std::string compress = "none";  // protocol::Codec by name
   uint32_t compress_block = protocol::kDefaultInt8Block;
-  uint32_t local_steps = 1;  // exchange every H-th step
+  uint32_t local_steps = 1;     // exchange every H-th step
+  float outer_momentum = 0.0f;  // crossover: the outer step over each exchange window
 };
 
 struct GossipWorkerOptions {
@@ -43,8 +44,9 @@ struct GossipWorkerOptions {
   bool overlap = false;
   // Crossover: pace the sends (protocol::GossipOptions::pace).
   bool pace = false;
-  protocol::CodecSpec codec;  // how segments travel (--compress)
-  uint32_t local_steps = 1;   // --local-steps: a round every H-th step
+  protocol::CodecSpec codec;    // how segments travel (--compress)
+  uint32_t local_steps = 1;     // --local-steps: a round every H-th step
+  float outer_momentum = 0.0f;  // --outer-momentum (crossover)
   // Crossover: exact averages inside groups of members with the same
   // --group label, crossover between groups (protocol::HierarchicalCrossover).
   bool hierarchical = false;
