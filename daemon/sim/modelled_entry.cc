@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <sstream>
 
 #include "daemon/cmd/run_flags.h"
 #include "daemon/config/cli.h"
@@ -87,6 +88,19 @@ ModelledTimes run_modelled(const ModelledEntry& e, uint64_t rounds, bool keep_ea
   t.waited = model.waited();
   t.slowest_s = model.clocks().empty() ? 0 : *std::max_element(model.clocks().begin(), model.clocks().end());
   return t;
+}
+
+std::string time_model_words(const SimulateOptions& o, const ModelledEntry& e) {
+  std::ostringstream s;
+  s << "modelled: one host per worker, every link "
+    << (o.compare.bandwidth.empty() ? kDefaultSimulatedBandwidth : o.compare.bandwidth) << " with "
+    << format("%g", o.latency_ms) << " ms per message"
+    << (o.burst_kb > 0 ? " and bursts of " + format("%g", o.burst_kb) + " KiB" : "")
+    << (o.slow_links.empty() ? "" : " (slower: " + o.slow_links + ")") << "; " << e.step
+    << (o.stragglers.empty() ? "" : "; stragglers " + o.stragglers)
+    << (o.drop_rate > 0 ? "; " + format("%g", o.drop_rate) + " of gossip messages lost" : "")
+    << "; segment deadline " << format("%g", e.time.deadline_s * 1e3) << " ms; evaluations take no time";
+  return s.str();
 }
 
 }  // namespace gossipd::daemon

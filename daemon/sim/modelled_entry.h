@@ -35,4 +35,8 @@ struct ModelledTimes {
 };
 ModelledTimes run_modelled(const ModelledEntry& entry, uint64_t rounds, bool keep_each_round);
 
+// The time model's parameters in words, for summary.json's time_model and
+// the report: the links, the step, the stragglers, the drop rate.
+std::string time_model_words(const SimulateOptions& options, const ModelledEntry& entry);
+
 }  // namespace gossipd::daemon

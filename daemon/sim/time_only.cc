@@ -11,10 +11,9 @@
 namespace gossipd::daemon {
 namespace {
 
-proto::CompareResult time_only_entry(const SimulateOptions& so, const std::string& algo, std::string& words) {
+proto::CompareResult time_only_entry(const SimulateOptions& so, const std::string& algo,
+                                     const ModelledEntry& e) {
   const CompareOptions& o = so.compare;
-  const ModelledEntry e = model_entry(so, algo);
-  if (words.empty()) words = time_model_words(so, e);
   const ModelledTimes t = run_modelled(e, so.rounds, false);
   proto::CompareResult res = compare_entry_result(o, algo);
   const double rounds = static_cast<double>(so.rounds), n = static_cast<double>(o.workers);
@@ -55,30 +54,19 @@ std::string table(const proto::CompareSummary& s) {
 
 }  // namespace
 
-std::string time_model_words(const SimulateOptions& o, const ModelledEntry& e) {
-  std::ostringstream s;
-  s << "modelled: one host per worker, every link "
-    << (o.compare.bandwidth.empty() ? kDefaultSimulatedBandwidth : o.compare.bandwidth) << " with "
-    << format("%g", o.latency_ms) << " ms per message"
-    << (o.burst_kb > 0 ? " and bursts of " + format("%g", o.burst_kb) + " KiB" : "")
-    << (o.slow_links.empty() ? "" : " (slower: " + o.slow_links + ")") << "; " << e.step
-    << (o.stragglers.empty() ? "" : "; stragglers " + o.stragglers)
-    << (o.drop_rate > 0 ? "; " + format("%g", o.drop_rate) + " of gossip messages lost" : "")
-    << "; segment deadline " << format("%g", e.time.deadline_s * 1e3) << " ms; evaluations take no time";
-  return s.str();
-}
-
 int run_time_only(const SimulateOptions& so) {
   const CompareOptions& o = so.compare;
+  std::vector<ModelledEntry> models;  // before --out: an entry without a time model is refused first
+  for (const auto& algo : o.algos) models.push_back(model_entry(so, algo));
   prepare_out_dir(o.out);
   proto::CompareSummary summary = compare_summary_header(o);
   summary.set_simulated(true);
   std::printf(
       "gossipctl simulate --no-train: %zu protocols x %d modelled workers, %llu rounds; output in %s\n",
       o.algos.size(), o.workers, static_cast<unsigned long long>(so.rounds), o.out.c_str());
-  std::string words;
-  for (const auto& algo : o.algos) *summary.add_results() = time_only_entry(so, algo, words);
-  summary.set_time_model(words + "; nothing trained (--no-train)");
+  for (size_t k = 0; k < o.algos.size(); ++k)
+    *summary.add_results() = time_only_entry(so, o.algos[k], models[k]);
+  summary.set_time_model(time_model_words(so, models.front()) + "; nothing trained (--no-train)");
   write_text_file(o.out + "/summary.json", to_json(summary) + "\n");
   write_text_file(o.out + "/report.md",
                   "# gossipctl simulate --no-train\n\n" + summary.time_model() + ".\n\n" + table(summary));

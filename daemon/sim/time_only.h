@@ -7,10 +7,6 @@
 
 namespace gossipd::daemon {
 
-// The time model's parameters in words, for summary.json's time_model and
-// the report: the links, the step, the stragglers, the drop rate.
-std::string time_model_words(const SimulateOptions& options, const ModelledEntry& entry);
-
 // gossipctl simulate --no-train: each protocol's --rounds on the time model
 // alone, no replica (up to kMaxTimeOnlyWorkers): summary.json in compare's
 // schema (rounds per second, bytes per worker per round, skipped messages,

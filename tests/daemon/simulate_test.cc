@@ -63,7 +63,7 @@ void expect_held_to_compare(const std::string& root, const std::vector<std::stri
 }
 
 // Each case's flags (on simulate at 4 workers) refused with exit 2 in one
-// line that says `says`, before anything is written.
+// line that says `says`, before anything is written (--out not made).
 void expect_refused(const std::vector<std::pair<std::vector<std::string>, std::string>>& cases) {
   TempDir tmp("gossipd_simulate_test");
   for (const auto& [extra, says] : cases) {
@@ -73,7 +73,7 @@ void expect_refused(const std::vector<std::pair<std::vector<std::string>, std::s
     EXPECT_EQ(r.exit_code, 2) << extra.back() << ": " << r.out << r.err;
     EXPECT_NE(r.err.find(says), std::string::npos) << extra.back() << ": " << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-    EXPECT_FALSE(std::filesystem::exists(tmp.path() + "/x/summary.json"));
+    EXPECT_FALSE(std::filesystem::exists(tmp.path() + "/x")) << extra.back();
   }
 }
 
@@ -193,6 +193,7 @@ TEST(Simulate, BadTimeModelInputIsRefusedInOneLineNamingIt) {
       {{"--drop-rate", "1"}, "--drop-rate"},
       {{"--latency-ms", "-1"}, "--latency-ms"},
       {{"--train-limit", "100", "--batch", "64"}, "less than a batch"},
+      {{"--no-train", "--algos", "crossover,pipeline"}, "no time model for pipeline"},
   };
   expect_refused(cases);
 }
