@@ -8,7 +8,7 @@
 #             in LOCAL (codec:H[:M]), H local steps between exchanges (and
 #             an outer step of momentum M: crossover and allreduce alone);
 #             Crossover-SGD flat and hierarchical (2 groups), SGP and OSGP
-#             (ALGOS; HIER=0 leaves out the hierarchical runs), and
+#             (ALGOS, empty for none; HIER=0 leaves out the hierarchical runs), and
 #             AllReduce-SGD where the codec is none (local SGD at H > 1):
 #             the median final mean test accuracy, its difference from
 #             float32's (points), and the bytes per worker and round against
@@ -23,7 +23,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 WHAT=${1:-all}
 SEEDS=${SEEDS:-"1 2 3"}; EPOCHS=${EPOCHS:-10}; CODECS=${CODECS:-"none fp16 bf16 int8"}
-LOCAL=${LOCAL:-"none:4 int8:4 none:4:0.5 none:4:0.9"}; ALGOS=${ALGOS:-crossover,sgp,osgp}; HIER=${HIER:-1}
+LOCAL=${LOCAL:-"none:4 int8:4 none:4:0.5 none:4:0.9"}; ALGOS=${ALGOS-crossover,sgp,osgp}; HIER=${HIER:-1}
 settings=()  # codec:H
 for c in $CODECS; do settings+=("$c:1"); done
 for l in $LOCAL; do settings+=("$l"); done
