@@ -153,6 +153,10 @@ std::vector<std::byte> encode(const CodecSpec& spec, std::span<const float> x, s
   std::vector<std::byte> out(encoded_bytes(spec, x.size()));
   switch (spec.codec) {
     case Codec::kNone:
+      if (carry.empty()) {  // the floats as they are: one copy
+        if (!x.empty()) std::memcpy(out.data(), x.data(), x.size_bytes());
+        break;
+      }
       for (size_t i = 0; i < x.size(); ++i) {
         const float v = at(x, carry, i);
         std::memcpy(out.data() + 4 * i, &v, 4);

@@ -1,7 +1,5 @@
 #include "protocol/segment_inbox.h"
 
-#include <cstring>
-
 #include "protocol/errors.h"
 #include "protocol/tags.h"
 
@@ -117,13 +115,12 @@ std::optional<Message> SegmentInbox::accept(const std::string& peer, uint32_t se
     return std::nullopt;
   }
   if (codec_.lossless()) return msg;
-  std::vector<float> values(count);
-  if (!decode(codec_, msg.bytes(), values)) {
+  // Decoded straight into the frame's bytes (new'd storage, aligned for float).
+  std::vector<std::byte> plain(count * sizeof(float));
+  if (!decode(codec_, msg.bytes(), std::span<float>(reinterpret_cast<float*>(plain.data()), count))) {
     node_.reject_log().reject(peer, RejectReason::kCodec, what + " with a scale that is not a finite number");
     return std::nullopt;
   }
-  std::vector<std::byte> plain(count * sizeof(float));
-  if (count > 0) std::memcpy(plain.data(), values.data(), plain.size());
   msg.payload.at(0) = Frame(std::move(plain));
   msg.envelope.set_dtype(proto::DTYPE_FLOAT32);
   msg.envelope.clear_codec_block();
