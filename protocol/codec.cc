@@ -120,8 +120,8 @@ proto::DType codec_dtype(Codec codec) {
   return proto::DTYPE_FLOAT32;
 }
 
-std::optional<CodecSpec> declared_spec(const proto::Envelope& env) {
-  switch (env.dtype()) {
+std::optional<CodecSpec> spec_of(proto::DType dtype, uint32_t block) {
+  switch (dtype) {
     case proto::DTYPE_FLOAT32:
       return CodecSpec{};
     case proto::DTYPE_FLOAT16:
@@ -129,11 +129,15 @@ std::optional<CodecSpec> declared_spec(const proto::Envelope& env) {
     case proto::DTYPE_BFLOAT16:
       return CodecSpec{Codec::kBf16};
     case proto::DTYPE_INT8_BLOCKS:
-      if (!int8_block_problem(env.codec_block()).empty()) return std::nullopt;
-      return CodecSpec{Codec::kInt8, env.codec_block()};
+      if (!int8_block_problem(block).empty()) return std::nullopt;
+      return CodecSpec{Codec::kInt8, block};
     default:
       return std::nullopt;
   }
+}
+
+std::optional<CodecSpec> declared_spec(const proto::Envelope& env) {
+  return spec_of(env.dtype(), env.codec_block());
 }
 
 size_t encoded_bytes(const CodecSpec& spec, size_t count) {
@@ -147,6 +151,26 @@ size_t encoded_bytes(const CodecSpec& spec, size_t count) {
       break;
   }
   return 4 * count;
+}
+
+std::optional<size_t> decoded_count(const CodecSpec& spec, size_t bytes) {
+  size_t count = 0;
+  switch (spec.codec) {
+    case Codec::kNone:
+      count = bytes / 4;
+      break;
+    case Codec::kFp16:
+    case Codec::kBf16:
+      count = bytes / 2;
+      break;
+    case Codec::kInt8: {  // whole blocks of block + 4 bytes, then a shorter one
+      const size_t whole = bytes / (spec.block + 4), rest = bytes % (spec.block + 4);
+      count = whole * spec.block + (rest > 4 ? rest - 4 : 0);
+      break;
+    }
+  }
+  if (encoded_bytes(spec, count) != bytes) return std::nullopt;
+  return count;
 }
 
 std::vector<std::byte> encode(const CodecSpec& spec, std::span<const float> x, std::span<const float> carry) {

@@ -49,6 +49,11 @@ proto::DType codec_dtype(Codec codec);
 std::optional<CodecSpec> declared_spec(const proto::Envelope& env);
 // Bytes `count` values take on the wire in `spec`.
 size_t encoded_bytes(const CodecSpec& spec, size_t count);
+// The count whose encoding in `spec` is `bytes` long; nullopt when none is
+// (a frame that carries bytes, not a count: the direct data path's).
+std::optional<size_t> decoded_count(const CodecSpec& spec, size_t bytes);
+// The spec a dtype (and int8 block) names; nullopt as for declared_spec.
+std::optional<CodecSpec> spec_of(proto::DType dtype, uint32_t block);
 
 // The payload of x + carry (carry empty, or as long as x).
 std::vector<std::byte> encode(const CodecSpec& spec, std::span<const float> x,

@@ -21,7 +21,7 @@ constexpr std::chrono::seconds kReleaseGrace{10};
 }  // namespace
 
 void send_chunk(Node& node, const std::string& peer, const ChunkAddress& at, proto::DType dtype,
-                uint64_t count, OutFrame payload, std::chrono::milliseconds timeout) {
+                uint64_t count, OutFrame payload, std::chrono::milliseconds timeout, uint32_t codec_block) {
   proto::Envelope env = node.envelope(proto::COLLECTIVE_CHUNK);
   env.set_collective_tag(at.tag);
   env.set_collective_seq(at.seq);
@@ -29,6 +29,7 @@ void send_chunk(Node& node, const std::string& peer, const ChunkAddress& at, pro
   env.set_chunk(at.chunk);
   env.set_count(count);
   env.set_dtype(dtype);
+  if (codec_block != 0) env.set_codec_block(codec_block);
   std::vector<OutFrame> frames;
   frames.reserve(2);
   frames.push_back(envelope_frame(env));
@@ -44,11 +45,11 @@ class ZmqPath : public CollectiveChannel::Path {
   ZmqPath(Group& group, uint64_t seq) : group_(group), seq_(seq) {}
   ~ZmqPath() override { group_.node().mailbox().finish(group_.tag(), seq_); }
 
-  void send(size_t to_rank, uint32_t step, uint32_t chunk, std::span<const float> data,
+  void send(size_t to_rank, uint32_t step, uint32_t chunk, const CollectiveChannel::Piece& piece,
             std::shared_ptr<const void> owner) override {
-    send_chunk(group_.node(), group_.member(to_rank), {group_.tag(), seq_, step, chunk}, proto::DTYPE_FLOAT32,
-               data.size(), OutFrame::borrowed(data.data(), data.size_bytes(), std::move(owner)),
-               group_.options().timeout);
+    send_chunk(group_.node(), group_.member(to_rank), {group_.tag(), seq_, step, chunk}, piece.dtype,
+               piece.count, OutFrame::borrowed(piece.data, piece.bytes, std::move(owner)),
+               group_.options().timeout, piece.codec_block);
   }
 
   std::optional<Message> next(size_t from_rank, uint32_t step, uint32_t chunk,
@@ -128,7 +129,27 @@ CollectiveChannel::~CollectiveChannel() = default;
 void CollectiveChannel::send(size_t to_rank, uint32_t step, uint32_t chunk, std::span<const float> data,
                              std::shared_ptr<const void> owner) {
   group_.node().count_payload_sent(data.size_bytes());
-  path_->send(to_rank, step, chunk, data, std::move(owner));
+  const Piece piece{proto::DTYPE_FLOAT32, 0, data.size(), reinterpret_cast<const std::byte*>(data.data()),
+                    data.size_bytes()};
+  path_->send(to_rank, step, chunk, piece, std::move(owner));
+}
+
+void CollectiveChannel::send(size_t to_rank, uint32_t step, uint32_t chunk, const EncodedSegment& data) {
+  const auto& bytes = *data.bytes;
+  group_.node().count_payload_sent(bytes.size());
+  const uint32_t block = data.spec.codec == Codec::kInt8 ? data.spec.block : 0;
+  const Piece piece{codec_dtype(data.spec.codec), block, data.count, bytes.data(), bytes.size()};
+  path_->send(to_rank, step, chunk, piece, data.bytes);
+}
+
+Message CollectiveChannel::recv(size_t from_rank, uint32_t step, uint32_t chunk, const CodecSpec& spec,
+                                size_t count) {
+  const auto deadline = Clock::now() + group_.options().timeout;
+  for (;;) {
+    std::optional<Message> msg = path_->next(from_rank, step, chunk, deadline);
+    if (!msg) missed(from_rank, step);
+    if (fits(*msg, from_rank, spec, count)) return std::move(*msg);
+  }
 }
 
 Message CollectiveChannel::recv(size_t from_rank, uint32_t step, uint32_t chunk, size_t count) {
@@ -177,6 +198,24 @@ bool CollectiveChannel::fits(const Message& msg, size_t from_rank, size_t count)
   group_.node().reject_log().reject(
       group_.member(from_rank), RejectReason::kSizeMismatch,
       std::to_string(env.count()) + " elements, expected " + std::to_string(count));
+  return false;
+}
+
+bool CollectiveChannel::fits(const Message& msg, size_t from_rank, const CodecSpec& spec,
+                             size_t count) const {
+  const auto& env = msg.envelope;
+  const std::optional<CodecSpec> sent = declared_spec(env);
+  if (!sent || !(*sent == spec)) {
+    group_.node().reject_log().reject(
+        group_.member(from_rank), RejectReason::kCodec,
+        "a piece in dtype " + std::to_string(env.dtype()) + ", agreed on " + spec_name(spec));
+    return false;
+  }
+  const size_t bytes = msg.payload.empty() ? 0 : msg.payload[0].size();
+  if (env.count() == count && bytes == encoded_bytes(spec, count)) return true;
+  group_.node().reject_log().reject(group_.member(from_rank), RejectReason::kSizeMismatch,
+                                    std::to_string(env.count()) + " values in " + std::to_string(bytes) +
+                                        " bytes, expected " + std::to_string(count));
   return false;
 }
 

@@ -6,7 +6,9 @@
 #include <span>
 #include <string>
 
+#include "protocol/codec.h"
 #include "protocol/group.h"
+#include "protocol/segment_inbox.h"
 #include "protocol/send_tracker.h"
 
 namespace gossipd::protocol {
@@ -33,6 +35,13 @@ class CollectiveChannel {
   // Waits up to the group timeout for the piece (step, chunk) of `count` floats.
   Message recv(size_t from_rank, uint32_t step, uint32_t chunk, size_t count);
 
+  // A compressed piece (--compress): queued as it is (`data` keeps its bytes).
+  void send(size_t to_rank, uint32_t step, uint32_t chunk, const EncodedSegment& data);
+  // The piece (step, chunk) of `count` values in `spec`, still encoded (its
+  // payload's bytes). One in another codec or of another length is dropped
+  // and counted (kCodec, kSizeMismatch), and the wait goes on.
+  Message recv(size_t from_rank, uint32_t step, uint32_t chunk, const CodecSpec& spec, size_t count);
+
   // How a received piece lands in the caller's buffer.
   enum class Fold { kCopy, kAdd };
   // recv() of the piece of dst.size() floats, copied or added into dst. The
@@ -58,11 +67,21 @@ class CollectiveChannel {
 
   uint64_t seq() const { return seq_; }
 
+  // What a piece carries: `count` values of `dtype` (a compressed one's
+  // int8 block in codec_block) in `bytes` bytes at `data`.
+  struct Piece {
+    proto::DType dtype = proto::DTYPE_FLOAT32;
+    uint32_t codec_block = 0;
+    uint64_t count = 0;
+    const std::byte* data = nullptr;
+    size_t bytes = 0;
+  };
+
   // How the pieces travel (collective_channel.cc: ZeroMQ; direct_path.cc).
   class Path {
    public:
     virtual ~Path() = default;
-    virtual void send(size_t to_rank, uint32_t step, uint32_t chunk, std::span<const float> data,
+    virtual void send(size_t to_rank, uint32_t step, uint32_t chunk, const Piece& piece,
                       std::shared_ptr<const void> owner) = 0;
     // nullopt at the deadline.
     virtual std::optional<Message> next(size_t from_rank, uint32_t step, uint32_t chunk,
@@ -88,6 +107,7 @@ class CollectiveChannel {
  private:
   [[noreturn]] void missed(size_t from_rank, uint32_t step) const;      // the timeout or the stop
   bool fits(const Message& msg, size_t from_rank, size_t count) const;  // false: rejected, counted
+  bool fits(const Message& msg, size_t from_rank, const CodecSpec& spec, size_t count) const;
 
   Group& group_;
   std::string what_;
@@ -108,8 +128,9 @@ struct ChunkAddress {
 };
 
 // Sends one COLLECTIVE_CHUNK over ZeroMQ: `payload` holds `count` elements
-// of `dtype`.
+// of `dtype` (int8 blocks of `codec_block` values).
 void send_chunk(Node& node, const std::string& peer, const ChunkAddress& at, proto::DType dtype,
-                uint64_t count, OutFrame payload, std::chrono::milliseconds timeout);
+                uint64_t count, OutFrame payload, std::chrono::milliseconds timeout,
+                uint32_t codec_block = 0);
 
 }  // namespace gossipd::protocol

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "protocol/codec.h"
 #include "protocol/message.h"
 
 namespace gossipd::protocol::wire {
@@ -35,7 +36,7 @@ HeaderBytes encode(const FrameHeader& h) {
   put(out.data(), at, h.step);
   put(out.data(), at, h.chunk);
   put(out.data(), at, h.bytes);
-  put(out.data(), at, uint32_t{0});  // reserved
+  put(out.data(), at, h.codec_block);
   return out;
 }
 
@@ -54,13 +55,22 @@ Decoded decode(std::span<const std::byte, kFrameHeaderBytes> in, uint64_t max_by
   h.step = get<uint32_t>(in.data(), at);
   h.chunk = get<uint32_t>(in.data(), at);
   h.bytes = get<uint64_t>(in.data(), at);
+  h.codec_block = get<uint32_t>(in.data(), at);
   if (kind != static_cast<uint16_t>(FrameKind::kPiece) && kind != static_cast<uint16_t>(FrameKind::kTensor)) {
     d.reason = RejectReason::kUnknownType;
     d.detail = "data frame kind " + std::to_string(kind);
     return d;
   }
   h.kind = static_cast<FrameKind>(kind);
-  const size_t element = dtype_size(static_cast<proto::DType>(h.dtype));
+  const auto dtype = static_cast<proto::DType>(h.dtype);
+  size_t element = dtype_size(dtype);
+  if (element == 0 && spec_of(dtype, h.codec_block)) element = 1;  // compressed: bytes
+  if (dtype == proto::DTYPE_INT8_BLOCKS && element == 0) {
+    d.reason = RejectReason::kCodec;
+    d.detail = "data frame int8 block of " + std::to_string(h.codec_block) + ": " +
+               int8_block_problem(h.codec_block);
+    return d;
+  }
   if (element == 0) {
     d.reason = RejectReason::kDType;
     d.detail = "data frame dtype " + std::to_string(h.dtype);

@@ -31,7 +31,8 @@ struct FrameHeader {
   uint64_t seq = 0;
   uint32_t step = 0;
   uint32_t chunk = 0;
-  uint64_t bytes = 0;  // payload bytes that follow
+  uint64_t bytes = 0;        // payload bytes that follow
+  uint32_t codec_block = 0;  // DTYPE_INT8_BLOCKS: values per scale (codec.h); 0 otherwise
 };
 
 constexpr uint32_t kFrameMagic = 0x31504447;  // "GDP1"
@@ -41,8 +42,10 @@ using HeaderBytes = std::array<std::byte, kFrameHeaderBytes>;
 HeaderBytes encode(const FrameHeader& header);
 
 // A header, or why it is refused: bad magic (kBadEnvelope), unknown kind
-// (kUnknownType), unknown dtype (kDType), more than `max_bytes` or not a
-// whole number of elements (kOversize / kSizeMismatch).
+// (kUnknownType), unknown dtype (kDType), an int8 block that does not fit
+// (kCodec), more than `max_bytes` or not a whole number of elements
+// (kOversize / kSizeMismatch; a compressed dtype's elements are bytes, the
+// receiver checks the length against the count it expects).
 struct Decoded {
   std::optional<FrameHeader> header;
   RejectReason reason = RejectReason::kBadEnvelope;

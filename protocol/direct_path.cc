@@ -33,12 +33,18 @@ struct Rules {
   DataLink::Match match, stale;
 };
 
+// A frame as the ZeroMQ path's message would be: a compressed piece's count
+// is the one its bytes encode (0 when none does: then it does not fit).
 Message message_of(InFrame frame) {
   Message m;
+  const auto dtype = static_cast<proto::DType>(frame.header.dtype);
   m.envelope.set_step(frame.header.step);
   m.envelope.set_chunk(frame.header.chunk);
-  m.envelope.set_count(frame.header.bytes / sizeof(float));
-  m.envelope.set_dtype(static_cast<proto::DType>(frame.header.dtype));
+  m.envelope.set_dtype(dtype);
+  if (frame.header.codec_block != 0) m.envelope.set_codec_block(frame.header.codec_block);
+  const std::optional<CodecSpec> spec = spec_of(dtype, frame.header.codec_block);
+  m.envelope.set_count(spec ? decoded_count(*spec, frame.header.bytes).value_or(0)
+                            : frame.header.bytes / sizeof(float));
   m.payload.push_back(std::move(frame.payload));
   return m;
 }
@@ -69,16 +75,17 @@ class DirectPath : public CollectiveChannel::Path {
     }
   }
 
-  void send(size_t to_rank, uint32_t step, uint32_t chunk, std::span<const float> data,
+  void send(size_t to_rank, uint32_t step, uint32_t chunk, const CollectiveChannel::Piece& piece,
             std::shared_ptr<const void> owner) override {
     wire::FrameHeader h;
     h.kind = wire::FrameKind::kPiece;
-    h.dtype = proto::DTYPE_FLOAT32;
+    h.dtype = static_cast<uint16_t>(piece.dtype);
+    h.codec_block = piece.codec_block;
     h.seq = seq_;
     h.step = step;
     h.chunk = chunk;
-    h.bytes = data.size_bytes();
-    wire_.send(to_rank, h, data.data(), std::move(owner));
+    h.bytes = piece.bytes;
+    wire_.send(to_rank, h, piece.data, std::move(owner));
   }
 
   std::optional<Message> next(size_t from_rank, uint32_t step, uint32_t chunk,

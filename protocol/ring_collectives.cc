@@ -11,6 +11,20 @@ using Clock = std::chrono::steady_clock;
 
 }  // namespace
 
+RingLayout::RingLayout(const Group& group, size_t count, std::span<const size_t> counts,
+                       const std::string& name)
+    : blocks_(block_layout(count, group.size(), counts, name)) {
+  size_t largest = 0;
+  for (const BlockRange& b : blocks_) largest = std::max(largest, b.size());
+  pieces_ = std::max<size_t>(1, piece_count(largest, group.options()));
+}
+
+BlockRange RingLayout::piece(size_t block, size_t j) const {
+  const BlockRange b = blocks_[block];
+  const BlockRange p = block_range(b.size(), pieces_, j);
+  return {b.begin + p.begin, b.begin + p.end};
+}
+
 RingPipeline::RingPipeline(Group& group, std::span<float> data, size_t shift, size_t steps,
                            size_t reduce_steps, std::string name, std::span<const size_t> counts)
     : group_(group),
@@ -18,18 +32,8 @@ RingPipeline::RingPipeline(Group& group, std::span<float> data, size_t shift, si
       shift_(shift),
       steps_(steps),
       reduce_steps_(reduce_steps),
-      name_(std::move(name)) {
-  blocks_ = block_layout(data_.size(), group_.size(), counts, name_);
-  size_t largest = 0;
-  for (const BlockRange& b : blocks_) largest = std::max(largest, b.size());
-  pieces_ = std::max<size_t>(1, piece_count(largest, group_.options()));
-}
-
-BlockRange RingPipeline::piece(size_t block, size_t j) const {
-  const BlockRange b = blocks_[block];
-  const BlockRange p = block_range(b.size(), pieces_, j);
-  return {b.begin + p.begin, b.begin + p.end};
-}
+      name_(std::move(name)),
+      layout_(group, data.size(), counts, name_) {}
 
 size_t RingPipeline::block_at(size_t step, size_t extra) const {
   const size_t n = group_.size();
@@ -55,13 +59,13 @@ void RingPipeline::run_steps(CollectiveChannel& channel, SendTracker& tracker) {
   const size_t left = group_.rank() + group_.size() - 1;
   const size_t right = group_.rank() + 1;
   const auto send_piece = [&](size_t step, size_t block, size_t j) {
-    const BlockRange p = piece(block, j);
+    const BlockRange p = layout_.piece(block, j);
     if (p.size() == 0) return;
     channel.send(right, static_cast<uint32_t>(step), static_cast<uint32_t>(j),
                  data_.subspan(p.begin, p.size()), tracker.token(block));
   };
   const size_t first = block_at(0, 0);
-  for (size_t j = 0; j < pieces_; ++j) send_piece(0, first, j);
+  for (size_t j = 0; j < layout_.pieces(); ++j) send_piece(0, first, j);
 
   for (size_t s = 0; s < steps_; ++s) {
     const size_t block = block_at(s, 1);
@@ -74,14 +78,14 @@ void RingPipeline::run_steps(CollectiveChannel& channel, SendTracker& tracker) {
     const auto fold = reduce ? CollectiveChannel::Fold::kAdd : CollectiveChannel::Fold::kCopy;
     // All of the step's pieces posted first: one that overtakes the one we
     // wait for lands in place too.
-    for (size_t j = 0; j < pieces_; ++j) {
-      const BlockRange p = piece(block, j);
+    for (size_t j = 0; j < layout_.pieces(); ++j) {
+      const BlockRange p = layout_.piece(block, j);
       if (p.size() > 0)
         channel.expect(left, static_cast<uint32_t>(s), static_cast<uint32_t>(j),
                        data_.subspan(p.begin, p.size()), fold);
     }
-    for (size_t j = 0; j < pieces_; ++j) {
-      const BlockRange p = piece(block, j);
+    for (size_t j = 0; j < layout_.pieces(); ++j) {
+      const BlockRange p = layout_.piece(block, j);
       if (p.size() == 0) continue;
       channel.recv_into(left, static_cast<uint32_t>(s), static_cast<uint32_t>(j),
                         data_.subspan(p.begin, p.size()), fold);

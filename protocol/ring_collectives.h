@@ -9,6 +9,21 @@
 
 namespace gossipd::protocol {
 
+// A ring's blocks (one per rank: block_layout's) cut into pieces of the
+// group's chunk_bytes (piece_count of the largest block), as every rank
+// cuts them.
+class RingLayout {
+ public:
+  RingLayout(const Group& group, size_t count, std::span<const size_t> counts, const std::string& name);
+  // Piece j of block `block`, in elements of the whole buffer.
+  BlockRange piece(size_t block, size_t j) const;
+  size_t pieces() const { return pieces_; }
+
+ private:
+  std::vector<BlockRange> blocks_;
+  size_t pieces_ = 1;
+};
+
 // The engine behind the ring collectives. The buffer is split into one block
 // per rank and each block into pieces; at step s rank r sends block
 // (r - s - shift) to its right neighbour and receives block (r - s - shift - 1)
@@ -23,7 +38,6 @@ class RingPipeline {
   void run();
 
  private:
-  BlockRange piece(size_t block, size_t j) const;
   size_t block_at(size_t step, size_t extra) const;
   void run_steps(CollectiveChannel& channel, SendTracker& tracker);
 
@@ -33,8 +47,7 @@ class RingPipeline {
   size_t steps_;
   size_t reduce_steps_;
   std::string name_;
-  size_t pieces_ = 1;
-  std::vector<BlockRange> blocks_;
+  RingLayout layout_;
 };
 
 // Sum over the group, in place: reduce-scatter then allgather.

@@ -138,8 +138,13 @@ struct AllreduceCost {
   double bytes_each = 0;  // what each member sends, in order: the link's time
 };
 
-AllreduceCost allreduce_cost(uint64_t bytes, size_t n) {
-  const double b = static_cast<double>(bytes), p = static_cast<double>(n);
+AllreduceCost allreduce_cost(uint64_t bytes, size_t n, const protocol::CodecSpec& codec) {
+  const double p = static_cast<double>(n);
+  if (!codec.lossless()) {  // CompressedAllreduce: always the ring, each block in the codec
+    const double b = static_cast<double>(protocol::encoded_bytes(codec, bytes / sizeof(float)));
+    return {2 * (p - 1), 2 * (p - 1) / p * b};
+  }
+  const double b = static_cast<double>(bytes);
   const double log_p = std::log2(p);
   switch (protocol::allreduce_schedule(bytes / sizeof(float), n)) {
     case protocol::AllreduceSchedule::kDoubling:
@@ -164,7 +169,7 @@ void TimeModel::allreduces(const TrafficStage& st, ModelledRound& r) {
       latency = std::max(latency, o_.links[i].latency_s);
       slowest = std::min(slowest, o_.links[i].bytes_per_s);
     }
-    const AllreduceCost c = allreduce_cost(st.allreduce_bytes, n);
+    const AllreduceCost c = allreduce_cost(st.allreduce_bytes, n, st.allreduce_codec);
     const double end = start + c.steps * latency + c.bytes_each / slowest;
     for (uint32_t i : group) {
       waited_[i] += end - clock_[i];

@@ -46,7 +46,10 @@ struct TrafficStage {
   enum class Pace { kNone, kReceiver, kAfterLast };
   Pace pace = Pace::kNone;
   std::vector<std::vector<uint32_t>> groups;  // kAllreduce: member indices
-  uint64_t allreduce_bytes = 0;
+  uint64_t allreduce_bytes = 0;               // kAllreduce: its float32 bytes
+  // kAllreduce: a lossy codec runs protocol::CompressedAllreduce (the ring,
+  // allreduce_bytes in the codec) instead.
+  protocol::CodecSpec allreduce_codec{};
 };
 
 struct TrafficContext {
@@ -81,7 +84,7 @@ inline uint64_t model_bytes(const protocol::SegmentTable& segments) {
   return floats * sizeof(float);
 }
 
-// One allreduce over every member, of `bytes`.
-TrafficStage one_allreduce(size_t members, uint64_t bytes);
+// One allreduce over every member, of `bytes` float32 bytes, in `codec`.
+TrafficStage one_allreduce(size_t members, uint64_t bytes, const protocol::CodecSpec& codec = {});
 
 }  // namespace gossipd::daemon

@@ -291,10 +291,12 @@ int main(int argc, char** argv) {
   {
     std::string frames;
     const auto frame = [&](protocol::wire::FrameKind kind, uint64_t seq, uint32_t step, uint32_t chunk,
-                           const std::string& payload) {
+                           const std::string& payload, proto::DType dtype = proto::DTYPE_FLOAT32,
+                           uint32_t codec_block = 0) {
       protocol::wire::FrameHeader h;
       h.kind = kind;
-      h.dtype = proto::DTYPE_FLOAT32;
+      h.dtype = static_cast<uint16_t>(dtype);
+      h.codec_block = codec_block;
       h.tag = 5;
       h.seq = seq;
       h.step = step;
@@ -312,6 +314,19 @@ int main(int argc, char** argv) {
     frames.clear();
     frame(protocol::wire::FrameKind::kPiece, 2, 0, 0, floats(5000, 0.25f));  // 20000 bytes
     put("data_wire", "big_frame", frames);
+    frames.clear();  // a compressed allreduce's pieces: int8 in blocks of 16, fp16
+    {
+      std::vector<float> v(40, 0.75f);
+      const auto as_text = [](const std::vector<std::byte>& b) {
+        return std::string(reinterpret_cast<const char*>(b.data()), b.size());
+      };
+      const protocol::CodecSpec int8{protocol::Codec::kInt8, 16}, fp16{protocol::Codec::kFp16};
+      frame(protocol::wire::FrameKind::kPiece, 3, 0, 0, as_text(protocol::encode(int8, v)),
+            proto::DTYPE_INT8_BLOCKS, 16);
+      frame(protocol::wire::FrameKind::kPiece, 3, 1, 0, as_text(protocol::encode(fp16, v)),
+            proto::DTYPE_FLOAT16);
+    }
+    put("data_wire", "compressed_frames", frames);
     const auto hello =
         protocol::wire::encode_hello({protocol::kProtocolVersion, 0x0123456789abcdef, "fuzz", "m1"});
     put("data_wire", "hello", std::string(reinterpret_cast<const char*>(hello.data()), hello.size()));

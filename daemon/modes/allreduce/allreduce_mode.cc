@@ -6,6 +6,7 @@
 #include "daemon/config/mode_flags.h"
 #include "daemon/config/per_protocol.h"
 #include "daemon/modes/allreduce/allreduce_worker.h"
+#include "daemon/worker/compress_flags.h"
 
 namespace gossipd::daemon {
 namespace {
@@ -27,13 +28,16 @@ class AllreduceMode : public Mode {
              "the last) instead of the gradients every step")
         ->capture_default_str();
     add_outer_momentum_flag(f, outer_momentum_);
+    add_compress_flags(f, compress_, "allreduce's collectives (gradients, or the local steps' change)");
   }
   void check_flags(const RunOptions&) const override {
     if (local_steps_ == 0) throw UsageError("--local-steps 0: take at least 1 step per exchange");
     check_outer_momentum(outer_momentum_, local_steps_);
+    checked_codec(compress_);
   }
   EntryLaunch launch(const std::string& label, const std::string& arg, const EntryContext& c) const override {
     EntryLaunch l = Mode::launch(label, arg, c);
+    l.flags = compress_launch_flags(c);
     if (const std::string h = c.value_of("--local-steps", "1"); h != "1")
       l.flags.insert(l.flags.end(), {"--local-steps", checked_local_steps(h)});
     if (const std::string m = c.value_of("--outer-momentum", "0"); m != "0")
@@ -41,10 +45,11 @@ class AllreduceMode : public Mode {
     return l;
   }
   std::unique_ptr<Worker> make_worker(WorkerContext& c) const override {
-    return make_allreduce_worker(c, local_steps_, outer_momentum_);
+    return make_allreduce_worker(c, {local_steps_, outer_momentum_, checked_codec(compress_)});
   }
   // One allreduce of every gradient per step, or of the parameters every
-  // H-th (the last step's average, where H does not divide the run, left out).
+  // H-th (the last step's average, where H does not divide the run, left out),
+  // in the codec.
   std::unique_ptr<RoundTraffic> traffic(const TrafficContext& c) const override {
     struct Step : RoundTraffic {
       TrafficStage stage;
@@ -55,7 +60,7 @@ class AllreduceMode : public Mode {
       }
     };
     auto r = std::make_unique<Step>();
-    r->stage = one_allreduce(c.members.size(), model_bytes(c.segments));
+    r->stage = one_allreduce(c.members.size(), model_bytes(c.segments), checked_codec(compress_));
     r->every = local_steps_;
     return r;
   }
@@ -63,6 +68,7 @@ class AllreduceMode : public Mode {
  private:
   uint32_t local_steps_ = 1;
   float outer_momentum_ = 0.0f;
+  CompressFlags compress_{};
 };
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "protocol/barrier.h"
 #include "protocol/broadcast_ring.h"
 #include "protocol/collectives.h"
+#include "protocol/compressed_allreduce.h"
 #include "protocol/errors.h"
 #include "protocol/ring_collectives.h"
 #include "protocol/tags.h"
@@ -28,7 +29,8 @@ AllreduceWorker::AllreduceWorker(protocol::Node& node, std::vector<std::string> 
       membership_(membership),
       trainer_(trainer),
       loop_(loop),
-      options_(options) {}
+      options_(options),
+      feedback_(options.codec) {}
 
 void AllreduceWorker::run(std::stop_token stop) {
   if (!options_.joined) {
@@ -83,10 +85,7 @@ trainer::StepResult AllreduceWorker::step(std::span<const uint32_t> idx, std::st
         return r;
       }
       auto grads = trainer_.model().grads();
-      {
-        TrainingLoop::CommTimer comm(loop_);
-        protocol::Allreduce(*group_, grads).run();
-      }
+      sum(grads);
       report_bytes();
       const float scale = 1.0f / static_cast<float>(group_->size());
       for (float& g : grads) g *= scale;
@@ -97,6 +96,18 @@ trainer::StepResult AllreduceWorker::step(std::span<const uint32_t> idx, std::st
     } catch (const protocol::TransportError&) {  // PeerTimeout, or a peer evicted under our feet
       await_view_change(std::current_exception(), round, stop);
     }
+  }
+}
+
+void AllreduceWorker::sum(std::span<float> data) {
+  TrainingLoop::CommTimer comm(loop_);
+  if (options_.codec.lossless()) return protocol::Allreduce(*group_, data).run();
+  const protocol::ErrorFeedback before = feedback_;
+  try {
+    protocol::CompressedAllreduce(*group_, data, feedback_).run();
+  } catch (...) {
+    feedback_ = before;  // nothing of this call reached the replicas
+    throw;
   }
 }
 
@@ -197,10 +208,11 @@ AllreduceWorkerOptions allreduce_worker_options(const WorkerContext& c) {
   return w;
 }
 
-std::unique_ptr<Worker> make_allreduce_worker(WorkerContext& c, uint32_t local_steps, float outer_momentum) {
+std::unique_ptr<Worker> make_allreduce_worker(WorkerContext& c, const AllreduceFlags& flags) {
   AllreduceWorkerOptions w = allreduce_worker_options(c);
-  w.local_steps = local_steps;
-  w.outer_momentum = outer_momentum;
+  w.local_steps = flags.local_steps;
+  w.outer_momentum = flags.outer_momentum;
+  w.codec = flags.codec;
   w.last_step = static_cast<uint64_t>(c.options.train.epochs) * c.steps_per_epoch;
   return std::make_unique<AllreduceWorker>(c.node, c.members, c.membership, c.trainer(), c.loop(), w);
 }

@@ -12,6 +12,7 @@
 #include "daemon/worker/outer_momentum.h"
 #include "daemon/worker/training_loop.h"
 #include "daemon/worker/worker.h"
+#include "protocol/error_feedback.h"
 #include "protocol/group.h"
 #include "protocol/node.h"
 
@@ -44,6 +45,16 @@ struct AllreduceWorkerOptions {
   uint32_t local_steps = 1;
   uint64_t last_step = 0;
   float outer_momentum = 0.0f;  // --outer-momentum: on each average (outer_momentum.h)
+  // --compress: the collectives in a codec (protocol::CompressedAllreduce),
+  // with error feedback; local SGD then averages each window's change.
+  protocol::CodecSpec codec{};
+};
+
+// AllReduce-SGD's own flags, as gossipd run parses them.
+struct AllreduceFlags {
+  uint32_t local_steps = 1;
+  float outer_momentum = 0.0f;
+  protocol::CodecSpec codec{};
 };
 
 // AllReduce-SGD: every step, each member computes gradients on its own shard,
@@ -67,6 +78,13 @@ class AllreduceWorker : public Worker {
  private:
   trainer::StepResult step(std::span<const uint32_t> idx, std::stop_token stop);
   trainer::StepResult local_step(std::span<const uint32_t> idx, std::stop_token stop);
+  // The sum over the ring of `data`, in the codec when there is one; a
+  // failure leaves the residual as it was (data is the caller's to restore).
+  void sum(std::span<float> data);
+  // Local SGD: the parameters' average over the ring, in place.
+  void average_parameters(std::span<float> params);
+  // Local SGD: a window starts at `params` (the first, or after a resync).
+  void restart_window(std::span<const float> params);
   void report_bytes();  // the collectives' bytes so far, to /status
   void await_view_change(std::exception_ptr failure, uint64_t round, std::stop_token stop);
   void reform(const topology::View& view, uint64_t round, std::stop_token stop);
@@ -91,12 +109,13 @@ class AllreduceWorker : public Worker {
   std::unique_ptr<protocol::Group> group_;
   uint32_t view_id_ = 0;                  // the id of the view group_ was formed over
   std::unique_ptr<OuterMomentum> outer_;  // local SGD's outer step (--outer-momentum)
+  protocol::ErrorFeedback feedback_;      // --compress: what this member's encodings rounded off
+  std::vector<float> window_start_;       // --compress with local SGD: the replicas' last average
 };
 
 // The options gossipd run gives an AllReduce-SGD worker.
 AllreduceWorkerOptions allreduce_worker_options(const WorkerContext& context);
 // gossipd run's factory for --algo allreduce (--local-steps H).
-std::unique_ptr<Worker> make_allreduce_worker(WorkerContext& context, uint32_t local_steps = 1,
-                                              float outer_momentum = 0.0f);
+std::unique_ptr<Worker> make_allreduce_worker(WorkerContext& context, const AllreduceFlags& flags = {});
 
 }  // namespace gossipd::daemon

@@ -2,7 +2,10 @@
 // "Don't use large mini-batches, use local SGD", 2020). Every member takes
 // its own steps on its own gradients; every H-th step, and the last, the
 // ring averages the parameters, so the replicas are identical again. Each
-// member keeps its own momentum.
+// member keeps its own momentum. With --compress the ring sums each
+// window's change (the parameters less the last average, which every
+// replica holds) in the codec: a change is small, so the codec's steps are,
+// and every replica adds the same decoded average to the same start.
 #include <algorithm>
 #include <vector>
 
@@ -20,7 +23,7 @@ trainer::StepResult AllreduceWorker::local_step(std::span<const uint32_t> idx, s
   const std::span<float> params = trainer_.model().params();
   if (!outer_) {  // the first window starts where training does
     outer_ = std::make_unique<OuterMomentum>(options_.outer_momentum);
-    outer_->restart(params);
+    restart_window(params);
   }
   const trainer::StepResult r = trainer_.train_step(idx);
   if (!average) return r;
@@ -33,15 +36,11 @@ trainer::StepResult AllreduceWorker::local_step(std::span<const uint32_t> idx, s
       // afresh from it on every member.
       if (!group_ || ring_changed(view)) {
         reform(view, round, stop);
-        outer_->restart(params);
+        restart_window(params);
       }
-      {
-        TrainingLoop::CommTimer comm(loop_);
-        protocol::Allreduce(*group_, params).run();
-      }
-      const float scale = 1.0f / static_cast<float>(group_->size());
-      for (float& v : params) v *= scale;
+      average_parameters(params);
       outer_->step(params);
+      if (!options_.codec.lossless()) window_start_.assign(params.begin(), params.end());
       report_bytes();
       return r;
     } catch (const protocol::Aborted&) {
@@ -51,6 +50,24 @@ trainer::StepResult AllreduceWorker::local_step(std::span<const uint32_t> idx, s
       await_view_change(std::current_exception(), round, stop);
     }
   }
+}
+
+void AllreduceWorker::restart_window(std::span<const float> params) {
+  outer_->restart(params);
+  if (!options_.codec.lossless()) window_start_.assign(params.begin(), params.end());
+}
+
+void AllreduceWorker::average_parameters(std::span<float> params) {
+  const float scale = 1.0f / static_cast<float>(group_->size());
+  if (options_.codec.lossless()) {
+    sum(params);
+    for (float& v : params) v *= scale;
+    return;
+  }
+  std::vector<float> change(params.size());
+  for (size_t i = 0; i < params.size(); ++i) change[i] = params[i] - window_start_[i];
+  sum(change);
+  for (size_t i = 0; i < params.size(); ++i) params[i] = window_start_[i] + change[i] * scale;
 }
 
 }  // namespace gossipd::daemon

@@ -40,7 +40,7 @@ class GossipMode : public Mode {
     f.option("--consensus-every", flags_.consensus_every,
              "Measure the replicas' consensus distance every N rounds (0: never; gossip protocols)")
         ->capture_default_str();
-    add_compress_flags(f);
+    add_exchange_flags(f);
     if (algo_ == GossipAlgo::kOsgp) return;
     f.flag("--pace", flags_.pace,
            "crossover: send a segment only once its receiver has finished the last round (for "
@@ -55,10 +55,7 @@ class GossipMode : public Mode {
   void check_flags(const RunOptions&) const override {
     if (flags_.local_steps == 0) throw UsageError("--local-steps 0: take at least 1 step per exchange");
     check_outer_momentum(flags_.outer_momentum, flags_.local_steps);
-    if (!protocol::parse_codec(flags_.compress))
-      throw UsageError("--compress '" + flags_.compress + "' is not a codec: use none, fp16, bf16 or int8");
-    if (const auto problem = protocol::int8_block_problem(flags_.compress_block); !problem.empty())
-      throw UsageError("--compress-block " + std::to_string(flags_.compress_block) + ": " + problem);
+    checked_codec(flags_.compress);
     if (flags_.hierarchical && flags_.overlap)
       throw UsageError("--hierarchical and --overlap do not combine yet; pick one");
     if (flags_.pace && !can_pace(flags_.hierarchical))
@@ -84,12 +81,8 @@ class GossipMode : public Mode {
     const bool pace = compare_pace_ == "on" || (compare_pace_ == "auto" && c.links_capped);
     l.paced = pace && can_pace(hierarchical);
     if (l.paced) l.flags.push_back("--pace");
-    protocol::CodecSpec codec;
-    if (const auto problem = protocol::parse_spec(c.value_of("--compress", "none"), &codec); !problem.empty())
-      throw UsageError("--compress " + problem);
-    if (!codec.lossless()) l.flags.insert(l.flags.end(), {"--compress", protocol::codec_name(codec.codec)});
-    if (codec.codec == protocol::Codec::kInt8)
-      l.flags.insert(l.flags.end(), {"--compress-block", std::to_string(codec.block)});
+    const std::vector<std::string> compress = compress_launch_flags(c);
+    l.flags.insert(l.flags.end(), compress.begin(), compress.end());
     if (const std::string h = c.value_of("--local-steps", "1"); h != "1")
       l.flags.insert(l.flags.end(), {"--local-steps", checked_local_steps(h)});
     if (const std::string m = c.value_of("--outer-momentum", "0");
@@ -125,14 +118,8 @@ class GossipMode : public Mode {
     return (algo_ == GossipAlgo::kCrossover && !hierarchical) || algo_ == GossipAlgo::kSgp;
   }
 
-  void add_compress_flags(ModeFlags& f) {
-    f.option("--compress", flags_.compress,
-             "How gossip segments travel: none (float32), fp16, bf16, or int8 (one float32 scale per "
-             "--compress-block values); a lossy codec carries what it rounds off into the next exchange "
-             "(error feedback). Every member must run the same")
-        ->capture_default_str();
-    f.option("--compress-block", flags_.compress_block, "--compress int8: values per scale (16 to 65536)")
-        ->capture_default_str();
+  void add_exchange_flags(ModeFlags& f) {
+    daemon::add_compress_flags(f, flags_.compress, "gossip segments");
     f.option("--local-steps", flags_.local_steps,
              "Exchange every H-th step, the others local steps (local SGD): H times fewer bytes")
         ->capture_default_str();

@@ -15,7 +15,7 @@ class GossipTraffic : public RoundTraffic {
   GossipTraffic(GossipAlgo algo, const GossipFlags& flags, TrafficContext c)
       : algo_(algo),
         flags_(flags),
-        codec_{protocol::parse_codec(flags.compress).value(), flags.compress_block},
+        codec_{checked_codec(flags.compress)},
         c_(std::move(c)),
         view_(0, c_.members) {
     if (!flags_.hierarchical) return;

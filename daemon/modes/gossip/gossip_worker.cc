@@ -324,7 +324,7 @@ std::unique_ptr<Worker> make_gossip_worker(WorkerContext& c, GossipAlgo algo, co
   w.segment_deadline = std::chrono::milliseconds(c.options.segment_deadline_ms);
   w.overlap = o.overlap;
   w.pace = o.pace;
-  w.codec = protocol::CodecSpec{protocol::parse_codec(o.compress).value(), o.compress_block};
+  w.codec = checked_codec(o.compress);
   w.local_steps = o.local_steps;
   w.outer_momentum = o.outer_momentum;
   w.hierarchical = o.hierarchical;

@@ -9,6 +9,7 @@
 #include "daemon/cluster/checkpoint.h"
 #include "daemon/cluster/membership.h"
 #include "daemon/observe/metrics.h"
+#include "daemon/worker/compress_flags.h"
 #include "daemon/worker/training_loop.h"
 #include "daemon/worker/worker.h"
 #include "protocol/crossover.h"
@@ -26,8 +27,7 @@ struct GossipFlags {
   bool hierarchical = false;           // crossover
   std::string group_owner = "spread";  // spread | root
   uint64_t consensus_every = 100;
-  std::string compress = "none";  // protocol::Codec by name
-  uint32_t compress_block = protocol::kDefaultInt8Block;
+  CompressFlags compress{};     // --compress, --compress-block
   uint32_t local_steps = 1;     // exchange every H-th step
   float outer_momentum = 0.0f;  // crossover: the outer step over each exchange window
 };
