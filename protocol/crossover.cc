@@ -127,7 +127,8 @@ HierarchicalCrossover::HierarchicalCrossover(Node& node, SegmentTable segments, 
       segments_(std::move(segments)),
       options_(options),
       spread_(spread),
-      feedback_(options.codec) {
+      feedback_(options.codec),
+      averages_(options.codec) {
   register_segments(node_, segments_);
 }
 
@@ -140,13 +141,11 @@ RoundStats HierarchicalCrossover::run_round(const topology::View& view,
   const topology::Groups groups(view, labels);
   const size_t g = *groups.group_of(node_.id());
   Group& group = group_for(groups, g, view.id());
-  const float inv = 1.0f / static_cast<float>(group.size());
 
   // The groups' collectives count what they send on the node; a round's
   // bytes are theirs and the segments'.
   const uint64_t collective_bytes = node_.payload_bytes_sent();
-  AllreduceRing(group, params).run();  // (1) exact group average
-  for (float& v : params) v *= inv;
+  averages_.average(group, params);  // (1) the group's average
 
   const auto deadline = Clock::now() + options_.segment_deadline;
   SegmentInbox inbox(node_, kTag, round, true, options_.codec);
@@ -160,7 +159,7 @@ RoundStats HierarchicalCrossover::run_round(const topology::View& view,
     stats.segments_sent += bytes > 0;
     stats.bytes_sent += bytes;
   }
-  share_.assign(params.size(), 0.0f);
+  std::vector<BlockRange> owned;
   for (uint32_t s = 0; s < segments_.size(); ++s) {
     const auto& seg = segments_[s];
     if (groups.segment_owner(g, s, spread_) != node_.id()) continue;
@@ -176,11 +175,9 @@ RoundStats HierarchicalCrossover::run_round(const topology::View& view,
         ++stats.segments_skipped;
       }
     }
-    std::copy(mine.begin(), mine.end(), share_.begin() + static_cast<std::ptrdiff_t>(seg.offset));
+    owned.push_back({seg.offset, seg.offset + seg.length});
   }
-  // (3) every segment has exactly one owner, so the sum is the owner's value, exactly.
-  AllreduceRing(group, share_).run();
-  std::copy(share_.begin(), share_.end(), params.begin());
+  averages_.share(group, params, owned);  // (3) every segment as its owner left it
   stats.bytes_sent += node_.payload_bytes_sent() - collective_bytes;
   return stats;
 }
@@ -195,6 +192,7 @@ Group& HierarchicalCrossover::group_for(const topology::Groups& groups, size_t g
   const uint32_t tag = tags::range(tags::User::kHierarchicalGroup).at(uint64_t{view_id} << 8 | (g & 0xff));
   group_ = std::make_unique<Group>(node_, tag, groups.members(g), copts);
   group_view_ = view_id;
+  averages_.reset();  // a new group: no start its members are known to share
   return *group_;
 }
 

@@ -12,6 +12,7 @@
 #include "protocol/codec.h"
 #include "protocol/error_feedback.h"
 #include "protocol/group.h"
+#include "protocol/group_averages.h"
 #include "protocol/segment_inbox.h"
 #include "protocol/tags.h"
 #include "topology/groups.h"
@@ -86,6 +87,8 @@ class CrossoverGossip {
 // with identical replicas. The global mean is kept exactly when the groups
 // are of equal size; with unequal groups every group weighs the same in the
 // inter-group average, so replicas converge to the mean of the group means.
+// With a codec (--compress) (1) and (3) travel in it as changes from points
+// the group shares (group_averages.h); the members still end identical.
 class HierarchicalCrossover {
  public:
   HierarchicalCrossover(Node& node, SegmentTable segments, GossipOptions options,
@@ -95,7 +98,10 @@ class HierarchicalCrossover {
                        uint64_t round, std::span<float> params);
   // After a round failed (a group member timed out): the group's collective
   // sequence may differ between members now, so the next round builds it anew.
-  void reset() { group_.reset(); }
+  void reset() {
+    group_.reset();
+    averages_.reset();
+  }
 
   static constexpr uint32_t kTag = tags::first(tags::User::kHierarchical);
 
@@ -107,7 +113,7 @@ class HierarchicalCrossover {
   GossipOptions options_;
   topology::GroupSpread spread_;
   ErrorFeedback feedback_;
-  std::vector<float> share_;
+  GroupAverages averages_;  // (1) and (3), in the run's codec
   // Kept across rounds: its collective sequence numbers must keep counting.
   std::unique_ptr<Group> group_;
   uint32_t group_view_ = 0;  // the id of the view group_ was built for

@@ -9,7 +9,7 @@
 #             an outer step of momentum M: crossover and allreduce alone);
 #             Crossover-SGD flat and hierarchical (2 groups), SGP and OSGP
 #             (ALGOS, empty for none; HIER=0 leaves out the hierarchical runs), and
-#             AllReduce-SGD where the codec is none (local SGD at H > 1):
+#             AllReduce-SGD (its collectives in the codec; local SGD at H > 1):
 #             the median final mean test accuracy, its difference from
 #             float32's (points), and the bytes per worker and round against
 #             float32's (the hierarchy's group averages included).
@@ -41,8 +41,8 @@ if [ "$WHAT" = accuracy ] || [ "$WHAT" = all ]; then
     for set in "${settings[@]}"; do
       IFS=: read -r c h m <<< "$set"; m=${m:-0}
       f=(--compress "$c" --local-steps "$h" --outer-momentum "$m")
-      algos=$ALGOS; [ "$c" != none ] || algos="$algos,allreduce"
-      [ "$m" = 0 ] || { algos=crossover,allreduce; [ "$c" = none ] || algos=crossover; }
+      algos=$ALGOS,allreduce
+      [ "$m" = 0 ] || algos=crossover,allreduce
       sim "$OUT/acc-${set//:/-}-s$seed" "${common[@]}" --seed "$seed" "${f[@]}" --algos "${algos#,}"
       [ "$HIER" = 0 ] ||
         sim "$OUT/acc-${set//:/-}-s$seed-h" "${common[@]}" --seed "$seed" "${f[@]}" --algos crossover --groups 2

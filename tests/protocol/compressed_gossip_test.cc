@@ -2,7 +2,7 @@
 // transport, ranks as threads: the replicas still reach the initial mean
 // within a few of the codec's rounding steps, what goes on the wire is the
 // codec's size (error feedback's own promise: codec_test.cc), and a segment in a codec the run did not agree
-// to is counted and dropped.
+// to is counted and dropped; the hierarchy's groups average in the codec and stay identical.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -147,6 +147,59 @@ TEST(CompressedSegments, ACodecTheRunDidNotAgreeToIsCountedAndDropped) {
   float first;
   std::memcpy(&first, ok->payload.at(0).data(), sizeof first);
   EXPECT_NEAR(first, x[0], 0.01);
+}
+
+// Hierarchical Crossover in int8 with a local step between rounds (each
+// member moves its replica its own way, as training does): the members of a
+// group end every round with the same bits, and the group averages travel
+// in the codec too, the round's bytes near int8's share of float32's (the
+// groups' very first average is float32).
+TEST(CompressedHierarchical, GroupsStayIdenticalAndTheirAveragesTravelInTheCodec) {
+  constexpr size_t n = 4, kRounds = 20;
+  const auto run = [&](CodecSpec codec, std::vector<std::vector<std::vector<float>>>& after) {
+    TestCluster cluster(n);  // its own: a node's finished rounds and collectives stay finished
+    for (size_t i = 0; i < n; ++i) register_segments(cluster.node(i), kSegments);
+    const topology::View view(1, cluster.ids());
+    std::map<std::string, std::string> labels;
+    for (size_t i = 0; i < n; ++i) labels[view.members()[i]] = "g" + std::to_string(i % 2);
+    GossipOptions opts;
+    opts.seed = 9;
+    opts.segment_deadline = std::chrono::milliseconds(10000);
+    opts.codec = codec;
+    after.assign(kRounds, std::vector<std::vector<float>>(n));
+    std::vector<uint64_t> bytes(n);
+    testing::expect_no_errors(cluster.run([&](size_t rank) {
+      auto x = start_of(rank);
+      std::mt19937 gen(static_cast<unsigned>(rank + 100));
+      std::normal_distribution<float> step(0.0f, 0.01f);
+      HierarchicalCrossover g(cluster.node(rank), kSegments, opts);
+      for (uint64_t r = 0; r < kRounds; ++r) {
+        for (float& v : x) v += step(gen);  // a local step
+        bytes[rank] += g.run_round(view, labels, r, x).bytes_sent;
+        after[r][rank] = x;
+      }
+    }));
+    return bytes;
+  };
+  std::vector<std::vector<std::vector<float>>> f32_after, int8_after;
+  const auto f32 = run({}, f32_after);
+  const auto int8 = run({Codec::kInt8, 64}, int8_after);
+  for (size_t r = 0; r < kRounds; ++r) {
+    for (size_t i = 0; i + 2 < n; ++i)  // i and i + 2: the same group
+      ASSERT_EQ(int8_after[r][i], int8_after[r][i + 2])
+          << "round " << r << ", members " << i << " and " << i + 2;
+  }
+  for (size_t rank = 0; rank < n; ++rank) {
+    const double ratio = static_cast<double>(int8[rank]) / static_cast<double>(f32[rank]);
+    EXPECT_LT(ratio, 0.30) << "rank " << rank << ": " << int8[rank] << " bytes against " << f32[rank];
+    double err = 0, norm = 0;  // and near float32's replicas
+    for (size_t i = 0; i < kFloats; ++i) {
+      const double d = int8_after.back()[rank][i] - f32_after.back()[rank][i];
+      err += d * d;
+      norm += f32_after.back()[rank][i] * f32_after.back()[rank][i];
+    }
+    EXPECT_LT(std::sqrt(err / norm), 0.02) << "rank " << rank;
+  }
 }
 
 }  // namespace

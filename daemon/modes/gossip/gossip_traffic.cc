@@ -66,6 +66,9 @@ class GossipTraffic : public RoundTraffic {
     TrafficStage st;
     st.kind = TrafficStage::Kind::kAllreduce;
     st.allreduce_bytes = model_bytes(c_.segments);
+    // In a codec both travel in it (a group's very first average is float32,
+    // which the model leaves out: one round of a run).
+    st.allreduce_codec = codec_;
     for (size_t g = 0; g < groups_->count(); ++g) {
       st.groups.emplace_back();
       for (const auto& id : groups_->members(g)) st.groups.back().push_back(index(id));
