@@ -10,37 +10,54 @@
 
 namespace gossipd::protocol {
 
-// Sum over the group in a codec (--compress for AllReduce-SGD): the ring's
-// reduce-scatter, each hop sending its partial sum encoded and the receiver
-// decoding and adding it; then the owner of each reduced block encodes it
-// once, keeps what its encoding decodes to, and the allgather passes those
-// bytes on unchanged, so every member decodes the same bytes and ends with
-// the same values, bit for bit (the replicas of AllReduce-SGD stay identical).
-// Every member encodes each element exactly once per call (its own block in
-// the allgather, every other in the reduce-scatter), so `feedback`'s
-// residual, by element, carries what this member's encodings rounded off
-// into its next call: the sum the group gets is off by the residuals' change,
-// not a random walk of roundings (EF-SGD, error_feedback.h). The blocks are
-// cut into pieces and pipelined as AllreduceRing does.
+// The ring collectives in a codec (--compress: AllReduce-SGD's sums, the
+// hierarchical groups' averages, the compute groups' rings). The
+// reduce-scatter's hops send their partial sums encoded, the receiver
+// decodes and adds; in the allgather the owner of each block encodes it
+// once, keeps what its encoding decodes to, and the bytes are passed on
+// unchanged, so every member decodes the same bytes and ends with the same
+// values, bit for bit. `feedback`'s residual, by element, carries what this
+// member's encodings rounded off into its next call (EF-SGD,
+// error_feedback.h): in an allreduce each member encodes every element
+// exactly once (its own block in the allgather, every other in the
+// reduce-scatter). The blocks are cut into pieces and pipelined as the
+// float32 rings are.
 //
-// `feedback` must not be lossless (Allreduce is the float32 call). On a
-// failure (PeerTimeout, PeerLost, Aborted) `data` and the residual are
+// `feedback` must not be lossless (the float32 rings are ring_collectives.h).
+// On a failure (PeerTimeout, PeerLost, Aborted) `data` and the residual are
 // partly updated: the caller restores both before it retries.
-class CompressedAllreduce {
+class CompressedRing {
  public:
-  CompressedAllreduce(Group& group, std::span<float> data, ErrorFeedback& feedback);
+  enum class Kind { kAllreduce, kReduceScatter, kAllgather };
+  // Blocks as block_layout's (counts: the v-variants'); rank r ends a
+  // reduce-scatter holding, and contributes to an allgather, block r.
+  CompressedRing(Kind kind, Group& group, std::span<float> data, ErrorFeedback& feedback,
+                 std::span<const size_t> counts = {});
   void run();
 
  private:
-  size_t block_at(size_t step) const;   // (rank - step) mod size
+  size_t block(size_t k) const;         // (owned - k) mod size: what moves at a step
   EncodedSegment encode(BlockRange p);  // data[p] + its residual, the residual updated
   void reduce_scatter(CollectiveChannel& channel);
-  void allgather(CollectiveChannel& channel);
+  void allgather(CollectiveChannel& channel, uint32_t first_step);
 
+  Kind kind_;
   Group& group_;
   std::span<float> data_;
   ErrorFeedback& feedback_;
   RingLayout layout_;
+  size_t owned_ = 0;  // the block this rank reduces, then sends first in the allgather
+};
+
+// Sum over the group in the codec, in place; every member ends with the same bits.
+class CompressedAllreduce {
+ public:
+  CompressedAllreduce(Group& group, std::span<float> data, ErrorFeedback& feedback)
+      : ring_(CompressedRing::Kind::kAllreduce, group, data, feedback) {}
+  void run() { ring_.run(); }
+
+ private:
+  CompressedRing ring_;
 };
 
 }  // namespace gossipd::protocol

@@ -58,8 +58,8 @@ Pushes pushes(Cluster& c, int n) {
 }
 
 // No --momentum: compute groups take --momentum auto (an explicit 0.9 diverges from g = 4 on).
-TEST(GroupsRun, EachGroupEndsWithOneModelBothLearnAndEveryPushIsAppliedOnce) {
-  Cluster c(4, with(groups(2, {"--epochs", "2", "--timeout-ms", "10000"}), kNoEviction));
+void each_group_ends_with_one_model(const std::vector<std::string>& extra) {
+  Cluster c(4, with(with(groups(2, {"--epochs", "2", "--timeout-ms", "10000"}), kNoEviction), extra));
   const Done first = expect_identical_cells(c, 180s, {0, 1});
   const Done second = expect_identical_cells(c, 180s, {2, 3});
   EXPECT_EQ(first.rounds, 2 * (3000 / 4 / 32));  // data parallel: each worker its quarter
@@ -72,6 +72,16 @@ TEST(GroupsRun, EachGroupEndsWithOneModelBothLearnAndEveryPushIsAppliedOnce) {
   const auto end = c.end_record(0);
   ASSERT_TRUE(end.has_value());
   EXPECT_TRUE(daemon::mode_status<proto::GroupsStatus>(end->status()).momentum_auto());
+}
+
+TEST(GroupsRun, EachGroupEndsWithOneModelBothLearnAndEveryPushIsAppliedOnce) {
+  each_group_ends_with_one_model({});
+}
+
+// --compress int8: the rings, the pushes and the answers in the codec; a
+// group's members still take the same bits (protocol::CompressedRing).
+TEST(GroupsRun, InInt8EachGroupEndsWithOneModelBothLearnAndEveryPushIsAppliedOnce) {
+  each_group_ends_with_one_model({"--compress", "int8", "--compress-block", "64"});
 }
 
 // Groups of one member run no collective: every message between them is a

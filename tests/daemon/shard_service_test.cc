@@ -54,11 +54,12 @@ class View {
 // One member's owner side and group side.
 struct Member {
   Member(protocol::Node& node, View& view, const ShardLayout& layout,
-         std::map<std::string, std::string> labels)
+         std::map<std::string, std::string> labels, protocol::CodecSpec codec = {})
       : store(layout, served_sgd()),
-        service(std::make_unique<ShardService>(node, view.alive(), view.changes, store, labels, 1000ms)),
+        service(
+            std::make_unique<ShardService>(node, view.alive(), view.changes, store, labels, 1000ms, codec)),
         client(node, view.alive(), store, *service, labels.at(node.id()),
-               ShardClientOptions{50ms, 10000ms, 1000ms}) {}
+               ShardClientOptions{50ms, 10000ms, 1000ms, codec}) {}
   ShardStore store;
   std::unique_ptr<ShardService> service;
   ShardClient client;
@@ -143,6 +144,41 @@ TEST(ShardService, PushesNotOwnedMisSizedOrRepeatedAreRefusedAndCountedAndServin
   std::vector<float> values(4);
   EXPECT_EQ(owner.store.read(1, values), 2u);
   EXPECT_FLOAT_EQ(values[0], 1.0f - 2 * kLr);
+}
+
+// --compress int8: a push in the run's codec is applied and answered in it;
+// one in float32 (a member started without --compress) is counted as a
+// codec reject and dropped, and the owner goes on serving.
+TEST(ShardService, InACodecPushesAndAnswersTravelInItAndAnotherCodecIsCountedAndDropped) {
+  TestCluster c(2);
+  View view(c.ids());
+  const ShardLayout layout(64, c.ids());
+  const std::map<std::string, std::string> labels{{"n0", "cg0"}, {"n1", "cg1"}};
+  const protocol::CodecSpec int8{protocol::Codec::kInt8, 16};
+  Member owner(c.node(1), view, layout, labels, int8);
+  owner.service->follow_view();
+  ASSERT_TRUE(owner.store.owns(1));
+  owner.store.seed(1, std::vector<float>(32, 1.0f), 0);
+  protocol::Node& from = c.node(0);
+  ShardMessage msg{proto::SHARD_PUSH, 1, 1, {}};
+  msg.note.set_learning_rate(kLr);
+  const uint64_t before = c.node(1).counters().get(protocol::RejectReason::kCodec);
+  ASSERT_TRUE(send_shard(from, "n1", kShardRequestTag, msg, std::vector<float>(32, 1.0f), 1000ms));
+  const std::vector<float> grad(32, 1.0f);
+  const protocol::EncodedSegment encoded{
+      int8, grad.size(), std::make_shared<const std::vector<std::byte>>(protocol::encode(int8, grad))};
+  msg.step = 2;
+  ASSERT_TRUE(send_encoded_shard(from, "n1", kShardRequestTag, msg, encoded, 1000ms));
+  const auto answer = from.mailbox().pop_tag(kShardAnswerTag, std::chrono::steady_clock::now() + 5s, {});
+  ASSERT_TRUE(answer);
+  EXPECT_EQ(answer->envelope.collective_seq(), 2u) << "the float32 push of step 1 was not answered";
+  EXPECT_EQ(answer->envelope.dtype(), proto::DTYPE_INT8_BLOCKS);
+  ASSERT_TRUE(read_shard(from, *answer, int8));
+  const std::vector<float> values = shard_values(*answer);
+  ASSERT_EQ(values.size(), 32u);
+  EXPECT_NEAR(values[0], 1.0f - kLr, 1.0f / 254) << "the owner applied the decoded push, once";
+  EXPECT_EQ(owner.store.stats().applied, 1u);
+  EXPECT_EQ(c.node(1).counters().get(protocol::RejectReason::kCodec), before + 1);
 }
 
 TEST(ShardService, AShardWhoseOwnerLeftMovesAndIsSeededFromTheGroupsCopy) {

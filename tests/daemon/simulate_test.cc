@@ -158,7 +158,7 @@ TEST(Simulate, BadCompressAndLocalStepsFlagsAreRefusedInOneLine) {
       {{"--compress", "fp16/16"}, "only int8 has a block"},
       {{"--compress", "fp16,crosover=int8"}, "'crosover' is not a protocol"},
       {{"--compress", "fp16,sgp=int8,sgp=none"}, "sgp is named twice"},
-      {{"--compress", "fp16", "--algos", "crossover,groups:2"}, "groups takes only none"},
+      {{"--compress", "fp16", "--algos", "crossover,pipeline"}, "pipeline takes only none"},
       {{"--local-steps", "0"}, "1 or more"},
       {{"--local-steps", "4", "--algos", "crossover,groups:2"}, "groups takes only 1"},
       {{"--local-steps", "4", "--outer-momentum", "1.5"}, "a momentum in [0, 1)"},

@@ -83,6 +83,36 @@ INSTANTIATE_TEST_SUITE_P(Codecs, CompressedAllreduceTest,
                                             ::testing::Values(Codec::kFp16, Codec::kBf16, Codec::kInt8),
                                             ::testing::Values(size_t{2}, size_t{3}, size_t{5})));
 
+// The v-variants in a codec, blocks of unequal sizes (one empty): after the
+// reduce-scatter rank r's block is near the sum; after the allgather every
+// rank holds every rank's block, the same bits everywhere, near its input.
+TEST(CompressedRingVariants, ReduceScatterAndAllgatherWithCounts) {
+  constexpr size_t n = 4;
+  const std::vector<size_t> counts{1000, 0, 2500, 777};
+  const size_t total = 4277;
+  TestCluster cluster(n);
+  std::vector<std::vector<float>> scattered(n), gathered(n);
+  testing::expect_no_errors(cluster.run([&](size_t r) {
+    Group g(cluster.node(r), 9, cluster.ids(), small_pieces());
+    ErrorFeedback rs({Codec::kInt8, 64}), ag({Codec::kFp16});
+    scattered[r] = smooth_input(r, total);
+    CompressedRing(CompressedRing::Kind::kReduceScatter, g, scattered[r], rs, counts).run();
+    gathered[r] = smooth_input(r, total);
+    CompressedRing(CompressedRing::Kind::kAllgather, g, gathered[r], ag, counts).run();
+  }));
+  const auto sum = exact_sum(n, total);
+  size_t begin = 0;
+  for (size_t r = 0; r < n; ++r) {
+    const auto mine = smooth_input(r, total);
+    for (size_t i = begin; i < begin + counts[r]; ++i) {
+      ASSERT_NEAR(scattered[r][i], sum[i], tolerance({Codec::kInt8, 64}, n)) << "rank " << r << " at " << i;
+      ASSERT_NEAR(gathered[0][i], mine[i], 1e-3) << "block " << r << " at " << i;
+    }
+    begin += counts[r];
+    ASSERT_EQ(gathered[r], gathered[0]) << "rank " << r;
+  }
+}
+
 // The bytes a rank puts on the wire, against the float32 ring's on the same
 // group: the codec's share of 4 bytes a value (int8: 1 + 4 / 64 per value).
 TEST(CompressedAllreduceBytes, AFractionOfTheFloatRingsBytes) {

@@ -57,6 +57,16 @@ def test_allreduce_is_serial_sgd_with_momentum(closing):
         assert (got - expected).abs().max().item() < TOLERANCE
 
 
+def test_allreduce_in_fp16_keeps_one_replica_near_serial_sgd(closing):
+    # compress="fp16": the gradients' ring in IEEE half; every member decodes
+    # the same bytes, so the replicas stay the same bits.
+    expected = serial(momentum=0.9)
+    first, second = distributed("allreduce", 0.9, closing, compress="fp16")
+    assert torch.equal(first, second), "the replicas parted"
+    err = (first - expected).abs().max().item()
+    assert TOLERANCE < err < 2e-3, "fp16's rounding shows, and stays small"
+
+
 @pytest.mark.parametrize("algo", ["crossover", "sgp"])
 def test_two_member_gossip_is_serial_plain_sgd(algo, closing):
     expected = serial(momentum=0.0)

@@ -42,7 +42,11 @@ class GroupsMode : public Mode {
     f.describe("--momentum",
                "auto (--algo groups, its default): --target-momentum less the momentum the asynchrony "
                "between the groups implies");
+    add_compress_flags(
+        f, flags_.compress,
+        "compute groups' rings (gradient and fresh values) and their shard pushes and answers");
   }
+  void check_flags(const RunOptions&) const override { checked_codec(flags_.compress); }
   void add_compare_flags(ModeFlags& f) override {
     f.describe("--momentum", "auto: the compute groups' rule, their default (gossipd run --help)");
   }
@@ -57,6 +61,8 @@ class GroupsMode : public Mode {
     }
     EntryLaunch l = Mode::launch(label, arg, c);
     l.flags = {"--compute-groups", std::to_string(*g)};
+    const std::vector<std::string> compress = compress_launch_flags(c);
+    l.flags.insert(l.flags.end(), compress.begin(), compress.end());
     return l;
   }
   std::string entry_syntax() const override { return "groups:G"; }

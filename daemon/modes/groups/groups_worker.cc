@@ -11,6 +11,7 @@
 #include "daemon/modes/groups/shard_service.h"
 #include "daemon/modes/groups/shard_store.h"
 #include "protocol/collectives.h"
+#include "protocol/compressed_allreduce.h"
 #include "protocol/tags.h"
 #include "topology/compute_groups.h"
 #include "topology/groups.h"
@@ -57,10 +58,13 @@ class GroupsWorker : public Worker {
         labels_(std::move(labels)),
         groups_(o.compute_groups),
         store_(ShardLayout(trainer_.model().params().size(), c.members), owners_optimizer(c, o, groups_)),
+        codec_(checked_codec(o.compress)),
         service_(c.node, alive_members(c.membership), c.membership.changes(), store_, labels_,
-                 std::chrono::milliseconds(c.options.timeout_ms)),
+                 std::chrono::milliseconds(c.options.timeout_ms), codec_),
         client_(c.node, alive_members(c.membership), store_, service_, labels_.at(c.node.id()),
-                client_options(c)),
+                client_options(c, codec_)),
+        scattered_(codec_),
+        gathered_(codec_),
         rule_{momentum_auto(c.options), o.target_momentum, o.momentum_floor},
         report_(c.node, c.state, c.metrics, store_, client_,
                 GroupsReportInfo{groups_, labels_.at(c.node.id()), momentum_auto(c.options)}) {
@@ -87,13 +91,17 @@ class GroupsWorker : public Worker {
   }
 
  private:
-  static ShardClientOptions client_options(const WorkerContext& c) {
+  static ShardClientOptions client_options(const WorkerContext& c, protocol::CodecSpec codec = {}) {
     ShardClientOptions o;
+    o.codec = codec;
     o.give_up = std::chrono::milliseconds(c.options.timeout_ms + eviction_bound_ms(c.options));
     o.send_timeout = std::chrono::milliseconds(c.options.timeout_ms);
     return o;
   }
   void step(protocol::Group& ring, uint64_t round);
+  // The ring's collectives, in the codec when there is one.
+  void reduce_scatter(protocol::Group& ring, std::span<float> grads, const std::vector<size_t>& counts);
+  void allgather(protocol::Group& ring, std::span<float> params, const std::vector<size_t>& counts);
 
   protocol::Node& node_;
   Membership& membership_;
@@ -101,8 +109,10 @@ class GroupsWorker : public Worker {
   std::map<std::string, std::string> labels_;
   size_t groups_;
   ShardStore store_;
+  protocol::CodecSpec codec_;
   ShardService service_;
   ShardClient client_;
+  protocol::ErrorFeedback scattered_, gathered_;  // the ring's rounding (--compress)
   MomentumRule rule_;
   GroupsReport report_;
   std::unique_ptr<AllreduceWorker> ring_;
@@ -115,7 +125,7 @@ void GroupsWorker::step(protocol::Group& ring, uint64_t round) {
   auto grads = trainer_.model().grads();
   auto params = trainer_.model().params();
   const std::vector<size_t> counts = layout.slice_counts(ring.size());
-  if (ring.size() > 1) protocol::ReduceScatter(ring, grads, counts).run();
+  if (ring.size() > 1) reduce_scatter(ring, grads, counts);
   const auto slice = layout.slice(ring.rank(), ring.size());
   if (slice.first < slice.second) {
     const float scale = 1.0f / static_cast<float>(ring.size());
@@ -124,13 +134,26 @@ void GroupsWorker::step(protocol::Group& ring, uint64_t round) {
   }
   client_.exchange(round, trainer_.current_lr(), slice, grads, params, ring.options().stop);
   if (ring.size() > 1) {
-    protocol::Allgather(ring, params, counts).run();
+    allgather(ring, params, counts);
     client_.share_versions(ring);
   }
   trainer_.count_step();
   const size_t groups = topology::Groups(membership_.view(), labels_).count();
   if (rule_.automatic) store_.set_momentum(auto_momentum(rule_.target, rule_.floor, groups));
   report_.at_step(ring, groups);
+}
+
+void GroupsWorker::reduce_scatter(protocol::Group& ring, std::span<float> grads,
+                                  const std::vector<size_t>& counts) {
+  if (codec_.lossless()) return protocol::ReduceScatter(ring, grads, counts).run();
+  protocol::CompressedRing(protocol::CompressedRing::Kind::kReduceScatter, ring, grads, scattered_, counts)
+      .run();
+}
+
+void GroupsWorker::allgather(protocol::Group& ring, std::span<float> params,
+                             const std::vector<size_t>& counts) {
+  if (codec_.lossless()) return protocol::Allgather(ring, params, counts).run();
+  protocol::CompressedRing(protocol::CompressedRing::Kind::kAllgather, ring, params, gathered_, counts).run();
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "daemon/config/run_options.h"
+#include "daemon/worker/compress_flags.h"
 #include "daemon/worker/worker.h"
 #include "trainer/model.h"
 
@@ -16,6 +17,9 @@ struct GroupsFlags {
   // momentum of the asynchrony (1 - 1/g), never below the floor.
   float target_momentum = 0.9f;
   float momentum_floor = 0.0f;
+  // --compress: the group's ring (the gradient's reduce-scatter, the fresh
+  // values' allgather) and the shards' pushes and answers in a codec.
+  CompressFlags compress{};
 };
 
 // --algo groups (Omnivore's compute groups, with the parameter server
@@ -26,7 +30,10 @@ struct GroupsFlags {
 // group's gradient as it arrives, take the fresh values it answers with and
 // allgather them over the ring. No group waits for another; a group whose
 // member dies re-forms as AllReduce-SGD's ring does. One group is
-// synchronous SGD.
+// synchronous SGD. With --compress the ring's collectives, the pushes and
+// the answers travel in the codec (protocol::CompressedRing: a group's
+// members still take the same values); the shards' seeds and versions stay
+// exact.
 std::unique_ptr<Worker> make_groups_worker(WorkerContext& context, const GroupsFlags& flags);
 
 // Throws UsageError when --compute-groups is missing or does not divide the

@@ -17,7 +17,8 @@ ShardClient::ShardClient(protocol::Node& node, AliveMembers alive, ShardStore& s
       service_(service),
       group_(std::move(group)),
       options_(options),
-      versions_(store.layout().count(), 0) {}
+      versions_(store.layout().count(), 0),
+      feedback_(options.codec) {}
 
 std::string ShardClient::owner_of(size_t shard) const { return store_.layout().owner(shard, alive_()); }
 
@@ -47,7 +48,16 @@ void ShardClient::push(const Step& s, Pending& p) {
   ShardMessage m{proto::SHARD_PUSH, s.step, static_cast<uint32_t>(p.shard), {}};
   m.note.set_version(versions_[p.shard]);
   m.note.set_learning_rate(s.lr);
-  send_shard(node_, p.owner, kShardRequestTag, m, piece(s.grads, p.shard), options_.send_timeout);
+  if (options_.codec.lossless()) {
+    send_shard(node_, p.owner, kShardRequestTag, m, piece(s.grads, p.shard), options_.send_timeout);
+    return;
+  }
+  if (!p.push.bytes) {  // encoded once: its rounding is carried whether this send or a resend lands
+    const size_t offset = store_.layout().range(p.shard).begin;
+    p.push = feedback_.encode(offset, piece(s.grads, p.shard));
+    feedback_.sent(offset, piece(s.grads, p.shard), p.push);
+  }
+  send_encoded_shard(node_, p.owner, kShardRequestTag, m, p.push, options_.send_timeout);
 }
 
 void ShardClient::seed(const Step& s, const Pending& p) {
@@ -98,7 +108,7 @@ void ShardClient::share_versions(protocol::Group& ring) {
 }
 
 bool ShardClient::take(const Step& s, const protocol::Message& m, std::vector<Pending>& pending) {
-  const auto msg = read_shard(node_, m);
+  const auto msg = read_shard(node_, m, options_.codec);
   if (!msg || msg->step != s.step) return false;  // a late answer to an earlier step's resend
   auto p = std::find_if(pending.begin(), pending.end(), [&](const Pending& x) {
     return x.shard == msg->shard && x.owner == m.envelope.sender();

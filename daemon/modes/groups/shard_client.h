@@ -11,6 +11,7 @@
 
 #include "daemon/modes/groups/shard_service.h"
 #include "daemon/modes/groups/shard_store.h"
+#include "protocol/error_feedback.h"
 #include "protocol/group.h"
 #include "protocol/node.h"
 
@@ -20,6 +21,7 @@ struct ShardClientOptions {
   std::chrono::milliseconds first_resend{250};  // a push unanswered this long is sent again (then 2x, ...)
   std::chrono::milliseconds give_up{13000};     // an owner still in the view silent this long fails the step
   std::chrono::milliseconds send_timeout{1000};
+  protocol::CodecSpec codec{};  // --compress: pushes go and answers come in it (shard_wire.h)
 };
 
 // A group member's side of the parameter shards: pushes the group's
@@ -28,6 +30,8 @@ struct ShardClientOptions {
 // answer with, resending what is not answered in time — to the new owner
 // when the view moved the shard — and seeding an owner that has no values
 // with the group's copy. What an owner applies twice is its to refuse.
+// With a codec a push is encoded once, with error feedback per element (a
+// resend sends the same bytes), and the answers are decoded.
 class ShardClient {
  public:
   ShardClient(protocol::Node& node, AliveMembers alive, ShardStore& store, ShardService& service,
@@ -50,6 +54,7 @@ class ShardClient {
     std::string owner;
     Clock::time_point resend, give_up;
     std::chrono::milliseconds backoff{0};
+    protocol::EncodedSegment push{};  // a compressed push, once encoded
   };
   struct Step {
     uint64_t step = 0;
@@ -73,7 +78,8 @@ class ShardClient {
   ShardService& service_;
   std::string group_;
   ShardClientOptions options_;
-  std::vector<uint64_t> versions_;  // per shard, as this member last took it
+  std::vector<uint64_t> versions_;    // per shard, as this member last took it
+  protocol::ErrorFeedback feedback_;  // the pushes' rounding (--compress)
   uint64_t resends_ = 0;
 };
 

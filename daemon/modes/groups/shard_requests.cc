@@ -11,7 +11,7 @@ bool ShardRequests::finished(const std::string& id) const {
 
 void ShardRequests::handle(const protocol::Message& m) {
   const std::string& from = m.envelope.sender();
-  const auto msg = read_shard(node_, m);
+  const auto msg = read_shard(node_, m, codec_);
   if (!msg) return;
   const auto group = labels_.find(from);
   const bool known = group != labels_.end();
@@ -69,7 +69,15 @@ void ShardRequests::answer(const std::string& to, uint64_t step, uint32_t shard)
   if (!version) return;  // moved away meanwhile: the group resends to the new owner
   ShardMessage fresh{proto::SHARD_FRESH, step, shard, {}};
   fresh.note.set_version(*version);
-  send_shard(node_, to, kShardAnswerTag, fresh, values, send_timeout_);
+  if (codec_.lossless()) {
+    send_shard(node_, to, kShardAnswerTag, fresh, values, send_timeout_);
+    return;
+  }
+  // The store's values are exact: each answer rounds them afresh, nothing to carry.
+  const protocol::EncodedSegment encoded{
+      codec_, values.size(),
+      std::make_shared<const std::vector<std::byte>>(protocol::encode(codec_, values))};
+  send_encoded_shard(node_, to, kShardAnswerTag, fresh, encoded, send_timeout_);
 }
 
 }  // namespace gossipd::daemon

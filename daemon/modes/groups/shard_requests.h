@@ -8,6 +8,7 @@
 
 #include "daemon/modes/groups/shard_store.h"
 #include "protocol/change_signal.h"
+#include "protocol/codec.h"
 #include "protocol/message.h"
 #include "protocol/node.h"
 
@@ -21,16 +22,20 @@ namespace gossipd::daemon {
 // shard that has none; a DONE note marks its sender finished (and notifies
 // `changes`, which ShardService::finish waits on). A push from
 // outside the groups, for a shard it does not own, of the wrong size, or a
-// message of another kind is dropped and counted as a reject.
+// message of another kind is dropped and counted as a reject. With a codec
+// (--compress) pushes come and answers go in it (shard_codec); a push in
+// another is dropped and counted (codec).
 class ShardRequests {
  public:
   ShardRequests(protocol::Node& node, ShardStore& store, std::map<std::string, std::string> labels,
-                std::chrono::milliseconds send_timeout, protocol::ChangeSignal& changes)
+                std::chrono::milliseconds send_timeout, protocol::ChangeSignal& changes,
+                protocol::CodecSpec codec = {})
       : node_(node),
         store_(store),
         labels_(std::move(labels)),
         send_timeout_(send_timeout),
-        changes_(changes) {}
+        changes_(changes),
+        codec_(codec) {}
 
   void handle(const protocol::Message& m);
   // Whether `id` has said it is done (SHARD_DONE).
@@ -45,6 +50,7 @@ class ShardRequests {
   std::map<std::string, std::string> labels_;
   std::chrono::milliseconds send_timeout_;
   protocol::ChangeSignal& changes_;
+  protocol::CodecSpec codec_;
   mutable std::mutex mu_;
   std::set<std::string> finished_;
 };

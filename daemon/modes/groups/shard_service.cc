@@ -11,13 +11,13 @@ namespace gossipd::daemon {
 
 ShardService::ShardService(protocol::Node& node, AliveMembers alive, protocol::ChangeSignal& changes,
                            ShardStore& store, std::map<std::string, std::string> labels,
-                           std::chrono::milliseconds send_timeout)
+                           std::chrono::milliseconds send_timeout, protocol::CodecSpec codec)
     : node_(node),
       alive_(std::move(alive)),
       changes_(changes),
       store_(store),
       send_timeout_(send_timeout),
-      requests_(node, store, std::move(labels), send_timeout, changes),
+      requests_(node, store, std::move(labels), send_timeout, changes, codec),
       thread_([this](std::stop_token stop) { loop(stop); }) {}
 
 ShardService::~ShardService() { thread_.request_stop(); }

@@ -11,6 +11,7 @@
 
 #include "daemon/modes/groups/shard_requests.h"
 #include "daemon/modes/groups/shard_store.h"
+#include "protocol/codec.h"
 #include "protocol/message.h"
 #include "protocol/node.h"
 
@@ -29,7 +30,8 @@ class ShardService {
   // `changes` is notified when the view changes (Membership::changes());
   // the service notifies it too when a member says it is done.
   ShardService(protocol::Node& node, AliveMembers alive, protocol::ChangeSignal& changes, ShardStore& store,
-               std::map<std::string, std::string> labels, std::chrono::milliseconds send_timeout);
+               std::map<std::string, std::string> labels, std::chrono::milliseconds send_timeout,
+               protocol::CodecSpec codec = {});
   ~ShardService();  // stops the thread
   ShardService(const ShardService&) = delete;
   ShardService& operator=(const ShardService&) = delete;

@@ -7,43 +7,83 @@
 
 namespace gossipd::daemon {
 
-bool send_shard(protocol::Node& node, const std::string& peer, uint32_t tag, const ShardMessage& m,
-                std::span<const float> values, std::chrono::milliseconds timeout) {
+namespace {
+
+bool send_frames(protocol::Node& node, const std::string& peer, uint32_t tag, const ShardMessage& m,
+                 const protocol::CodecSpec& spec, size_t count, protocol::OutFrame payload,
+                 std::chrono::milliseconds timeout) {
   proto::Envelope env = node.envelope(proto::COLLECTIVE_CHUNK);
   env.set_collective_tag(tag);
   env.set_collective_seq(m.step);
   env.set_step(static_cast<uint32_t>(m.kind));
   env.set_chunk(m.shard);
   env.set_offset(0);
-  env.set_count(values.size());
-  env.set_dtype(proto::DTYPE_FLOAT32);
+  env.set_count(count);
+  env.set_dtype(protocol::codec_dtype(spec.codec));
+  if (spec.codec == protocol::Codec::kInt8) env.set_codec_block(spec.block);
   *env.mutable_shard_note() = m.note;
+  const size_t bytes = payload.size;
   std::vector<protocol::OutFrame> frames;
   frames.push_back(protocol::envelope_frame(env));
-  frames.push_back(protocol::OutFrame::copy_of(values.data(), values.size_bytes()));
+  frames.push_back(std::move(payload));
   try {
     node.transport().send(peer, std::move(frames), timeout);
   } catch (const protocol::TransportError&) {  // a full queue or a peer that just left
     return false;
   }
-  node.count_payload_sent(values.size_bytes());
+  node.count_payload_sent(bytes);
   return true;
 }
 
-std::optional<ShardMessage> read_shard(protocol::Node& node, const protocol::Message& m) {
+}  // namespace
+
+bool send_shard(protocol::Node& node, const std::string& peer, uint32_t tag, const ShardMessage& m,
+                std::span<const float> values, std::chrono::milliseconds timeout) {
+  return send_frames(node, peer, tag, m, {}, values.size(),
+                     protocol::OutFrame::copy_of(values.data(), values.size_bytes()), timeout);
+}
+
+bool send_encoded_shard(protocol::Node& node, const std::string& peer, uint32_t tag, const ShardMessage& m,
+                        const protocol::EncodedSegment& values, std::chrono::milliseconds timeout) {
+  const auto& bytes = *values.bytes;
+  return send_frames(node, peer, tag, m, values.spec, values.count,
+                     protocol::OutFrame::borrowed(bytes.data(), bytes.size(), values.bytes), timeout);
+}
+
+protocol::CodecSpec shard_codec(proto::ShardKind kind, const protocol::CodecSpec& codec) {
+  return kind == proto::SHARD_PUSH || kind == proto::SHARD_FRESH ? codec : protocol::CodecSpec{};
+}
+
+std::optional<ShardMessage> read_shard(protocol::Node& node, const protocol::Message& m,
+                                       const protocol::CodecSpec& codec) {
   const proto::Envelope& e = m.envelope;
-  if (e.dtype() != proto::DTYPE_FLOAT32 || !e.has_shard_note() || !proto::ShardKind_IsValid(e.step()) ||
+  if (!e.has_shard_note() || !proto::ShardKind_IsValid(e.step()) ||
       e.step() == proto::SHARD_KIND_UNSPECIFIED || m.payload.size() != 1) {
     node.reject_log().reject(e.sender(), protocol::RejectReason::kUnexpected,
                              "compute-group shard message of kind " + std::to_string(e.step()) +
-                                 " is not a float shard push, seed or answer");
+                                 " is not a shard push, seed or answer");
     return std::nullopt;
   }
-  return ShardMessage{static_cast<proto::ShardKind>(e.step()), e.collective_seq(), e.chunk(), e.shard_note()};
+  const auto kind = static_cast<proto::ShardKind>(e.step());
+  const protocol::CodecSpec agreed = shard_codec(kind, codec);
+  const std::optional<protocol::CodecSpec> sent = protocol::declared_spec(e);
+  if (!sent || !(*sent == agreed)) {
+    node.reject_log().reject(e.sender(), protocol::RejectReason::kCodec,
+                             "shard message of kind " + std::to_string(kind) + " in dtype " +
+                                 std::to_string(e.dtype()) + ", agreed on " + protocol::spec_name(agreed));
+    return std::nullopt;
+  }
+  return ShardMessage{kind, e.collective_seq(), e.chunk(), e.shard_note()};
 }
 
 std::vector<float> shard_values(const protocol::Message& m) {
   const auto& frame = m.payload.at(0);
+  const std::optional<protocol::CodecSpec> spec = protocol::declared_spec(m.envelope);
+  if (spec && !spec->lossless()) {
+    std::vector<float> out(m.envelope.count());
+    if (!protocol::decode(*spec, m.bytes(), out)) return {};
+    return out;
+  }
   std::vector<float> out(frame.size() / sizeof(float));
   std::memcpy(out.data(), frame.data(), out.size() * sizeof(float));
   return out;

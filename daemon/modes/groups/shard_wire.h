@@ -8,8 +8,10 @@
 #include <vector>
 
 #include "proto/gossip.pb.h"
+#include "protocol/codec.h"
 #include "protocol/message.h"
 #include "protocol/node.h"
+#include "protocol/segment_inbox.h"
 #include "protocol/tags.h"
 
 namespace gossipd::daemon {
@@ -32,11 +34,20 @@ struct ShardMessage {
 // queue stayed full past `timeout` or the peer is gone (the caller resends).
 bool send_shard(protocol::Node& node, const std::string& peer, uint32_t tag, const ShardMessage& m,
                 std::span<const float> values, std::chrono::milliseconds timeout);
+// The same with values already encoded (--compress: pushes and answers).
+bool send_encoded_shard(protocol::Node& node, const std::string& peer, uint32_t tag, const ShardMessage& m,
+                        const protocol::EncodedSegment& values, std::chrono::milliseconds timeout);
+// The codec a kind of shard message travels in when the run agreed on
+// `codec`: pushes (gradients) and answers (fresh values) in it, seeds (the
+// owner's exact start) in float32.
+protocol::CodecSpec shard_codec(proto::ShardKind kind, const protocol::CodecSpec& codec);
 // The message's header, or nullopt (counted as a reject) when it is not a
-// float shard message of a known kind.
-std::optional<ShardMessage> read_shard(protocol::Node& node, const protocol::Message& m);
-// Its values, copied out of the frame (a frame's bytes need not be aligned
-// for floats; the validator checked it holds count of them).
+// shard message of a known kind in the codec shard_codec gives it.
+std::optional<ShardMessage> read_shard(protocol::Node& node, const protocol::Message& m,
+                                       const protocol::CodecSpec& codec = {});
+// Its values, decoded or copied out of the frame (a frame's bytes need not be
+// aligned for floats; the validator checked it holds count of them); empty
+// when a compressed frame does not decode (a non-finite scale).
 std::vector<float> shard_values(const protocol::Message& m);
 
 }  // namespace gossipd::daemon
