@@ -13,11 +13,15 @@
 #             the median final mean test accuracy, its difference from
 #             float32's (points), and the bytes per worker and round against
 #             float32's (the hierarchy's group averages included).
+#   groups:   compute groups (groups:2, 4 workers, the accuracy setup) in
+#             every codec, with gossipctl compare (4 processes on loopback:
+#             simulate has no time model for them, and their groups run
+#             asynchronously, so a run is not repeatable bit for bit).
 #   time:     N8 workers on BANDWIDTH links (modelled), the modelled training
 #             seconds to TARGET of every codec and protocol, AllReduce-SGD in
 #             float32 beside them (the time model's prediction; the network
 #             namespaces measure it with compare --netns).
-# Usage: compress_accuracy.sh [accuracy|time|all] (env: SEEDS, EPOCHS, CODECS,
+# Usage: compress_accuracy.sh [accuracy|groups|time|all] (env: SEEDS, EPOCHS, CODECS,
 #   LOCAL, ALGOS, HIER, N8, BANDWIDTH, TARGET, OUT)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -35,26 +39,14 @@ sim() {  # DIR, then simulate's flags
   ./build/bin/gossipctl simulate --out "$dir" "$@" > "$dir.log" 2>&1 ||
     { echo "failed: $dir: $(tail -1 "$dir.log")" >&2; return 1; }
 }
-common=(--workers 4 --model mlp --epochs "$EPOCHS" --batch 64 --lr 0.05)
-if [ "$WHAT" = accuracy ] || [ "$WHAT" = all ]; then
-  for seed in $SEEDS; do
-    for set in "${settings[@]}"; do
-      IFS=: read -r c h m <<< "$set"; m=${m:-0}
-      f=(--compress "$c" --local-steps "$h" --outer-momentum "$m")
-      algos=$ALGOS,allreduce
-      [ "$m" = 0 ] || algos=crossover,allreduce
-      sim "$OUT/acc-${set//:/-}-s$seed" "${common[@]}" --seed "$seed" "${f[@]}" --algos "${algos#,}"
-      [ "$HIER" = 0 ] ||
-        sim "$OUT/acc-${set//:/-}-s$seed-h" "${common[@]}" --seed "$seed" "${f[@]}" --algos crossover --groups 2
-    done
-  done
+table() {  # every run made so far, one row per protocol and setting
   python3 - "$OUT" "$SEEDS" "${settings[*]}" <<'PY'
 import json, os, statistics, sys
 out, seeds, codecs = sys.argv[1], sys.argv[2].split(), sys.argv[3].split()
 acc, byt = {}, {}
 for c in codecs:
     for s in seeds:
-        for suffix, tag in (("", ""), ("-h", " hierarchical")):
+        for suffix, tag in (("", ""), ("-h", " hierarchical"), ("-g", "")):
             if not os.path.exists(f"{out}/acc-{c.replace(':', '-')}-s{s}{suffix}"): continue
             for r in json.load(open(f"{out}/acc-{c.replace(':', '-')}-s{s}{suffix}/summary.json"))["results"]:
                 key = (c, r["algo"] + tag)
@@ -72,7 +64,31 @@ for algo in sorted({k[1] for k in acc}):
         r = "%.3fx" % (b / base_b) if base_b else "-"
         print(f"| {algo} | {c} | {a:.4f} ({' '.join('%.4f' % x for x in acc[(c, algo)])}) | {d} | {b:,.0f} | {r} |")
 PY
+}
+common=(--workers 4 --model mlp --epochs "$EPOCHS" --batch 64 --lr 0.05)
+if [ "$WHAT" = accuracy ] || [ "$WHAT" = all ]; then
+  for seed in $SEEDS; do
+    for set in "${settings[@]}"; do
+      IFS=: read -r c h m <<< "$set"; m=${m:-0}
+      f=(--compress "$c" --local-steps "$h" --outer-momentum "$m")
+      algos=$ALGOS,allreduce
+      [ "$m" = 0 ] || algos=crossover,allreduce
+      sim "$OUT/acc-${set//:/-}-s$seed" "${common[@]}" --seed "$seed" "${f[@]}" --algos "${algos#,}"
+      [ "$HIER" = 0 ] ||
+        sim "$OUT/acc-${set//:/-}-s$seed-h" "${common[@]}" --seed "$seed" "${f[@]}" --algos crossover --groups 2
+    done
+  done
 fi
+if [ "$WHAT" = groups ] || [ "$WHAT" = all ]; then
+  for seed in $SEEDS; do
+    for c in $CODECS; do
+      dir="$OUT/acc-$c-1-s$seed-g"
+      ./build/bin/gossipctl compare --out "$dir" "${common[@]}" --seed "$seed" --compress "$c" --algos groups:2 \
+        > "$dir.log" 2>&1 || { echo "failed: $dir: $(tail -1 "$dir.log")" >&2; exit 1; }
+    done
+  done
+fi
+[ "$WHAT" = time ] || table
 if [ "$WHAT" = time ] || [ "$WHAT" = all ]; then
   sim "$OUT/time-allreduce" --workers "$N8" --bandwidth "$BANDWIDTH" --target "$TARGET" --epochs "$EPOCHS" \
     --algos allreduce

@@ -2,17 +2,19 @@
 # Time to accuracy where the links are the bottleneck (issue 55): N
 # network-namespace hosts (gossipctl compare --netns, root) on RATE links,
 # the MLP, time to TARGET test accuracy (the workers' mean, evaluated
-# EVALS times an epoch). Alternates, REPS times, a compare of float32
-# Crossover-SGD and AllReduce-SGD with one of each compressed or
-# local-step setting of Crossover-SGD in SETTINGS (codec:H), so every
-# figure has its float32 references from the runs beside it. Prints one
-# row per run and protocol, then the medians and the ratios.
+# EVALS times an epoch). Alternates, REPS times, a compare of the
+# protocols in ALGOS in float32 with one of them in each compressed or
+# local-step setting in SETTINGS (codec:H), so every figure has its float32
+# references from the runs beside it. Prints one row per run and protocol,
+# then the medians and the ratios (against float32 AllReduce-SGD and the
+# protocol's own float32).
 # Usage: compress_netns.sh (env: N, RATE, EPOCHS, EVALS, TARGET, REPS,
-#   SETTINGS, OUT)
+#   SETTINGS, ALGOS, OUT)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 N=${N:-8}; RATE=${RATE:-100mbit}; EPOCHS=${EPOCHS:-3}; EVALS=${EVALS:-4}; TARGET=${TARGET:-0.85}
-REPS=${REPS:-3}; SETTINGS=${SETTINGS:-"int8:1 fp16:1 int8:4"}; OUT=${OUT:-$(mktemp -d)}
+REPS=${REPS:-3}; SETTINGS=${SETTINGS:-"int8:1 fp16:1 int8:4"}; ALGOS=${ALGOS:-crossover,sgp,allreduce}
+OUT=${OUT:-$(mktemp -d)}
 cmake --build build -j2 --target gossipd gossipctl >/dev/null
 mkdir -p "$OUT"
 cmp() {  # DIR, then compare's flags
@@ -22,10 +24,10 @@ cmp() {  # DIR, then compare's flags
     { echo "failed: $dir: $(tail -1 "$dir.log")" >&2; return 1; }
 }
 for rep in $(seq "$REPS"); do
-  cmp "$OUT/f32-r$rep" --algos crossover,allreduce
+  cmp "$OUT/f32-r$rep" --algos "$ALGOS"
   for set in $SETTINGS; do
     c=${set%:*}; h=${set#*:}
-    cmp "$OUT/$c-$h-r$rep" --algos crossover --compress "$c" --local-steps "$h"
+    cmp "$OUT/$c-$h-r$rep" --algos "$ALGOS" --compress "$c" --local-steps "$h"
   done
 done
 python3 - "$OUT" "$REPS" "$SETTINGS" "$TARGET" <<'PY'
@@ -43,10 +45,15 @@ for rep in range(1, reps + 1):
                   "%.1f" % t if t >= 0 else "not reached", r["final_mean_accuracy"],
                   1000 / r["rounds_per_second"], f'{r["bytes_per_worker_per_round"]:,.0f}'))
 med = {k: statistics.median(v) for k, v in times.items()}
-ar, cx = med[("allreduce", "none:1")], med[("crossover", "none:1")]
-print(f"\nmedians of {reps}: allreduce float32 {ar:.1f} s, crossover float32 {cx:.1f} s")
-for s in settings:
-    t = med[("crossover", s)]
-    print(f"crossover {s}: {t:.1f} s, {ar / t:.2f}x faster than allreduce float32, {cx / t:.2f}x than crossover float32")
+ar = med.get(("allreduce", "none:1"))
+print(f"\nmedians of {reps}:")
+for algo in sorted({a for a, _ in med}):
+    own = med[(algo, "none:1")]
+    print(f"{algo} float32: {own:.1f} s")
+    for s in settings:
+        t = med.get((algo, s))
+        if t is None: continue
+        vs_ar = f"{ar / t:.2f}x faster than allreduce float32, " if ar else ""
+        print(f"{algo} {s}: {t:.1f} s, {vs_ar}{own / t:.2f}x than {algo} float32")
 PY
 echo "(runs in $OUT)"
