@@ -18,6 +18,11 @@ EncodedSegment ErrorFeedback::encode(size_t offset, std::span<const float> x) {
   return out;
 }
 
+void ErrorFeedback::scale(size_t offset, size_t count, float factor) {
+  if (residual_.size() < offset + count) return;  // nothing owed there yet
+  for (float& e : std::span<float>(residual_).subspan(offset, count)) e *= factor;
+}
+
 void ErrorFeedback::sent(size_t offset, std::span<const float> x, const EncodedSegment& data) {
   if (spec_.lossless()) return;
   std::vector<float> got(x.size());

@@ -34,6 +34,9 @@ class ErrorFeedback {
   // Drops the residuals (a state download or a checkpoint replaced the
   // parameters they were owed against).
   void clear() { residual_.clear(); }
+  // The parameters [offset, offset + count) were multiplied by `factor`
+  // (push-sum keeping its weights up): what is owed against them is too.
+  void scale(size_t offset, size_t count, float factor);
 
  private:
   std::span<float> residual(size_t offset, size_t count);

@@ -53,6 +53,7 @@ void PushSumGossip::keep_weights_up(std::span<float> x) {
     if (doublings == 0) continue;
     const float factor = std::ldexp(1.0f, doublings);
     for (float& v : x.subspan(segments_[s].offset, segments_[s].length)) v *= factor;
+    feedback_.scale(segments_[s].offset, segments_[s].length, factor);
   }
 }
 

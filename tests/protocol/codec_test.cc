@@ -163,5 +163,21 @@ TEST(ErrorFeedback, NothingIsOwedUntilAPayloadLeaves) {
   EXPECT_NE(*a.bytes, *c.bytes) << "the residual of the first send rides on the next";
 }
 
+// Push-sum doubles a segment's numerators to keep its weight up: the
+// residual owed against them doubles too, so what it carries next is in the
+// same units as the values it rides on.
+TEST(ErrorFeedback, AResidualScalesWithTheParametersItIsOwedAgainst) {
+  ErrorFeedback feedback({Codec::kFp16});
+  const std::vector<float> x{1.0004f, 3.0f};  // 1.0004 rounds to 1 in half: 0.0004 owed
+  feedback.sent(0, x, feedback.encode(0, x));
+  feedback.scale(0, 2, 4.0f);
+  feedback.scale(5, 2, 4.0f);  // nothing owed there: no change, no growth
+  const std::vector<float> zero{0.0f, 0.0f};
+  std::vector<float> got(2);
+  ASSERT_TRUE(decode({Codec::kFp16}, *feedback.encode(0, zero).bytes, got));
+  EXPECT_NEAR(got[0], 4 * 0.0004f, 2e-6f) << "four times the residual, sent on zeros";
+  EXPECT_EQ(got[1], 0.0f);
+}
+
 }  // namespace
 }  // namespace gossipd::protocol
