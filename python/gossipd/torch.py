@@ -156,13 +156,18 @@ def _check_tensor(name, p):
             "float32 CPU tensors (convert the model before making the optimizer)")
 
 
-class DistributedOptimizer:
+class DistributedOptimizer(torch.optim.Optimizer):
     """Wraps a torch.optim.SGD: step() takes the local step, then one round
     of the worker's protocol (AllReduce-SGD averages the gradients before the
     local step instead). The model's parameters, gradients and momentum
-    buffers become views of the worker's arena."""
+    buffers become views of the worker's arena.
 
-    def __init__(self, optimizer, model, worker):
+    It is a torch.optim.Optimizer whose param_groups and state are the
+    wrapped optimizer's own (not copies), so torch's learning-rate
+    schedulers drive it as they drive the optimizer it wraps."""
+
+    def __init__(self, optimizer, model, worker):  # pylint: disable=super-init-not-called
+        # torch's Optimizer.__init__ would copy the groups: they are shared instead.
         if not isinstance(optimizer, torch.optim.SGD):
             raise TypeError(
                 f"gossipd: DistributedOptimizer wraps torch.optim.SGD (its momentum buffers are part of "
@@ -189,6 +194,26 @@ class DistributedOptimizer:
         self._state = torch.from_numpy(member.optimizer_state())
         self._bind()
 
+    # torch.optim.Optimizer's fields, the wrapped optimizer's.
+    @property
+    def defaults(self):
+        return self.optimizer.defaults
+
+    @property
+    def param_groups(self):
+        return self.optimizer.param_groups
+
+    @property
+    def state(self):
+        return self.optimizer.state
+
+    def __repr__(self):
+        return f"gossipd.torch.DistributedOptimizer({self.optimizer!r})"
+
+    def add_param_group(self, param_group):
+        raise ValueError("gossipd: the arena is laid out when the optimizer is made; give every parameter "
+                         "to the optimizer before wrapping it")
+
     def _slices(self):
         offset = 0
         for name, p in self._params:
@@ -196,8 +221,11 @@ class DistributedOptimizer:
             yield name, p, slice(offset, offset + n)
             offset += n
 
+    def _momentum(self):
+        return any(g.get("momentum", 0) for g in self.optimizer.param_groups)
+
     def _bind(self):
-        momentum = any(g.get("momentum", 0) for g in self.optimizer.param_groups)
+        momentum = self._momentum()
         with torch.no_grad():
             for _, p, s in self._slices():
                 p.data = self._arena[s].view_as(p)
@@ -212,6 +240,13 @@ class DistributedOptimizer:
                     f"gossipd: parameter '{name}' was rebound after the optimizer was made (model.to(), "
                     "load_state_dict(assign) or p.data = ...): its updates would never be averaged; "
                     "copy values in place (p.data.copy_(...)) instead")
+            buf = self.optimizer.state.get(p, {}).get("momentum_buffer")
+            if buf is not None and buf.data_ptr() != self._state[s].data_ptr():
+                raise RuntimeError(
+                    f"gossipd: the momentum buffer of '{name}' was replaced after the optimizer was made "
+                    "(the wrapped optimizer's load_state_dict, or state[p] = ...): joiners and checkpoints "
+                    "would see the old one; load state through the DistributedOptimizer's "
+                    "load_state_dict, which copies it in place")
 
     def _bind_grads(self):
         # zero_grad(set_to_none=True) or a user's own tensor: back into the arena (one copy).
@@ -227,10 +262,17 @@ class DistributedOptimizer:
     def zero_grad(self, set_to_none=False):
         self.optimizer.zero_grad(set_to_none=set_to_none)
 
-    def step(self, loss=None, correct=0, batch=0):
-        """The local SGD step and one round of the protocol. `loss` (a tensor
-        or a float), `correct` and `batch`, where given, go into the member's
-        per-epoch figures (/status, --metrics-out)."""
+    def step(self, closure=None, *, loss=None, correct=0, batch=0):
+        """The local SGD step and one round of the protocol, as torch's
+        step(closure): a closure's loss is returned. `loss` (a tensor or a
+        float; else the closure's), `correct` and `batch`, where given, go
+        into the member's per-epoch figures (/status, --metrics-out)."""
+        closure_loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                closure_loss = closure()
+        if loss is None:
+            loss = closure_loss
         self._check_bindings()
         self._bind_grads()
         member = self.worker.member
@@ -238,10 +280,29 @@ class DistributedOptimizer:
         member.begin_step(loss, int(correct), int(batch) if batch else (1 if loss else 0))
         self.optimizer.step()
         member.end_step()
-
-    @property
-    def param_groups(self):
-        return self.optimizer.param_groups
+        return closure_loss
 
     def state_dict(self):
         return self.optimizer.state_dict()
+
+    def load_state_dict(self, state_dict):
+        """torch's load_state_dict, in place: the hyperparameters into the
+        same group dicts (a scheduler holds them), the momentum buffers
+        copied into the arena, where joiners and checkpoints read them."""
+        groups = self.optimizer.param_groups
+        self.optimizer.load_state_dict(state_dict)
+        for old, new in zip(groups, self.optimizer.param_groups):
+            old.update({k: v for k, v in new.items() if k != "params"})
+        self.optimizer.param_groups = groups
+        loaded = self.optimizer.state
+        with torch.no_grad():
+            for name, p, s in self._slices():
+                buf = loaded.get(p, {}).get("momentum_buffer")
+                if buf is None:  # none saved (no step yet): SGD's first step starts it from zero
+                    self._state[s].zero_()
+                    continue
+                if buf.numel() != p.numel():
+                    raise ValueError(f"gossipd: the momentum buffer of '{name}' in the state holds "
+                                     f"{buf.numel()} values, the parameter {p.numel()}")
+                self._state[s].copy_(buf.reshape(-1))
+        self._bind()

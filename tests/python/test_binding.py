@@ -21,13 +21,19 @@ def train_steps(model, opt, steps):
         opt.step()
 
 
-def test_parameters_gradients_and_momentum_are_arena_views_after_step(closing):
+def momentum_member(closing):
+    """A member alone, its optimizer SGD with momentum, synced: (model, worker, sgd, optimizer)."""
     model = small_model()
     w = alone()
     closing(w)
     sgd = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     opt = gd.DistributedOptimizer(sgd, model, w)
     assert w.sync_state(model, opt) == 0
+    return model, w, sgd, opt
+
+
+def test_parameters_gradients_and_momentum_are_arena_views_after_step(closing):
+    model, w, sgd, opt = momentum_member(closing)
     train_steps(model, opt, 3)
     assert w.round() == 3
     arena, grads, state = (torch.from_numpy(a) for a in (w.member.params(), w.member.grads(),
@@ -174,3 +180,52 @@ def test_a_worker_without_algo_trains_with_gossipd_runs_default_mode(closing):
     train_steps(model, opt, 1)
     with urllib.request.urlopen(f"http://127.0.0.1:{w.http_port}/status", timeout=5) as r:
         assert json.load(r)["algo"] == default_mode()
+
+
+def test_the_distributed_optimizer_is_a_torch_optimizer_that_schedulers_drive(closing):
+    model, w, sgd, opt = momentum_member(closing)
+    assert isinstance(opt, torch.optim.Optimizer)
+    assert opt.param_groups is sgd.param_groups and opt.state is sgd.state
+    scheduler = torch.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+    lrs = []
+    for s in range(5):
+        x, y = batch(s)
+
+        def closure(x=x, y=y):
+            opt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            return loss
+
+        assert isinstance(opt.step(closure), torch.Tensor), "step(closure) returns the closure's loss"
+        scheduler.step()
+        lrs.append(sgd.param_groups[0]["lr"])
+    assert lrs == pytest.approx([0.1, 0.05, 0.05, 0.025, 0.025])
+    assert w.round() == 5
+
+
+def test_load_state_dict_copies_the_state_into_the_arena_and_a_rebound_buffer_is_refused(closing):
+    import copy
+
+    model, w, sgd, opt = momentum_member(closing)
+    scheduler = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+    train_steps(model, opt, 2)
+    saved = copy.deepcopy(opt.state_dict())
+    saved_buffers = [b["momentum_buffer"].clone() for b in saved["state"].values()]
+    train_steps(model, opt, 2)
+    scheduler.step()
+    group = opt.param_groups[0]
+    opt.load_state_dict(saved)
+    state = torch.from_numpy(w.member.optimizer_state())
+    offset = 0
+    for p, b in zip(model.parameters(), saved_buffers):
+        buf = sgd.state[p]["momentum_buffer"]
+        assert buf.data_ptr() == state[offset:].data_ptr(), "the buffer is the arena's again"
+        assert torch.equal(buf, b)
+        offset += p.numel()
+    assert sgd.param_groups[0]["lr"] == saved["param_groups"][0]["lr"]
+    assert opt.param_groups[0] is group, "the scheduler still drives the same group dicts"
+    train_steps(model, opt, 1)  # bound as before: no error
+    sgd.load_state_dict(saved)  # the wrapped optimizer's own: replaces the buffers
+    with pytest.raises(RuntimeError, match=r"momentum buffer of '0\.weight' was replaced"):
+        train_steps(model, opt, 1)
