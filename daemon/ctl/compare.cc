@@ -22,6 +22,7 @@
 #include "daemon/ctl/compare_hosts.h"
 #include "daemon/ctl/compare_presets.h"
 #include "daemon/ctl/compare_report.h"
+#include "daemon/ctl/compare_stragglers.h"
 #include "daemon/ctl/mean_curve.h"
 #include "daemon/ctl/worker_watch.h"
 #include "daemon/observe/metrics_log.h"
@@ -291,6 +292,7 @@ std::string compare_setup(const CompareOptions& o, const std::string& where) {
   s << o.workers << where
     << (o.delay_ms > 0 ? ", " + std::to_string(o.delay_ms) + " ms injected latency per message"
                        : std::string())
+    << step_delays_setup(o)
     << (send_buffer_kb(o) > 0 ? ", " + std::to_string(send_buffer_kb(o)) + " KiB send buffers"
                               : std::string())
     << ", model " << o.model << (o.hidden.empty() ? std::string() : " --hidden " + join_widths(o.hidden))
@@ -362,6 +364,8 @@ std::vector<std::string> compare_run_args(const CompareOptions& o, const std::st
   if (o.test_limit > 0) a.insert(a.end(), {"--test-limit", std::to_string(o.test_limit)});
   if (!o.data.empty()) a.insert(a.end(), {"--data", o.data});
   if (o.delay_ms > 0) a.insert(a.end(), {"--delay-ms", std::to_string(o.delay_ms)});
+  if (const auto delays = compare_step_delays(o); delays.contains(static_cast<size_t>(i)))
+    a.insert(a.end(), {"--inject-step-delay-ms", std::to_string(delays.at(static_cast<size_t>(i)))});
   if (!o.momentum.empty()) a.insert(a.end(), {"--momentum", o.momentum});
   a.insert(a.end(), entry.launch.flags.begin(), entry.launch.flags.end());
   if (!entry.launch.per_worker.empty()) {
@@ -374,6 +378,7 @@ std::vector<std::string> compare_run_args(const CompareOptions& o, const std::st
 }
 
 void check_compare_entries(const CompareOptions& o) {
+  compare_step_delays(o);  // a bad one is refused before anything runs
   if (o.groups > o.workers)
     throw UsageError("--groups " + std::to_string(o.groups) + " is more than --workers");
   // Refusals first: an entry's, then a mode's flag no entry honours.

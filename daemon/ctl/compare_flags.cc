@@ -6,6 +6,7 @@
 #include "daemon/config/run_options.h"
 #include "daemon/ctl/compare_entry.h"
 #include "daemon/ctl/compare_hosts.h"
+#include "daemon/ctl/compare_stragglers.h"
 #include "daemon/worker/mode_set.h"
 #include "trainer/models.h"
 
@@ -65,6 +66,7 @@ CLI::App* add_compare_command(CLI::App& app, CompareOptions& o) {
   CLI::App* cmd =
       app.add_subcommand("compare", "Train with each protocol in turn on local workers and report");
   add_compare_flags(cmd, o, kMaxCompareWorkers);
+  add_step_delays_flag(cmd, o);
   return cmd;
 }
 

@@ -192,6 +192,39 @@ TEST_F(CompareTest, AModesCompareFlagThatCannotHoldIsOneLine) {
   }
 }
 
+// --inject-step-delay-ms w1=100: worker w1 runs gossipd run
+// --inject-step-delay-ms 100, so each of its 10 steps takes 100 ms longer
+// (a lower bound no slow machine breaks), and the report says so.
+TEST_F(CompareTest, AStepDelayNamedForOneWorkerSlowsThatWorkersSteps) {
+  const std::string out = dir_ + "/slow";
+  const auto r = run(
+      {bin("gossipctl"), "compare", "--workers", "2", "--algos", "allreduce", "--epochs", "1", "--batch",
+       "32", "--train-limit", "640", "--test-limit", "100", "--inject-step-delay-ms", "w1=100", "--out", out},
+      120s);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto w1 = read_json_lines<proto::EpochRecord>(out + "/allreduce/w1.jsonl");
+  ASSERT_FALSE(w1.empty());
+  EXPECT_EQ(w1.back().round(), 10u);
+  EXPECT_GE(w1.back().train_seconds(), 10 * 0.1) << "10 steps of w1, each 100 ms longer";
+  EXPECT_NE(daemon::read_file(out + "/report.md").find("w1 +100 ms (--inject-step-delay-ms)"),
+            std::string::npos);
+}
+
+TEST_F(CompareTest, AStepDelayForNoSuchWorkerOrOfNoDurationIsOneLine) {
+  for (const auto& [value, needle] : std::vector<std::pair<std::string, std::string>>{
+           {"w4=10", "there is no worker w4 among --workers 4"},
+           {"w1=ten", "w1=ten is not a whole number of milliseconds"},
+           {"w1=-5", "w1=-5 is not a whole number of milliseconds"},
+           {"x1=5", "'x1=5' is not WORKER=VALUE"}}) {
+    const auto r = run({bin("gossipctl"), "compare", "--workers", "4", "--inject-step-delay-ms", value,
+                        "--out", dir_ + "/x"},
+                       60s);
+    EXPECT_EQ(r.exit_code, 2) << value << r.err;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << value << ": " << r.err;
+    EXPECT_FALSE(fs::exists(dir_ + "/x")) << "refused before anything ran";
+  }
+}
+
 TEST_F(CompareTest, EvaluationsInsideEpochsRefineTheTimeToTarget) {
   const std::string out = dir_ + "/report";
   const auto r = run(

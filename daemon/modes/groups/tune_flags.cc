@@ -1,6 +1,7 @@
 #include <CLI/CLI.hpp>
 
 #include "daemon/ctl/compare_flags.h"
+#include "daemon/ctl/compare_stragglers.h"
 #include "daemon/modes/groups/tune.h"
 
 // The flags of `gossipctl tune`.
@@ -48,6 +49,7 @@ CLI::App* add_tune_command(CLI::App& app, TuneOptions& o) {
       "tune",
       "Pick compute groups, learning rate and momentum from probe runs (Omnivore's optimizer), run it");
   add_run_flags(cmd, o.run);
+  add_step_delays_flag(cmd, o.run);
   add_grid_flags(cmd, o);
   return cmd;
 }
