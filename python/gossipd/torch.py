@@ -78,6 +78,8 @@ class Worker:
             self._args += ["--peers", ",".join(_peer_list(peers))]
         if join:
             self._args += ["--join", join if isinstance(join, str) else ",".join(join)]
+        # The static cluster it starts in, ids sorted as gossipd run ranks them (None: a joiner's).
+        self._members = None if join else sorted({self.id} | {p.split("=", 1)[0] for p in _peer_list(peers or {})})
         self._steps_per_epoch = int(steps_per_epoch)
         self._member = None
         self._ready = None
@@ -111,6 +113,24 @@ class Worker:
         if optimizer is not None:
             optimizer._check_bindings()
         return self.member.round()
+
+    @property
+    def rank(self):
+        """This worker's index among the cluster's initial members, ids
+        sorted (gossipd run's rank): a DistributedSampler's `rank`."""
+        return self._static_members().index(self.id)
+
+    @property
+    def size(self):
+        """The cluster's initial members (its peers and itself): a
+        DistributedSampler's `num_replicas`."""
+        return len(self._static_members())
+
+    def _static_members(self):
+        if self._members is None:
+            raise RuntimeError(f"gossipd worker '{self.id}' joins a running cluster: it has no fixed rank or "
+                               "size (the cluster's members change); sample from the whole data set")
+        return self._members
 
     @property
     def endpoint(self):

@@ -229,3 +229,15 @@ def test_load_state_dict_copies_the_state_into_the_arena_and_a_rebound_buffer_is
     sgd.load_state_dict(saved)  # the wrapped optimizer's own: replaces the buffers
     with pytest.raises(RuntimeError, match=r"momentum buffer of '0\.weight' was replaced"):
         train_steps(model, opt, 1)
+
+
+def test_rank_and_size_are_the_initial_members_ids_sorted_as_gossipd_ranks_them():
+    peers = {"b": "tcp://127.0.0.1:1", "a": "tcp://127.0.0.1:2", "c": "tcp://127.0.0.1:3"}
+    workers = [gd.Worker(id=i, listen=peers[i], peers=peers) for i in ("c", "a", "b")]
+    assert [(w.rank, w.size) for w in workers] == [(2, 3), (0, 3), (1, 3)]
+    sampler = torch.utils.data.DistributedSampler(range(12), num_replicas=workers[0].size, rank=workers[0].rank)
+    assert len(sampler) == 4
+    assert (alone().rank, alone().size) == (0, 1)
+    joiner = gd.Worker(id="late", join="tcp://127.0.0.1:2")
+    with pytest.raises(RuntimeError, match="joins a running cluster: it has no fixed rank"):
+        joiner.rank
