@@ -14,6 +14,7 @@ in place; step() waits for the member with the GIL released.
 """
 
 import atexit
+import datetime
 import os
 import socket
 import weakref
@@ -21,6 +22,7 @@ import weakref
 import torch
 
 from gossipd._gossipd import Member, default_mode
+from gossipd.local import free_ports
 
 __all__ = ["Worker", "DistributedOptimizer"]
 
@@ -51,6 +53,30 @@ def _flag_args(flags):
     return args
 
 
+def _torchrun_env(env):
+    """(RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT) from a launcher's
+    environment (torchrun, gossipd.launch), or None where it sets none."""
+    keys = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+    if not all(k in env for k in keys):
+        return None
+    try:
+        rank, size, port = int(env["RANK"]), int(env["WORLD_SIZE"]), int(env["MASTER_PORT"])
+    except ValueError:
+        raise ValueError(f"gossipd: the launcher's RANK, WORLD_SIZE, MASTER_PORT are not whole numbers: "
+                         f"{env['RANK']!r}, {env['WORLD_SIZE']!r}, {env['MASTER_PORT']!r}") from None
+    if not 0 <= rank < size or not 0 < port < 65536:
+        raise ValueError(f"gossipd: the launcher's RANK {rank} is not in 0 .. WORLD_SIZE - 1 ({size - 1}), "
+                         f"or MASTER_PORT {port} is not a port")
+    return rank, size, env["MASTER_ADDR"], port
+
+
+def _address_toward(host, port):
+    """This host's address on the route to `host` (no packet is sent)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.connect((socket.gethostbyname(host), port))
+        return s.getsockname()[0]
+
+
 def _peer_list(peers):
     if isinstance(peers, dict):
         return [f"{k}={v}" for k, v in peers.items()]
@@ -68,9 +94,18 @@ class Worker:
     curve_secret_key, inject_drop ... A bad one raises ValueError with
     gossipd's one-line message. The member starts when a
     DistributedOptimizer gives it the model.
+
+    With no peers and no join, under a launcher (torchrun, or
+    `python3 -m gossipd.launch --nproc_per_node N`), the worker takes its
+    cluster from the launcher's environment: RANK, WORLD_SIZE, MASTER_ADDR
+    and MASTER_PORT (see _rendezvous).
     """
 
     def __init__(self, id=None, peers=None, join=None, algo=None, steps_per_epoch=1000, **flags):
+        self._store = None  # torchrun's rendezvous, kept while the worker lives (rank 0 serves it)
+        launched = _torchrun_env(os.environ) if peers is None and join is None else None
+        if launched:
+            id, peers = self._rendezvous(id, flags, *launched)
         self.id = id or f"{socket.gethostname()}-{os.getpid()}"
         self.algo = algo or default_mode()
         self._args = ["--id", self.id, "--algo", self.algo] + _flag_args(flags)
@@ -83,6 +118,23 @@ class Worker:
         self._steps_per_epoch = int(steps_per_epoch)
         self._member = None
         self._ready = None
+
+    def _rendezvous(self, id, flags, rank, size, host, port):
+        """torchrun's environment: every worker puts its endpoint in a
+        TCPStore at MASTER_ADDR:MASTER_PORT (rank 0 serves it, as
+        init_process_group's env:// does) and takes everyone's. Ids are
+        rank00, rank01, ... so that gossipd's rank (ids sorted) is RANK."""
+        import torch.distributed as dist
+
+        if "listen" not in flags:
+            address = _address_toward(host, port)
+            flags["listen"] = f"tcp://{address}:{free_ports(1, address)[0]}"
+        timeout = datetime.timedelta(milliseconds=int(flags.get("startup_timeout_ms", 60000)))
+        name = lambda r: f"rank{r:0{len(str(size - 1))}d}"  # noqa: E731
+        self._store = dist.TCPStore(host, port, size, rank == 0, timeout)
+        self._store.set(f"gossipd/{name(rank)}", flags["listen"])
+        peers = {name(r): self._store.get(f"gossipd/{name(r)}").decode() for r in range(size)}
+        return id or name(rank), peers
 
     def __enter__(self):
         return self
