@@ -29,7 +29,8 @@ py::array_t<float> view(std::span<float> s, py::handle owner) {
 
 HostedLayout layout_of(const std::vector<std::pair<std::string, size_t>>& segments,
                        const py::array_t<float, py::array::c_style | py::array::forcecast>& initial,
-                       size_t steps_per_epoch) {
+                       size_t steps_per_epoch, size_t state_per_param,
+                       const py::array_t<float, py::array::c_style | py::array::forcecast>& initial_state) {
   HostedLayout l;
   size_t offset = 0;
   for (const auto& [name, length] : segments) {
@@ -38,13 +39,17 @@ HostedLayout layout_of(const std::vector<std::pair<std::string, size_t>>& segmen
   }
   l.initial.assign(initial.data(), initial.data() + initial.size());
   l.steps_per_epoch = steps_per_epoch;
+  l.state_per_param = state_per_param;
+  l.initial_state.assign(initial_state.data(), initial_state.data() + initial_state.size());
   return l;
 }
 
 std::unique_ptr<HostedMember> make_member(
     const std::vector<std::string>& args, const std::vector<std::pair<std::string, size_t>>& segments,
-    const py::array_t<float, py::array::c_style | py::array::forcecast>& initial, size_t steps_per_epoch) {
-  HostedLayout layout = layout_of(segments, initial, steps_per_epoch);
+    const py::array_t<float, py::array::c_style | py::array::forcecast>& initial, size_t steps_per_epoch,
+    size_t state_per_param,
+    const py::array_t<float, py::array::c_style | py::array::forcecast>& initial_state) {
+  HostedLayout layout = layout_of(segments, initial, steps_per_epoch, state_per_param, initial_state);
   py::gil_scoped_release release;
   return std::make_unique<HostedMember>(args, std::move(layout));
 }
@@ -77,8 +82,10 @@ PYBIND11_MODULE(_gossipd, m) {
   });
   py::class_<HostedMember>(m, "Member")
       .def(py::init(&make_member), py::arg("args"), py::arg("segments"), py::arg("initial"),
-           py::arg("steps_per_epoch"),
-           "Starts a member with gossipd run's flags over a model of these (name, length) segments")
+           py::arg("steps_per_epoch"), py::arg("state_per_param") = 1,
+           py::arg("initial_state") = py::array_t<float>(0),
+           "Starts a member with gossipd run's flags over a model of these (name, length) segments, its "
+           "optimizer keeping state_per_param floats a parameter (initial_state: their start; empty: zeros)")
       .def(
           "params", [](py::object self) { return view(self.cast<HostedMember&>().arena().params, self); },
           "The parameters: a float32 view of the arena")

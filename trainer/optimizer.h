@@ -17,6 +17,11 @@ struct OptimizerOptions {
   bool nesterov = false;
   float weight_decay = 0.0f;
   float lars_eta = 0.001f;  // LARS trust coefficient
+  // The state's floats per parameter: 1, the velocity. A host that steps
+  // with its own optimizer (daemon/hosted: Adam keeps two moments) asks for
+  // more; the state is then its storage (joins, checkpoints, re-synced
+  // rings carry it) and this optimizer never steps.
+  size_t state_per_param = 1;
 };
 
 // SGD with optional (Nesterov) momentum and weight decay, as in PyTorch:

@@ -27,6 +27,14 @@ HostedMode::HostedMode(const Mode& inner, HostedLayout layout, StepRendezvous& r
                      "' is not data parallel over whole replicas: a host trains with " + names);
   }
   if (layout_.steps_per_epoch == 0) throw UsageError("steps_per_epoch must be at least 1");
+  if (layout_.state_per_param == 0 || layout_.state_per_param > 8)
+    throw UsageError("state_per_param " + std::to_string(layout_.state_per_param) +
+                     ": an optimizer's state is 1 to 8 floats a parameter");
+  if (!layout_.initial_state.empty() &&
+      layout_.initial_state.size() != layout_.state_per_param * layout_.initial.size())
+    throw UsageError("the initial optimizer state holds " + std::to_string(layout_.initial_state.size()) +
+                     " floats, not " + std::to_string(layout_.state_per_param) + " x " +
+                     std::to_string(layout_.initial.size()));
 }
 
 namespace {
@@ -53,6 +61,7 @@ std::unique_ptr<Replica> HostedMode::load(const RunOptions& o, const Placement&)
   }
   const protocol::SegmentTable segments = checked_segment_table(o, *model);
   trainer::TrainerOptions topts = trainer_options(o.train);
+  topts.optimizer.state_per_param = layout_.state_per_param;
   auto replica = std::make_unique<TrainedReplica>(placeholder_data(std::max<size_t>(topts.batch, 1)),
                                                   placeholder_data(0), std::move(model), topts, segments);
   trainer::Trainer& t = replica->trainer();
@@ -62,6 +71,8 @@ std::unique_ptr<Replica> HostedMode::load(const RunOptions& o, const Placement&)
                              .apply = [&r, stop](float lr) { r.apply(lr, stop); },
                              .evaluate = [&r] { return r.evaluation(); }});
   if (inner_.retries_failed_steps()) r.keep_gradients(t.model().grads());
+  if (!layout_.initial_state.empty())
+    std::copy(layout_.initial_state.begin(), layout_.initial_state.end(), t.optimizer().state().begin());
   loaded_(HostedArena{t.model().params(), t.model().grads(), t.optimizer().state()});
   return replica;
 }

@@ -19,6 +19,11 @@ struct HostedLayout {
   std::vector<trainer::ParamSegment> segments;
   std::vector<float> initial;
   size_t steps_per_epoch = 1000;  // the host's loader length: the epochs /status counts
+  // The host optimizer's state floats per parameter (SGD's momentum: 1,
+  // Adam's two moments: 2): the arena's optimizer_state holds that many
+  // runs of the parameters' length.
+  size_t state_per_param = 1;
+  std::vector<float> initial_state;  // empty: zeros; else state_per_param runs of the parameters' length
 };
 
 // The buffers a hosted member trains on: the model's parameters and

@@ -23,6 +23,7 @@ import torch
 
 from gossipd._gossipd import Member, default_mode
 from gossipd.local import free_ports
+from gossipd.optim_state import initial_state, set_steps, state_keys
 
 __all__ = ["Worker", "DistributedOptimizer"]
 
@@ -143,10 +144,11 @@ class Worker:
         self.close()
         return False
 
-    def _start(self, segments, initial):
+    def _start(self, segments, initial, state_per_param=1, initial_state=None):
         if self._member is not None:
             raise RuntimeError(f"gossipd worker '{self.id}' already trains a model: one optimizer per worker")
-        self._member = Member(self._args, segments, initial, self._steps_per_epoch)
+        state = initial_state if initial_state is not None else torch.zeros(0).numpy()
+        self._member = Member(self._args, segments, initial, self._steps_per_epoch, state_per_param, state)
         _open_workers.add(self)
         return self._member
 
@@ -164,6 +166,8 @@ class Worker:
             self._ready = self.member.wait_ready()
         if optimizer is not None:
             optimizer._check_bindings()
+            if self._ready["joined"]:  # its state came with the download; torch's step counts are the round's
+                set_steps(optimizer.optimizer, [p for _, p in optimizer._params], self.member.round())
         return self.member.round()
 
     @property
@@ -229,10 +233,12 @@ def _check_tensor(name, p):
 
 
 class DistributedOptimizer(torch.optim.Optimizer):
-    """Wraps a torch.optim.SGD: step() takes the local step, then one round
-    of the worker's protocol (AllReduce-SGD averages the gradients before the
-    local step instead). The model's parameters, gradients and momentum
-    buffers become views of the worker's arena.
+    """Wraps a torch optimizer (SGD, Adam, AdamW, RMSprop, Adagrad): step()
+    takes the local step, then one round of the worker's protocol
+    (AllReduce-SGD averages the gradients before the local step instead).
+    The model's parameters, gradients and the optimizer's state tensors
+    (momentum buffers, Adam's moments, ...) become views of the worker's
+    arena, so a joiner downloads the state and a checkpoint holds it.
 
     It is a torch.optim.Optimizer whose param_groups and state are the
     wrapped optimizer's own (not copies), so torch's learning-rate
@@ -240,10 +246,7 @@ class DistributedOptimizer(torch.optim.Optimizer):
 
     def __init__(self, optimizer, model, worker):  # pylint: disable=super-init-not-called
         # torch's Optimizer.__init__ would copy the groups: they are shared instead.
-        if not isinstance(optimizer, torch.optim.SGD):
-            raise TypeError(
-                f"gossipd: DistributedOptimizer wraps torch.optim.SGD (its momentum buffers are part of "
-                f"a join's state and of checkpoints); got {type(optimizer).__name__}")
+        self._keys = state_keys(optimizer)  # a TypeError for one whose state is not known
         self.optimizer = optimizer
         self.model = model
         self.worker = worker
@@ -260,7 +263,9 @@ class DistributedOptimizer(torch.optim.Optimizer):
         segments, _ = _segments(model)
         with torch.no_grad():
             initial = torch.cat([p.detach().reshape(-1) for _, p in self._params]).numpy()
-        member = worker._start(segments, initial)
+        params = [p for _, p in self._params]
+        start = initial_state(optimizer, params, self._keys).numpy()
+        member = worker._start(segments, initial, max(1, len(self._keys)), start)
         self._arena = torch.from_numpy(member.params())
         self._grads = torch.from_numpy(member.grads())
         self._state = torch.from_numpy(member.optimizer_state())
@@ -293,17 +298,19 @@ class DistributedOptimizer(torch.optim.Optimizer):
             yield name, p, slice(offset, offset + n)
             offset += n
 
-    def _momentum(self):
-        return any(g.get("momentum", 0) for g in self.optimizer.param_groups)
+    def _state_view(self, k, s):
+        """The arena's run of state key k for the parameter at slice s."""
+        n = self._arena.numel()
+        return self._state[k * n + s.start:k * n + s.stop]
 
     def _bind(self):
-        momentum = self._momentum()
         with torch.no_grad():
             for _, p, s in self._slices():
                 p.data = self._arena[s].view_as(p)
                 p.grad = self._grads[s].view_as(p)
-                if momentum:
-                    self.optimizer.state[p]["momentum_buffer"] = self._state[s].view_as(p)
+                for k, key in enumerate(self._keys):
+                    self.optimizer.state[p][key] = self._state_view(k, s).view_as(p)
+        set_steps(self.optimizer, [p for _, p in self._params], 0, only_missing=True)
 
     def _check_bindings(self):
         for name, p, s in self._slices():
@@ -312,13 +319,14 @@ class DistributedOptimizer(torch.optim.Optimizer):
                     f"gossipd: parameter '{name}' was rebound after the optimizer was made (model.to(), "
                     "load_state_dict(assign) or p.data = ...): its updates would never be averaged; "
                     "copy values in place (p.data.copy_(...)) instead")
-            buf = self.optimizer.state.get(p, {}).get("momentum_buffer")
-            if buf is not None and buf.data_ptr() != self._state[s].data_ptr():
-                raise RuntimeError(
-                    f"gossipd: the momentum buffer of '{name}' was replaced after the optimizer was made "
-                    "(the wrapped optimizer's load_state_dict, or state[p] = ...): joiners and checkpoints "
-                    "would see the old one; load state through the DistributedOptimizer's "
-                    "load_state_dict, which copies it in place")
+            for k, key in enumerate(self._keys):
+                buf = self.optimizer.state.get(p, {}).get(key)
+                if buf is None or buf.data_ptr() != self._state_view(k, s).data_ptr():
+                    raise RuntimeError(
+                        f"gossipd: the optimizer's {key} of '{name}' was replaced after the optimizer was made "
+                        "(the wrapped optimizer's load_state_dict, or state[p] = ...): joiners and checkpoints "
+                        "would see the old one; load state through the DistributedOptimizer's "
+                        "load_state_dict, which copies it in place")
 
     def _bind_grads(self):
         # zero_grad(set_to_none=True) or a user's own tensor: back into the arena (one copy).
@@ -359,8 +367,8 @@ class DistributedOptimizer(torch.optim.Optimizer):
 
     def load_state_dict(self, state_dict):
         """torch's load_state_dict, in place: the hyperparameters into the
-        same group dicts (a scheduler holds them), the momentum buffers
-        copied into the arena, where joiners and checkpoints read them."""
+        same group dicts (a scheduler holds them), the state tensors copied
+        into the arena, where joiners and checkpoints read them."""
         groups = self.optimizer.param_groups
         self.optimizer.load_state_dict(state_dict)
         for old, new in zip(groups, self.optimizer.param_groups):
@@ -369,12 +377,13 @@ class DistributedOptimizer(torch.optim.Optimizer):
         loaded = self.optimizer.state
         with torch.no_grad():
             for name, p, s in self._slices():
-                buf = loaded.get(p, {}).get("momentum_buffer")
-                if buf is None:  # none saved (no step yet): SGD's first step starts it from zero
-                    self._state[s].zero_()
-                    continue
-                if buf.numel() != p.numel():
-                    raise ValueError(f"gossipd: the momentum buffer of '{name}' in the state holds "
-                                     f"{buf.numel()} values, the parameter {p.numel()}")
-                self._state[s].copy_(buf.reshape(-1))
+                for k, key in enumerate(self._keys):
+                    buf = loaded.get(p, {}).get(key)
+                    if buf is None:  # none saved (no step yet): the first step starts it from zero
+                        self._state_view(k, s).zero_()
+                        continue
+                    if buf.numel() != p.numel():
+                        raise ValueError(f"gossipd: the optimizer's {key} of '{name}' in the state holds "
+                                         f"{buf.numel()} values, the parameter {p.numel()}")
+                    self._state_view(k, s).copy_(buf.reshape(-1))
         self._bind()

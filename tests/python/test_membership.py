@@ -30,12 +30,20 @@ def wait_for(what, predicate, timeout=20):
         time.sleep(0.02)
 
 
-def test_a_joiner_trains_from_the_downloaded_state_and_status_lists_it(closing):
+OPTIMIZERS = {
+    "sgd": lambda ps: torch.optim.SGD(ps, lr=0.05, momentum=0.9),
+    "adamw": lambda ps: torch.optim.AdamW(ps, lr=0.01),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OPTIMIZERS))
+def test_a_joiner_trains_from_the_downloaded_state_and_status_lists_it(closing, name):
+    make = OPTIMIZERS[name]
     pa, pb = free_ports(2)
     a = gd.Worker(id="a", listen=f"tcp://127.0.0.1:{pa}", algo="crossover", http="127.0.0.1:0", **FAST)
     closing(a)
     model_a = small_model(seed=1)
-    opt_a = gd.DistributedOptimizer(torch.optim.SGD(model_a.parameters(), lr=0.05, momentum=0.9), model_a, a)
+    opt_a = gd.DistributedOptimizer(make(model_a.parameters()), model_a, a)
     a.sync_state()
     stop = threading.Event()
     errors = []
@@ -63,14 +71,17 @@ def test_a_joiner_trains_from_the_downloaded_state_and_status_lists_it(closing):
         closing(b)
         model_b = small_model(seed=2)  # another start: the join replaces it
         start_b = flat(model_b)
-        opt_b = gd.DistributedOptimizer(torch.optim.SGD(model_b.parameters(), lr=0.05, momentum=0.9), model_b,
-                                        b)
+        opt_b = gd.DistributedOptimizer(make(model_b.parameters()), model_b, b)
         round_b = b.sync_state(model_b, opt_b)
         assert round_b >= 5
         # The downloaded state is in B's own tensors: one of A's, not B's start.
         assert not torch.equal(flat(model_b), start_b)
         assert any(torch.equal(flat(model_b), h) for h in list(history))
-        assert torch.from_numpy(b.member.optimizer_state()).abs().sum() > 0  # momentum came with it
+        assert torch.from_numpy(b.member.optimizer_state()).abs().sum() > 0  # the state came with it
+        if name == "adamw":  # and its moments are the optimizer's, its step count the round's
+            p = next(model_b.parameters())
+            assert opt_b.state[p]["exp_avg_sq"].abs().sum() > 0
+            assert float(opt_b.state[p]["step"]) == round_b
         for s in range(5):
             x, y = batch(s)
             opt_b.zero_grad()
