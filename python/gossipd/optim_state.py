@@ -29,14 +29,17 @@ def state_keys(optimizer):
                     f"arena (a joiner would start without it, a checkpoint would miss it): use {KEPT}")
 
 
-def initial_state(optimizer, params, keys):
+def initial_state(optimizer, params, keys, extra=0):
     """The arena's start: each key's tensor where the optimizer has one
-    (Adagrad's initial accumulator, a loaded state), else zeros."""
+    (Adagrad's initial accumulator, a loaded state), else zeros; each key's
+    run `extra` zeros longer (the buffers after the parameters, which no
+    optimizer steps)."""
     runs = []
     for key in keys:
         for p in params:
             t = optimizer.state.get(p, {}).get(key)
             runs.append(t.detach().reshape(-1).float() if t is not None else torch.zeros(p.numel()))
+        runs.append(torch.zeros(extra))
     return torch.cat(runs) if runs else torch.zeros(0)
 
 

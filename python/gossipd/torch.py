@@ -22,6 +22,7 @@ import weakref
 import torch
 
 from gossipd._gossipd import Member, default_mode
+from gossipd.buffers import bind_buffers, buffer_segments, check_buffers, float_buffers
 from gossipd.local import free_ports
 from gossipd.optim_state import initial_state, set_steps, state_keys
 
@@ -260,11 +261,14 @@ class DistributedOptimizer(torch.optim.Optimizer):
         if missing:
             raise ValueError(f"gossipd: parameter '{missing[0]}' is not in the optimizer: give it all of "
                              "model.parameters()")
-        segments, _ = _segments(model)
+        self._buffers = float_buffers(model)
+        segments = _segments(model)[0] + buffer_segments(self._buffers)
         with torch.no_grad():
-            initial = torch.cat([p.detach().reshape(-1) for _, p in self._params]).numpy()
+            initial = torch.cat([p.detach().reshape(-1) for _, p in self._params] +
+                                [t.detach().reshape(-1) for *_, t in self._buffers]).numpy()
         params = [p for _, p in self._params]
-        start = initial_state(optimizer, params, self._keys).numpy()
+        self._param_floats = sum(p.numel() for p in params)
+        start = initial_state(optimizer, params, self._keys, initial.size - self._param_floats).numpy()
         member = worker._start(segments, initial, max(1, len(self._keys)), start)
         self._arena = torch.from_numpy(member.params())
         self._grads = torch.from_numpy(member.grads())
@@ -310,9 +314,11 @@ class DistributedOptimizer(torch.optim.Optimizer):
                 p.grad = self._grads[s].view_as(p)
                 for k, key in enumerate(self._keys):
                     self.optimizer.state[p][key] = self._state_view(k, s).view_as(p)
+            bind_buffers(self._buffers, self._arena, self._param_floats)
         set_steps(self.optimizer, [p for _, p in self._params], 0, only_missing=True)
 
     def _check_bindings(self):
+        check_buffers(self._buffers, self._arena, self._param_floats)
         for name, p, s in self._slices():
             if p.data_ptr() != self._arena[s].data_ptr():
                 raise RuntimeError(

@@ -124,3 +124,38 @@ def test_another_python_thread_progresses_while_step_waits_for_the_exchange(clos
     # A Python loop counts millions of times a second; while step() held the
     # GIL it could not count at all.
     assert counted["ticks"] > 100000
+
+
+def bn_model():
+    torch.manual_seed(3)
+    return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.BatchNorm1d(16), torch.nn.ReLU(),
+                               torch.nn.Linear(16, 3))
+
+
+def test_batchnorms_running_statistics_are_averaged_with_the_parameters(closing):
+    # Two crossover members average every segment each round, the BatchNorm
+    # buffers' too: after each step both hold the same running mean and
+    # variance, which neither member's own batches alone would give.
+    workers = static_cluster(2, "crossover")
+    for w in workers:
+        closing(w)
+    models = [bn_model(), bn_model()]
+    stats = [None, None]
+
+    def member(rank):
+        model = models[rank]
+        opt = gd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1), model, workers[rank])
+        workers[rank].sync_state(model, opt)
+        for s in range(STEPS):
+            x, y = batch(s)
+            x = x + 3.0 * rank  # the members' data differ: so do their local statistics
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            opt.step()
+        stats[rank] = (model[1].running_mean.clone(), model[1].running_var.clone())
+        arena = torch.from_numpy(workers[rank].member.params())
+        after_params = sum(p.numel() for p in model.parameters())
+        assert model[1].running_mean.data_ptr() == arena[after_params:].data_ptr(), "a view of the arena"
+
+    run_threads([lambda: member(0), lambda: member(1)])
+    assert torch.equal(stats[0][0], stats[1][0]) and torch.equal(stats[0][1], stats[1][1])
