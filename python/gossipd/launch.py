@@ -13,7 +13,6 @@ import argparse
 import os
 import subprocess
 import sys
-import time
 
 from gossipd.local import free_ports
 
@@ -43,21 +42,20 @@ def main(argv=None):
                    LOCAL_WORLD_SIZE=str(a.nproc_per_node), MASTER_ADDR=a.master_addr, MASTER_PORT=str(port))
         procs.append(subprocess.Popen([sys.executable, a.script] + a.script_args, env=env))
     code = 0
+    by_pid = {p.pid: p for p in procs}
     try:
-        while procs:
-            for p in list(procs):
-                if p.poll() is None:
-                    continue
-                procs.remove(p)
-                if p.returncode != 0 and code == 0:
-                    code = p.returncode if p.returncode > 0 else 128 - p.returncode  # killed by a signal
-                    print(f"gossipd.launch: a worker exited with {p.returncode}; stopping the others",
-                          file=sys.stderr)
-                    for q in procs:
-                        q.terminate()
-            time.sleep(0.05)
+        while by_pid:
+            pid, status = os.wait()  # the next worker to end
+            if by_pid.pop(pid, None) is None:
+                continue
+            exit_code = os.waitstatus_to_exitcode(status)
+            if exit_code != 0 and code == 0:
+                code = exit_code if exit_code > 0 else 128 - exit_code  # killed by a signal
+                print(f"gossipd.launch: a worker exited with {exit_code}; stopping the others", file=sys.stderr)
+                for q in by_pid.values():
+                    q.terminate()
     except KeyboardInterrupt:
-        for p in procs:
+        for p in by_pid.values():
             p.terminate()
         code = 130
     return code

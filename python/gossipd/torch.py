@@ -167,7 +167,8 @@ class Worker:
             self._ready = self.member.wait_ready()
         if optimizer is not None:
             optimizer._check_bindings()
-            if self._ready["joined"]:  # its state came with the download; torch's step counts are the round's
+            if self._ready["joined"] or self._ready["start_round"] > 0:
+                # Its state came with the download or from its checkpoint: torch's step counts are the round's.
                 set_steps(optimizer.optimizer, [p for _, p in optimizer._params], self.member.round())
         return self.member.round()
 
