@@ -168,8 +168,7 @@ class Worker:
         if optimizer is not None:
             optimizer._check_bindings()
             if self._ready["joined"] or self._ready["start_round"] > 0:
-                # Its state came with the download or from its checkpoint: torch's step counts are the round's.
-                set_steps(optimizer.optimizer, [p for _, p in optimizer._params], self.member.round())
+                optimizer._resumed_at(self.member.round())
         return self.member.round()
 
     @property
@@ -317,6 +316,11 @@ class DistributedOptimizer(torch.optim.Optimizer):
                     self.optimizer.state[p][key] = self._state_view(k, s).view_as(p)
             bind_buffers(self._buffers, self._arena, self._param_floats)
         set_steps(self.optimizer, [p for _, p in self._params], 0, only_missing=True)
+
+    def _resumed_at(self, round):
+        """The state came with a join's download or from a checkpoint:
+        torch's step counts (Adam's bias correction) are the round's."""
+        set_steps(self.optimizer, [p for _, p in self._params], round)
 
     def _check_bindings(self):
         check_buffers(self._buffers, self._arena, self._param_floats)

@@ -35,6 +35,17 @@ const proto::CompareResult& result_of(const proto::CompareSummary& summary, cons
 
 class CompareTest : public ::testing::Test {
  protected:
+  // gossipctl compare --workers 4 with `args` exits 2 with `needle` in its
+  // one line, before it makes --out.
+  void expect_refused(const std::vector<std::string>& args, const std::string& needle) {
+    std::vector<std::string> cmd = {bin("gossipctl"), "compare", "--workers", "4", "--out", dir_ + "/x"};
+    cmd.insert(cmd.end(), args.begin(), args.end());
+    const auto r = run(cmd, 60s);
+    EXPECT_EQ(r.exit_code, 2) << needle << r.err;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << needle << ": " << r.err;
+    EXPECT_FALSE(fs::exists(dir_ + "/x")) << "refused before anything ran";
+  }
+
   TempDir tmp_{"gossipd_compare_test"};
   const std::string dir_ = tmp_.path();
 };
@@ -182,14 +193,8 @@ TEST_F(CompareTest, AModesCompareFlagThatCannotHoldIsOneLine) {
            {{"--algos", "crossover", "--groups", "2", "--pace", "on"},
             "--pace on is for flat crossover and sgp: drop --groups or --pace"},
            {{"--pace", "sometimes"}, "--pace: sometimes not in {auto,on,off}"},
-           {{"--micro-batches", "-1"}, "--micro-batches"}}) {
-    std::vector<std::string> cmd = {bin("gossipctl"), "compare", "--workers", "4", "--out", dir_ + "/x"};
-    cmd.insert(cmd.end(), args.begin(), args.end());
-    const auto r = run(cmd, 60s);
-    EXPECT_EQ(r.exit_code, 2) << needle << r.err;
-    EXPECT_NE(r.err.find(needle), std::string::npos) << needle << ": " << r.err;
-    EXPECT_FALSE(fs::exists(dir_ + "/x")) << "refused before anything ran";
-  }
+           {{"--micro-batches", "-1"}, "--micro-batches"}})
+    expect_refused(args, needle);
 }
 
 // --inject-step-delay-ms w1=100: worker w1 runs gossipd run
@@ -215,14 +220,8 @@ TEST_F(CompareTest, AStepDelayForNoSuchWorkerOrOfNoDurationIsOneLine) {
            {"w4=10", "there is no worker w4 among --workers 4"},
            {"w1=ten", "w1=ten is not a whole number of milliseconds"},
            {"w1=-5", "w1=-5 is not a whole number of milliseconds"},
-           {"x1=5", "'x1=5' is not WORKER=VALUE"}}) {
-    const auto r = run({bin("gossipctl"), "compare", "--workers", "4", "--inject-step-delay-ms", value,
-                        "--out", dir_ + "/x"},
-                       60s);
-    EXPECT_EQ(r.exit_code, 2) << value << r.err;
-    EXPECT_NE(r.err.find(needle), std::string::npos) << value << ": " << r.err;
-    EXPECT_FALSE(fs::exists(dir_ + "/x")) << "refused before anything ran";
-  }
+           {"x1=5", "'x1=5' is not WORKER=VALUE"}})
+    expect_refused({"--inject-step-delay-ms", value}, needle);
 }
 
 TEST_F(CompareTest, EvaluationsInsideEpochsRefineTheTimeToTarget) {
