@@ -7,11 +7,12 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
 import gossipd.torch as gd
-from conftest import FAST
+from conftest import FAST, free_ports
 
 SCRIPT = textwrap.dedent("""
     import json, os, sys
@@ -38,14 +39,32 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-def launch(tmp_path, n, **env):
-    script = tmp_path / "train.py"
-    script.write_text(SCRIPT)
+def launcher(tmp_path, args, script=SCRIPT, **env):
+    """python3 -m gossipd.launch ARGS train.py, started (a Popen)."""
+    path = tmp_path / "train.py"
+    path.write_text(script)
     full = dict(os.environ, FLAGS=json.dumps(FAST), OUT_DIR=str(tmp_path), **env)
     full.setdefault("GOSSIPD_PYTHONPATH", sys.path[0])
-    return subprocess.run([sys.executable, "-m", "gossipd.launch", "--nproc_per_node", str(n), str(script)],
-                          env=dict(full, PYTHONPATH=full["GOSSIPD_PYTHONPATH"]), capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.Popen([sys.executable, "-m", "gossipd.launch"] + args + [str(path)],
+                            env=dict(full, PYTHONPATH=full["GOSSIPD_PYTHONPATH"]), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def finished(proc, timeout=120):
+    """(exit code, stderr) of a launcher; killed (by pid) if it hangs."""
+    try:
+        _, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+        pytest.fail(f"the launcher hung: {err}")
+    return proc.returncode, err
+
+
+def launch(tmp_path, n, **env):
+    r = subprocess.CompletedProcess([], 0)
+    r.returncode, r.stderr = finished(launcher(tmp_path, ["--nproc_per_node", str(n)], **env))
+    return r
 
 
 def test_launched_workers_meet_through_torchruns_environment_and_train_as_one(tmp_path):
@@ -63,13 +82,106 @@ def test_a_worker_that_fails_stops_the_others_and_its_code_is_the_launchers(tmp_
     assert "a worker exited with 3; stopping the others" in r.stderr
 
 
+JOIN_SCRIPT = textwrap.dedent("""
+    import json, os, sys
+    sys.path.insert(0, os.environ["GOSSIPD_PYTHONPATH"])
+    import torch
+    import gossipd.torch as gd
+    torch.manual_seed(1)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 3))
+    joining = os.environ.get("GOSSIPD_JOIN") == "1"
+    out = os.environ["OUT_DIR"]
+    with gd.Worker(algo="crossover", **json.loads(os.environ["FLAGS"])) as w:
+        opt = gd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.05), model, w)
+        entered = w.sync_state(model, opt)
+        open(os.path.join(out, "joiner" if joining else "started" + os.environ["RANK"]), "w").close()
+        g, steps = torch.Generator().manual_seed(os.getpid()), 0
+        # The initial members train until the joiner has trained (bounded).
+        while (steps < 3 if joining else not os.path.exists(os.path.join(out, "joined"))) and steps < 50000:
+            x, y = torch.randn(8, 8, generator=g), torch.randint(0, 3, (8,), generator=g)
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            opt.step()
+            steps += 1
+        if joining:
+            try:
+                w.rank
+                rank = "a rank"
+            except RuntimeError as e:
+                rank = str(e)
+            with open(os.path.join(out, "joined.json"), "w") as f:
+                json.dump({"id": w.id, "entered": entered, "rank": rank}, f)
+            open(os.path.join(out, "joined"), "w").close()
+""")
+
+
+def wait_for_file(path, procs, timeout=60):
+    """Waits (bounded) until `path` exists; fails at once when a launcher ended."""
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        ended = [p for p in procs if p.poll() is not None]
+        assert not ended, f"a launcher ended first: {ended[0].communicate()[1]}"
+        assert time.monotonic() < deadline, f"{path.name} did not appear within {timeout} s"
+        time.sleep(0.05)
+
+
+def test_launchers_on_two_hosts_meet_at_node_0s_rendezvous(tmp_path):
+    port = str(free_ports(1)[0])
+    nodes = [launcher(tmp_path, ["--nnodes", "2", "--node_rank", str(r), "--nproc_per_node", "1", "--master_port",
+                                 port]) for r in (1, 0)]  # node 1 first: it waits for node 0's rendezvous
+    for proc in nodes:
+        code, err = finished(proc)
+        assert code == 0, err
+    lines = [json.loads((tmp_path / f"{rank}.json").read_text()) for rank in range(2)]
+    assert [(d["id"], d["rank"], d["size"]) for d in lines] == [("rank0", 0, 2), ("rank1", 1, 2)]
+    assert lines[0]["sum"] == lines[1]["sum"], "AllReduce-SGD: one replica"
+
+
+def test_a_worker_launched_with_join_enters_the_running_cluster(tmp_path):
+    port = str(free_ports(1)[0])
+    members = launcher(tmp_path, ["--nproc_per_node", "2", "--master_port", port], script=JOIN_SCRIPT)
+    try:
+        for rank in (0, 1):
+            wait_for_file(tmp_path / f"started{rank}", [members])
+        joiner = launcher(tmp_path, ["--join", "--nproc_per_node", "1", "--master_port", port], script=JOIN_SCRIPT)
+        code, err = finished(joiner)
+        assert code == 0, err
+        code, err = finished(members)
+        assert code == 0, err
+    finally:
+        members.kill()
+    joined = json.loads((tmp_path / "joined.json").read_text())
+    assert joined["entered"] > 0, "it downloaded the running cluster's round"
+    assert joined["id"] not in ("rank0", "rank1")
+    assert "joins a running cluster: it has no fixed rank" in joined["rank"]
+
+
 def test_a_launchers_environment_that_is_not_numbers_is_a_value_error(monkeypatch):
     monkeypatch.setenv("RANK", "one")
     monkeypatch.setenv("WORLD_SIZE", "2")
     monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
     monkeypatch.setenv("MASTER_PORT", "29500")
-    with pytest.raises(ValueError, match="RANK, WORLD_SIZE, MASTER_PORT are not whole numbers"):
+    with pytest.raises(ValueError, match="the launcher's RANK is not a whole number: 'one'"):
         gd.Worker()
     monkeypatch.setenv("RANK", "2")
     with pytest.raises(ValueError, match="RANK 2 is not in 0 .. WORLD_SIZE - 1"):
         gd.Worker()
+
+
+def test_an_incomplete_launchers_environment_is_a_value_error_naming_what_is_missing(monkeypatch):
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    for key in ("MASTER_ADDR", "MASTER_PORT", "GOSSIPD_JOIN"):
+        monkeypatch.delenv(key, raising=False)
+    with pytest.raises(ValueError, match="sets RANK, WORLD_SIZE but not MASTER_ADDR, MASTER_PORT"):
+        gd.Worker()
+    gd.Worker(peers={"a": "tcp://127.0.0.1:1"})  # an explicit cluster beside a partial one: not a launcher's
+
+
+def test_keyword_arguments_that_contradict_the_launcher_are_value_errors(monkeypatch):
+    for key, value in (("RANK", "1"), ("WORLD_SIZE", "2"), ("MASTER_ADDR", "127.0.0.1"), ("MASTER_PORT", "29500")):
+        monkeypatch.setenv(key, value)
+    with pytest.raises(ValueError, match="got peers= and the launcher's environment .* also gives the cluster"):
+        gd.Worker(peers={"a": "tcp://127.0.0.1:1"})
+    with pytest.raises(ValueError, match=r"id='w1' contradicts the launcher's RANK 1: .*\('rank1'\)"):
+        gd.Worker(id="w1")
