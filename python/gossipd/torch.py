@@ -8,38 +8,38 @@
         for x, y in loader:
             opt.zero_grad(); loss_fn(model(x), y).backward(); opt.step()
 
-The parameters (and their gradients and SGD's momentum buffers) are views of
+The parameters (and their gradients and the optimizer's state) are views of
 one flat float32 arena the C++ member owns, so a round reads and writes them
-in place; step() waits for the member with the GIL released.
+in place (other types are mirrored: mirror.py); step() waits for the member
+with the GIL released.
 """
 
 import torch
 
-from gossipd.buffers import bind_buffers, buffer_segments, check_buffers, float_buffers
+from gossipd.buffers import Buffers
+from gossipd.mirror import ParamMirror, viewable
 from gossipd.optim_state import initial_state, set_steps, state_keys
 from gossipd.worker import Worker
 
 __all__ = ["Worker", "DistributedOptimizer"]
 
+
 def _segments(model):
     """One segment per module: the parameters of a module are contiguous."""
-    segments, names = [], []
+    segments = []
     for name, p in model.named_parameters():
         module = name.rsplit(".", 1)[0] if "." in name else name
         if segments and segments[-1][0] == module:
             segments[-1] = (module, segments[-1][1] + p.numel())
         else:
             segments.append((module, p.numel()))
-        names.append(name)
-    return segments, names
+    return segments
 
 
 def _check_tensor(name, p):
-    if p.dtype != torch.float32 or p.device.type != "cpu" or not p.is_contiguous():
-        raise TypeError(
-            f"gossipd: parameter '{name}' is {p.dtype} on {p.device}"
-            f"{'' if p.is_contiguous() else ', not contiguous'}: gossipd averages contiguous "
-            "float32 CPU tensors (convert the model before making the optimizer)")
+    if not p.is_floating_point():
+        raise TypeError(f"gossipd: parameter '{name}' is {p.dtype}: gossipd averages floating-point parameters "
+                        "(float32 in place; bfloat16, float16 and float64 mirrored)")
 
 
 class DistributedOptimizer(torch.optim.Optimizer):
@@ -48,7 +48,8 @@ class DistributedOptimizer(torch.optim.Optimizer):
     (AllReduce-SGD averages the gradients before the local step instead).
     The model's parameters, gradients and the optimizer's state tensors
     (momentum buffers, Adam's moments, ...) become views of the worker's
-    arena, so a joiner downloads the state and a checkpoint holds it.
+    arena, so a joiner downloads the state and a checkpoint holds it
+    (those of other types than float32 on the CPU are mirrored: mirror.py).
 
     It is a torch.optim.Optimizer whose param_groups and state are the
     wrapped optimizer's own (not copies), so torch's learning-rate
@@ -70,18 +71,20 @@ class DistributedOptimizer(torch.optim.Optimizer):
         if missing:
             raise ValueError(f"gossipd: parameter '{missing[0]}' is not in the optimizer: give it all of "
                              "model.parameters()")
-        self._buffers = float_buffers(model)
-        segments = _segments(model)[0] + buffer_segments(self._buffers)
+        self._buffers = Buffers(model)
+        # AllReduce-SGD averages the buffers with the gradients (their run of the gradients' arena).
+        self._average_buffers = worker.algo == "allreduce" and self._buffers.floats > 0
         with torch.no_grad():
-            initial = torch.cat([p.detach().reshape(-1) for _, p in self._params] +
-                                [t.detach().reshape(-1) for *_, t in self._buffers]).numpy()
+            initial = torch.cat([p.detach().reshape(-1).float() for _, p in self._params] + self._buffers.flat())
         params = [p for _, p in self._params]
         self._param_floats = sum(p.numel() for p in params)
-        start = initial_state(optimizer, params, self._keys, initial.size - self._param_floats).numpy()
-        member = worker._start(segments, initial, max(1, len(self._keys)), start)
+        start = initial_state(optimizer, params, self._keys, initial.numel() - self._param_floats).numpy()
+        member = worker._start(_segments(model) + self._buffers.segments(), initial.numpy(),
+                               max(1, len(self._keys)), start)
         self._arena = torch.from_numpy(member.params())
         self._grads = torch.from_numpy(member.grads())
         self._state = torch.from_numpy(member.optimizer_state())
+        self._mirror = ParamMirror(list(self._slices()), optimizer, self._keys)
         self._bind()
 
     # torch.optim.Optimizer's fields, the wrapped optimizer's.
@@ -104,11 +107,12 @@ class DistributedOptimizer(torch.optim.Optimizer):
         raise ValueError("gossipd: the arena is laid out when the optimizer is made; give every parameter "
                          "to the optimizer before wrapping it")
 
-    def _slices(self):
+    def _slices(self, bound_only=False):
         offset = 0
         for name, p in self._params:
             n = p.numel()
-            yield name, p, slice(offset, offset + n)
+            if not bound_only or viewable(p):
+                yield name, p, slice(offset, offset + n)
             offset += n
 
     def _state_view(self, k, s):
@@ -118,13 +122,20 @@ class DistributedOptimizer(torch.optim.Optimizer):
 
     def _bind(self):
         with torch.no_grad():
-            for _, p, s in self._slices():
+            for _, p, s in self._slices(bound_only=True):
                 p.data = self._arena[s].view_as(p)
                 p.grad = self._grads[s].view_as(p)
                 for k, key in enumerate(self._keys):
                     self.optimizer.state[p][key] = self._state_view(k, s).view_as(p)
-            bind_buffers(self._buffers, self._arena, self._param_floats)
+            self._mirror.start_state(self._state_view)
+            self._buffers.bind(self._arena[self._param_floats:])
         set_steps(self.optimizer, [p for _, p in self._params], 0, only_missing=True)
+
+    def _from_arena(self):
+        """The arena into the tensors that are not its views (after a join's
+        download or a checkpoint's resume, and after each round)."""
+        self._mirror.from_arena(self._arena, self._state_view)
+        self._buffers.from_arena(self._arena[self._param_floats:])
 
     def _resumed_at(self, round):
         """The state came with a join's download or from a checkpoint:
@@ -132,8 +143,8 @@ class DistributedOptimizer(torch.optim.Optimizer):
         set_steps(self.optimizer, [p for _, p in self._params], round)
 
     def _check_bindings(self):
-        check_buffers(self._buffers, self._arena, self._param_floats)
-        for name, p, s in self._slices():
+        self._buffers.check(self._arena[self._param_floats:])
+        for name, p, s in self._slices(bound_only=True):
             if p.data_ptr() != self._arena[s].data_ptr():
                 raise RuntimeError(
                     f"gossipd: parameter '{name}' was rebound after the optimizer was made (model.to(), "
@@ -150,7 +161,7 @@ class DistributedOptimizer(torch.optim.Optimizer):
 
     def _bind_grads(self):
         # zero_grad(set_to_none=True) or a user's own tensor: back into the arena (one copy).
-        for name, p, s in self._slices():
+        for _, p, s in self._slices(bound_only=True):
             target = self._grads[s]
             if p.grad is None:
                 target.zero_()
@@ -158,12 +169,13 @@ class DistributedOptimizer(torch.optim.Optimizer):
             elif p.grad.data_ptr() != target.data_ptr():
                 target.copy_(p.grad.reshape(-1))
                 p.grad = target.view_as(p)
+        self._mirror.grads_to_arena(self._grads)
 
     def zero_grad(self, set_to_none=False):
         self.optimizer.zero_grad(set_to_none=set_to_none)
 
     def step(self, closure=None, *, loss=None, correct=0, batch=0):
-        """The local SGD step and one round of the protocol, as torch's
+        """The local step and one round of the protocol, as torch's
         step(closure): a closure's loss is returned. `loss` (a tensor or a
         float; else the closure's), `correct` and `batch`, where given, go
         into the member's per-epoch figures (/status, --metrics-out)."""
@@ -175,20 +187,55 @@ class DistributedOptimizer(torch.optim.Optimizer):
             loss = closure_loss
         self._check_bindings()
         self._bind_grads()
+        buffers = self._arena[self._param_floats:]
+        self._buffers.to_arena(buffers)
+        if self._average_buffers:
+            self._grads[self._param_floats:].copy_(buffers)
         member = self.worker.member
         loss = float(loss) if loss is not None else 0.0
         member.begin_step(loss, int(correct), int(batch) if batch else (1 if loss else 0))
+        if self._average_buffers:  # the member averaged them with the gradients
+            buffers.copy_(self._grads[self._param_floats:])
+        self._mirror.grads_from_arena(self._grads)
         self.optimizer.step()
+        self._mirror.to_arena(self._arena, self._state_view)
         member.end_step()
+        self._from_arena()
         return closure_loss
 
     def state_dict(self):
         return self.optimizer.state_dict()
 
+    def _check_state_dict(self, state_dict):
+        """ValueError where `state_dict` is another model's or optimizer's
+        (checked before anything is loaded: a refused one changes nothing)."""
+        sizes = [len(g["params"]) for g in self.optimizer.param_groups]
+        theirs = [len(g.get("params", ())) for g in state_dict.get("param_groups", ())]
+        if theirs != sizes:
+            raise ValueError(f"gossipd: the state_dict's parameter groups hold {theirs} parameters, this "
+                             f"optimizer's {sizes}: it is another model's or optimizer's")
+        names = {id(p): n for n, p in self._params}
+        params = [p for g in self.optimizer.param_groups for p in g["params"]]
+        index = {i: p for g, theirs_g in zip(self.optimizer.param_groups, state_dict["param_groups"])
+                 for i, p in zip(theirs_g["params"], g["params"])}
+        kind = type(self.optimizer).__name__
+        for i, saved in state_dict.get("state", {}).items():
+            p = index.get(i, params[0])
+            for key, value in saved.items():
+                if key == "step" or not isinstance(value, torch.Tensor):
+                    continue
+                if key not in self._keys:
+                    raise ValueError(f"gossipd: the state_dict holds '{key}', which this torch.optim.{kind} does "
+                                     "not keep: it is another optimizer's")
+                if value.numel() != p.numel():
+                    raise ValueError(f"gossipd: the optimizer's {key} of '{names[id(p)]}' in the state_dict holds "
+                                     f"{value.numel()} values, the parameter {p.numel()}: it is another model's")
+
     def load_state_dict(self, state_dict):
         """torch's load_state_dict, in place: the hyperparameters into the
         same group dicts (a scheduler holds them), the state tensors copied
         into the arena, where joiners and checkpoints read them."""
+        self._check_state_dict(state_dict)
         groups = self.optimizer.param_groups
         self.optimizer.load_state_dict(state_dict)
         for old, new in zip(groups, self.optimizer.param_groups):
@@ -196,14 +243,11 @@ class DistributedOptimizer(torch.optim.Optimizer):
         self.optimizer.param_groups = groups
         loaded = self.optimizer.state
         with torch.no_grad():
-            for name, p, s in self._slices():
+            for _, p, s in self._slices():
                 for k, key in enumerate(self._keys):
                     buf = loaded.get(p, {}).get(key)
                     if buf is None:  # none saved (no step yet): the first step starts it from zero
                         self._state_view(k, s).zero_()
-                        continue
-                    if buf.numel() != p.numel():
-                        raise ValueError(f"gossipd: the optimizer's {key} of '{name}' in the state holds "
-                                         f"{buf.numel()} values, the parameter {p.numel()}")
-                    self._state_view(k, s).copy_(buf.reshape(-1))
+                    else:
+                        self._state_view(k, s).copy_(buf.reshape(-1))
         self._bind()

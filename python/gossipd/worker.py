@@ -140,6 +140,7 @@ class Worker:
             self._ready = self.member.wait_ready()
         if optimizer is not None:
             optimizer._check_bindings()
+            optimizer._from_arena()  # a download or a checkpoint, into the tensors that are not views
             if self._ready["joined"] or self._ready["start_round"] > 0:
                 optimizer._resumed_at(self.member.round())
         return self.member.round()

@@ -90,6 +90,27 @@ TEST(GossipStatus, CrossoverReportsSegmentsBytesAndConsensus) {
   EXPECT_LT(d, 1e6) << metrics;
 }
 
+// Static peers whose models differ cannot average anything: every member
+// says which one differs and how, and exits with the usage code.
+class LayoutMismatch : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(LayoutMismatch, MembersWhoseModelsDifferExitNamingTheOther) {
+  Cluster c(2, {"--algo", GetParam(), "--epochs", "1", "--quiet", "--threads", "1", "--train-limit", "600"},
+            [](int i) {
+              return i == 1 ? std::vector<std::string>{"--hidden", "17"} : std::vector<std::string>{};
+            });
+  for (int i = 0; i < c.size(); ++i) {
+    ASSERT_TRUE(c.proc(i).wait(60s)) << "worker " << i << " trained on";
+    EXPECT_EQ(c.proc(i).exit_code(), 2) << c.proc(i).err();
+    const std::string other = Cluster::id(1 - i);
+    EXPECT_NE(c.proc(i).err().find("member '" + other + "' trains a model of another layout"),
+              std::string::npos)
+        << c.proc(i).err();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Protocols, LayoutMismatch, ::testing::Values("crossover", "allreduce"));
+
 TEST(GossipFlags, BadGossipFlagsAreOneLine) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases{
       {{"--algo", "crossover", "--segments", "lots"}, "--segments 'lots'"},

@@ -132,15 +132,13 @@ def bn_model():
                                torch.nn.Linear(16, 3))
 
 
-def test_batchnorms_running_statistics_are_averaged_with_the_parameters(closing):
-    # Two crossover members average every segment each round, the BatchNorm
-    # buffers' too: after each step both hold the same running mean and
-    # variance, which neither member's own batches alone would give.
-    workers = static_cluster(2, "crossover")
+def bn_members(algo, closing, dtype=torch.float32):
+    """Two members of `algo` training bn_model() in `dtype` on data that
+    differ (so do their local statistics): (models, workers)."""
+    workers = static_cluster(2, algo)
     for w in workers:
         closing(w)
-    models = [bn_model(), bn_model()]
-    stats = [None, None]
+    models = [bn_model().to(dtype), bn_model().to(dtype)]
 
     def member(rank):
         model = models[rank]
@@ -148,14 +146,25 @@ def test_batchnorms_running_statistics_are_averaged_with_the_parameters(closing)
         workers[rank].sync_state(model, opt)
         for s in range(STEPS):
             x, y = batch(s)
-            x = x + 3.0 * rank  # the members' data differ: so do their local statistics
             opt.zero_grad()
-            torch.nn.functional.cross_entropy(model(x), y).backward()
+            torch.nn.functional.cross_entropy(model((x + 3.0 * rank).to(dtype)), y).backward()
             opt.step()
-        stats[rank] = (model[1].running_mean.clone(), model[1].running_var.clone())
-        arena = torch.from_numpy(workers[rank].member.params())
-        after_params = sum(p.numel() for p in model.parameters())
-        assert model[1].running_mean.data_ptr() == arena[after_params:].data_ptr(), "a view of the arena"
 
     run_threads([lambda: member(0), lambda: member(1)])
-    assert torch.equal(stats[0][0], stats[1][0]) and torch.equal(stats[0][1], stats[1][1])
+    return models, workers
+
+
+@pytest.mark.parametrize("algo", ["crossover", "allreduce"])
+def test_batchnorms_running_statistics_are_averaged_with_the_parameters(algo, closing):
+    # Two crossover members average every segment each round, the BatchNorm
+    # buffers' too; AllReduce-SGD averages the buffers with the gradients:
+    # after each step both hold the same running mean and variance, which
+    # neither member's own batches alone would give.
+    models, workers = bn_members(algo, closing)
+    bns = [m[1] for m in models]
+    assert torch.equal(bns[0].running_mean, bns[1].running_mean)
+    assert torch.equal(bns[0].running_var, bns[1].running_var)
+    for model, w in zip(models, workers):
+        arena = torch.from_numpy(w.member.params())
+        after_params = sum(p.numel() for p in model.parameters())
+        assert model[1].running_mean.data_ptr() == arena[after_params:].data_ptr(), "a view of the arena"

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "daemon/worker/round_floats.h"
+#include "daemon/worker/same_layout.h"
 #include "protocol/barrier.h"
 #include "protocol/broadcast_ring.h"
 #include "protocol/collectives.h"
@@ -40,6 +41,7 @@ void AllreduceWorker::run(std::stop_token stop) {
     group_ = std::make_unique<protocol::Group>(node_, protocol::tags::first(protocol::tags::User::kAllreduce),
                                                members_, copts);
     protocol::Barrier(*group_).run();  // every member is up before the first step
+    agree_on_layout(*group_, trainer_);
     group_->options().timeout = options_.timeout;
     if (options_.resumed) {
       const uint64_t mine = trainer_.step_count();

@@ -7,6 +7,7 @@
 
 #include "daemon/worker/outer_momentum.h"
 #include "daemon/worker/round_floats.h"
+#include "daemon/worker/same_layout.h"
 #include "protocol/barrier.h"
 #include "protocol/broadcast_ring.h"
 #include "protocol/consensus.h"
@@ -260,6 +261,7 @@ void GossipWorker::start(std::stop_token stop) {
     copts.stop = stop;
     protocol::Group everyone(node_, protocol::tags::first(protocol::tags::User::kStartup), members_, copts);
     protocol::Barrier(everyone).run();  // every member is up (and knows the segments) before round 0
+    agree_on_layout(everyone, trainer_);
     if (options_.resumed) {
       // Rounds name the topology draws and the segments' sequence: every
       // member goes on from the same one, the oldest checkpoint's.
