@@ -2,15 +2,10 @@
 
 #include <algorithm>
 
+#include "daemon/worker/training_loop.h"
 #include "protocol/errors.h"
 
 namespace gossipd::daemon {
-
-void StepRendezvous::wait_member(std::unique_lock<std::mutex>& lock, std::stop_token stop, Turn want,
-                                 const char* what) {
-  cv_.wait(lock, stop, [&] { return turn_ == want; });
-  if (turn_ != want) throw protocol::Aborted("hosted", what);
-}
 
 trainer::StepResult StepRendezvous::gradients(std::stop_token stop) {
   std::unique_lock lock(mu_);
@@ -21,7 +16,10 @@ trainer::StepResult StepRendezvous::gradients(std::stop_token stop) {
   }
   turn_ = Turn::kHost;  // the previous step (or the start) is complete
   cv_.notify_all();
-  wait_member(lock, stop, Turn::kMemberGradients, "waiting for the host's gradients");
+  cv_.wait(lock, stop, [&] { return turn_ == Turn::kMemberGradients; });
+  // Stopped before the host handed this step's gradients: nothing of it happened.
+  if (turn_ != Turn::kMemberGradients)
+    throw StoppedBetweenSteps("hosted", "waiting for the host's gradients");
   if (!grads_.empty()) kept_.assign(grads_.begin(), grads_.end());
   return step_;
 }
@@ -36,7 +34,8 @@ void StepRendezvous::apply(float lr, std::stop_token stop) {
   lr_ = lr;
   turn_ = Turn::kHostApply;
   cv_.notify_all();
-  wait_member(lock, stop, Turn::kMemberApplied, "waiting for the host's optimizer step");
+  cv_.wait(lock, stop, [&] { return turn_ == Turn::kMemberApplied; });
+  if (turn_ != Turn::kMemberApplied) throw StoppedMidStep("hosted", "waiting for the host's optimizer step");
 }
 
 void StepRendezvous::ended(const std::string& error, bool timed_out) {

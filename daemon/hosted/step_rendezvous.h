@@ -33,8 +33,9 @@ class StepRendezvous {
 
   // The member's side (its training thread). gradients() hands the turn to
   // the host (the previous step is complete) and waits for the gradients;
-  // apply() asks the host to apply them and waits until it has. Both throw
-  // protocol::Aborted when `stop` fires.
+  // apply() asks the host to apply them and waits until it has. When `stop`
+  // fires, gradients() throws StoppedBetweenSteps (nothing of the step has
+  // happened) and apply() StoppedMidStep (the host may be writing).
   trainer::StepResult gradients(std::stop_token stop);
   void apply(float lr, std::stop_token stop);
   // A mode that retries a failed step (AllReduce-SGD re-forms its ring after
@@ -64,7 +65,6 @@ class StepRendezvous {
   trainer::EvalResult evaluation() const;
 
  private:
-  void wait_member(std::unique_lock<std::mutex>& lock, std::stop_token stop, Turn want, const char* what);
   void wait_host(std::unique_lock<std::mutex>& lock, std::chrono::milliseconds timeout, Turn want,
                  const char* what);
 

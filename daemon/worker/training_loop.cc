@@ -90,7 +90,7 @@ void TrainingLoop::run(size_t steps, std::stop_token stop, const Step& step, con
       // uninterrupted run would be, not from the epoch's first.
       for (uint64_t k = 0; first && k < g % steps; ++k) trainer_.sampler().next_batch(batch);
     }
-    if (stop.stop_requested()) throw protocol::Aborted(id_, "training");
+    if (stop.stop_requested()) throw StoppedBetweenSteps(id_, "training");
     trainer_.set_epoch_progress(e + static_cast<double>(g % steps) / static_cast<double>(steps));
     if (step_delay_.count() > 0) std::this_thread::sleep_for(step_delay_);
     const trainer::StepResult r = step(trainer_.sampler().next_batch(batch));

@@ -13,9 +13,27 @@
 #include "daemon/observe/worker_state.h"
 #include "daemon/worker/background_eval.h"
 #include "daemon/worker/epoch_report.h"
+#include "protocol/errors.h"
 #include "trainer/trainer.h"
 
 namespace gossipd::daemon {
+
+// Training stopped (a graceful leave, close(), SIGTERM) at a step boundary:
+// the previous step is complete and this one has changed nothing yet, so
+// the state is what a checkpoint at that round holds. Workers that keep
+// checkpoints write one before they let it through.
+class StoppedBetweenSteps : public protocol::Aborted {
+ public:
+  using protocol::Aborted::Aborted;
+};
+
+// Training stopped while the host (a Python process) applied a step: the
+// parameters are the host's to write until it is done, so no checkpoint is
+// taken of them.
+class StoppedMidStep : public protocol::Aborted {
+ public:
+  using protocol::Aborted::Aborted;
+};
 
 // The epoch/step loop every worker runs, whatever its protocol, and what it
 // reports: per step the round and rate in /status and gossipd_rounds_total;

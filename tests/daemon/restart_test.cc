@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -179,6 +180,30 @@ TEST(MemberRestart, AKilledMemberRestartedWithItsCheckpointsRejoinsWithoutGoingB
       static_cast<unsigned long long>(saved), saved_accuracy, static_cast<unsigned long long>(first),
       m[1].str().c_str());
 }
+
+class StoppedMember : public ::testing::TestWithParam<std::string> {};
+
+// SIGTERM stops a member where it is: it writes a checkpoint of its state
+// there (AllReduce-SGD's of the last step done; a gossip state is whole
+// inside a round too) before it leaves, with no --checkpoint-every due.
+TEST_P(StoppedMember, ASigtermedMemberCheckpointsWhereItStopped) {
+  TempDir dir("gossipd_restart");
+  auto args = args_for(GetParam());
+  *(std::find(args.begin(), args.end(), "--checkpoint-every") + 1) = "0";  // only at the end (or a stop)
+  Cluster c(2, args, [&](int i) {
+    return std::vector<std::string>{"--checkpoint-dir", dir.file(Cluster::id(i) + ".ckpt")};
+  });
+  const uint16_t port = c.http_port(0);
+  ASSERT_GT(port, 0) << c.proc(0).out() << c.proc(0).err();
+  uint64_t seen = 0;
+  ASSERT_TRUE(wait_until([&] { return (seen = fetch_status(port).round()) >= 20; }, 60s)) << c.proc(0).err();
+  ASSERT_TRUE(daemon::list_checkpoints(dir.file("w0.ckpt")).empty()) << "none due before the stop";
+  c.proc(0).signal(SIGTERM);
+  ASSERT_TRUE(c.proc(0).wait(60s));
+  EXPECT_GE(newest_round(dir.file("w0.ckpt")), seen) << c.proc(0).err();
+}
+
+INSTANTIATE_TEST_SUITE_P(Protocols, StoppedMember, ::testing::Values("crossover", "sgp", "allreduce"));
 
 TEST(CheckpointFlags, ACheckpointOfAnotherWorkerOrModelIsRefusedInOneLine) {
   TempDir dir("gossipd_restart");

@@ -168,3 +168,44 @@ def test_batchnorms_running_statistics_are_averaged_with_the_parameters(algo, cl
         arena = torch.from_numpy(w.member.params())
         after_params = sum(p.numel() for p in model.parameters())
         assert model[1].running_mean.data_ptr() == arena[after_params:].data_ptr(), "a view of the arena"
+
+
+@pytest.mark.parametrize("algo", ["crossover", "allreduce"])
+def test_a_whole_cluster_restarted_on_its_checkpoints_trains_on_from_them(algo, tmp_path, closing):
+    # Each member's checkpoint_dir (gossipd run's --checkpoint-dir) every 2
+    # rounds; both closed, then started again from other seeds on the same
+    # directories: they resume at the same round with the saved replicas and
+    # train on as one cluster.
+    def cluster(seed, steps):
+        workers = static_cluster(2, algo, checkpoint_every=2)
+        for i, w in enumerate(workers):
+            w._args += ["--checkpoint-dir", str(tmp_path / f"w{i}")]
+            closing(w)
+        models, rounds = [small_model(seed), small_model(seed)], [None, None]
+
+        def member(rank):
+            opt = gd.DistributedOptimizer(torch.optim.Adam(models[rank].parameters(), lr=0.01), models[rank],
+                                          workers[rank])
+            rounds[rank] = workers[rank].sync_state(models[rank], opt)
+            for s in range(steps):
+                x, y = batch(s)
+                half = slice(rank * 8, rank * 8 + 8)
+                opt.zero_grad()
+                torch.nn.functional.cross_entropy(models[rank](x[half]), y[half]).backward()
+                opt.step()
+            workers[rank].close()
+
+        run_threads([lambda: member(0), lambda: member(1)])
+        return models, rounds, [w.round() for w in workers]
+
+    _, first, _ = cluster(seed=1, steps=7)
+    assert first == [0, 0]
+    saved = [max(int(f.stem.split("-")[1]) for f in (tmp_path / f"w{i}").glob("ckpt-*.gsck")) for i in range(2)]
+    models, resumed, ended = cluster(seed=2, steps=3)
+    assert resumed[0] == resumed[1] == min(saved) > 0, f"both resume at the oldest newest checkpoint {saved}"
+    assert ended == [resumed[0] + 3] * 2
+    fresh = [p.detach() for p in small_model(2).parameters()]
+    assert not torch.equal(next(models[0].parameters()).detach(), fresh[0]), "not the new seed's start"
+    flats = [torch.cat([p.detach().reshape(-1) for p in m.parameters()]) for m in models]
+    if algo == "allreduce":
+        assert torch.equal(flats[0], flats[1]), "one replica"

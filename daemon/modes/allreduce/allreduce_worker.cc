@@ -54,7 +54,13 @@ void AllreduceWorker::run(std::stop_token stop) {
     if (options_.ring_of) group_ = make_ring(view, group_->options());  // every replica starts the same
   }
   membership_.arm();
-  loop_.run(options_.steps_per_epoch, stop, [&](std::span<const uint32_t> idx) { return step(idx, stop); });
+  try {
+    loop_.run(options_.steps_per_epoch, stop, [&](std::span<const uint32_t> idx) { return step(idx, stop); });
+  } catch (const StoppedBetweenSteps&) {
+    if (options_.checkpointer)
+      options_.checkpointer->write_now(capture());  // a stop keeps the last step done
+    throw;
+  }
   if (options_.checkpointer) options_.checkpointer->write_now(capture());
 }
 
@@ -76,29 +82,38 @@ trainer::StepResult AllreduceWorker::step(std::span<const uint32_t> idx, std::st
     if (options_.checkpointer)
       options_.checkpointer->at_step(trainer_.step_count(), [&] { return capture(); });
     const uint64_t round = trainer_.step_count() + 1;
+    trainer::StepResult r;
     try {
       const topology::View view = membership_.view_at(round);
       if (!group_ || ring_changed(view)) reform(view, round, stop);
       // Gradients at the current parameters: after a re-sync they are recomputed.
-      trainer::StepResult r = trainer_.compute_gradients(idx);
+      r = trainer_.compute_gradients(idx);
       if (options_.update) {
         TrainingLoop::CommTimer comm(loop_);
         options_.update(*group_, round);
         return r;
       }
-      auto grads = trainer_.model().grads();
-      sum(grads);
-      report_bytes();
-      const float scale = 1.0f / static_cast<float>(group_->size());
-      for (float& g : grads) g *= scale;
-      trainer_.apply_gradients(trainer_.current_lr());
-      return r;
+      average_gradients();
     } catch (const protocol::Aborted&) {
-      throw;
+      // Stopped before this step touched the parameters or the optimizer's
+      // state (an update of its own may have: its stop is passed on as it is).
+      if (options_.update) throw;
+      throw StoppedBetweenSteps(node_.id(), "the step's allreduce");
     } catch (const protocol::TransportError&) {  // PeerTimeout, or a peer evicted under our feet
       await_view_change(std::current_exception(), round, stop);
+      continue;
     }
+    trainer_.apply_gradients(trainer_.current_lr());
+    return r;
   }
+}
+
+void AllreduceWorker::average_gradients() {
+  auto grads = trainer_.model().grads();
+  sum(grads);
+  report_bytes();
+  const float scale = 1.0f / static_cast<float>(group_->size());
+  for (float& g : grads) g *= scale;
 }
 
 void AllreduceWorker::sum(std::span<float> data) {

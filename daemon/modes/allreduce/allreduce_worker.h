@@ -80,6 +80,7 @@ class AllreduceWorker : public Worker {
   trainer::StepResult local_step(std::span<const uint32_t> idx, std::stop_token stop);
   // The sum over the ring of `data`, in the codec when there is one; a
   // failure leaves the residual as it was (data is the caller's to restore).
+  void average_gradients();  // the ring's sum of the gradients, divided by the members
   void sum(std::span<float> data);
   // Local SGD: the parameters' average over the ring, in place.
   void average_parameters(std::span<float> params);

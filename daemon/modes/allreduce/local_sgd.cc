@@ -43,8 +43,9 @@ trainer::StepResult AllreduceWorker::local_step(std::span<const uint32_t> idx, s
       if (!options_.codec.lossless()) window_start_.assign(params.begin(), params.end());
       report_bytes();
       return r;
-    } catch (const protocol::Aborted&) {
-      throw;
+    } catch (const protocol::Aborted&) {  // stopped mid-average: this member's own step is whole again
+      std::copy(before.begin(), before.end(), params.begin());
+      throw StoppedBetweenSteps(node_.id(), "the parameters' average");
     } catch (const protocol::TransportError&) {  // a member died mid-average: ours is whole again
       std::copy(before.begin(), before.end(), params.begin());
       await_view_change(std::current_exception(), round, stop);

@@ -286,6 +286,24 @@ void GossipWorker::start(std::stop_token stop) {
           "within --startup-timeout-ms (are all members running with --hierarchical?)");
 }
 
+trainer::StepResult GossipWorker::step(Protocol& p, OuterMomentum& outer, std::span<const uint32_t> idx) {
+  // Between two steps: a joiner or a checkpoint may take the state.
+  const uint64_t done = trainer_.step_count();
+  membership_.at_step(
+      done, [&](const ShareSpan& share) { return split_off_for_joiner(p.state(), p.push_sum(), share); });
+  if (options_.checkpointer)
+    options_.checkpointer->at_step(done, [&] { return capture(p.state(), p.push_sum()); });
+  const trainer::StepResult r = p.train(idx);
+  const uint64_t round = trainer_.step_count();
+  if (round % options_.local_steps == 0) {  // --local-steps: the others are local steps
+    TrainingLoop::CommTimer comm(loop_);
+    account(p.exchange(round));
+    outer.step(p.state());
+  }
+  maybe_measure(round, p);
+  return r;
+}
+
 void GossipWorker::run(std::stop_token stop) {
   stop_ = stop;
   const std::unique_ptr<Protocol> p = make_protocol();
@@ -293,28 +311,22 @@ void GossipWorker::run(std::stop_token stop) {
   OuterMomentum outer(options_.outer_momentum);  // crossover only (the flag is crossover's)
   if (outer.on()) outer.restart(p->state());
   membership_.arm();
-  loop_.run(
-      options_.steps_per_epoch, stop,
-      [&](std::span<const uint32_t> idx) {
-        // Between two steps: a joiner or a checkpoint may take the state.
-        const uint64_t done = trainer_.step_count();
-        membership_.at_step(done, [&](const ShareSpan& share) {
-          return split_off_for_joiner(p->state(), p->push_sum(), share);
-        });
-        if (options_.checkpointer)
-          options_.checkpointer->at_step(done, [&] { return capture(p->state(), p->push_sum()); });
-        const trainer::StepResult r = p->train(idx);
-        const uint64_t round = trainer_.step_count();
-        if (round % options_.local_steps == 0) {  // --local-steps: the others are local steps
-          TrainingLoop::CommTimer comm(loop_);
-          account(p->exchange(round));
-          outer.step(p->state());
-        }
-        maybe_measure(round, *p);
-        return r;
-      },
-      [&] { account(p->settle()); });
-  if (options_.checkpointer) options_.checkpointer->write_now(capture(p->state(), p->push_sum()));
+  const auto checkpoint_now = [&] {
+    if (options_.checkpointer) options_.checkpointer->write_now(capture(p->state(), p->push_sum()));
+  };
+  try {
+    loop_.run(
+        options_.steps_per_epoch, stop, [&](std::span<const uint32_t> idx) { return step(*p, outer, idx); },
+        [&] { account(p->settle()); });
+  } catch (const StoppedMidStep&) {
+    throw;  // the host was writing the parameters
+  } catch (const protocol::Aborted&) {
+    // Stopped between two steps, or inside a round: a gossip state is whole
+    // after any part of a round (each segment mixed or not yet), so it is kept.
+    checkpoint_now();
+    throw;
+  }
+  checkpoint_now();
 }
 
 std::unique_ptr<Worker> make_gossip_worker(WorkerContext& c, GossipAlgo algo, const GossipFlags& o) {

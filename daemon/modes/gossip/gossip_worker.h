@@ -10,6 +10,7 @@
 #include "daemon/cluster/membership.h"
 #include "daemon/observe/metrics.h"
 #include "daemon/worker/compress_flags.h"
+#include "daemon/worker/outer_momentum.h"
 #include "daemon/worker/training_loop.h"
 #include "daemon/worker/worker.h"
 #include "protocol/crossover.h"
@@ -96,6 +97,8 @@ class GossipWorker : public Worker {
   // Every member calls it after the same rounds (they run in step). A
   // measurement that fails (a member just died) is skipped, never fatal.
   void maybe_measure(uint64_t round, Protocol& protocol);
+  // One step: the joiners' and checkpoints' turn, the local step, the exchange.
+  trainer::StepResult step(Protocol& p, OuterMomentum& outer, std::span<const uint32_t> idx);
   // This worker's state (x: the parameters, for SGP the numerators), as a
   // checkpoint holds it; changes nothing.
   ReplicaState capture(std::span<const float> x, const protocol::PushSumGossip* push_sum) const;
