@@ -35,17 +35,19 @@ SCRIPT = textwrap.dedent("""
         total = sum(float(p.detach().double().sum()) for p in model.parameters())
         with open(os.path.join(os.environ["OUT_DIR"], os.environ["RANK"] + ".json"), "w") as f:
             json.dump({"id": w.id, "rank": w.rank, "size": w.size, "env_rank": int(os.environ["RANK"]),
-                       "sum": total}, f)
+                       "sum": total, "endpoint": w.endpoint}, f)
 """)
 
 
-def launcher(tmp_path, args, script=SCRIPT, **env):
-    """python3 -m gossipd.launch ARGS train.py, started (a Popen)."""
+def launcher(tmp_path, args, script=SCRIPT, netns=None, **env):
+    """python3 -m gossipd.launch ARGS train.py, started (a Popen); in the
+    network namespace `netns` where given."""
     path = tmp_path / "train.py"
     path.write_text(script)
     full = dict(os.environ, FLAGS=json.dumps(FAST), OUT_DIR=str(tmp_path), **env)
     full.setdefault("GOSSIPD_PYTHONPATH", sys.path[0])
-    return subprocess.Popen([sys.executable, "-m", "gossipd.launch"] + args + [str(path)],
+    prefix = ["ip", "netns", "exec", netns] if netns else []
+    return subprocess.Popen(prefix + [sys.executable, "-m", "gossipd.launch"] + args + [str(path)],
                             env=dict(full, PYTHONPATH=full["GOSSIPD_PYTHONPATH"]), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
@@ -185,3 +187,55 @@ def test_keyword_arguments_that_contradict_the_launcher_are_value_errors(monkeyp
         gd.Worker(peers={"a": "tcp://127.0.0.1:1"})
     with pytest.raises(ValueError, match=r"id='w1' contradicts the launcher's RANK 1: .*\('rank1'\)"):
         gd.Worker(id="w1")
+
+
+class TwoHosts:
+    """Two network namespaces joined by a veth pair (10.251.<pid>.1 and .2),
+    deleted on exit: two hosts for the launcher's --nnodes."""
+
+    def __init__(self):
+        tag = os.getpid() % 100000
+        self.names = [f"gdl{tag}a", f"gdl{tag}b"]
+        self.addresses = [f"10.251.{tag % 250}.{i}" for i in (1, 2)]
+
+    def sh(self, cmd):
+        subprocess.run(cmd, shell=True, check=True, stdout=subprocess.DEVNULL)
+
+    def __enter__(self):
+        a, b = self.names
+        try:
+            for ns in self.names:
+                self.sh(f"ip netns add {ns}")
+            self.sh(f"ip link add {a}v type veth peer name {b}v && ip link set {a}v netns {a} && "
+                    f"ip link set {b}v netns {b}")
+            for ns, address in zip(self.names, self.addresses):
+                self.sh(f"ip -n {ns} addr add {address}/24 dev {ns}v && ip -n {ns} link set {ns}v up && "
+                        f"ip -n {ns} link set lo up")
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        for ns in self.names:
+            subprocess.run(f"ip netns del {ns} 2>/dev/null", shell=True)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
+def test_launchers_on_two_network_hosts_meet_and_train_as_one(tmp_path):
+    # Each launcher in a namespace of its own: the workers listen on their
+    # host's address toward MASTER_ADDR (node 0's), not on loopback.
+    with TwoHosts() as hosts:
+        port = str(free_ports(1)[0])
+        nodes = []
+        for r in (1, 0):
+            args = ["--nnodes", "2", "--node_rank", str(r), "--nproc_per_node", "1", "--master_addr",
+                    hosts.addresses[0], "--master_port", port]
+            nodes.append(launcher(tmp_path, args, netns=hosts.names[r]))
+        for proc in nodes:
+            code, err = finished(proc)
+            assert code == 0, err
+    lines = [json.loads((tmp_path / f"{rank}.json").read_text()) for rank in range(2)]
+    assert [(d["id"], d["rank"], d["size"]) for d in lines] == [("rank0", 0, 2), ("rank1", 1, 2)]
+    assert lines[0]["sum"] == lines[1]["sum"], "AllReduce-SGD: one replica"
+    assert [d["endpoint"].split(":")[1] for d in lines] == ["//" + a for a in hosts.addresses]
