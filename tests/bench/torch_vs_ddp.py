@@ -6,9 +6,10 @@ per-worker batch, one process per worker, one thread each.
   tests/bench/torch_vs_ddp.py accuracy [--procs 4] [--epochs 10]
       final mean test accuracy of each protocol and of DDP (issue 42: within
       0.5 points of DDP)
-  tests/bench/torch_vs_ddp.py speed [--procs 4] [--steps 60] [--reps 5]
+  tests/bench/torch_vs_ddp.py speed [--procs 4] [--steps 60] [--reps 5] [--optim adamw]
       median step time (forward, backward, step), the protocols and DDP
-      alternated rep by rep; ratios against DDP's
+      alternated rep by rep; ratios against DDP's (SGD with momentum, or
+      AdamW)
   tests/bench/torch_vs_ddp.py join [--procs 4] [--epochs 3] [--join-after 1] [--protos crossover,sgp]
       a fifth process joins after the others' first epoch: its first
       evaluation (the state it downloaded) against theirs at that epoch
@@ -41,6 +42,14 @@ def cnn():
     return nn.Sequential(nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
                          nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
                          nn.Linear(64 * 7 * 7, 128), nn.ReLU(), nn.Linear(128, 10))
+
+
+def optimizer(a, params):
+    """--optim: sgd (momentum 0.9) or adamw (weight decay 0.01), at --lr."""
+    import torch
+    if a.optim == "adamw":
+        return torch.optim.AdamW(params, lr=a.lr, weight_decay=0.01)
+    return torch.optim.SGD(params, lr=a.lr, momentum=0.9)
 
 
 def accuracy(model, x, y):
@@ -87,7 +96,7 @@ def worker(a):
     steps = len(y) // a.world // a.batch
     torch.manual_seed(a.seed)
     model = cnn()
-    sgd = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=0.9)
+    sgd = optimizer(a, model.parameters())
     joiner, flag = a.rank == a.world, Path(a.out).with_name(f"{a.proto}-joined-after-epoch")
     w, evals, first = None, [], 0
     if a.proto in ("ddp", "local"):
@@ -98,7 +107,7 @@ def worker(a):
             opt = sgd
         else:
             model = torch.nn.parallel.DistributedDataParallel(model)
-            opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=0.9)
+            opt = optimizer(a, model.parameters())
     else:
         import gossipd.torch as gd
         if joiner:
@@ -191,7 +200,8 @@ def run_protocol(a, proto, netns, tmp):
         cmd = [sys.executable, __file__, "worker", "--proto", proto, "--rank", str(r), "--world", str(a.procs),
                "--endpoints", endpoints, "--ddp", f"{hosts[0]}:{ports[-1]}", "--epochs", str(a.epochs),
                "--steps", str(a.steps), "--batch", str(a.batch), "--lr", str(a.lr), "--seed", str(a.seed),
-               "--train-limit", str(a.train_limit), "--join-after", str(a.join_after), "--package", a.package,
+               "--train-limit", str(a.train_limit), "--join-after", str(a.join_after), "--optim", a.optim,
+               "--package", a.package,
                "--out", str(out)]
         if netns:
             cmd = ["ip", "netns", "exec", netns.names[r]] + cmd
@@ -239,6 +249,7 @@ def main():
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--lr", type=float, default=0.05)
+    p.add_argument("--optim", choices=["sgd", "adamw"], default="sgd")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--train-limit", type=int, default=0)
     p.add_argument("--join-after", type=int, default=0, help="join: a fifth process joins after this epoch")
