@@ -125,6 +125,11 @@ void add_run_command(CLI::App& app, RunCommandLine& line) {
                   "Fault injection: every training step takes this much longer (a slow worker)")
       ->check(CLI::Range(0, 60000))
       ->capture_default_str();
+  cmd->add_option("--inject-step-slowdown", o.step_slowdown,
+                  "Fault injection: compute K times slower (after each step, wait K - 1 times its compute: "
+                  "its time less its communication), on any machine")
+      ->check(CLI::Range(1.0, 100.0))
+      ->capture_default_str();
   cmd->add_option("--inject-drop", o.inject_drop,
                   "Fault injection: lose each outbound message with this probability")
       ->check(CLI::Range(0.0, 1.0))

@@ -65,6 +65,7 @@ struct RunOptions {
   bool check_config = false;  // validate everything, start nothing
   int delay_ms = 0;           // injected latency on every outbound message
   int step_delay_ms = 0;      // injected slowness: every training step takes this much longer
+  double step_slowdown = 1;   // injected slowness: compute this many times slower
   double inject_drop = 0;     // injected loss, duplication, reordering (probabilities)
   double inject_duplicate = 0;
   double inject_reorder = 0;

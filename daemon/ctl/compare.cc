@@ -364,8 +364,8 @@ std::vector<std::string> compare_run_args(const CompareOptions& o, const std::st
   if (o.test_limit > 0) a.insert(a.end(), {"--test-limit", std::to_string(o.test_limit)});
   if (!o.data.empty()) a.insert(a.end(), {"--data", o.data});
   if (o.delay_ms > 0) a.insert(a.end(), {"--delay-ms", std::to_string(o.delay_ms)});
-  if (const auto delays = compare_step_delays(o); delays.contains(static_cast<size_t>(i)))
-    a.insert(a.end(), {"--inject-step-delay-ms", std::to_string(delays.at(static_cast<size_t>(i)))});
+  const auto slow = straggler_args(o, static_cast<size_t>(i));
+  a.insert(a.end(), slow.begin(), slow.end());
   if (!o.momentum.empty()) a.insert(a.end(), {"--momentum", o.momentum});
   a.insert(a.end(), entry.launch.flags.begin(), entry.launch.flags.end());
   if (!entry.launch.per_worker.empty()) {
@@ -378,7 +378,7 @@ std::vector<std::string> compare_run_args(const CompareOptions& o, const std::st
 }
 
 void check_compare_entries(const CompareOptions& o) {
-  compare_step_delays(o);  // a bad one is refused before anything runs
+  straggler_args(o, 0);  // a bad delay or slowdown is refused before anything runs
   if (o.groups > o.workers)
     throw UsageError("--groups " + std::to_string(o.groups) + " is more than --workers");
   // Refusals first: an entry's, then a mode's flag no entry honours.
@@ -451,7 +451,7 @@ int run_compare(const CompareOptions& o) {
     std::vector<PresetConfig> rows;
     for (const auto& c : configs)
       rows.push_back({c.name, c.options.workers, c.options.batch, c.options.lr, c.x});
-    write_preset_report(o.out, preset, preset_description(o), o.preset == "scaling", o.target, rows);
+    write_preset_report(o.out, preset, preset_description(o), preset_axis(o), o.target, rows);
   }
   std::printf("gossipctl compare: report in %s/report.md%s\n", o.out.c_str(),
               o.preset.empty() ? (" and " + o.out + "/report.html (summary.json, plots *.svg)").c_str()

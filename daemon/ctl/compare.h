@@ -46,8 +46,9 @@ struct CompareOptions {
   // every host's link in both directions.
   bool netns = false;
   std::string bandwidth;
-  int delay_ms = 0;         // injected in the workers' transport (the kernel has no netem)
-  std::string step_delays;  // "w3=40,w7=40": slower workers (compare_stragglers.h)
+  int delay_ms = 0;            // injected in the workers' transport (the kernel has no netem)
+  std::string step_delays;     // "w3=40,w7=40": slower workers (compare_stragglers.h)
+  std::string step_slowdowns;  // "w6=2,w7=2": workers computing that many times slower
   // gossipd run --send-buffer-kb for every worker of every protocol; 0: with
   // `bandwidth`, link_send_buffer_kb of it, else the daemon's default.
   int send_buffer_kb = 0;

@@ -117,8 +117,9 @@ void add_compare_flags(CLI::App* cmd, CompareOptions& o, int max_workers) {
   cmd->add_option(
          "--preset", o.preset,
          "large-batch: global batch x1, x4, x16 with the lr scaled; scaling: 4, 8, 16 workers at a fixed "
-         "global batch (--batch x 4)")
-      ->check(CLI::IsMember({"large-batch", "scaling"}));
+         "global batch (--batch x 4); stragglers: equal speed, then the last two workers computing 2x "
+         "slower, compute groups beside the protocols")
+      ->check(CLI::IsMember({"large-batch", "scaling", "stragglers"}));
   // The modes' own flags for their entries (--pace, --partition, ...).
   ModeFlags mode_flags(*cmd);
   o.modes->add_compare_flags(mode_flags);

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "daemon/ctl/compare_report.h"
+#include "daemon/ctl/compare_stragglers.h"
 
 namespace gossipd::daemon {
 namespace {
@@ -14,6 +15,27 @@ std::string name(const char* prefix, int k) {
   std::ostringstream s;
   s << prefix << k;
   return s.str();
+}
+
+// The stragglers preset: every worker at the same speed, then the slow ones
+// (--inject-step-slowdown / --inject-step-delay-ms, or the last two
+// computing kStragglerSlowdown times slower); compute groups (groups:2,
+// ranks split in halves: the slow ones in one) beside the other entries.
+std::vector<PresetRun> straggler_runs(const CompareOptions& o) {
+  CompareOptions base = o;
+  const bool has_groups = std::any_of(o.algos.begin(), o.algos.end(),
+                                      [](const std::string& a) { return a.rfind("groups", 0) == 0; });
+  if (!has_groups) base.algos.push_back("groups:2");
+  CompareOptions slowed = base;
+  if (o.step_delays.empty() && o.step_slowdowns.empty()) {
+    const std::string k = format("%g", kStragglerSlowdown);
+    slowed.step_slowdowns = name("w", o.workers - 2) + "=" + k + "," + name("w", o.workers - 1) + "=" + k;
+  }
+  base.step_delays.clear();
+  base.step_slowdowns.clear();
+  const auto slow =
+      static_cast<double>(compare_step_delays(slowed).size() + compare_step_slowdowns(slowed).size());
+  return {{"equal", base, 0}, {"stragglers", slowed, slow}};
 }
 
 }  // namespace
@@ -40,13 +62,27 @@ std::vector<PresetRun> preset_runs(const CompareOptions& o) {
       c.options.groups = std::min(o.groups, n);
       out.push_back(c);
     }
+  } else if (o.preset == "stragglers") {
+    out = straggler_runs(o);
   } else {
     out.push_back({"", o, static_cast<double>(o.workers)});
   }
   return out;
 }
 
+std::string preset_axis(const CompareOptions& o) {
+  if (o.preset == "scaling") return "workers";
+  if (o.preset == "stragglers") return "slowed workers";
+  return "global batch";
+}
+
 std::string preset_description(const CompareOptions& o) {
+  if (o.preset == "stragglers") {
+    return "Every worker at the same speed, then stragglers" +
+           step_delays_setup(preset_runs(o).back().options) +
+           ": compute groups (groups:2, ranks in halves) beside the other protocols, each to " +
+           format("%g", o.target) + " test accuracy.";
+  }
   if (o.preset == "scaling") {
     return "Workers 4, 8 and 16 at a fixed global batch of " + std::to_string(o.batch * 4) + ".";
   }

@@ -21,8 +21,14 @@ struct PresetRun {
 //               paper's large-batch recipe: the learning rate scaled
 //               linearly with the batch, LARS and a linear warm-up;
 //  scaling:     4, 8 and 16 workers at a fixed global batch (--batch x 4).
+//  stragglers:  every worker at one speed, then the last two computing
+//               kStragglerSlowdown times slower (or the workers
+//               --inject-step-slowdown / --inject-step-delay-ms name), with
+//               compute groups (groups:2) beside the other entries.
 // Without a preset, one unnamed run of `options` itself.
 std::vector<PresetRun> preset_runs(const CompareOptions& options);
+// What a preset's configurations vary: its round-time plot's x axis.
+std::string preset_axis(const CompareOptions& options);
 
 // The sentence that describes the preset on top of its report.
 std::string preset_description(const CompareOptions& options);
@@ -31,5 +37,8 @@ std::string preset_description(const CompareOptions& options);
 // coefficient and this many epochs of warm-up, at every batch size.
 constexpr float kLargeBatchLarsEta = 0.02f;
 constexpr float kLargeBatchWarmupEpochs = 2.0f;
+// The stragglers preset's slow workers: each step's compute this many times
+// the others' (the "2x").
+constexpr double kStragglerSlowdown = 2.0;
 
 }  // namespace gossipd::daemon

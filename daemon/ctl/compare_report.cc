@@ -287,7 +287,7 @@ void write_compare_report(const std::string& out, const proto::CompareSummary& s
 
 // The preset's own summary, table and plot over its configurations.
 void write_preset_report(const std::string& out, const proto::ComparePreset& p,
-                         const std::string& description, bool x_is_workers, double target,
+                         const std::string& description, const std::string& x_label, double target,
                          const std::vector<PresetConfig>& configs) {
   write_text_file(out + "/summary.json", to_json(p) + "\n");
   std::ostringstream md;
@@ -314,9 +314,9 @@ void write_preset_report(const std::string& out, const proto::ComparePreset& p,
   std::ostringstream gp;
   gp << "set terminal svg size 720,420 dynamic enhanced font 'sans,12'\nset grid\nset key top left\nset "
         "output '"
-     << out << "/round_time.svg'\nset title 'Round time'\nset xlabel '"
-     << (x_is_workers ? "workers" : "global batch") << "'\nset ylabel 'ms per round'\n"
-     << (x_is_workers ? "" : "set logscale x 2\n");
+     << out << "/round_time.svg'\nset title 'Round time'\nset xlabel '" << x_label
+     << "'\nset ylabel 'ms per round'\n"
+     << (x_label == "global batch" ? "set logscale x 2\n" : "");
   if (per_algo.empty()) {
     gp << "plot [0:1] [0:1] 2 notitle\n";
   } else {

@@ -57,10 +57,10 @@ struct PresetConfig {
   int workers = 0;
   size_t batch = 0;
   float lr = 0;
-  double x = 0;  // the plot's axis: workers (scaling) or global batch (large-batch)
+  double x = 0;  // the plot's axis (preset_axis): workers, global batch or slowed workers
 };
 void write_preset_report(const std::string& out, const proto::ComparePreset& p,
-                         const std::string& description, bool x_is_workers, double target,
+                         const std::string& description, const std::string& x_label, double target,
                          const std::vector<PresetConfig>& configs);
 
 }  // namespace gossipd::daemon

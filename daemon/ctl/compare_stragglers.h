@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace CLI {
 class App;
@@ -20,7 +21,12 @@ void add_step_delays_flag(CLI::App* cmd, CompareOptions& options);
 // The delays by worker index, checked: UsageError in one line for a worker
 // that is not among --workers or a delay that is not 0 to 60000 ms.
 std::map<size_t, int> compare_step_delays(const CompareOptions& options);
-// ", steps of w3 and w7 40 ms longer" for the report's setup line ("" for none).
+// The slowdowns by worker index, checked alike (a factor from 1 to 100).
+std::map<size_t, double> compare_step_slowdowns(const CompareOptions& options);
+// gossipd run's flags for worker `index`: its delay and its slowdown, if any.
+std::vector<std::string> straggler_args(const CompareOptions& options, size_t index);
+// ", steps w3 +40 ms (--inject-step-delay-ms)" and ", w6 x2 (--inject-step-slowdown)"
+// for the report's setup line ("" for none).
 std::string step_delays_setup(const CompareOptions& options);
 
 }  // namespace gossipd::daemon

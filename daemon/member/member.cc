@@ -159,6 +159,7 @@ std::unique_ptr<Worker> Member::make_worker() {
     loop_ = std::make_unique<TrainingLoop>(o_.id, t->trainer(), t->test(), state_, metrics_, *log_, epochs_,
                                            evaluation_sink(), o_.evals_per_epoch, mode_.eval_model(o_));
     loop_->set_step_delay(std::chrono::milliseconds(o_.step_delay_ms));
+    loop_->set_step_slowdown(o_.step_slowdown);
   }
   proto::StateHeader header;
   header.set_steps_per_epoch(steps_);

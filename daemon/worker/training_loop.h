@@ -72,6 +72,10 @@ class TrainingLoop {
   // Fault injection (--inject-step-delay-ms): every step takes this much
   // longer, the worker's compute slowed.
   void set_step_delay(std::chrono::milliseconds delay) { step_delay_ = delay; }
+  // Fault injection (--inject-step-slowdown K): after each step the loop
+  // waits K - 1 times the step's compute (its time less its CommTimers'),
+  // so the worker computes K times slower whatever the machine.
+  void set_step_slowdown(double k) { step_slowdown_ = k; }
 
   // Runs `epochs` epochs of `steps` steps each (the same count on every
   // member); checks `stop` between steps and throws protocol::Aborted.
@@ -95,6 +99,9 @@ class TrainingLoop {
 
  private:
   void step_done(uint64_t round, double running_loss);
+  // --inject-step-slowdown: waits K - 1 times the compute of the step that
+  // began at `began` with `comm_before` seconds of communication counted.
+  void slow_down(std::chrono::steady_clock::time_point began, double comm_before);
   double comm_ms_per_round(uint64_t round) const;
   // An evaluation after `progress` epochs (fractional inside an epoch);
   // `epoch` is the number of epochs completed.
@@ -112,6 +119,7 @@ class TrainingLoop {
   int epochs_;
   int evals_per_epoch_;
   std::chrono::milliseconds step_delay_{0};
+  double step_slowdown_ = 1;
   Counter& comm_total_;
   double comm_seconds_ = 0;  // CommTimers on the training thread, since run() began
   // The training thread evaluating or waiting for an evaluation, since run()

@@ -222,6 +222,36 @@ TEST_F(CompareTest, AStepDelayForNoSuchWorkerOrOfNoDurationIsOneLine) {
            {"w1=-5", "w1=-5 is not a whole number of milliseconds"},
            {"x1=5", "'x1=5' is not WORKER=VALUE"}})
     expect_refused({"--inject-step-delay-ms", value}, needle);
+  for (const auto& [value, needle] :
+       std::vector<std::pair<std::string, std::string>>{{"w4=2", "there is no worker w4 among --workers 4"},
+                                                        {"w1=0.5", "w1=0.5 is not a factor from 1 to 100"},
+                                                        {"w1=fast", "w1=fast is not a factor from 1 to 100"}})
+    expect_refused({"--inject-step-slowdown", value}, needle);
+}
+
+// --preset stragglers: the same entries at equal speed, then with the last
+// two workers computing 2x slower, compute groups added beside them; each
+// configuration its report, the slow workers named in the second's.
+TEST_F(CompareTest, TheStragglersPresetRunsEqualSpeedThenTwoSlowWorkersWithComputeGroups) {
+  const std::string out = dir_ + "/stragglers";
+  const auto r = run({bin("gossipctl"), "compare",   "--preset",     "stragglers", "--workers", "4",
+                      "--algos",        "allreduce", "--epochs",     "1",          "--batch",   "32",
+                      "--train-limit",  "640",       "--test-limit", "100",        "--target",  "0.1",
+                      "--out",          out},
+                     300s);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::string report = daemon::read_file(out + "/report.md");
+  EXPECT_NE(report.find("stragglers, computing w2 x2, w3 x2 (--inject-step-slowdown)"), std::string::npos)
+      << report;
+  for (const std::string config : {"equal", "stragglers"}) {
+    for (const std::string algo : {"allreduce", "groups:2"})
+      EXPECT_NE(report.find("](" + config + "/report.md) | 4 | 32 | 0.05 | " + algo + " | ok"),
+                std::string::npos)
+          << config << " " << algo << ": " << report;
+  }
+  EXPECT_NE(daemon::read_file(out + "/stragglers/report.md").find("w2 x2, w3 x2 (--inject-step-slowdown)"),
+            std::string::npos);
+  EXPECT_EQ(daemon::read_file(out + "/equal/report.md").find("--inject-step-slowdown"), std::string::npos);
 }
 
 TEST_F(CompareTest, EvaluationsInsideEpochsRefineTheTimeToTarget) {
