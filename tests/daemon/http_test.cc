@@ -2,6 +2,7 @@
 
 #include <asio.hpp>
 
+#include "daemon/observe/http_client.h"
 #include "daemon/observe/http_server.h"
 #include "daemon/observe/metrics.h"
 #include "tests/support/http_client.h"
@@ -39,6 +40,20 @@ TEST(Http, OversizedRequestIsDroppedAndServerKeepsServing) {
   asio::ip::tcp::socket idle(io);
   idle.connect({asio::ip::make_address("127.0.0.1"), server.port()});
   EXPECT_EQ(http_exchange(server.port(), "GET /status HTTP/1.1\r\n\r\n").rfind("HTTP/1.1 200", 0), 0u);
+}
+
+// A server that accepts and never answers (a stopped member: the kernel
+// completes the handshake) is "" once the client's time is up, not a hang;
+// one that answers is read whole within it.
+TEST(Http, TheClientGivesUpOnAServerThatAcceptsAndNeverAnswers) {
+  asio::io_context io;
+  asio::ip::tcp::acceptor silent(io, {asio::ip::make_address("127.0.0.1"), 0});
+  const uint16_t port = silent.local_endpoint().port();
+  EXPECT_EQ(daemon::http_get("127.0.0.1", port, "/status", std::chrono::milliseconds(200)), "");
+  EXPECT_EQ(
+      daemon::http_exchange("127.0.0.1", port, "GET / HTTP/1.1\r\n\r\n", std::chrono::milliseconds(200)), "");
+  HttpServer server("127.0.0.1:0", routes);
+  EXPECT_EQ(daemon::http_get("127.0.0.1", server.port(), "/status"), "{\"ok\":true}");
 }
 
 TEST(Http, BadAddressesAreClearErrors) {
