@@ -7,13 +7,19 @@
 
 namespace gossipd::daemon {
 
+std::vector<std::string> comma_list(const std::string& text) {
+  std::vector<std::string> items;
+  for (size_t at = 0; at < text.size();) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    items.push_back(text.substr(at, comma - at));
+    at = comma + 1;
+  }
+  return items;
+}
+
 std::map<size_t, std::string> worker_values(const std::string& text, const std::string& flag, int workers) {
   std::map<size_t, std::string> out;
-  size_t at = 0;
-  while (at < text.size()) {
-    const size_t comma = std::min(text.find(',', at), text.size());
-    const std::string item = text.substr(at, comma - at);
-    at = comma + 1;
+  for (const std::string& item : comma_list(text)) {
     const size_t eq = item.find('=');
     size_t k = 0;
     const char* digits = item.data() + 1;

@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace gossipd::daemon {
 
@@ -11,5 +12,8 @@ namespace gossipd::daemon {
 // UsageError naming `flag` for an item that is not wK=VALUE or a worker
 // beyond `workers`.
 std::map<size_t, std::string> worker_values(const std::string& text, const std::string& flag, int workers);
+
+// "a,b,c" as its items ("" as none; "a,,b" keeps the empty one).
+std::vector<std::string> comma_list(const std::string& text);
 
 }  // namespace gossipd::daemon

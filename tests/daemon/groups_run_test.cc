@@ -214,6 +214,8 @@ TEST(GroupsRun, BadCountsAndMomentaAreOneLine) {
   expect_refused_by(4, groups(2, {"--momentum", "high"}), "'high' is not in [0, 0.999] nor auto");
   expect_refused_by(4, groups(2, {"--optimizer", "lars"}),
                     "--optimizer lars needs whole layers; use --optimizer sgd");
+  expect_refused_by(4, groups(2, {"--compute-group-order", "w0,w1,w2,w9"}),
+                    "--compute-group-order: the order does not list every one of the 4 members exactly once");
   const RunResult train = run({bin("gossipd"), "train", "--momentum", "auto", "--epochs", "1"}, 30s);
   EXPECT_EQ(train.exit_code, 2) << train.err;
   EXPECT_NE(train.err.find("--momentum auto is a distributed mode's rule (gossipd run --help)"),

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <regex>
 
 #include "daemon/ctl/child_process.h"
 #include "tests/support/process.h"
@@ -66,6 +67,55 @@ TEST_F(TuneTest, ProbesChooseTheLeastPredictedTimeAndRunItToTheGoal) {
   EXPECT_NE(again.err.find("already holds a tuning"), std::string::npos) << again.err;
 }
 
+// Two of four workers computing 3x slower (--inject-step-slowdown w0=3,w2=3:
+// by rank each group of two would hold one): the first synchronous probe
+// measures every member's compute, and the g = 2 runs take the members
+// fastest first, the slow two in one group.
+TEST_F(TuneTest, TheTunerGroupsMembersOfLikeSpeedFromTheFirstSynchronousProbe) {
+  const std::string out = dir_ + "/speeds";
+  const auto r = run({bin("gossipctl"),
+                      "tune",
+                      "--workers",
+                      "4",
+                      "--batch",
+                      "32",
+                      "--train-limit",
+                      "2000",
+                      "--test-limit",
+                      "500",
+                      "--evals-per-epoch",
+                      "4",
+                      "--groups",
+                      "1,2",
+                      "--lrs",
+                      "0.1",
+                      "--momenta",
+                      "0.9",
+                      "--target-accuracy",
+                      "0.5",
+                      "--epochs",
+                      "1",
+                      "--budget-s",
+                      "1000000",
+                      "--inject-step-slowdown",
+                      "w0=3,w2=3",
+                      "--out",
+                      out},
+                     600s);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto s = read_json_file<proto::TuneSummary>(out + "/tune.json");
+  ASSERT_EQ(s.compute_ms_size(), 4);
+  for (int slow : {0, 2})
+    for (int fast : {1, 3}) EXPECT_GT(s.compute_ms(slow), 1.25 * s.compute_ms(fast)) << slow << " " << fast;
+  // Fast two first, slow two last (each pair in the order measured).
+  EXPECT_TRUE(std::regex_match(s.group_order(), std::regex("(w1,w3|w3,w1),(w0,w2|w2,w0)")))
+      << s.group_order();
+  for (const auto& p : s.probes())
+    EXPECT_EQ(p.group_order(), p.groups() > 1 ? s.group_order() : "") << p.name();
+  EXPECT_TRUE(std::regex_search(daemon::read_file(out + "/report.md"),
+                                std::regex(R"(at g = 2: \[(w1 w3|w3 w1)\] \[(w0 w2|w2 w0)\])")));
+}
+
 TEST_F(TuneTest, AGoalNoProbeReachesWithinTheBudgetIsOneLineWithTheNearest) {
   // Every probe trains its one epoch and misses the goal.
   const std::string out = dir_ + "/t";
@@ -83,9 +133,11 @@ TEST_F(TuneTest, AGoalNoProbeReachesWithinTheBudgetIsOneLineWithTheNearest) {
   ASSERT_EQ(s.probes_size(), 1);
   EXPECT_EQ(s.probes(0).stopped(), "epochs");
   EXPECT_TRUE(fs::exists(out + "/report.md"));
-  // A budget spent during the first probe ends it there, and the probing.
+  // A budget spent during the first probe ends it there, and the probing
+  // (1000 epochs: no machine finishes them within the budget's second, as
+  // the default 15 epochs of this subset were on an idle one).
   r = run(tune({"--groups", "1,2", "--lrs", "0.05", "--momenta", "0.9", "--target-accuracy", "0.99",
-                "--budget-s", "1", "--out", dir_ + "/b"}),
+                "--epochs", "1000", "--budget-s", "1", "--out", dir_ + "/b"}),
           300s);
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_NE(r.err.find("no probe reached test accuracy 0.99 (probing ended: budget, 1 probe in "),

@@ -46,5 +46,19 @@ TEST(ComputeGroups, ACountThatDoesNotDivideIsRefusedWithTheReason) {
   EXPECT_THROW(compute_group_labels({"a"}, 0), std::invalid_argument);
 }
 
+// --compute-group-order (gossipctl tune lists the members fastest first):
+// consecutive members of the order share a group; an order that is not the
+// members is refused.
+TEST(ComputeGroups, AnOrderGivesItsConsecutiveMembersOneGroup) {
+  const auto labels = compute_group_labels({"w0", "w1", "w2", "w3"}, 2, {"w1", "w3", "w0", "w2"});
+  EXPECT_EQ(labels.at("w1"), compute_group_label(0));
+  EXPECT_EQ(labels.at("w3"), compute_group_label(0));
+  EXPECT_EQ(labels.at("w0"), compute_group_label(1));
+  EXPECT_EQ(labels.at("w2"), compute_group_label(1));
+  for (const std::vector<std::string>& bad :
+       {std::vector<std::string>{"w1", "w3", "w0"}, {"w1", "w3", "w0", "w0"}, {"w1", "w3", "w0", "w9"}})
+    EXPECT_THROW(compute_group_labels({"w0", "w1", "w2", "w3"}, 2, bad), std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace gossipd::topology

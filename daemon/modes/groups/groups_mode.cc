@@ -29,6 +29,10 @@ class GroupsMode : public Mode {
              "of the parameter shards (one per worker), which apply each group's as it arrives; 1 is "
              "synchronous SGD, N fully asynchronous")
         ->check(CLI::Range(size_t{1}, size_t{4096}));
+    f.option("--compute-group-order", flags_.order,
+             "--algo groups: the members in the order the groups take them, N/g consecutive ones a group "
+             "(gossipctl tune lists them by speed, so a slow member holds back only its own group); "
+             "default: ids sorted");
     f.option("--target-momentum", flags_.target_momentum,
              "--algo groups --momentum auto: the total momentum (explicit + the asynchrony's implicit)")
         ->check(CLI::Range(0.0f, 0.999f))

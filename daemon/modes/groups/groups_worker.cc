@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "daemon/config/cli.h"
+#include "daemon/config/worker_values.h"
 #include "daemon/modes/allreduce/allreduce_worker.h"
 #include "daemon/modes/groups/groups_report.h"
 #include "daemon/modes/groups/momentum_rule.h"
@@ -177,7 +178,12 @@ void check_groups(const GroupsFlags& o, size_t members, const RunOptions& option
 }
 
 std::unique_ptr<Worker> make_groups_worker(WorkerContext& c, const GroupsFlags& o) {
-  return std::make_unique<GroupsWorker>(c, o, topology::compute_group_labels(c.members, o.compute_groups));
+  try {
+    const auto labels = topology::compute_group_labels(c.members, o.compute_groups, comma_list(o.order));
+    return std::make_unique<GroupsWorker>(c, o, labels);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError("--compute-group-order: " + std::string(e.what()));
+  }
 }
 
 }  // namespace gossipd::daemon

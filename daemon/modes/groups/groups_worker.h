@@ -13,6 +13,9 @@ namespace gossipd::daemon {
 // gossipd run's flags of --algo groups (daemon/modes/groups/groups_mode.cc).
 struct GroupsFlags {
   size_t compute_groups = 0;  // g; 0: not given
+  // --compute-group-order: the members in the order groups take them (N/g
+  // consecutive ones a group), comma-separated; empty: ids sorted.
+  std::string order;
   // --momentum auto: the explicit momentum is the target less the implicit
   // momentum of the asynchrony (1 - 1/g), never below the floor.
   float target_momentum = 0.9f;

@@ -17,6 +17,7 @@
 #include "daemon/ctl/compare_report.h"
 #include "daemon/modes/groups/tune_model.h"
 #include "daemon/modes/groups/tune_report.h"
+#include "daemon/modes/groups/tune_speeds.h"
 
 // gossipctl tune: the probes, the choice and the run of it.
 namespace gossipd::daemon {
@@ -128,6 +129,19 @@ class Tuner {
 
   proto::TuneRun run(const TuneConfig& c, const std::string& dir, bool probe);
 
+  // The members' speeds from the first synchronous probe (tune_speeds.h):
+  // every later run of g > 1 takes them in that order.
+  void learn_speeds(const std::vector<std::string>& files) {
+    const MemberSpeeds s = member_speeds(files);
+    for (double ms : s.compute_ms) summary_.add_compute_ms(ms);
+    summary_.set_group_order(order_flag(s));
+    size_t largest = 1;
+    for (int g : o_.groups) largest = std::max(largest, static_cast<size_t>(g));
+    summary_.set_speeds(describe_speeds(s, std::min<size_t>(largest, 2)));
+    std::printf("gossipctl tune: %s\n", summary_.speeds().c_str());
+    std::fflush(stdout);
+  }
+
   const TuneOptions& o_;
   TuneGoal goal_;
   CompareOptions base_;
@@ -160,13 +174,18 @@ proto::TuneRun Tuner::run(const TuneConfig& c, const std::string& dir, bool prob
     return true;
   };
   const auto t0 = Clock::now();
+  if (c.groups > 1 && !summary_.group_order().empty())
+    co.extra_flags.insert(co.extra_flags.end(), {"--compute-group-order", summary_.group_order()});
   const proto::CompareResult res = run_compare_entry(co, entry_of(c.groups), hosts_, stop_);
+  if (c.groups == 1 && res.status() == "ok" && summary_.speeds().empty())
+    learn_speeds(entry_metrics_files(co, entry_of(1)));
   proto::TuneRun r;
   r.set_name(c.name());
   r.set_groups(static_cast<uint32_t>(c.groups));
   r.set_lr(c.lr);
   r.set_momentum(c.momentum);
   r.set_dir(dir + "/" + entry_dir(entry_of(c.groups)));
+  if (c.groups > 1) r.set_group_order(summary_.group_order());
   r.set_wall_seconds(seconds_since(t0));
   r.set_status(res.status());
   r.set_stopped(res.status() == "stopped by signal" ? "signal" : stopped);

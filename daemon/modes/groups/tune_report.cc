@@ -151,7 +151,7 @@ void write_tune_report(const std::string& out, const proto::TuneSummary& s, cons
   std::ostringstream md;
   md << "# gossipctl tune\n\n"
      << s.setup() << "\n\n"
-     << outcome_text(s, goal) << "\n"
+     << (s.speeds().empty() ? "" : s.speeds() + "\n\n") << outcome_text(s, goal) << "\n"
      << probe_table(s) << "\n## The best of each g\n\n"
      << best_per_g_table(s) << "\n## Every run\n\n![curves](curves.svg)\n";
   write_text_file(out + "/report.md", md.str());
