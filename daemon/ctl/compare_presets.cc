@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "daemon/ctl/compare_entry.h"
 #include "daemon/ctl/compare_report.h"
 #include "daemon/ctl/compare_stragglers.h"
 
@@ -23,9 +24,14 @@ std::string name(const char* prefix, int k) {
 // ranks split in halves: the slow ones in one) beside the other entries.
 std::vector<PresetRun> straggler_runs(const CompareOptions& o) {
   CompareOptions base = o;
-  const bool has_groups = std::any_of(o.algos.begin(), o.algos.end(),
-                                      [](const std::string& a) { return a.rfind("groups", 0) == 0; });
-  if (!has_groups) base.algos.push_back("groups:2");
+  const ModeSet modes;
+  for (const auto& m : modes.all()) {
+    if (m->stragglers_entry().empty()) continue;
+    const bool given = std::any_of(o.algos.begin(), o.algos.end(), [&](const std::string& a) {
+      return parse_compare_entry(a, EntryContext{}).mode == m->name();
+    });
+    if (!given) base.algos.push_back(m->stragglers_entry());
+  }
   CompareOptions slowed = base;
   if (o.step_delays.empty() && o.step_slowdowns.empty()) {
     const std::string k = format("%g", kStragglerSlowdown);

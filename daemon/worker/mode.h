@@ -83,6 +83,10 @@ class Mode {
   // only when asked for (the protocols users compare, gossip first).
   virtual int default_compare_order() const { return 0; }
   virtual std::string why_not_in_compare() const { return ""; }
+  // gossipctl compare --preset stragglers: the entry this mode adds beside
+  // the others where none of its own is given ("" for none; the compute
+  // groups' "groups:2", the slow workers in one group).
+  virtual std::string stragglers_entry() const { return ""; }
   // gossipctl compare's flags for this mode's entries, stored in the mode
   // (its launch reads them); a name two modes add is one flag.
   virtual void add_compare_flags(ModeFlags& flags) { (void)flags; }

@@ -30,13 +30,15 @@ def batch(seed, n=16):
 FAST = dict(heartbeat_ms=50, failure_timeout_ms=1000, startup_timeout_ms=10000, timeout_ms=5000)
 
 
-def static_cluster(n, algo, **flags):
+def static_cluster(n, algo, own=None, **flags):
     """n workers with static peers on loopback (not started: each starts
-    when its optimizer is made)."""
+    when its optimizer is made); own(i), where given, adds worker i's own
+    flags."""
     ids = [f"w{i}" for i in range(n)]
     ports = free_ports(n)
     peers = {i: f"tcp://127.0.0.1:{p}" for i, p in zip(ids, ports)}
-    return [gd.Worker(id=i, listen=peers[i], peers=peers, algo=algo, **{**FAST, **flags}) for i in ids]
+    return [gd.Worker(id=w, listen=peers[w], peers=peers, algo=algo, **{**FAST, **flags, **(own(k) if own else {})})
+            for k, w in enumerate(ids)]
 
 
 def run_threads(fns, timeout=60):

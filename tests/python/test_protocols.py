@@ -177,9 +177,9 @@ def test_a_whole_cluster_restarted_on_its_checkpoints_trains_on_from_them(algo, 
     # directories: they resume at the same round with the saved replicas and
     # train on as one cluster.
     def cluster(seed, steps):
-        workers = static_cluster(2, algo, checkpoint_every=2)
-        for i, w in enumerate(workers):
-            w._args += ["--checkpoint-dir", str(tmp_path / f"w{i}")]
+        workers = static_cluster(2, algo, own=lambda i: {"checkpoint_dir": str(tmp_path / f"w{i}")},
+                                 checkpoint_every=2)
+        for w in workers:
             closing(w)
         models, rounds = [small_model(seed), small_model(seed)], [None, None]
 

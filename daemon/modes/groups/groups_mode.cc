@@ -70,6 +70,7 @@ class GroupsMode : public Mode {
     return l;
   }
   std::string entry_syntax() const override { return "groups:G"; }
+  std::string stragglers_entry() const override { return "groups:2"; }
 
   bool accepts_joins() const override { return false; }
   void check_model(const RunOptions& o, size_t members, const trainer::Model&) const override {
