@@ -3,6 +3,7 @@
 // message must keep the promises the handlers rely on.
 #include <cassert>
 
+#include "protocol/codec.h"
 #include "tests/fuzz/harness.h"
 
 using namespace gossipd;
@@ -14,7 +15,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const auto& env = m.envelope;
     if (protocol::is_tensor_type(env.type())) {
       assert(m.payload.size() == 1);
-      assert(m.payload[0].size() == env.count() * protocol::dtype_size(env.dtype()));
+      // A compressed payload (codec.h) holds its declared count encoded;
+      // a plain one count fixed-width values.
+      if (const auto spec = protocol::declared_spec(env)) {
+        assert(m.payload[0].size() == protocol::encoded_bytes(*spec, env.count()));
+        assert(protocol::decoded_count(*spec, m.payload[0].size()) == env.count());
+      } else {
+        assert(m.payload[0].size() == env.count() * protocol::dtype_size(env.dtype()));
+      }
     } else {
       assert(m.payload.empty());
     }
