@@ -1,6 +1,8 @@
 #include "daemon/worker/training_loop.h"
 
 #include <algorithm>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
 #include "protocol/errors.h"
@@ -92,11 +94,11 @@ void TrainingLoop::run(size_t steps, std::stop_token stop, const Step& step, con
     }
     if (stop.stop_requested()) throw StoppedBetweenSteps(id_, "training");
     trainer_.set_epoch_progress(e + static_cast<double>(g % steps) / static_cast<double>(steps));
-    if (step_delay_.count() > 0) std::this_thread::sleep_for(step_delay_);
+    if (step_delay_.count() > 0) injected_wait(step_delay_, stop);
     const auto began = std::chrono::steady_clock::now();
     const double comm_before = comm_seconds_;
     const trainer::StepResult r = step(trainer_.sampler().next_batch(batch));
-    if (step_slowdown_ > 1) slow_down(began, comm_before);
+    if (step_slowdown_ > 1) slow_down(began, comm_before, stop);
     loss_sum += r.loss * r.samples;
     correct += static_cast<size_t>(r.correct);
     samples += static_cast<size_t>(r.samples);
@@ -109,10 +111,21 @@ void TrainingLoop::run(size_t steps, std::stop_token stop, const Step& step, con
   if (background_) eval_seconds_ += background_->finish();
 }
 
-void TrainingLoop::slow_down(std::chrono::steady_clock::time_point began, double comm_before) {
+void TrainingLoop::slow_down(std::chrono::steady_clock::time_point began, double comm_before,
+                             std::stop_token stop) {
   const double step_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
   const double compute_s = std::max(0.0, step_s - (comm_seconds_ - comm_before));
-  std::this_thread::sleep_for(std::chrono::duration<double>((step_slowdown_ - 1) * compute_s));
+  injected_wait(std::chrono::duration_cast<std::chrono::microseconds>(
+                    std::chrono::duration<double>((step_slowdown_ - 1) * compute_s)),
+                stop);
+}
+
+void TrainingLoop::injected_wait(std::chrono::microseconds d, std::stop_token stop) {
+  // The injected slowness ends early when training stops (the stop token is the event).
+  std::mutex mu;
+  std::condition_variable_any cv;
+  std::unique_lock lock(mu);
+  cv.wait_for(lock, stop, d, [] { return false; });
 }
 
 void TrainingLoop::step_done(uint64_t round, double running_loss) {

@@ -101,7 +101,9 @@ class TrainingLoop {
   void step_done(uint64_t round, double running_loss);
   // --inject-step-slowdown: waits K - 1 times the compute of the step that
   // began at `began` with `comm_before` seconds of communication counted.
-  void slow_down(std::chrono::steady_clock::time_point began, double comm_before);
+  void slow_down(std::chrono::steady_clock::time_point began, double comm_before, std::stop_token stop);
+  // Fault injection's wait: `d`, or until `stop` fires.
+  static void injected_wait(std::chrono::microseconds d, std::stop_token stop);
   double comm_ms_per_round(uint64_t round) const;
   // An evaluation after `progress` epochs (fractional inside an epoch);
   // `epoch` is the number of epochs completed.

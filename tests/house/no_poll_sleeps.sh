@@ -13,7 +13,6 @@ cd "$root" || exit 2
 
 # file: why it sleeps
 allowed='
-daemon/worker/training_loop.cc: --inject-step-delay-ms slows every step on purpose (a straggler for tests and benches)
 daemon/ctl/child_process.cc: gossipctl waits for a child process (waitpid has no timeout; a process, not a view)
 daemon/ctl/collect.cc: gossipctl collect reads remote daemons'"'"' /status at the interval it was given
 daemon/ctl/worker_watch.cc: compare'"'"'s progress line, redrawn twice a second while its workers run

@@ -127,6 +127,13 @@ def wait_for_file(path, procs, timeout=60):
         time.sleep(0.05)
 
 
+def assert_two_launched_ranks_are_one_replica(tmp_path):
+    lines = [json.loads((tmp_path / f"{rank}.json").read_text()) for rank in range(2)]
+    assert [(d["id"], d["rank"], d["size"]) for d in lines] == [("rank0", 0, 2), ("rank1", 1, 2)]
+    assert lines[0]["sum"] == lines[1]["sum"], "AllReduce-SGD: one replica"
+    return lines
+
+
 def test_launchers_on_two_hosts_meet_at_node_0s_rendezvous(tmp_path):
     port = str(free_ports(1)[0])
     nodes = [launcher(tmp_path, ["--nnodes", "2", "--node_rank", str(r), "--nproc_per_node", "1", "--master_port",
@@ -134,9 +141,7 @@ def test_launchers_on_two_hosts_meet_at_node_0s_rendezvous(tmp_path):
     for proc in nodes:
         code, err = finished(proc)
         assert code == 0, err
-    lines = [json.loads((tmp_path / f"{rank}.json").read_text()) for rank in range(2)]
-    assert [(d["id"], d["rank"], d["size"]) for d in lines] == [("rank0", 0, 2), ("rank1", 1, 2)]
-    assert lines[0]["sum"] == lines[1]["sum"], "AllReduce-SGD: one replica"
+    assert_two_launched_ranks_are_one_replica(tmp_path)
 
 
 def test_a_worker_launched_with_join_enters_the_running_cluster(tmp_path):
@@ -235,7 +240,5 @@ def test_launchers_on_two_network_hosts_meet_and_train_as_one(tmp_path):
         for proc in nodes:
             code, err = finished(proc)
             assert code == 0, err
-    lines = [json.loads((tmp_path / f"{rank}.json").read_text()) for rank in range(2)]
-    assert [(d["id"], d["rank"], d["size"]) for d in lines] == [("rank0", 0, 2), ("rank1", 1, 2)]
-    assert lines[0]["sum"] == lines[1]["sum"], "AllReduce-SGD: one replica"
+    lines = assert_two_launched_ranks_are_one_replica(tmp_path)
     assert [d["endpoint"].split(":")[1] for d in lines] == ["//" + a for a in hosts.addresses]
