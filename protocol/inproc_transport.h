@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 
+#include "protocol/modelled_losses.h"
 #include "protocol/transport.h"
 
 namespace gossipd::protocol {
@@ -41,12 +42,17 @@ class InProcHub {
     uint64_t bytes = 0;
   };
   Sent sent_by(const std::string& peer) const;
+  // The segments this hub's modelled network loses (set before any member
+  // starts; gossipctl simulate), or none.
+  void set_losses(std::shared_ptr<const ModelledLosses> losses) { losses_ = std::move(losses); }
+  const ModelledLosses* losses() const { return losses_.get(); }
 
  private:
   const Absent absent_;
   mutable std::mutex mutex_;
   std::map<std::string, std::shared_ptr<Inbox>> inboxes_;
   std::map<std::string, Sent> sent_;
+  std::shared_ptr<const ModelledLosses> losses_;
 };
 
 // In-process transport: copies frames into the receiver's inbox.
@@ -66,6 +72,7 @@ class InProcTransport : public Transport {
   // Delivery is synchronous: nothing is ever queued.
   void flush_on_close(std::chrono::milliseconds) override {}
   void close() override;
+  const ModelledLosses* modelled_losses() const override { return hub_.losses(); }
 
  private:
   InProcHub& hub_;

@@ -1,6 +1,7 @@
 #include "protocol/segment_inbox.h"
 
 #include "protocol/errors.h"
+#include "protocol/modelled_losses.h"
 #include "protocol/tags.h"
 
 namespace gossipd::protocol {
@@ -130,6 +131,10 @@ std::optional<Message> SegmentInbox::accept(const std::string& peer, uint32_t se
 std::optional<Message> SegmentInbox::receive(const std::string& peer, uint32_t segment, size_t count,
                                              std::chrono::steady_clock::time_point deadline,
                                              std::stop_token stop, std::chrono::milliseconds renudge) {
+  // A modelled network's late or dropped segment: skipped as the deadline
+  // would skip it; if it came, it is dropped with the round as stale.
+  const ModelledLosses* losses = node_.transport().modelled_losses();
+  if (losses && losses->lost(round_, peer, node_.id(), segment)) return std::nullopt;
   if (auto it = early_.find({peer, segment}); it != early_.end()) {
     Message m = std::move(it->second);
     early_.erase(it);

@@ -55,7 +55,8 @@ class SegmentInbox {
               std::optional<double> weight, std::chrono::milliseconds timeout,
               std::optional<uint64_t> sender_step = std::nullopt);
 
-  // Segment `segment` from `peer`, or nullopt at `deadline` or on stop.
+  // Segment `segment` from `peer`, or nullopt at `deadline` or on stop (at
+  // once where the transport's modelled network lost it: modelled_losses.h).
   // A message of the wrong length is dropped and counted. With `renudge`
   // above zero, repeats every announce_ready of this round each time that
   // long passes without the segment (a note may have been lost, and the

@@ -10,6 +10,8 @@
 
 namespace gossipd::protocol {
 
+class ModelledLosses;
+
 // SO_SNDBUF of every connection: what TCP may hold unsent or unacknowledged
 // towards one peer. The default lets one wake-up of the I/O thread move a
 // whole pipeline piece on fast links (loopback, 10 Gbit/s). On a slow link
@@ -72,6 +74,9 @@ class Transport {
   virtual void close() = 0;
 
   virtual ConnectionCounts connection_counts() const { return {}; }
+  // The segments a modelled network loses (gossipctl simulate's in-process
+  // hub); nullptr for a real network, whose losses are its own.
+  virtual const ModelledLosses* modelled_losses() const { return nullptr; }
 };
 
 }  // namespace gossipd::protocol

@@ -19,6 +19,26 @@ std::optional<size_t> View::index_of(const std::string& id) const {
   return static_cast<size_t>(it - members_.begin());
 }
 
+uint32_t view_hash(const std::vector<std::pair<std::string, uint64_t>>& members) {
+  uint32_t h = 2166136261u;
+  auto mix = [&h](const void* p, size_t n) {
+    const auto* b = static_cast<const unsigned char*>(p);
+    for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 16777619u;
+  };
+  for (const auto& [id, since] : members) {
+    mix(id.data(), id.size() + 1);
+    mix(&since, sizeof since);
+  }
+  return h;
+}
+
+View starting_view(std::vector<std::string> ids) {
+  const View sorted(0, std::move(ids));
+  std::vector<std::pair<std::string, uint64_t>> members;
+  for (const auto& id : sorted.members()) members.emplace_back(id, 0);
+  return View(view_hash(members), sorted.members());
+}
+
 RingNeighbours ring_neighbours(size_t size, size_t index) {
   if (size == 0) throw std::invalid_argument("ring of no members");
   return {(index + size - 1) % size, (index + 1) % size};

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace gossipd::topology {
@@ -30,6 +31,14 @@ class View {
   uint32_t id_ = 0;
   std::vector<std::string> members_;
 };
+
+// A view's id as membership derives it: FNV-1a over the (id, since_round)
+// pairs in id order (since_round: the round a member entered; 0 for those a
+// cluster starts with). `members` must be sorted by id.
+uint32_t view_hash(const std::vector<std::pair<std::string, uint64_t>>& members);
+
+// The view a cluster starts in: `ids` (any order), every one since round 0.
+View starting_view(std::vector<std::string> ids);
 
 // The two neighbours of `index` on the ring of the view's order.
 struct RingNeighbours {

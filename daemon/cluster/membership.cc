@@ -9,20 +9,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// FNV-1a over the (id, since_round) pairs in id order.
-uint32_t view_hash(const std::vector<std::pair<std::string, uint64_t>>& members) {
-  uint32_t h = 2166136261u;
-  auto mix = [&h](const void* p, size_t n) {
-    const auto* b = static_cast<const unsigned char*>(p);
-    for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 16777619u;
-  };
-  for (const auto& [id, since] : members) {
-    mix(id.data(), id.size() + 1);
-    mix(&since, sizeof since);
-  }
-  return h;
-}
-
 }  // namespace
 
 Membership::Membership(protocol::Node& node, proto::Member self,
@@ -105,7 +91,7 @@ topology::View Membership::view_locked(uint64_t round) const {
   std::sort(members.begin(), members.end());
   std::vector<std::string> ids;
   for (const auto& m : members) ids.push_back(m.first);
-  return topology::View(view_hash(members), std::move(ids));
+  return topology::View(topology::view_hash(members), std::move(ids));
 }
 
 topology::View Membership::view_at(uint64_t round) const {

@@ -19,14 +19,16 @@ constexpr int kMaxTimeOnlyWorkers = 10000;
 // then), and the time model's (daemon/sim/time_model.h).
 struct SimulateOptions {
   CompareOptions compare;
-  double step_ms = 0;        // a training step's compute; 0: from the layer profile
-  double latency_ms = 0.05;  // every link's, per message
-  double burst_kb = 0;       // every link direction's token bucket (tc tbf's burst), KiB
-  std::string stragglers;    // "w3=2.5,w7=4": compute multipliers
-  std::string slow_links;    // "w2=10mbit": those hosts' links
-  double drop_rate = 0;      // of gossip messages
-  bool no_train = false;     // time only: no replicas
-  uint64_t rounds = 100;     // with --no-train
+  double step_ms = 0;                     // a training step's compute; 0: from the layer profile
+  double latency_ms = 0.05;               // every link's, per message
+  double burst_kb = 0;                    // every link direction's token bucket (tc tbf's burst), KiB
+  std::string stragglers;                 // "w3=2.5,w7=4": compute multipliers
+  std::string slow_links;                 // "w2=10mbit": those hosts' links
+  int workers_per_host = 1;               // worker i on host i mod ceil(N / K)
+  std::string host_bandwidth = "24gbit";  // between two workers on one host
+  double drop_rate = 0;                   // of gossip messages
+  bool no_train = false;                  // time only: no replicas
+  uint64_t rounds = 100;                  // with --no-train
 };
 constexpr const char* kDefaultSimulatedBandwidth = "10gbit";
 

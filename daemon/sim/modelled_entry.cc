@@ -64,6 +64,8 @@ ModelledEntry model_entry(const SimulateOptions& o, const std::string& algo) {
     throw UsageError("gossipctl simulate has no time model for " + algo + " yet: drop it from --algos");
   const ModelledHosts hosts = modelled_hosts(o, m.members);
   m.time.links = hosts.links;
+  m.time.host = hosts.host;
+  m.time.host_link = hosts.host_link;
   m.time.compute = hosts.compute;
   m.time.drop_rate = o.drop_rate;
   m.time.burst_bytes = o.burst_kb * 1024;
@@ -74,13 +76,17 @@ ModelledEntry model_entry(const SimulateOptions& o, const std::string& algo) {
   return m;
 }
 
-ModelledTimes run_modelled(const ModelledEntry& e, uint64_t rounds, bool keep_each_round) {
+ModelledTimes run_modelled(const ModelledEntry& e, uint64_t rounds, bool keep_each_round,
+                           protocol::ModelledLosses* losses) {
   TimeModel model(e.time);
   ModelledTimes t;
   for (uint64_t r = 1; r <= rounds; ++r) {
     const ModelledRound mr = model.run_round(r, e.traffic->round(r));
     t.bytes_sent += mr.bytes_sent;
     t.skipped += mr.skipped;
+    if (losses) {
+      for (const LostMessage& m : mr.lost) losses->add(m.round, m.from, m.to, m.segment);
+    }
     if (!keep_each_round) continue;
     t.clocks.push_back(model.clocks());
     t.waits.push_back(model.waited());
@@ -92,9 +98,12 @@ ModelledTimes run_modelled(const ModelledEntry& e, uint64_t rounds, bool keep_ea
 
 std::string time_model_words(const SimulateOptions& o, const ModelledEntry& e) {
   std::ostringstream s;
-  s << "modelled: one host per worker, every link "
-    << (o.compare.bandwidth.empty() ? kDefaultSimulatedBandwidth : o.compare.bandwidth) << " with "
-    << format("%g", o.latency_ms) << " ms per message"
+  s << "modelled: "
+    << (o.workers_per_host > 1
+            ? std::to_string(o.workers_per_host) + " workers a host (between them " + o.host_bandwidth + ")"
+            : std::string("one host per worker"))
+    << ", every link " << (o.compare.bandwidth.empty() ? kDefaultSimulatedBandwidth : o.compare.bandwidth)
+    << " with " << format("%g", o.latency_ms) << " ms per message"
     << (o.burst_kb > 0 ? " and bursts of " + format("%g", o.burst_kb) + " KiB" : "")
     << (o.slow_links.empty() ? "" : " (slower: " + o.slow_links + ")") << "; " << e.step
     << (o.stragglers.empty() ? "" : "; stragglers " + o.stragglers)

@@ -6,6 +6,7 @@
 
 #include "daemon/ctl/simulate_command.h"
 #include "daemon/sim/time_model.h"
+#include "protocol/modelled_losses.h"
 
 namespace gossipd::daemon {
 
@@ -33,7 +34,9 @@ struct ModelledTimes {
   uint64_t bytes_sent = 0;                  // all members
   uint64_t skipped = 0;
 };
-ModelledTimes run_modelled(const ModelledEntry& entry, uint64_t rounds, bool keep_each_round);
+// With `losses`, the messages it skips are added to it (for the members to skip).
+ModelledTimes run_modelled(const ModelledEntry& entry, uint64_t rounds, bool keep_each_round,
+                           protocol::ModelledLosses* losses = nullptr);
 
 // The time model's parameters in words, for summary.json's time_model and
 // the report: the links, the step, the stragglers, the drop rate.

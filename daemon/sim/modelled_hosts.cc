@@ -48,19 +48,31 @@ void check_time_flags(const SimulateOptions& o) {
     factor(v, "w" + std::to_string(k) + "=" + v);
   for (const auto& [k, v] : worker_values(o.slow_links, "--slow-links", o.compare.workers))
     bandwidth(v, "--slow-links w" + std::to_string(k));
+  if (o.workers_per_host < 1 || o.workers_per_host > o.compare.workers)
+    throw UsageError("--workers-per-host " + std::to_string(o.workers_per_host) + ": give 1 to --workers (" +
+                     std::to_string(o.compare.workers) + ")");
+  bandwidth(o.host_bandwidth, "--host-bandwidth");
 }
 
 ModelledHosts modelled_hosts(const SimulateOptions& o, const std::vector<std::string>& members) {
   check_time_flags(o);
-  std::map<std::string, size_t> index;
-  for (size_t i = 0; i < members.size(); ++i) index[members[i]] = i;
+  const size_t n = members.size(), per_host = static_cast<size_t>(o.workers_per_host);
+  const size_t hosts = (n + per_host - 1) / per_host;
   const LinkModel link{o.latency_ms / 1e3, bandwidth(simulated_bandwidth(o), "--bandwidth"), 0};
-  ModelledHosts h{std::vector<LinkModel>(members.size(), link), std::vector<double>(members.size(), 1.0)};
+  ModelledHosts h{std::vector<LinkModel>(hosts, link),
+                  {},
+                  LinkModel{kHostLatencyS, bandwidth(o.host_bandwidth, "--host-bandwidth"), 0},
+                  std::vector<double>(n, 1.0)};
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < n; ++i) {
+    index[members[i]] = i;
+    h.host.push_back(static_cast<uint32_t>(std::stoul(members[i].substr(1)) % hosts));
+  }
   const auto at = [&](size_t k) { return index.at("w" + std::to_string(k)); };
   for (const auto& [k, v] : worker_values(o.stragglers, "--stragglers", o.compare.workers))
     h.compute[at(k)] = factor(v, v);
   for (const auto& [k, v] : worker_values(o.slow_links, "--slow-links", o.compare.workers))
-    h.links[at(k)].bytes_per_s = bandwidth(v, "--slow-links");
+    h.links[h.host[at(k)]].bytes_per_s = bandwidth(v, "--slow-links");
   return h;
 }
 

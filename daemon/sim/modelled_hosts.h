@@ -8,14 +8,25 @@
 
 namespace gossipd::daemon {
 
-// The time model's hosts, one per worker: every link at --bandwidth (the
-// simulated default when not given) with --latency-ms; the workers
-// --slow-links names at their own rate; the workers --stragglers names
-// computing their steps that many times slower.
+// The time model's hosts: ceil(N / --workers-per-host) of them, worker i on
+// host i mod their number (as compare deals --groups: worker i in group i
+// mod G, so --groups G with N / G workers a host puts each group on one
+// host); every host's link at --bandwidth (the simulated default when not
+// given) with --latency-ms, the hosts of the workers --slow-links names at
+// their own rate; between workers on one host --host-bandwidth with
+// kHostLatencyS; the workers --stragglers names computing their steps that
+// many times slower.
 struct ModelledHosts {
-  std::vector<LinkModel> links;
-  std::vector<double> compute;
+  std::vector<LinkModel> links;  // per host
+  std::vector<uint32_t> host;    // per member
+  LinkModel host_link;
+  std::vector<double> compute;  // per member
 };
+
+// Between two processes on one host: a loopback message's latency, about
+// what an 8 KB allreduce of two processes takes on the direct data path
+// (5.5 us at best, tests/bench/README.md's collectives table).
+constexpr double kHostLatencyS = 5e-6;
 
 // `members`: the worker ids ("w0", ...) in the order the model indexes them.
 // Throws UsageError, in one line, for a bandwidth that is not a positive

@@ -23,8 +23,9 @@ using Clock = std::chrono::steady_clock;
 
 // Time in the simulation is not a network's: deadlines and timeouts that
 // would fire on a busy machine running every member at once are pushed out
-// of the way (a skipped segment would change the arithmetic; a member is
-// never slow for a reason the simulation means). Flags an entry sets win.
+// of the way (a member is never slow for a reason the simulation means);
+// the segments the time model skips at their deadline the members skip
+// (protocol/modelled_losses.h). Flags an entry sets win.
 const std::vector<std::pair<std::string, std::string>> kPatientFlags = {
     {"--segment-deadline-ms", "3600000"},
     {"--failure-timeout-ms", "3600000"},
@@ -72,6 +73,11 @@ void check_worker_batches(const CompareOptions& o) {
 proto::CompareResult simulate_entry(const CompareOptions& o, const std::string& algo,
                                     const ModelledEntry& model, std::stop_token stop,
                                     uint64_t& model_skipped) {
+  // The model first: which segments its network loses, for the members to skip.
+  const uint64_t total = compare_entry(o, algo).launch.steps_per_epoch * static_cast<uint64_t>(o.epochs);
+  auto losses = std::make_shared<protocol::ModelledLosses>(model.members);
+  const ModelledTimes times = run_modelled(model, total, true, losses.get());
+  model_skipped += times.skipped;
   proto::CompareResult res = compare_entry_result(o, algo);
   const std::string dir = fresh_entry_dir(o, algo);
   const std::vector<std::string> metrics = entry_metrics_files(o, algo);
@@ -83,15 +89,17 @@ proto::CompareResult simulate_entry(const CompareOptions& o, const std::string& 
   }
   std::vector<std::vector<std::string>> args;
   for (int k = 0; k < o.workers; ++k) args.push_back(member_args(o, algo, k, endpoints, dir));
-  const uint64_t total = compare_entry(o, algo).launch.steps_per_epoch * static_cast<uint64_t>(o.epochs);
   Progress progress;
   const auto start = Clock::now();
   double best = 0;
-  const VirtualRun run = run_virtual_cluster(args, stop, [&](uint64_t round, uint32_t epoch) {
-    for (const CurvePoint& p : mean_curve(metrics)) best = std::max(best, p.test_accuracy);
-    progress.show(algo, std::min(round, total), total, std::min(epoch, static_cast<uint32_t>(o.epochs)),
-                  o.epochs, best, std::chrono::duration<double>(Clock::now() - start).count());
-  });
+  const VirtualRun run = run_virtual_cluster(
+      args, stop,
+      [&](uint64_t round, uint32_t epoch) {
+        for (const CurvePoint& p : mean_curve(metrics)) best = std::max(best, p.test_accuracy);
+        progress.show(algo, std::min(round, total), total, std::min(epoch, static_cast<uint32_t>(o.epochs)),
+                      o.epochs, best, std::chrono::duration<double>(Clock::now() - start).count());
+      },
+      std::move(losses));
   if (run.failure.empty() && !run.stopped) {
     for (const CurvePoint& p : mean_curve(metrics)) best = std::max(best, p.test_accuracy);
     progress.show(algo, total, total, static_cast<uint32_t>(o.epochs), o.epochs, best,
@@ -108,8 +116,6 @@ proto::CompareResult simulate_entry(const CompareOptions& o, const std::string& 
     return res;
   }
   res.set_status("ok");
-  const ModelledTimes times = run_modelled(model, total, true);
-  model_skipped += times.skipped;
   write_modelled_metrics(metrics, model.members, times);
   summarize_compare_entry(o, metrics, params, dir, res);
   return res;
@@ -138,7 +144,14 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateOptions& o) {
                   "A training step's compute (default: priced by the model's layer profile)");
   cmd->add_option("--stragglers", o.stragglers,
                   "Workers computing slower: w3=2.5,w7=4 (their steps take 2.5x, 4x)");
-  cmd->add_option("--slow-links", o.slow_links, "Hosts with other links: w2=10mbit,w5=1gbit");
+  cmd->add_option("--slow-links", o.slow_links,
+                  "Hosts with other links, named by a worker on them: w2=10mbit,w5=1gbit");
+  cmd->add_option("--workers-per-host", o.workers_per_host,
+                  "Workers sharing a host and its link: worker i on host i mod ceil(workers / K), so "
+                  "--groups G with K = workers / G puts each group on a host")
+      ->capture_default_str();
+  cmd->add_option("--host-bandwidth", o.host_bandwidth, "Between two workers on one host")
+      ->capture_default_str();
   cmd->add_option("--drop-rate", o.drop_rate,
                   "Share of gossip messages the model loses (skipped at the deadline)")
       ->capture_default_str();
@@ -178,14 +191,11 @@ int run_simulate(const SimulateOptions& so) {
   uint64_t model_skipped = 0;
   for (size_t k = 0; k < o.algos.size() && !stop.stop_requested(); ++k)
     *summary.add_results() = simulate_entry(o, o.algos[k], models[k], stop.get_token(), model_skipped);
-  // The members averaged every segment (their deadlines are patient); where
-  // the model would have skipped some, the times are the model's and the
-  // arithmetic is not what the network would have made.
   summary.set_time_model(time_model_words(so, models.front()) +
-                         (model_skipped > 0
-                              ? "; the model skipped " + std::to_string(model_skipped) +
-                                    " messages at their deadline that the members still averaged"
-                              : std::string()));
+                         (model_skipped > 0 ? "; the model skipped " + std::to_string(model_skipped) +
+                                                  " messages at their deadline or lost, and the members "
+                                                  "skipped them"
+                                            : std::string()));
   write_compare_report(o.out, summary, o.target,
                        compare_setup(o,
                                      " virtual workers (gossipd run's members in one process, over an "

@@ -20,6 +20,7 @@ struct Incoming {
   uint64_t bytes = 0;
   uint32_t from = 0;
   uint64_t index = 0;  // in the stage, for the drop draw
+  double latency_s = 0;
 };
 
 // splitmix64: the drop draw of (seed, round, message).
@@ -33,19 +34,40 @@ uint64_t mix(uint64_t x) {
 }  // namespace
 
 TimeModel::TimeModel(TimeModelOptions options) : o_(std::move(options)) {
-  const size_t n = o_.links.size();
+  if (o_.host.empty()) {
+    for (uint32_t i = 0; i < o_.links.size(); ++i) o_.host.push_back(i);
+  }
+  const size_t n = o_.host.size(), hosts = o_.links.size();
   if (o_.compute.empty()) o_.compute.assign(n, 1.0);
   if (o_.compute.size() != n) throw std::invalid_argument("time model: one compute factor per member");
+  for (uint32_t h : o_.host) {
+    if (h >= hosts) throw std::invalid_argument("time model: a member on a host with no link");
+  }
   for (const LinkModel& l : o_.links) {
     if (!(l.bytes_per_s > 0))
       throw std::invalid_argument("time model: a link's bandwidth must be above zero");
   }
+  if (hosts < n && !(o_.host_link.bytes_per_s > 0))
+    throw std::invalid_argument("time model: members share a host whose own link has no bandwidth");
   clock_.assign(n, 0.0);
   waited_.assign(n, 0.0);
-  up_.assign(n, LinkSide{0, o_.burst_bytes});
-  down_.assign(n, LinkSide{0, o_.burst_bytes});
+  for (size_t side = 0; side < hosts + n; ++side) {
+    up_.push_back(LinkSide{0, burst(side)});
+    down_.push_back(LinkSide{0, burst(side)});
+  }
   owed_.assign(n, {});
   last_receivers_.assign(n, {});
+}
+
+TimeModel::Route TimeModel::route(uint32_t from, uint32_t to) const {
+  const uint32_t a = o_.host[from], b = o_.host[to];
+  if (a != b) return {a, b, o_.links[a].latency_s};
+  const size_t hosts = o_.links.size();
+  return {hosts + from, hosts + to, o_.host_link.latency_s};
+}
+
+double TimeModel::rate(size_t side) const {
+  return side < o_.links.size() ? o_.links[side].bytes_per_s : o_.host_link.bytes_per_s;
 }
 
 double LinkSide::send(double start, double bytes, double rate, double burst) {
@@ -82,7 +104,7 @@ std::vector<double> TimeModel::pace_gates(const TrafficStage& st) {
   const double renudge = o_.deadline_s / 8;
   for (size_t i = 0; i < gate.size(); ++i) {
     for (uint32_t k : last_receivers_[i])
-      gate[i] = std::max(gate[i], std::min(clock_[k] + o_.links[k].latency_s, clock_[i] + renudge));
+      gate[i] = std::max(gate[i], std::min(clock_[k] + route(k, i).latency_s, clock_[i] + renudge));
     last_receivers_[i].clear();
   }
   for (const Transfer& m : st.messages) last_receivers_[m.from].push_back(m.to);
@@ -91,39 +113,44 @@ std::vector<double> TimeModel::pace_gates(const TrafficStage& st) {
 
 void TimeModel::messages(uint64_t round, const TrafficStage& st, ModelledRound& r) {
   const size_t n = clock_.size();
-  // Each sender's link sends its messages back to back from when it is free.
+  // Each sender's side of a link sends its messages back to back from when it is free.
   const std::vector<double> gate = pace_gates(st);
-  std::vector<std::vector<Incoming>> in(n);
+  std::vector<std::vector<Incoming>> in(down_.size());
   for (uint64_t k = 0; k < st.messages.size(); ++k) {
     const Transfer& m = st.messages[k];
-    double first = std::max(up_[m.from].free, gate[m.from]);
+    const Route way = route(m.from, m.to);
+    double first = std::max(up_[way.up].free, gate[m.from]);
     if (st.pace != TrafficStage::Pace::kNone)
-      first = std::max(first, clock_[m.to] + o_.links[m.to].latency_s);
+      first = std::max(first, clock_[m.to] + route(m.to, m.from).latency_s);
     const double bytes = static_cast<double>(m.bytes);
-    const double last = up_[m.from].send(first, bytes, o_.links[m.from].bytes_per_s, o_.burst_bytes);
-    in[m.to].push_back({first, last, m.bytes, m.from, k});
+    const double last = up_[way.up].send(first, bytes, rate(way.up), burst(way.up));
+    in[way.down].push_back({first, last, m.bytes, m.from, k, way.latency_s});
     r.bytes_sent += m.bytes;
   }
-  // Each receiver's link takes them one after the other, as they come.
-  std::vector<std::vector<double>> arrivals(n);
-  for (size_t k = 0; k < n; ++k) {
-    std::sort(in[k].begin(), in[k].end(),
+  // Each receiving side takes them one after the other, as they come.
+  std::vector<std::vector<Arrival>> arrivals(n);
+  for (size_t d = 0; d < in.size(); ++d) {
+    std::sort(in[d].begin(), in[d].end(),
               [](const Incoming& a, const Incoming& b) { return a.last < b.last; });
-    LinkSide& down = down_[k];
-    for (const Incoming& m : in[k]) {
+    LinkSide& down = down_[d];
+    for (const Incoming& m : in[d]) {
       const double start = std::max(down.free, m.first);
-      down.free = std::max(
-          down.send(start, static_cast<double>(m.bytes), o_.links[k].bytes_per_s, o_.burst_bytes), m.last);
-      arrivals[k].push_back(dropped(round, m.index) ? kNever : down.free + o_.links[m.from].latency_s);
+      down.free = std::max(down.send(start, static_cast<double>(m.bytes), rate(d), burst(d)), m.last);
+      const Transfer& t = st.messages[m.index];
+      const double at = dropped(round, m.index) ? kNever : down.free + m.latency_s;
+      arrivals[t.to].push_back({at, {round, t.from, t.to, t.segment}});
     }
   }
   for (size_t k = 0; k < n; ++k) {
     if (st.folded_next_round) std::swap(arrivals[k], owed_[k]);  // wait for the last round's
     const double start = clock_[k], deadline = start + o_.deadline_s;
     double end = start;
-    for (double a : arrivals[k]) {
-      r.skipped += a > deadline;
-      end = std::max(end, std::min(a, deadline));
+    for (const Arrival& a : arrivals[k]) {
+      if (a.at > deadline) {
+        ++r.skipped;
+        r.lost.push_back(a.message);
+      }
+      end = std::max(end, std::min(a.at, deadline));
     }
     waited_[k] += end - start;
     clock_[k] = end;
@@ -136,6 +163,7 @@ namespace {
 struct AllreduceCost {
   double steps = 0;       // latencies on the critical path
   double bytes_each = 0;  // what each member sends, in order: the link's time
+  bool ring = true;       // the ring schedule (each member sends to the next)
 };
 
 AllreduceCost allreduce_cost(uint64_t bytes, size_t n, const protocol::CodecSpec& codec) {
@@ -148,9 +176,9 @@ AllreduceCost allreduce_cost(uint64_t bytes, size_t n, const protocol::CodecSpec
   const double log_p = std::log2(p);
   switch (protocol::allreduce_schedule(bytes / sizeof(float), n)) {
     case protocol::AllreduceSchedule::kDoubling:
-      return {log_p, log_p * b};
+      return {log_p, log_p * b, false};
     case protocol::AllreduceSchedule::kButterfly:
-      return {2 * log_p, 2 * (p - 1) / p * b};
+      return {2 * log_p, 2 * (p - 1) / p * b, false};
     case protocol::AllreduceSchedule::kRing:
       break;
   }
@@ -159,22 +187,50 @@ AllreduceCost allreduce_cost(uint64_t bytes, size_t n, const protocol::CodecSpec
 
 }  // namespace
 
+TimeModel::AllreducePath TimeModel::allreduce_path(const std::vector<uint32_t>& group, bool ring) const {
+  AllreducePath p;
+  const size_t hosts = o_.links.size();
+  std::vector<double> across(hosts, 0);  // per host: its members sending across at once
+  bool in_host = false, spans = false;
+  for (uint32_t i : group) spans = spans || o_.host[i] != o_.host[group.front()];
+  for (size_t k = 0; k < group.size(); ++k) {
+    const uint32_t i = group[k], next = group[(k + 1) % group.size()];
+    const uint32_t h = o_.host[i];
+    p.sides.push_back(hosts + i);
+    if (ring ? o_.host[next] != h : spans) {
+      across[h] += 1;
+    } else {
+      in_host = true;
+    }
+  }
+  if (in_host) {
+    p.latency_s = o_.host_link.latency_s;
+    p.s_per_byte = 1 / o_.host_link.bytes_per_s;
+  }
+  for (size_t h = 0; h < hosts; ++h) {
+    if (across[h] == 0) continue;
+    p.sides.push_back(h);
+    p.latency_s = std::max(p.latency_s, o_.links[h].latency_s);
+    p.s_per_byte = std::max(p.s_per_byte, across[h] / o_.links[h].bytes_per_s);
+  }
+  return p;
+}
+
 void TimeModel::allreduces(const TrafficStage& st, ModelledRound& r) {
   for (const auto& group : st.groups) {
     const size_t n = group.size();
     if (n < 2) continue;
-    double start = 0, latency = 0, slowest = kNever;
-    for (uint32_t i : group) {
-      start = std::max({start, clock_[i], up_[i].free, down_[i].free});
-      latency = std::max(latency, o_.links[i].latency_s);
-      slowest = std::min(slowest, o_.links[i].bytes_per_s);
-    }
     const AllreduceCost c = allreduce_cost(st.allreduce_bytes, n, st.allreduce_codec);
-    const double end = start + c.steps * latency + c.bytes_each / slowest;
+    const AllreducePath path = allreduce_path(group, c.ring);
+    double start = 0;
+    for (uint32_t i : group) start = std::max(start, clock_[i]);
+    for (size_t side : path.sides) start = std::max({start, up_[side].free, down_[side].free});
+    const double end = start + c.steps * path.latency_s + c.bytes_each * path.s_per_byte;
     for (uint32_t i : group) {
       waited_[i] += end - clock_[i];
-      clock_[i] = up_[i].free = down_[i].free = end;
+      clock_[i] = end;
     }
+    for (size_t side : path.sides) up_[side].free = down_[side].free = end;
     r.bytes_sent += static_cast<uint64_t>(c.bytes_each) * n;
   }
 }

@@ -9,7 +9,9 @@
 namespace gossipd::daemon {
 
 // gossipctl simulate's clock: each member's time as rounds of a mode's
-// traffic (round_traffic.h) run over alpha-beta links, one host per member.
+// traffic (round_traffic.h) run over alpha-beta links: each host's link to
+// the network, shared by its members, and between members on one host the
+// host's own link (a copy through the kernel: one per member and direction).
 // A round is a training step's compute (step_s times the member's factor),
 // then the mode's stages. In a paced stage (gossipd run --pace) a message
 // leaves no earlier than its receiver's note that it is in the exchange
@@ -22,11 +24,16 @@ namespace gossipd::daemon {
 // is later, and what the drop rate loses, is skipped. An allreduce starts when its last member is ready and
 // takes the steps of the schedule protocol::allreduce_schedule picks for its size (ring: 2 (n - 1) steps of
 // bytes / n; butterfly: 2 log2 n steps moving 2 (n - 1) / n of the bytes;
-// doubling: log2 n steps of all of them) over the slowest link in it.
+// doubling: log2 n steps of all of them) over the slowest link in it; one
+// spanning hosts over their network links, each host's carrying what all of
+// its members send across at once (the ring: those whose next member is on
+// another host; the other schedules: all of them).
 // Deterministic: drops are drawn from the seed.
 struct TimeModelOptions {
   double step_s = 0;
-  std::vector<LinkModel> links;  // one per member (view order)
+  std::vector<LinkModel> links;  // one per host
+  std::vector<uint32_t> host;    // each member's host (view order); empty: a host per member
+  LinkModel host_link{};         // between two members on one host
   std::vector<double> compute;   // one per member: its step_s multiplier
   double drop_rate = 0;          // of point-to-point messages
   double deadline_s = 2;         // gossipd run --segment-deadline-ms
@@ -44,10 +51,18 @@ struct LinkSide {
   double send(double start, double bytes, double rate, double burst);
 };
 
+// A message the model skips (late or dropped): the round it was sent in,
+// its sender and receiver, its segment.
+struct LostMessage {
+  uint64_t round = 0;
+  uint32_t from = 0, to = 0, segment = 0;
+};
+
 struct ModelledRound {
-  double slowest_s = 0;     // the last member's clock at the end of the round
-  uint64_t bytes_sent = 0;  // every member's together
-  uint64_t skipped = 0;     // messages skipped: late or dropped
+  double slowest_s = 0;           // the last member's clock at the end of the round
+  uint64_t bytes_sent = 0;        // every member's together
+  uint64_t skipped = 0;           // messages skipped: late or dropped
+  std::vector<LostMessage> lost;  // which (skipped of them)
 };
 
 class TimeModel {
@@ -66,13 +81,37 @@ class TimeModel {
   // When each member may start sending a paced stage's messages.
   std::vector<double> pace_gates(const TrafficStage& stage);
 
+  // A message's way: the side of a link it leaves by and the one it comes
+  // in by (indices into up_ and down_), and its latency.
+  struct Route {
+    size_t up = 0, down = 0;
+    double latency_s = 0;
+  };
+  Route route(uint32_t from, uint32_t to) const;
+  // Sides [0, hosts) are the hosts' network links, [hosts, hosts + members)
+  // each member's side of its host's own link.
+  double rate(size_t side) const;
+  double burst(size_t side) const { return side < o_.links.size() ? o_.burst_bytes : 0; }
+  // The sides an allreduce over `group` holds, its latency and the time its
+  // schedule's bytes (`ring`: the ring's) take each member.
+  struct AllreducePath {
+    std::vector<size_t> sides;
+    double latency_s = 0, s_per_byte = 0;
+  };
+  AllreducePath allreduce_path(const std::vector<uint32_t>& group, bool ring) const;
+
   TimeModelOptions o_;
   std::vector<double> clock_, waited_;
   std::vector<LinkSide> up_, down_;
   // Paced (Pace::kAfterLast): whom each member sent to in its last such stage.
   std::vector<std::vector<uint32_t>> last_receivers_;
+  // A message at its receiver: when it arrived (never: dropped) and which.
+  struct Arrival {
+    double at = 0;
+    LostMessage message;
+  };
   // Folded stages (OSGP): arrivals owed to each member in the next round.
-  std::vector<std::vector<double>> owed_;
+  std::vector<std::vector<Arrival>> owed_;
 };
 
 }  // namespace gossipd::daemon

@@ -36,10 +36,12 @@ struct VirtualMember {
 }  // namespace
 
 VirtualRun run_virtual_cluster(const std::vector<std::vector<std::string>>& args, std::stop_token stop,
-                               const VirtualProgress& progress) {
+                               const VirtualProgress& progress,
+                               std::shared_ptr<const protocol::ModelledLosses> losses) {
   // Outlives the members (declared first); holds what a member sends to one
   // not yet up, as gossipd run's sockets do.
   protocol::InProcHub hub(protocol::InProcHub::Absent::kHold);
+  hub.set_losses(std::move(losses));
   std::vector<std::unique_ptr<VirtualMember>> members;
   for (const auto& a : args) {
     auto m = std::make_unique<VirtualMember>();

@@ -2,9 +2,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <stop_token>
 #include <string>
 #include <vector>
+
+namespace gossipd::protocol {
+class ModelledLosses;
+}
 
 namespace gossipd::daemon {
 
@@ -23,7 +28,10 @@ using VirtualProgress = std::function<void(uint64_t round, uint32_t epoch)>;
 // trainers and arithmetic are gossipd run's own. Each runs on its own thread
 // until all have ended; the first that fails stops the others. Bad flags
 // throw UsageError before any member starts.
+// `losses`: the gossip segments the modelled network loses, which the
+// members skip (none when null).
 VirtualRun run_virtual_cluster(const std::vector<std::vector<std::string>>& args, std::stop_token stop,
-                               const VirtualProgress& progress);
+                               const VirtualProgress& progress,
+                               std::shared_ptr<const protocol::ModelledLosses> losses = nullptr);
 
 }  // namespace gossipd::daemon

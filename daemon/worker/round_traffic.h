@@ -20,7 +20,8 @@ namespace gossipd::daemon {
 struct Transfer {
   uint32_t from = 0;
   uint32_t to = 0;
-  uint64_t bytes = 0;  // what the wire carries: payload and envelope
+  uint64_t bytes = 0;    // what the wire carries: payload and envelope
+  uint32_t segment = 0;  // the segment it carries (a skipped one is named by it)
 };
 
 struct TrafficStage {

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "daemon/worker/mode_set.h"
@@ -74,6 +75,55 @@ TEST(TimeModel, AnAllReduceTakesTheStepsOfTheScheduleItsSizeGets) {
   EXPECT_EQ(r.bytes_sent, 4u * 600000u);
 }
 
+// Four members on two hosts (`host`), each host's network link kRate and
+// their own link between members of one host 10x faster.
+TimeModelOptions two_hosts(std::vector<uint32_t> host) {
+  TimeModelOptions o;
+  o.step_s = kStep;
+  o.links.assign(2, LinkModel{kLatency, kRate, 0});
+  o.host = std::move(host);
+  o.host_link = LinkModel{kLatency / 10, 10 * kRate, 0};
+  return o;
+}
+
+TEST(TimeModel, AnAllReduceSpanningHostsLoadsEachHostsLinkWithWhatItsMembersSendAcross) {
+  // 4 members, a ring of a million floats: 2 (n - 1) steps, each member
+  // sending 1.5x the 4 MB.
+  ASSERT_EQ(protocol::allreduce_schedule(1000000, 4), protocol::AllreduceSchedule::kRing);
+  const TrafficStage ring = one_allreduce(4, 4000000);
+  const double bytes_each = 1.5 * 4000000;
+  // Members 0, 1 on host 0 and 2, 3 on host 1: the ring 0 1 2 3 crosses
+  // twice, once out of each host.
+  TimeModel halves(two_hosts({0, 0, 1, 1}));
+  EXPECT_NEAR(halves.run_round(1, {ring}).slowest_s, kStep + 6 * kLatency + bytes_each / kRate, 1e-12);
+  // Dealt 0 1 0 1: every edge crosses, two out of each host at once.
+  TimeModel dealt(two_hosts({0, 1, 0, 1}));
+  EXPECT_NEAR(dealt.run_round(1, {ring}).slowest_s, kStep + 6 * kLatency + 2 * bytes_each / kRate, 1e-12);
+  // All on one host: its own link only.
+  TimeModelOptions one = two_hosts({0, 0, 0, 0});
+  TimeModel together(one);
+  EXPECT_NEAR(together.run_round(1, {ring}).slowest_s,
+              kStep + 6 * one.host_link.latency_s + bytes_each / one.host_link.bytes_per_s, 1e-12);
+}
+
+TEST(TimeModel, MembersOfOneHostShareItsLinkAndTalkToEachOtherOverTheHostsOwn) {
+  TrafficStage st;
+  st.messages = {{0, 2, 100000, 0}, {1, 3, 100000, 0}, {2, 3, 100000, 0}};
+  const TimeModelOptions o = two_hosts({0, 0, 1, 1});
+  TimeModel model(o);
+  model.run_round(1, {st});
+  // 0 and 1 share host 0's uplink: 0's message goes first, 1's behind it;
+  // host 1's downlink takes them as they come.
+  EXPECT_NEAR(model.clocks()[2], kStep + 0.1 + kLatency, 1e-12);
+  // Member 3 waits for 1's (second on the shared link) and 2's (host 1's own link).
+  EXPECT_NEAR(model.clocks()[3], kStep + 0.2 + kLatency, 1e-12);
+  TimeModel own(o);
+  TrafficStage inside;
+  inside.messages = {{2, 3, 100000, 0}};
+  own.run_round(1, {inside});
+  EXPECT_NEAR(own.clocks()[3], kStep + 0.01 + o.host_link.latency_s, 1e-12);
+}
+
 TEST(TimeModel, AStragglerDelaysExactlyTheMembersItSendsTo) {
   const TrafficContext c = context(8, 3, 1000);
   const auto t = traffic("crossover", c);
@@ -82,7 +132,8 @@ TEST(TimeModel, AStragglerDelaysExactlyTheMembersItSendsTo) {
   TimeModel model(o);
   model.run_round(1, t->round(1));
   std::vector<bool> hears_from_straggler(8, false);
-  for (uint32_t s = 0; s < 3; ++s) hears_from_straggler[topology::derangement(8, 1, 0, 1, s)[5]] = true;
+  const uint32_t view = topology::starting_view(c.members).id();  // as the members' membership names it
+  for (uint32_t s = 0; s < 3; ++s) hears_from_straggler[topology::derangement(8, 1, view, 1, s)[5]] = true;
   for (size_t k = 0; k < 8; ++k) {
     if (k == 5) {
       EXPECT_NEAR(model.clocks()[k], 4 * kStep, 1e-12);  // what it was sent came long before
@@ -102,9 +153,26 @@ TEST(TimeModel, WhatMissesTheDeadlineOrIsDroppedIsSkippedAndWaitedForUntilTheDea
   o.links[0].bytes_per_s = 1e5;  // 41 ms a segment, in and out
   TimeModel late(o);
   const ModelledRound r = late.run_round(1, t->round(1));
-  // Member 0's two sends and the two it receives are late.
+  // Member 0's two sends and the two it receives are late, named by round,
+  // sender, receiver and segment as the derangement of each segment says.
   EXPECT_EQ(r.skipped, 4u);
   EXPECT_NEAR(late.clocks()[0], kStep + o.deadline_s, 1e-12);
+  ASSERT_EQ(r.lost.size(), 4u);
+  std::vector<std::tuple<uint32_t, uint32_t, uint32_t>> lost, expected;
+  for (const LostMessage& m : r.lost) {
+    EXPECT_EQ(m.round, 1u);
+    lost.emplace_back(m.segment, m.from, m.to);
+  }
+  const topology::View view = topology::starting_view(c.members);
+  for (uint32_t s = 0; s < 2; ++s) {
+    const auto to = topology::derangement(4, c.seed, view.id(), 1, s);
+    for (uint32_t i = 0; i < 4; ++i) {
+      if (i == 0 || to[i] == 0) expected.emplace_back(s, i, static_cast<uint32_t>(to[i]));
+    }
+  }
+  std::sort(lost.begin(), lost.end());
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(lost, expected);
 
   TimeModelOptions lossy = uniform(4);
   lossy.drop_rate = 0.5;

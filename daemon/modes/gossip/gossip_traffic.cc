@@ -17,7 +17,7 @@ class GossipTraffic : public RoundTraffic {
         flags_(flags),
         codec_{checked_codec(flags.compress)},
         c_(std::move(c)),
-        view_(0, c_.members) {
+        view_(topology::starting_view(c_.members)) {
     if (!flags_.hierarchical) return;
     std::map<std::string, std::string> labels;
     for (size_t i = 0; i < c_.members.size(); ++i) labels[c_.members[i]] = c_.labels.at(i);
@@ -42,7 +42,7 @@ class GossipTraffic : public RoundTraffic {
     for (uint32_t s = 0; s < c_.segments.size(); ++s) {
       const std::vector<uint32_t> to = topology::derangement(n, c_.seed, view_.id(), round, s);
       for (uint32_t i = 0; i < to.size(); ++i)
-        st.messages.push_back({i, to[i], segment_message_bytes(c_.segments[s], codec_)});
+        st.messages.push_back({i, to[i], segment_message_bytes(c_.segments[s], codec_), s});
     }
     return st;
   }
@@ -54,9 +54,10 @@ class GossipTraffic : public RoundTraffic {
     const size_t n = view_.size();
     for (uint32_t i = 0; i < n; ++i) {
       const std::vector<size_t> out = topology::exponential_out_peers(n, i, round);
-      for (const auto& seg : c_.segments) {
+      for (uint32_t s = 0; s < c_.segments.size(); ++s) {
         for (size_t k : out)
-          st.messages.push_back({i, static_cast<uint32_t>(k), segment_message_bytes(seg, codec_)});
+          st.messages.push_back(
+              {i, static_cast<uint32_t>(k), segment_message_bytes(c_.segments[s], codec_), s});
       }
     }
     return st;
@@ -86,7 +87,7 @@ class GossipTraffic : public RoundTraffic {
         const auto x = topology::inter_group_exchange(*groups_, view_.id(), owner, c_.seed, round, s, spread);
         if (x)
           st.messages.push_back(
-              {index(owner), index(x->send_to), segment_message_bytes(c_.segments[s], codec_)});
+              {index(owner), index(x->send_to), segment_message_bytes(c_.segments[s], codec_), s});
       }
     }
     return st;
