@@ -10,16 +10,19 @@
 #                KS, the trainer's large-batch recipe as compare --preset
 #                large-batch runs it (learning rate x K, LARS with eta 0.02,
 #                2 epochs of linear warm-up) for every protocol.
+#   hosts:       the scaling runs' modelled rounds with PER_HOST workers on
+#                each host (--workers-per-host; hierarchical: a group a
+#                host), time only.
 # Prints one markdown row per protocol and configuration: final mean test
 # accuracy, the averaged model's, rounds, modelled round ms and training
 # time to the end.
-# Usage: crossover_claims.sh [scaling|large-batch|all] (env: NS, EPOCHS,
+# Usage: crossover_claims.sh [scaling|hosts|large-batch|all] (env: NS, EPOCHS, PER_HOST,
 #   BATCH, LR, KS, LB_WORKERS, BANDWIDTH, TEST_LIMIT, OUT)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 WHAT=${1:-all}
 NS=${NS:-"16 32 64 128 256"}; EPOCHS=${EPOCHS:-10}; BATCH=${BATCH:-64}; LR=${LR:-0.05}
-KS=${KS:-"1 2 4 8 16"}; LB_WORKERS=${LB_WORKERS:-16}; BANDWIDTH=${BANDWIDTH:-100mbit}
+KS=${KS:-"1 2 4 8 16"}; PER_HOST=${PER_HOST:-8}; LB_WORKERS=${LB_WORKERS:-16}; BANDWIDTH=${BANDWIDTH:-100mbit}
 TEST_LIMIT=${TEST_LIMIT:-0}; OUT=${OUT:-$(mktemp -d)}
 cmake --build build -j2 --target gossipctl >/dev/null
 mkdir -p "$OUT"
@@ -46,6 +49,17 @@ if [ "$WHAT" = scaling ] || [ "$WHAT" = all ]; then
       rows "$OUT/n$n/summary.json" "N=$n" ""
     sim "$OUT/n$n-h" --workers "$n" --batch "$BATCH" --lr "$LR" --algos crossover --groups $((n / 8)) &&
       rows "$OUT/n$n-h/summary.json" "N=$n" " hierarchical ($((n / 8)) groups)"
+  done
+fi
+if [ "$WHAT" = hosts ] || [ "$WHAT" = all ]; then
+  # The same rounds with PER_HOST workers a host (the paper's groups each on
+  # one): time only, the accuracies are the scaling runs' (nothing skipped).
+  for n in $NS; do
+    sim "$OUT/n$n-hosts" --no-train --workers "$n" --batch "$BATCH" --workers-per-host "$PER_HOST" \
+      --algos crossover,sgp,allreduce && rows "$OUT/n$n-hosts/summary.json" "N=$n, $PER_HOST a host" ""
+    sim "$OUT/n$n-hosts-h" --no-train --workers "$n" --batch "$BATCH" --workers-per-host "$PER_HOST" \
+      --algos crossover --groups $((n / PER_HOST)) &&
+      rows "$OUT/n$n-hosts-h/summary.json" "N=$n, $PER_HOST a host" " hierarchical ($((n / PER_HOST)) groups)"
   done
 fi
 if [ "$WHAT" = large-batch ] || [ "$WHAT" = all ]; then
