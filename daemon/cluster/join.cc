@@ -3,6 +3,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <functional>
 #include <random>
 
 #include "protocol/errors.h"
@@ -23,8 +25,9 @@ void send_hello(protocol::Node& node, const std::string& to, const proto::Hello&
   }
 }
 
-// The next MEMBER_LIST from `from` ("" = anyone) until `deadline`.
-std::optional<protocol::Message> next_list(protocol::Node& node, const std::string& from,
+// The next MEMBER_LIST `wanted` accepts, until `deadline`.
+std::optional<protocol::Message> next_list(protocol::Node& node,
+                                           const std::function<bool(const proto::Envelope&)>& wanted,
                                            Clock::time_point deadline, std::stop_token stop) {
   for (;;) {
     auto m = node.mailbox().pop(proto::MEMBER_LIST, deadline, stop);
@@ -32,8 +35,14 @@ std::optional<protocol::Message> next_list(protocol::Node& node, const std::stri
       if (stop.stop_requested()) throw protocol::Aborted(node.id(), "joining");
       return std::nullopt;
     }
-    if (from.empty() || m->envelope.sender() == from) return m;
+    if (wanted(m->envelope)) return m;
   }
+}
+
+std::optional<protocol::Message> next_list(protocol::Node& node, const std::string& from,
+                                           Clock::time_point deadline, std::stop_token stop) {
+  return next_list(
+      node, [&](const proto::Envelope& e) { return e.sender() == from; }, deadline, stop);
 }
 
 // The contact first, then up to donors - 1 other members of its table in a
@@ -79,6 +88,12 @@ JoinResult join_cluster(protocol::Node& node, const std::vector<std::string>& en
   }
   hello.set_ready(false);
   hello.set_by_shares(true);
+  // Only the answer to this HELLO names the contact.
+  std::random_device entropy;
+  hello.set_nonce(std::uniform_int_distribution<uint64_t>(1, UINT64_MAX)(entropy));
+  const auto answers = [n = hello.nonce()](const proto::Envelope& e) {
+    return e.member_list().answers_nonce() == n;
+  };
   std::string contact_endpoint;
   for (size_t attempt = 0; r.contact.empty(); ++attempt) {
     if (Clock::now() >= deadline) {
@@ -89,7 +104,7 @@ JoinResult join_cluster(protocol::Node& node, const std::vector<std::string>& en
                              "member already uses this --id");
     }
     send_hello(node, probes[attempt % probes.size()], hello);
-    auto m = next_list(node, "", std::min(deadline, Clock::now() + kRetry), stop);
+    auto m = next_list(node, answers, std::min(deadline, Clock::now() + kRetry), stop);
     if (!m) continue;
     const proto::MemberList& list = m->envelope.member_list();
     if (!list.refused().empty()) throw JoinRefused("the cluster refused this worker: " + list.refused());

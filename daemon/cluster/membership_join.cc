@@ -105,6 +105,7 @@ void Membership::handle_hello(const std::string& id, const proto::Hello& hello) 
         reply.set_refused(why);
         spdlog::warn("node '{}': refused joiner '{}': {}", node_.id(), id, why);
       }
+      reply.set_answers_nonce(hello.nonce());
       announce_to.push_back(id);
     }
   }

@@ -122,6 +122,49 @@ TEST(HostileInput, EveryBadMessageIsCountedAndStatusStillAnswers) {
   EXPECT_FALSE(daemon.exited()) << daemon.err();
 }
 
+// A joiner takes only the answer to its own HELLO (the nonce it carries,
+// echoed) for its contact: member lists from a stranger while it waits, one
+// without the nonce and one with another, are not answers. The member it
+// asked never answers, so it ends with "no member answered" (before, the
+// stranger's list made the stranger its contact).
+TEST(HostileInput, AJoinerTakesOnlyTheAnswerToItsHelloForItsContact) {
+  TempDir dir("gossipd_hostile");
+  zmq::context_t ctx;
+  zmq::socket_t silent(ctx, zmq::socket_type::router);
+  silent.set(zmq::sockopt::linger, 0);
+  silent.set(zmq::sockopt::rcvtimeo, 20000);
+  const std::string silent_ep = "ipc://" + dir.file("silent.sock");
+  silent.bind(silent_ep);
+  const std::string joiner_ep = "ipc://" + dir.file("j.sock");
+  Process joiner({bin("gossipd"), "run", "--id", "j", "--listen", joiner_ep, "--join", silent_ep,
+                  "--cluster-id", "test", "--startup-timeout-ms", "4000", "--train-limit", "500",
+                  "--test-limit", "100"});
+  // Its first HELLO, with its nonce.
+  zmq::message_t routing, body;
+  ASSERT_TRUE(silent.recv(routing)) << joiner.err();
+  ASSERT_TRUE(silent.recv(body)) << joiner.err();
+  proto::Envelope hello;
+  ASSERT_TRUE(hello.ParseFromArray(body.data(), static_cast<int>(body.size())));
+  ASSERT_EQ(hello.type(), proto::HELLO);
+  ASSERT_NE(hello.hello().nonce(), 0u) << "a first HELLO carries a nonce";
+  zmq::socket_t stranger(ctx, zmq::socket_type::dealer);
+  stranger.set(zmq::sockopt::linger, 0);
+  stranger.set(zmq::sockopt::routing_id, "mallory");
+  stranger.connect(joiner_ep);
+  for (uint64_t nonce : {uint64_t{0}, hello.hello().nonce() + 1}) {
+    proto::Envelope list = envelope("mallory", proto::MEMBER_LIST);
+    proto::Member* m = list.mutable_member_list()->add_members();
+    m->set_id("mallory");
+    m->set_endpoint("ipc://" + dir.file("mallory.sock"));
+    list.mutable_member_list()->set_answers_nonce(nonce);
+    send(stranger, {list.SerializeAsString()});
+  }
+  ASSERT_TRUE(joiner.wait(30s)) << joiner.err();
+  EXPECT_NE(joiner.exit_code(), 0);
+  EXPECT_NE(joiner.err().find("no member answered"), std::string::npos) << joiner.err();
+  EXPECT_EQ(joiner.err().find("mallory"), std::string::npos) << joiner.err();
+}
+
 // 10,000 messages of garbage at a worker that trains: random frame counts and
 // bytes, well-formed envelopes with lying sizes, under a stranger's id and
 // under a member's, from another cluster. Every one is counted, training and
