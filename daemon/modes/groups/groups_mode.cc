@@ -46,6 +46,9 @@ class GroupsMode : public Mode {
     f.describe("--momentum",
                "auto (--algo groups, its default): --target-momentum less the momentum the asynchrony "
                "between the groups implies");
+    f.flag("--group-overlap", flags_.overlap,
+           "--algo groups: each step's push and pull run while the group computes the next step on the "
+           "values it has (one more step of staleness); the run's last step waits for its own");
     add_compress_flags(
         f, flags_.compress,
         "compute groups' rings (gradient and fresh values) and their shard pushes and answers");

@@ -8,6 +8,7 @@
 #include "daemon/modes/allreduce/allreduce_worker.h"
 #include "daemon/modes/groups/groups_report.h"
 #include "daemon/modes/groups/momentum_rule.h"
+#include "daemon/modes/groups/overlapped_exchange.h"
 #include "daemon/modes/groups/shard_client.h"
 #include "daemon/modes/groups/shard_service.h"
 #include "daemon/modes/groups/shard_store.h"
@@ -44,9 +45,15 @@ AliveMembers alive_members(Membership& membership) {
 // modes' default) diverges from g = 4 on (tests/bench/README.md).
 bool momentum_auto(const RunOptions& o) { return o.train.momentum_auto || !o.train.momentum_given; }
 
+// The groups whose asynchrony the staleness amounts to: g, or 2g with
+// --group-overlap (each group's gradient a step older: about 2g - 1 updates
+// stale instead of g - 1, the implicit momentum 1 - 1/(2g)).
+size_t staleness_groups(const GroupsFlags& o, size_t groups) { return o.overlap ? 2 * groups : groups; }
+
 trainer::OptimizerOptions owners_optimizer(const WorkerContext& c, const GroupsFlags& o, size_t groups) {
   trainer::OptimizerOptions opt = c.trainer().optimizer().options();
-  if (momentum_auto(c.options)) opt.momentum = auto_momentum(o.target_momentum, o.momentum_floor, groups);
+  if (momentum_auto(c.options))
+    opt.momentum = auto_momentum(o.target_momentum, o.momentum_floor, staleness_groups(o, groups));
   return opt;
 }
 
@@ -67,6 +74,7 @@ class GroupsWorker : public Worker {
         scattered_(codec_),
         gathered_(codec_),
         rule_{momentum_auto(c.options), o.target_momentum, o.momentum_floor},
+        last_step_(static_cast<uint64_t>(c.options.train.epochs) * c.steps_per_epoch),
         report_(c.node, c.state, c.metrics, store_, client_,
                 GroupsReportInfo{groups_, labels_.at(c.node.id()), momentum_auto(c.options)}) {
     AllreduceWorkerOptions w = allreduce_worker_options(c);
@@ -84,9 +92,14 @@ class GroupsWorker : public Worker {
     w.update = [this](protocol::Group& ring, uint64_t round) { step(ring, round); };
     ring_ =
         std::make_unique<AllreduceWorker>(c.node, c.members, c.membership, trainer_, c.loop(), std::move(w));
+    if (o.overlap) {
+      overlapped_ = std::make_unique<OverlappedExchange>(client_, trainer_.model().params().size());
+      held_versions_ = client_.versions();
+    }
   }
   void run(std::stop_token stop) override {
     ring_->run(stop);
+    overlapped_.reset();  // a stop may leave one in flight
     service_.finish(stop);
     report_.at_end();
   }
@@ -100,6 +113,9 @@ class GroupsWorker : public Worker {
     return o;
   }
   void step(protocol::Group& ring, uint64_t round);
+  // The fresh values of the exchange in flight (--group-overlap) into the
+  // parameters, allgathered over the ring.
+  void take_overlapped(protocol::Group& ring, const std::vector<size_t>& counts);
   // The ring's collectives, in the codec when there is one.
   void reduce_scatter(protocol::Group& ring, std::span<float> grads, const std::vector<size_t>& counts);
   void allgather(protocol::Group& ring, std::span<float> params, const std::vector<size_t>& counts);
@@ -115,8 +131,11 @@ class GroupsWorker : public Worker {
   ShardClient client_;
   protocol::ErrorFeedback scattered_, gathered_;  // the ring's rounding (--compress)
   MomentumRule rule_;
+  uint64_t last_step_;
   GroupsReport report_;
   std::unique_ptr<AllreduceWorker> ring_;
+  std::unique_ptr<OverlappedExchange> overlapped_;  // --group-overlap
+  std::vector<uint64_t> held_versions_;             // --group-overlap: the versions the parameters hold
 };
 
 // The group's gradient reduce-scattered over its ring, each member's slice
@@ -133,15 +152,37 @@ void GroupsWorker::step(protocol::Group& ring, uint64_t round) {
     for (size_t i = layout.range(slice.first).begin; i < layout.range(slice.second - 1).end; ++i)
       grads[i] *= scale;
   }
-  client_.exchange(round, trainer_.current_lr(), slice, grads, params, ring.options().stop);
+  // The versions this step's gradient was computed on: those the parameters
+  // hold (an overlapped pull still in flight has moved the client's on).
+  std::vector<uint64_t> computed_on = overlapped_ ? held_versions_ : client_.versions();
+  if (overlapped_ && overlapped_->pending()) take_overlapped(ring, counts);
+  if (overlapped_ && round < last_step_) {
+    const size_t begin = slice.first < slice.second ? layout.range(slice.first).begin : 0;
+    const size_t end = slice.first < slice.second ? layout.range(slice.second - 1).end : 0;
+    overlapped_->start(round, trainer_.current_lr(), slice, {begin, end}, grads, params,
+                       std::move(computed_on), ring.options().stop);
+  } else {
+    client_.exchange(round, trainer_.current_lr(), slice, grads, params, ring.options().stop, computed_on);
+    if (ring.size() > 1) {
+      allgather(ring, params, counts);
+      client_.share_versions(ring);
+    }
+  }
+  trainer_.count_step();
+  const size_t groups = topology::Groups(membership_.view(), labels_).count();
+  if (rule_.automatic)
+    store_.set_momentum(auto_momentum(rule_.target, rule_.floor, overlapped_ ? 2 * groups : groups));
+  report_.at_step(ring, groups);
+}
+
+void GroupsWorker::take_overlapped(protocol::Group& ring, const std::vector<size_t>& counts) {
+  auto params = trainer_.model().params();
+  overlapped_->finish(params);
   if (ring.size() > 1) {
     allgather(ring, params, counts);
     client_.share_versions(ring);
   }
-  trainer_.count_step();
-  const size_t groups = topology::Groups(membership_.view(), labels_).count();
-  if (rule_.automatic) store_.set_momentum(auto_momentum(rule_.target, rule_.floor, groups));
-  report_.at_step(ring, groups);
+  held_versions_ = client_.versions();
 }
 
 void GroupsWorker::reduce_scatter(protocol::Group& ring, std::span<float> grads,

@@ -23,6 +23,9 @@ struct GroupsFlags {
   // --compress: the group's ring (the gradient's reduce-scatter, the fresh
   // values' allgather) and the shards' pushes and answers in a codec.
   CompressFlags compress{};
+  // --group-overlap: each step's push and pull run while the group computes
+  // the next (overlapped_exchange.h); the run's last step waits for its own.
+  bool overlap = false;
 };
 
 // --algo groups (Omnivore's compute groups, with the parameter server

@@ -29,7 +29,7 @@ std::span<const float> ShardClient::piece(std::span<const float> v, size_t shard
 
 bool ShardClient::local(const Step& s, size_t shard) {
   const auto r = store_.layout().range(shard);
-  const ShardPush p{group_, s.step, versions_[shard], s.lr, shard, piece(s.grads, shard)};
+  const ShardPush p{group_, s.step, s.pushed_at(shard, versions_), s.lr, shard, piece(s.grads, shard)};
   PushOutcome o = store_.push(p);
   if (o == PushOutcome::kUnseeded) {
     store_.seed(shard, s.params.subspan(r.begin, r.size()), versions_[shard]);
@@ -46,7 +46,7 @@ void ShardClient::push(const Step& s, Pending& p) {
   p.resend = Clock::now() + p.backoff;
   if (p.owner == node_.id()) return;  // not in this member's store yet: tried again when due
   ShardMessage m{proto::SHARD_PUSH, s.step, static_cast<uint32_t>(p.shard), {}};
-  m.note.set_version(versions_[p.shard]);
+  m.note.set_version(s.pushed_at(p.shard, versions_));
   m.note.set_learning_rate(s.lr);
   if (options_.codec.lossless()) {
     send_shard(node_, p.owner, kShardRequestTag, m, piece(s.grads, p.shard), options_.send_timeout);
@@ -67,8 +67,9 @@ void ShardClient::seed(const Step& s, const Pending& p) {
 }
 
 void ShardClient::exchange(uint64_t step, float lr, std::pair<size_t, size_t> shards,
-                           std::span<const float> grads, std::span<float> params, std::stop_token stop) {
-  const Step s{step, lr, grads, params};
+                           std::span<const float> grads, std::span<float> params, std::stop_token stop,
+                           std::span<const uint64_t> computed_on) {
+  const Step s{step, lr, grads, params, computed_on};
   service_.follow_view();
   std::vector<Pending> pending;
   for (size_t j = shards.first; j < shards.second; ++j) {

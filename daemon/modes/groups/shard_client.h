@@ -38,9 +38,14 @@ class ShardClient {
               std::string group, ShardClientOptions options);
 
   // Shards [first, last) of step `step`: their gradient is in `grads`, their
-  // fresh values go to `params` (both whole parameter vectors).
+  // fresh values go to `params` (both whole parameter vectors). The pushes
+  // say the gradient was computed on the versions last pulled, or on
+  // `computed_on` (one per shard) when given (--group-overlap: a step
+  // older).
   void exchange(uint64_t step, float lr, std::pair<size_t, size_t> shards, std::span<const float> grads,
-                std::span<float> params, std::stop_token stop);
+                std::span<float> params, std::stop_token stop, std::span<const uint64_t> computed_on = {});
+  // The version of each shard this member last pulled (or took from its ring).
+  const std::vector<uint64_t>& versions() const { return versions_; }
   uint64_t resends() const { return resends_; }
   // Every member of the group takes the versions its ring's members pulled
   // (ranks' slices as in `exchange`), so whoever pushes or seeds a shard
@@ -61,6 +66,10 @@ class ShardClient {
     float lr = 0;
     std::span<const float> grads;
     std::span<float> params;
+    std::span<const uint64_t> computed_on;  // empty: versions_
+    uint64_t pushed_at(size_t shard, const std::vector<uint64_t>& pulled) const {
+      return computed_on.empty() ? pulled[shard] : computed_on[shard];
+    }
   };
   std::string owner_of(size_t shard) const;
   // Applies and reads a shard this member owns; false when it does not (yet).
