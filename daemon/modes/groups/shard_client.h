@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -46,7 +47,7 @@ class ShardClient {
                 std::span<float> params, std::stop_token stop, std::span<const uint64_t> computed_on = {});
   // The version of each shard this member last pulled (or took from its ring).
   const std::vector<uint64_t>& versions() const { return versions_; }
-  uint64_t resends() const { return resends_; }
+  uint64_t resends() const { return resends_.load(std::memory_order_relaxed); }
   // Every member of the group takes the versions its ring's members pulled
   // (ranks' slices as in `exchange`), so whoever pushes or seeds a shard
   // next — after the ring re-formed, say — knows the version of its copy.
@@ -89,7 +90,7 @@ class ShardClient {
   ShardClientOptions options_;
   std::vector<uint64_t> versions_;    // per shard, as this member last took it
   protocol::ErrorFeedback feedback_;  // the pushes' rounding (--compress)
-  uint64_t resends_ = 0;
+  std::atomic<uint64_t> resends_{0};  // read by /status while an overlapped exchange runs
 };
 
 }  // namespace gossipd::daemon
