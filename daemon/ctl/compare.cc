@@ -13,6 +13,7 @@
 #include <memory>
 #include <sstream>
 #include <stop_token>
+#include <thread>
 
 #include "daemon/config/cli.h"
 #include "daemon/config/run_options.h"
@@ -94,6 +95,8 @@ class Comparison {
     a.insert(a.end(), {gossipd_, "run"});
     const auto flags = compare_run_args(o_, algo, i, endpoints, dir, http_host(i) + ":0");
     a.insert(a.end(), flags.begin(), flags.end());
+    const auto patience = load_failure_timeout_args(o_.workers, std::thread::hardware_concurrency());
+    a.insert(a.end(), patience.begin(), patience.end());
     return a;
   }
 

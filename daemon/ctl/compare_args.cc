@@ -119,6 +119,13 @@ std::vector<std::string> compare_run_args(const CompareOptions& o, const std::st
   return a;
 }
 
+std::vector<std::string> load_failure_timeout_args(int workers, unsigned cores) {
+  constexpr int kDefaultMs = 3000, kWorkersPerCore = 4;
+  const int per_core_bound = kWorkersPerCore * static_cast<int>(std::max(1u, cores));
+  if (workers <= per_core_bound) return {};
+  return {"--failure-timeout-ms", std::to_string(kDefaultMs * workers / per_core_bound)};
+}
+
 void check_compare_entries(const CompareOptions& o) {
   straggler_args(o, 0);  // a bad delay or slowdown is refused before anything runs
   if (o.groups > o.workers)

@@ -17,4 +17,11 @@ std::string find_gossipd(const CompareOptions& options);
 // "2048,2048,2048": --hidden as gossipd run takes it.
 std::string join_widths(const std::vector<int>& widths);
 
+// The failure timeout compare gives `workers` processes on `cores` cores:
+// none (gossipd run's 3 s) up to 4 workers a core; past that 3 s x workers
+// / (4 x cores), so a member the loaded machine leaves unscheduled for a
+// while is neither evicted nor judges itself cut off (64 workers on 2
+// cores: 24 s). Returns the flags to add ({} for none).
+std::vector<std::string> load_failure_timeout_args(int workers, unsigned cores);
+
 }  // namespace gossipd::daemon

@@ -10,6 +10,7 @@
 
 #include "daemon/config/cli.h"
 #include "daemon/ctl/child_process.h"
+#include "daemon/ctl/compare_args.h"
 #include "daemon/ctl/compare_hosts.h"
 #include "daemon/observe/metrics_log.h"
 #include "tests/support/cluster.h"
@@ -378,6 +379,17 @@ TEST(LinkSendBuffer, HoldsFiveMillisecondsOfTheRate) {
   EXPECT_EQ(daemon::link_send_buffer_kb("2.5mbit"), 4);  // 1,563 bytes: raised to the floor
   EXPECT_EQ(daemon::link_send_buffer_kb("40gbit"), 4096);
   EXPECT_THROW(daemon::link_send_buffer_kb("fast"), daemon::UsageError);
+}
+
+// Past 4 workers a core compare's workers wait longer before they evict
+// (or judge themselves cut off): 3 s x workers / (4 x cores).
+TEST(LoadFailureTimeout, GrowsWithTheWorkersPastFourACore) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(daemon::load_failure_timeout_args(8, 2), V{});
+  EXPECT_EQ(daemon::load_failure_timeout_args(16, 2), (V{"--failure-timeout-ms", "6000"}));
+  EXPECT_EQ(daemon::load_failure_timeout_args(64, 2), (V{"--failure-timeout-ms", "24000"}));
+  EXPECT_EQ(daemon::load_failure_timeout_args(64, 16), V{});
+  EXPECT_EQ(daemon::load_failure_timeout_args(8, 0), (V{"--failure-timeout-ms", "6000"}));  // unknown: 1
 }
 
 // --netns runs iproute2's ip and tc by the absolute path found on PATH (or
