@@ -18,8 +18,7 @@ struct Incoming {
   double first = 0;
   double last = 0;
   uint64_t bytes = 0;
-  uint32_t from = 0;
-  uint64_t index = 0;  // in the stage, for the drop draw
+  uint64_t index = 0;  // in the stage: its Transfer, and the drop draw
   double latency_s = 0;
 };
 
@@ -124,7 +123,7 @@ void TimeModel::messages(uint64_t round, const TrafficStage& st, ModelledRound& 
       first = std::max(first, clock_[m.to] + route(m.to, m.from).latency_s);
     const double bytes = static_cast<double>(m.bytes);
     const double last = up_[way.up].send(first, bytes, rate(way.up), burst(way.up));
-    in[way.down].push_back({first, last, m.bytes, m.from, k, way.latency_s});
+    in[way.down].push_back({first, last, m.bytes, k, way.latency_s});
     r.bytes_sent += m.bytes;
   }
   // Each receiving side takes them one after the other, as they come.

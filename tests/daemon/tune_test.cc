@@ -19,12 +19,15 @@ namespace fs = std::filesystem;
 
 class TuneTest : public ::testing::Test {
  protected:
-  std::vector<std::string> tune(const std::vector<std::string>& more) const {
-    std::vector<std::string> a{bin("gossipctl"), "tune", "--workers",    "2",   "--batch",           "32",
-                               "--train-limit",  "2000", "--test-limit", "500", "--evals-per-epoch", "4"};
+  // gossipctl tune on `workers` workers and `train` training samples, then `more`.
+  std::vector<std::string> tune_on(int workers, int train, const std::vector<std::string>& more) const {
+    std::vector<std::string> a{bin("gossipctl"), "tune", "--workers",         std::to_string(workers),
+                               "--batch",        "32",   "--train-limit",     std::to_string(train),
+                               "--test-limit",   "500",  "--evals-per-epoch", "4"};
     a.insert(a.end(), more.begin(), more.end());
     return a;
   }
+  std::vector<std::string> tune(const std::vector<std::string>& more) const { return tune_on(2, 2000, more); }
   TempDir tmp_{"gossipd_tune_test"};
   const std::string dir_ = tmp_.path();
 };
@@ -74,35 +77,11 @@ TEST_F(TuneTest, ProbesChooseTheLeastPredictedTimeAndRunItToTheGoal) {
 // fastest first, the slow two in one group.
 TEST_F(TuneTest, TheTunerGroupsMembersOfLikeSpeedFromTheFirstSynchronousProbe) {
   const std::string out = dir_ + "/speeds";
-  const auto r = run({bin("gossipctl"),
-                      "tune",
-                      "--workers",
-                      "4",
-                      "--batch",
-                      "32",
-                      "--train-limit",
-                      "2000",
-                      "--test-limit",
-                      "500",
-                      "--evals-per-epoch",
-                      "4",
-                      "--groups",
-                      "1,2",
-                      "--lrs",
-                      "0.1",
-                      "--momenta",
-                      "0.9",
-                      "--target-accuracy",
-                      "0.5",
-                      "--epochs",
-                      "1",
-                      "--budget-s",
-                      "1000000",
-                      "--inject-step-slowdown",
-                      "w0=3,w2=3",
-                      "--out",
-                      out},
-                     600s);
+  const auto r = run(
+      tune_on(4, 2000,
+              {"--groups", "1,2", "--lrs", "0.1", "--momenta", "0.9", "--target-accuracy", "0.5", "--epochs",
+               "1", "--budget-s", "1000000", "--inject-step-slowdown", "w0=3,w2=3", "--out", out}),
+      600s);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const auto s = read_json_file<proto::TuneSummary>(out + "/tune.json");
   ASSERT_EQ(s.compute_ms_size(), 4);
@@ -124,36 +103,11 @@ TEST_F(TuneTest, TheTunerGroupsMembersOfLikeSpeedFromTheFirstSynchronousProbe) {
 TEST_F(TuneTest, AtEqualSpeedOnLinksThatBindTheStepTheTunerKeepsOneGroup) {
   if (geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
   const std::string out = dir_ + "/netns";
-  const auto r = run({bin("gossipctl"),
-                      "tune",
-                      "--netns",
-                      "--bandwidth",
-                      "100mbit",
-                      "--workers",
-                      "4",
-                      "--batch",
-                      "32",
-                      "--train-limit",
-                      "4000",
-                      "--test-limit",
-                      "500",
-                      "--evals-per-epoch",
-                      "4",
-                      "--groups",
-                      "1,2",
-                      "--lrs",
-                      "0.05",
-                      "--momenta",
-                      "0.9",
-                      "--target-accuracy",
-                      "0.7",
-                      "--epochs",
-                      "3",
-                      "--budget-s",
-                      "1000000",
-                      "--out",
-                      out},
-                     600s);
+  const auto r = run(
+      tune_on(4, 4000,
+              {"--netns", "--bandwidth", "100mbit", "--groups", "1,2", "--lrs", "0.05", "--momenta", "0.9",
+               "--target-accuracy", "0.7", "--epochs", "3", "--budget-s", "1000000", "--out", out}),
+      600s);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const auto s = read_json_file<proto::TuneSummary>(out + "/tune.json");
   EXPECT_EQ(s.stopped(), "grid done");

@@ -48,12 +48,12 @@ bool momentum_auto(const RunOptions& o) { return o.train.momentum_auto || !o.tra
 // The groups whose asynchrony the staleness amounts to: g, or 2g with
 // --group-overlap (each group's gradient a step older: about 2g - 1 updates
 // stale instead of g - 1, the implicit momentum 1 - 1/(2g)).
-size_t staleness_groups(const GroupsFlags& o, size_t groups) { return o.overlap ? 2 * groups : groups; }
+size_t staleness_groups(bool overlap, size_t groups) { return overlap ? 2 * groups : groups; }
 
 trainer::OptimizerOptions owners_optimizer(const WorkerContext& c, const GroupsFlags& o, size_t groups) {
   trainer::OptimizerOptions opt = c.trainer().optimizer().options();
   if (momentum_auto(c.options))
-    opt.momentum = auto_momentum(o.target_momentum, o.momentum_floor, staleness_groups(o, groups));
+    opt.momentum = auto_momentum(o.target_momentum, o.momentum_floor, staleness_groups(o.overlap, groups));
   return opt;
 }
 
@@ -171,7 +171,8 @@ void GroupsWorker::step(protocol::Group& ring, uint64_t round) {
   trainer_.count_step();
   const size_t groups = topology::Groups(membership_.view(), labels_).count();
   if (rule_.automatic)
-    store_.set_momentum(auto_momentum(rule_.target, rule_.floor, overlapped_ ? 2 * groups : groups));
+    store_.set_momentum(
+        auto_momentum(rule_.target, rule_.floor, staleness_groups(overlapped_ != nullptr, groups)));
   report_.at_step(ring, groups);
 }
 
