@@ -33,9 +33,13 @@ bool DataLink::fail(LinkFailure f) {
 
 void DataLink::queue(const wire::FrameHeader& header, const void* data, std::shared_ptr<const void> owner,
                      Clock::time_point due) {
-  Out o{wire::encode(header), static_cast<const std::byte*>(data), header.bytes, std::move(owner), due};
+  insert_out(
+      Out{wire::encode(header), static_cast<const std::byte*>(data), header.bytes, std::move(owner), due});
+}
+
+void DataLink::insert_out(Out o) {
   // Sorted by due time, stable; never ahead of a frame partly written.
-  auto at = std::upper_bound(out_.begin(), out_.end(), due,
+  auto at = std::upper_bound(out_.begin(), out_.end(), o.due,
                              [](Clock::time_point d, const Out& x) { return d < x.due; });
   if (at == out_.begin() && !out_.empty() && out_.front().written > 0) ++at;
   out_.insert(at, std::move(o));
@@ -46,6 +50,7 @@ DataLink::Clock::time_point DataLink::next_due() const {
 }
 
 bool DataLink::flush(Clock::time_point now) {
+  if (write_shared_) return flush_shared(now);
   while (fd_ && !broken_ && !out_.empty() && out_.front().due <= now) {
     iovec iov[kMaxIov];
     int n = 0;
@@ -59,6 +64,7 @@ bool DataLink::flush(Clock::time_point now) {
         skip -= o.header.size();
       }
       if (o.bytes > skip) iov[n++] = {const_cast<std::byte*>(o.data) + skip, o.bytes - skip};
+      if (o.switches) break;  // what follows goes through the segment
     }
     msghdr msg{};
     msg.msg_iov = iov;
@@ -73,14 +79,20 @@ bool DataLink::flush(Clock::time_point now) {
       const size_t take = std::min(left, static_cast<size_t>(sent));
       o.written += take;
       sent -= static_cast<ssize_t>(take);
-      if (o.written == o.header.size() + o.bytes) out_.pop_front();  // releases the owner
+      if (o.written < o.header.size() + o.bytes) continue;
+      const bool switches = o.switches;
+      out_.pop_front();  // releases the owner
+      if (switches) {
+        write_shared_ = true;
+        return flush_shared(now);
+      }
     }
   }
   return !broken_;
 }
 
 bool DataLink::read_available(size_t inbox_limit) {
-  while (!broken_ && !eof_ && inbox_bytes_ < inbox_limit) {
+  while (!broken_ && !eof_ && inbox_bytes_ < inbox_limit && !read_shared_) {
     const size_t missing = in_frame_ ? in_frame_->bytes - in_payload_have_ : 0;
     // Straight into place, unless the bytes are to be added (through staging).
     std::byte* target = in_post_ ? (in_post_->add ? nullptr : in_post_->dst) : in_payload_.get();
@@ -96,14 +108,17 @@ bool DataLink::read_available(size_t inbox_limit) {
     const ssize_t n = ::recv(fd_.get(), staging_.get(), kStagingBytes, MSG_DONTWAIT);
     if (would_block(n)) return true;
     if (n <= 0) return closed(n);
-    consume(staging_.get(), static_cast<size_t>(n));
-    if (static_cast<size_t>(n) < kStagingBytes) return !broken_;  // drained
+    consume(staging_.get(), static_cast<size_t>(n));  // stops at a switch: the rest are doorbells
+    if (static_cast<size_t>(n) < kStagingBytes && !read_shared_) return !broken_;  // drained
   }
+  if (read_shared_ && !broken_) return read_shared(inbox_limit);
   return !broken_;
 }
 
 bool DataLink::closed(ssize_t n) {
-  if (n == 0) {
+  // A reset is the peer's close too: it left with bytes of ours unread (a
+  // doorbell, an answer to its offer); what it sent before is still read.
+  if (n == 0 || errno == ECONNRESET) {
     eof_ = true;
     return true;
   }
@@ -118,7 +133,10 @@ void DataLink::consume(const std::byte* data, size_t n) {
       in_header_have_ += take;
       data += take;
       n -= take;
-      if (in_header_have_ == in_header_.size() && !begin_payload()) return;
+      if (in_header_have_ == in_header_.size()) {
+        const bool was_shared = read_shared_;
+        if (!begin_payload() || read_shared_ != was_shared) return;
+      }
       continue;
     }
     const size_t take = std::min(n, in_frame_->bytes - in_payload_have_);
@@ -143,6 +161,7 @@ bool DataLink::begin_payload() {
                  "data frame for group " + std::to_string(d.header->tag) + " on a connection of group " +
                      std::to_string(tag_)});
   }
+  if (d.header->kind >= wire::FrameKind::kShmOffer) return control_frame(*d.header);
   in_frame_ = d.header;
   in_payload_have_ = 0;
   const auto takes = [&](const Post* p) { return p->bytes == d.header->bytes && (*p->match)(*d.header); };
@@ -197,6 +216,13 @@ void DataLink::finish_frame() {
     return;
   }
   const size_t bytes = in_frame_->bytes;
+  if (in_frame_->kind == wire::FrameKind::kShmOffer) {
+    take_offer({in_payload_.get(), bytes});
+    in_frame_.reset();
+    in_payload_.reset();
+    in_payload_have_ = 0;
+    return;
+  }
   std::shared_ptr<const void> owner(in_payload_, in_payload_.get());
   inbox_.push_back(InFrame{*in_frame_, Frame(in_payload_.get(), bytes, std::move(owner))});
   inbox_bytes_ += bytes;

@@ -9,12 +9,16 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "protocol/data_socket.h"
 #include "protocol/data_wire.h"
 #include "protocol/message.h"
+#include "protocol/shm_mapping.h"
+#include "protocol/shm_pipe.h"
 
 namespace gossipd::protocol {
 
@@ -99,6 +103,31 @@ class DataLink {
   bool broken() const { return broken_; }
   const LinkFailure& failure() const { return failure_; }
 
+  // Shared memory between members on one host (data_link_shm.cc). The
+  // accepting side offers a segment (a pipe each way) in a frame after the
+  // ones already queued; the connecting side, if allow_shared(), maps it and
+  // answers kShmSwitch: its frames go through the segment from then on. The
+  // offering side switches when that arrives. Each direction switches on its
+  // own, at a frame boundary: what was written to the socket before is read
+  // from it first. After the switch the socket carries only doorbells (a
+  // byte when the other side sleeps in poll) and the peer's close.
+  void offer_shared(std::unique_ptr<ShmMapping> mapping, size_t capacity);
+  void allow_shared(bool allow) { may_share_ = allow; }
+  bool writes_shared() const { return write_shared_; }
+  bool reads_shared() const { return read_shared_; }
+  // Before a wait in poll(2): tells the other side we sleep on the pipes we
+  // use; false when there is work now (then do not sleep). woke() after.
+  bool prepare_sleep();
+  void woke();
+  // Peers' mistakes the link answered without breaking (a bad offer): for
+  // the caller to count.
+  std::vector<LinkFailure> take_notes() { return std::exchange(notes_, {}); }
+
+  // The segment's size for pipes of `capacity` bytes.
+  static size_t shared_bytes(size_t capacity) { return 2 * ShmPipe::mapping_bytes(capacity); }
+  // Capacities an offer may name.
+  static constexpr size_t kMinShared = size_t{4} << 10, kMaxShared = size_t{1} << 30;
+
  private:
   struct Out {
     wire::HeaderBytes header;
@@ -106,14 +135,23 @@ class DataLink {
     size_t bytes;
     std::shared_ptr<const void> owner;
     Clock::time_point due;
-    size_t written = 0;  // of header + payload
+    size_t written = 0;     // of header + payload
+    bool switches = false;  // a kShmSwitch: the frames after it go through the segment
   };
   bool fail(LinkFailure f);
+  void insert_out(Out o);
   bool closed(ssize_t n);                         // after recv returned n <= 0
   void consume(const std::byte* data, size_t n);  // staged bytes into header / payload
   bool begin_payload();                           // a header is complete
   void finish_frame();
   void land(const std::byte* data, size_t n);  // payload bytes into the post being received
+  // Shared memory (data_link_shm.cc).
+  bool flush_shared(Clock::time_point now);
+  bool read_shared(size_t inbox_limit);
+  bool control_frame(const wire::FrameHeader& h);  // a kShm* header; false: broken
+  void take_offer(std::span<const std::byte> payload);
+  void queue_control(wire::FrameKind kind, std::shared_ptr<std::vector<std::byte>> payload = nullptr);
+  void ring();  // a doorbell byte on the socket
 
   Fd fd_;
   std::string peer_;
@@ -138,6 +176,13 @@ class DataLink {
   bool broken_ = false;
   bool eof_ = false;
   LinkFailure failure_;
+
+  std::unique_ptr<ShmMapping> shm_;  // the segment, once offered or taken
+  std::unique_ptr<ShmPipe> shm_out_, shm_in_;
+  bool may_share_ = false;
+  bool offered_ = false;  // ours is the segment, not yet answered
+  bool write_shared_ = false, read_shared_ = false;
+  std::vector<LinkFailure> notes_;
 };
 
 }  // namespace gossipd::protocol

@@ -56,7 +56,7 @@ Decoded decode(std::span<const std::byte, kFrameHeaderBytes> in, uint64_t max_by
   h.chunk = get<uint32_t>(in.data(), at);
   h.bytes = get<uint64_t>(in.data(), at);
   h.codec_block = get<uint32_t>(in.data(), at);
-  if (kind != static_cast<uint16_t>(FrameKind::kPiece) && kind != static_cast<uint16_t>(FrameKind::kTensor)) {
+  if (kind < static_cast<uint16_t>(FrameKind::kPiece) || kind > kLastFrameKind) {
     d.reason = RejectReason::kUnknownType;
     d.detail = "data frame kind " + std::to_string(kind);
     return d;

@@ -22,7 +22,13 @@ namespace gossipd::protocol::wire {
 enum class FrameKind : uint16_t {
   kPiece = 1,   // a piece of a collective call: seq = call, (step, chunk) in its schedule
   kTensor = 2,  // a point-to-point tensor: seq = the caller's key, step = chunk = 0
+  // Moving the link onto shared memory (DataLink, members on one host), in
+  // bytes (DTYPE_UINT8):
+  kShmOffer = 3,   // the accepting side's segment: its pipes' capacity (u64), then its name
+  kShmSwitch = 4,  // no payload: this side's later frames come through the segment
+  kShmRefuse = 5,  // no payload: the offer is declined, the link stays on the socket
 };
+constexpr uint16_t kLastFrameKind = 5;
 
 struct FrameHeader {
   FrameKind kind = FrameKind::kPiece;

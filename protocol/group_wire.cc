@@ -2,9 +2,11 @@
 
 #include <poll.h>
 #include <sched.h>
+#include <spdlog/spdlog.h>
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <stdexcept>
 
 #include "protocol/collective_channel.h"
 #include "protocol/errors.h"
@@ -57,6 +59,26 @@ bool read_ack(int fd, GroupWire::Clock::time_point deadline) {
     if (now >= deadline) return false;
     ::poll(&p, 1, millis_until(deadline, now));
   }
+}
+
+// A segment to offer, or none when this host cannot give one (a full
+// /dev/shm, say): the link keeps its socket, with one warning per node.
+std::unique_ptr<ShmMapping> make_segment(Node& node) {
+  try {
+    return ShmMapping::create(DataLink::shared_bytes(node.options().shared_memory_bytes));
+  } catch (const std::runtime_error& e) {
+    if (node.first_shm_warning())
+      spdlog::warn("{}: no shared memory for members on this host ({}); they talk over sockets", node.id(),
+                   e.what());
+    return nullptr;
+  }
+}
+
+// Both endpoints on this host: the same address, or both on loopback.
+bool same_host(const std::string& mine, const std::string& theirs) {
+  const std::string a = endpoint_host(mine), b = endpoint_host(theirs);
+  if (a.empty() || b.empty()) return false;
+  return a == b || (a.rfind("127.", 0) == 0 && b.rfind("127.", 0) == 0);
 }
 
 }  // namespace
@@ -112,9 +134,22 @@ bool GroupWire::advance(Pending& p, Clock::time_point now) {
     if (auto msg = node.mailbox().pop_chunk(key, now, {})) fd = connect_announced(key.sender, *msg);
   }
   if (!fd) return false;
-  links_[p.rank]->attach(std::move(fd));
-  open_.push_back(links_[p.rank].get());
+  DataLink& l = *links_[p.rank];
+  l.attach(std::move(fd));
+  open_.push_back(&l);
+  if (!shares_memory(p.rank)) return true;
+  if (!p.nonce) {
+    l.allow_shared(true);
+  } else if (auto segment = make_segment(node)) {
+    l.offer_shared(std::move(segment), node.options().shared_memory_bytes);
+  }
   return true;
+}
+
+bool GroupWire::shares_memory(size_t rank) const {
+  const Node& node = group_.node();
+  if (node.options().shared_memory_bytes == 0 || node.options().faults.any()) return false;
+  return same_host(node.endpoint(), node.peer_endpoint(group_.member(rank)));
 }
 
 // Connects as an announcement says; an empty Fd when it is malformed or
@@ -166,7 +201,10 @@ void GroupWire::progress(Clock::time_point now, const std::string& during) {
   const size_t limit = group_.node().options().max_queued_bytes;
   for (DataLink* l : open_) {
     if (l->wants_write() && !l->flush(now)) lost(*l, during);
-    if (!l->eof() && !l->read_available(limit)) lost(*l, during);
+    // After the peer's close too: a pipe may still hold what it wrote before.
+    if ((!l->eof() || l->reads_shared()) && !l->read_available(limit)) lost(*l, during);
+    for (const LinkFailure& f : l->take_notes())
+      group_.node().reject_log().reject(l->peer(), f.reason, f.detail);
   }
 }
 
@@ -177,15 +215,20 @@ void GroupWire::wait(Clock::time_point deadline) {
   fds.clear();
   // Pending connections complete on other threads: look again soon.
   auto until = pending_.empty() ? deadline : std::min(deadline, now + std::chrono::milliseconds(1));
+  bool work = false;
   for (DataLink* l : open_) {
-    short events = l->inbox_bytes() < limit && !l->eof() ? POLLIN : 0;
+    // A link on shared memory hears a doorbell on its socket when the peer
+    // wrote to or freed room in a pipe we sleep on; its socket never blocks a write.
+    work |= !l->prepare_sleep();
+    short events = (l->inbox_bytes() < limit || l->reads_shared()) && !l->eof() ? POLLIN : 0;
     if (l->wants_write()) {
-      if (l->next_due() <= now) events |= POLLOUT;
+      if (l->next_due() <= now && !l->writes_shared()) events |= POLLOUT;
       until = std::min(until, l->next_due());
     }
     fds.push_back({l->fd(), events, 0});
   }
-  ::poll(fds.data(), fds.size(), millis_until(until, now));
+  ::poll(fds.data(), fds.size(), work ? 0 : millis_until(until, now));
+  for (DataLink* l : open_) l->woke();
 }
 
 bool GroupWire::drive(const std::function<bool()>& done, Clock::time_point deadline,
@@ -219,6 +262,12 @@ std::optional<InFrame> GroupWire::take(size_t rank, const Match& match, const Ma
     group_.node().reject_log().reject(l.peer(), RejectReason::kStale,
                                       "data frame of finished call " + std::to_string(h.seq));
   });
+}
+
+size_t GroupWire::shared_links() const {
+  size_t n = 0;
+  for (const auto& l : links_) n += l && l->writes_shared() && l->reads_shared();
+  return n;
 }
 
 bool GroupWire::all_sent() const {

@@ -59,6 +59,9 @@ class GroupWire {
   // before this returns.
   void drop_queued(size_t rank);
 
+  // Links whose frames go through shared memory both ways.
+  size_t shared_links() const;
+
   // Nothing queued on any link: every frame is in the kernel.
   bool all_sent() const;
 
@@ -77,6 +80,8 @@ class GroupWire {
   Fd connect_announced(const std::string& peer, const Message& announcement);
   void progress(Clock::time_point now, const std::string& during);
   void wait(Clock::time_point deadline);  // poll(2) on every link
+  // Both on this host, sharing on, no injected faults (DataLink's shared memory).
+  bool shares_memory(size_t rank) const;
   [[noreturn]] void lost(const DataLink& l, const std::string& during);
 
   Group& group_;

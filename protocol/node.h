@@ -47,6 +47,11 @@ struct NodeOptions {
   // direct path needs a tcp:// endpoint and stays off with CURVE (it would
   // carry payloads in the clear; protocol/README.md says what that costs).
   DataPath data_path = DataPath::kTcp;
+  // Direct connections between members on one host (the same address, or
+  // both on loopback) move their frames through shared memory, pipes of
+  // this many bytes each way (DataLink); 0: always the socket. Never with
+  // injected faults (they must apply) nor with CURVE (no direct path).
+  size_t shared_memory_bytes = size_t{4} << 20;
   // Socket settings of direct connections (buffers, congestion control). A
   // congestion control the kernel refuses is dropped with a warning.
   DataSocketTuning data_socket;
@@ -110,6 +115,10 @@ class Node {
   uint64_t payload_bytes_sent() const { return payload_sent_.load(std::memory_order_relaxed); }
   void count_payload_sent(uint64_t bytes) { payload_sent_.fetch_add(bytes, std::memory_order_relaxed); }
 
+  // True the first time only: a node says once that /dev/shm gave it no
+  // segment (GroupWire), however many links fall back to their sockets.
+  bool first_shm_warning() { return !shm_warned_.exchange(true); }
+
   // Stops the receive thread and closes the sockets; idempotent.
   void close();
 
@@ -131,6 +140,7 @@ class Node {
   mutable std::mutex peers_mu_;
   std::map<std::string, std::string> peer_endpoints_;
   std::atomic<uint64_t> payload_sent_{0};
+  std::atomic<bool> shm_warned_{false};
 };
 
 }  // namespace gossipd::protocol

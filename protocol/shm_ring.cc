@@ -1,16 +1,10 @@
 #include "protocol/shm_ring.h"
 
-#include <fcntl.h>
 #include <linux/futex.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
-#include <unistd.h>
 
 #include <atomic>
-#include <cerrno>
 #include <cstring>
-#include <random>
 #include <stdexcept>
 
 namespace gossipd::protocol {
@@ -32,10 +26,6 @@ void futex_wait(std::atomic<uint32_t>& word, uint32_t seen, ShmRing::Clock::time
 
 void futex_wake(std::atomic<uint32_t>& word) {
   ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE, 1, nullptr, nullptr, 0);
-}
-
-[[noreturn]] void fail(const std::string& what) {
-  throw std::runtime_error(what + ": " + std::strerror(errno));
 }
 
 }  // namespace
@@ -143,86 +133,26 @@ void ShmRing::wait_freed(uint32_t seen, Clock::time_point until) {
 // --- ShmSegment ---
 
 namespace {
-
-constexpr const char* kPrefix = "/gossipd-";
-constexpr size_t kNameHex = 32;
-
 size_t segment_bytes(size_t capacity) { return 2 * ShmRing::mapping_bytes(capacity); }
-
-bool well_formed(const std::string& name) {
-  const size_t p = std::strlen(kPrefix);
-  if (name.size() != p + kNameHex || name.compare(0, p, kPrefix) != 0) return false;
-  for (size_t i = p; i < name.size(); ++i)
-    if (!std::isxdigit(static_cast<unsigned char>(name[i]))) return false;
-  return true;
-}
-
-std::byte* map(int fd, size_t bytes, const std::string& name) {
-  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  ::close(fd);
-  if (p == MAP_FAILED) fail("mmap of " + name);
-  return static_cast<std::byte*>(p);
-}
-
 }  // namespace
 
-ShmSegment::ShmSegment(std::string name, std::byte* base, size_t bytes, size_t capacity, bool init)
-    : name_(std::move(name)), linked_(true), base_(base), bytes_(bytes) {
+ShmSegment::ShmSegment(std::unique_ptr<ShmMapping> mapping, size_t capacity, bool init)
+    : mapping_(std::move(mapping)) {
   const size_t one = ShmRing::mapping_bytes(capacity);
-  rings_[0] = std::make_unique<ShmRing>(base, capacity, init);
-  rings_[1] = std::make_unique<ShmRing>(base + one, capacity, init);
+  rings_[0] = std::make_unique<ShmRing>(mapping_->base(), capacity, init);
+  rings_[1] = std::make_unique<ShmRing>(mapping_->base() + one, capacity, init);
 }
 
 std::unique_ptr<ShmSegment> ShmSegment::create(size_t capacity) {
-  std::random_device rd;
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string name = kPrefix;
-  for (size_t i = 0; i < kNameHex; ++i) name += kHex[rd() % 16];
-  const int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-  if (fd < 0) fail("shm_open of " + name);
-  const size_t bytes = segment_bytes(capacity);
-  // The pages are taken now: a full /dev/shm is an error here, not a
-  // SIGBUS at the first write into a page tmpfs cannot give.
-  if (const int e = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes)); e != 0) {
-    ::close(fd);
-    ::shm_unlink(name.c_str());
-    errno = e;
-    fail("posix_fallocate of " + name);
-  }
-  std::byte* base = nullptr;
-  try {
-    base = map(fd, bytes, name);
-  } catch (...) {
-    ::shm_unlink(name.c_str());
-    throw;
-  }
-  return std::unique_ptr<ShmSegment>(new ShmSegment(name, base, bytes, capacity, true));
+  return std::unique_ptr<ShmSegment>(
+      new ShmSegment(ShmMapping::create(segment_bytes(capacity)), capacity, true));
 }
 
 std::unique_ptr<ShmSegment> ShmSegment::open(const std::string& name, size_t capacity) {
-  if (!well_formed(name))
-    throw std::runtime_error("shared-memory segment name '" + name + "' is not one of ours");
-  const int fd = ::shm_open(name.c_str(), O_RDWR, 0);
-  if (fd < 0) fail("shm_open of " + name);
-  struct stat st {};
-  const size_t bytes = segment_bytes(capacity);
-  if (::fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) != bytes) {
-    ::close(fd);
-    throw std::runtime_error("shared-memory segment " + name + " is not " + std::to_string(bytes) + " bytes");
-  }
-  auto s = std::unique_ptr<ShmSegment>(new ShmSegment(name, map(fd, bytes, name), bytes, capacity, false));
-  s->unlink();
-  return s;
+  return std::unique_ptr<ShmSegment>(
+      new ShmSegment(ShmMapping::open(name, segment_bytes(capacity)), capacity, false));
 }
 
-void ShmSegment::unlink() {
-  if (linked_) ::shm_unlink(name_.c_str());
-  linked_ = false;
-}
-
-ShmSegment::~ShmSegment() {
-  unlink();
-  ::munmap(base_, bytes_);
-}
+ShmSegment::~ShmSegment() = default;
 
 }  // namespace gossipd::protocol

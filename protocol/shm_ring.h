@@ -8,6 +8,8 @@
 #include <span>
 #include <string>
 
+#include "protocol/shm_mapping.h"
+
 namespace gossipd::protocol {
 
 // A one-way queue of float32 tensors in memory that two processes on one
@@ -63,10 +65,9 @@ class ShmRing {
   uint64_t front_bytes_ = 0;                       // reader: the frame front() returned
 };
 
-// The memory two processes share for a pair of rings (one each way): made
-// by the lower rank (shm_open with a fresh random name, O_EXCL, mode 0600),
-// opened by the higher, which unlinks the name at once (the mapping lives
-// on; nothing is left in /dev/shm). Throws std::runtime_error naming what
+// The memory two processes share for a pair of rings (one each way), made
+// by the lower rank and opened by the higher (ShmMapping: a fresh random
+// name, unlinked once both mapped it). Throws std::runtime_error naming what
 // failed.
 class ShmSegment {
  public:
@@ -76,17 +77,14 @@ class ShmSegment {
   ShmSegment(const ShmSegment&) = delete;
   ShmSegment& operator=(const ShmSegment&) = delete;
 
-  const std::string& name() const { return name_; }
-  void unlink();  // the name goes (done once; the mapping stays)
+  const std::string& name() const { return mapping_->name(); }
+  void unlink() { mapping_->unlink(); }  // the name goes (done once; the mapping stays)
   // Ring 0 carries lower -> higher, ring 1 higher -> lower.
   ShmRing& ring(size_t k) { return *rings_[k]; }
 
  private:
-  ShmSegment(std::string name, std::byte* base, size_t bytes, size_t capacity, bool init);
-  std::string name_;
-  bool linked_;
-  std::byte* base_;
-  size_t bytes_;
+  ShmSegment(std::unique_ptr<ShmMapping> mapping, size_t capacity, bool init);
+  std::unique_ptr<ShmMapping> mapping_;
   std::unique_ptr<ShmRing> rings_[2];
 };
 

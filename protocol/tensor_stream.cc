@@ -87,6 +87,15 @@ void TensorStream::wait(const SendHandle& h) {
     throw PeerTimeout(group_.node().id(), group_.member(h.to_rank_), group_.options().timeout, "tensor send");
 }
 
+void TensorStream::flush() {
+  GroupWire* wire = group_.wire();
+  if (!wire) return;  // ZeroMQ's I/O thread moves them
+  const auto deadline = Clock::now() + group_.options().timeout;
+  if (!wire->drive([&] { return wire->all_sent(); }, deadline, "tensor send (flush)"))
+    throw PeerTimeout(group_.node().id(), group_.member(group_.rank() + 1), group_.options().timeout,
+                      "tensor send (flush)");
+}
+
 TensorStream::RecvHandle TensorStream::irecv(size_t from_rank, uint64_t seq, std::span<float> out) {
   RecvHandle h;
   h.from_rank_ = from_rank;

@@ -65,10 +65,16 @@ class TensorStream {
     bool done_ = false;
   };
 
-  // `data` must stay alive and unchanged until the handle is done.
+  // `data` must stay alive and unchanged until the handle is done. A send
+  // goes on by itself as far as the link buffers it (the kernel's socket
+  // buffers; a shared-memory pipe, 4 MiB by default); the rest moves while
+  // this stream's calls run: wait() or flush() before the thread turns to
+  // another group's collectives, or the peer may wait for it forever.
   SendHandle send(size_t to_rank, uint64_t seq, std::span<const float> data);
   // Waits up to the group timeout: PeerTimeout, PeerLost, Aborted.
   void wait(const SendHandle& handle);
+  // Every send of this stream handed over to its link, as wait() each.
+  void flush();
 
   RecvHandle irecv(size_t from_rank, uint64_t seq, std::span<float> out);
   // Completes the receive if its tensor is here, without waiting.

@@ -58,9 +58,13 @@ void add_common_options(CLI::App& cmd, CollectiveBenchOptions& o, bool pingpong)
   cmd.add_option("--bind-to", o.bind_to, "core: pin each rank to one CPU (OpenMPI's default); none")
       ->check(CLI::IsMember({"core", "none"}))
       ->capture_default_str();
-  cmd.add_option("--path", o.path, "Data path: tcp (direct connections) or zmq (over ZeroMQ)")
-      ->check(CLI::IsMember({"tcp", "zmq"}))
+  cmd.add_option("--path", o.path,
+                 "Data path: shm (direct connections through shared memory, as gossipd on one host), tcp "
+                 "(direct connections on sockets only) or zmq (over ZeroMQ)")
+      ->check(CLI::IsMember({"shm", "tcp", "zmq"}))
       ->capture_default_str();
+  cmd.add_option("--shm-bytes", o.shm_bytes, "shm: each pipe's bytes (0: gossipd's default)")
+      ->check(CLI::Range(size_t{0}, size_t{1} << 30));
   cmd.add_option("--spin-us", o.spin_us, "How long a waiting call spins before blocking in poll(2)")
       ->check(CLI::Range(0, 10000000))
       ->capture_default_str();
@@ -121,6 +125,8 @@ std::vector<std::string> worker_args(const CollectiveBenchOptions& o, int rank) 
                                 o.bind_to,
                                 "--path",
                                 o.path,
+                                "--shm-bytes",
+                                str(o.shm_bytes),
                                 "--spin-us",
                                 str(o.spin_us),
                                 "--congestion",

@@ -25,8 +25,11 @@ struct CollectiveBenchOptions {
   // "core": rank r and every thread it starts run on CPU r mod #CPUs, as
   // OpenMPI binds ranks by default. "none": the scheduler decides.
   std::string bind_to = "core";
-  std::string path = "tcp";  // NodeOptions::data_path: tcp (direct) or zmq
-  int spin_us = 200;         // CollectiveOptions::spin
+  // shm: the direct path with shared memory between the ranks (the
+  // daemon's default on one host); tcp: the direct path on sockets only; zmq.
+  std::string path = "shm";
+  size_t shm_bytes = 0;  // shm: NodeOptions::shared_memory_bytes (0: its default)
+  int spin_us = 200;     // CollectiveOptions::spin
   // DataSocketTuning::congestion of the direct connections; "system": the kernel's default.
   std::string congestion = protocol::kDefaultCongestion;
   // auto: the schedule the modes get (Allreduce, ReduceScatter, Allgather);

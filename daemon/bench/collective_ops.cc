@@ -232,6 +232,8 @@ gp::NodeOptions bench_node_options(size_t rank, const std::string& listen, const
   // this rank's add_peer: accept every rank from the start.
   for (int r = 0; r < o.procs; ++r) n.initial_members.push_back(rank_id(static_cast<size_t>(r)));
   n.data_path = o.path == "zmq" ? gp::DataPath::kZmq : gp::DataPath::kTcp;
+  if (o.path != "shm") n.shared_memory_bytes = 0;
+  if (o.path == "shm" && o.shm_bytes > 0) n.shared_memory_bytes = o.shm_bytes;
   n.data_socket.congestion = o.congestion == "system" ? "" : o.congestion;
   if (!o.curve_key.empty()) {  // one cluster key: serve with it, present it, admit only it
     const gp::KeyPair key = gp::read_secret_key_file(o.curve_key);

@@ -97,6 +97,11 @@ void add_run_command(CLI::App& app, RunCommandLine& line) {
                   "(encrypted)")
       ->check(CLI::IsMember({"tcp", "zmq"}))
       ->capture_default_str();
+  cmd->add_option("--shm-kb", o.shm_kb,
+                  "Direct connections between members on one host move their frames through shared "
+                  "memory, a pipe of this many KiB each way (4 to 1048576); 0: they keep the socket")
+      ->check(CLI::Range(size_t{0}, size_t{1} << 20))
+      ->capture_default_str();
   cmd->add_option("--data-congestion", o.data_congestion,
                   "TCP congestion control of the direct connections (--data-path tcp), or 'system' for "
                   "the kernel's default. One the kernel refuses is left out with a warning")

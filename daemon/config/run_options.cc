@@ -4,6 +4,7 @@
 #include <regex>
 
 #include "daemon/config/cli.h"
+#include "protocol/data_link.h"
 #include "protocol/endpoint.h"
 
 // The checks of `gossipd run`'s options that need no data, model or socket.
@@ -62,6 +63,11 @@ void check_run_options(const RunOptions& o) {
   if (o.failure_timeout_ms <= 2 * o.heartbeat_ms) {
     throw UsageError(
         "--failure-timeout-ms must be more than twice --heartbeat-ms, or live members get evicted");
+  }
+  if (o.shm_kb > 0 && (o.shm_kb << 10) < protocol::DataLink::kMinShared) {
+    throw UsageError("--shm-kb " + std::to_string(o.shm_kb) + " is below " +
+                     std::to_string(protocol::DataLink::kMinShared >> 10) +
+                     ": give a larger pipe, or 0 to keep the sockets");
   }
   if (o.max_queued_bytes < o.max_message_bytes) {
     throw UsageError("--max-queued-bytes " + std::to_string(o.max_queued_bytes) +

@@ -56,6 +56,9 @@ struct RunOptions {
   // TCP congestion control of the direct connections (--data-congestion);
   // "system" keeps the kernel's default.
   std::string data_congestion = protocol::kDefaultCongestion;
+  // Each way's pipe between members on one host (--shm-kb; 0: their
+  // direct connections keep the socket).
+  size_t shm_kb = 4096;
   std::string curve_secret_key;
   std::string curve_cluster_key;
   std::string metrics_out;

@@ -21,6 +21,9 @@ protocol::NodeOptions node_options(const RunOptions& o) {
   n.max_connections = o.max_connections;
   n.data_path = o.data_path == "zmq" ? protocol::DataPath::kZmq : protocol::DataPath::kTcp;
   n.data_socket.congestion = o.data_congestion == "system" ? "" : o.data_congestion;
+  static_assert(RunOptions{}.shm_kb << 10 == protocol::NodeOptions{}.shared_memory_bytes,
+                "gossipd run's default pipe is the node's");
+  n.shared_memory_bytes = o.shm_kb << 10;
   n.faults.delay = std::chrono::milliseconds(o.delay_ms);
   n.faults.drop = o.inject_drop;
   n.faults.duplicate = o.inject_duplicate;

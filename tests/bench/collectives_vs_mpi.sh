@@ -13,8 +13,10 @@
 #   tests/bench/collectives_vs_mpi.sh [BUILD_DIR]      (default: ./build)
 # Env: OPS="allreduce allgather reduce-scatter pingpong"  PROCS="2 4" (pingpong: 2 only)
 #      SIZES="8K 32K 128K 512K 2M 8M 32M 64M" (bytes; K/M suffixes)  REPS=30  RUNS=2
-#      PATHS="tcp" (and/or zmq: NodeOptions::data_path; curve: CURVE on, which turns the
-#      direct path off: encrypted ZeroMQ against MPI's plain TCP)
+#      PATHS="shm tcp" (shm: ours through shared memory, the default between members on one
+#      host, against MPI's shared-memory transport, --mca btl self,vader; tcp: both over TCP
+#      loopback; zmq: NodeOptions::data_path; curve: CURVE on, which turns the direct path
+#      off: encrypted ZeroMQ against MPI's plain TCP)
 #      CHUNK_BYTES, SPIN_US, CONGESTION (ours; unset: defaults; CONGESTION=system: the
 #      kernel's default congestion control, which MPI's connections always have)
 #      MPI_ARGS: more mpirun arguments, e.g. "--mca coll_tuned_use_dynamic_rules 1
@@ -29,13 +31,13 @@ procs_list="${PROCS:-2 4}"
 sizes="${SIZES:-8K 32K 128K 512K 2M 8M 32M 64M}"
 reps="${REPS:-30}"
 runs="${RUNS:-2}"
-paths="${PATHS:-tcp}"
+paths="${PATHS:-shm tcp}"
 [[ -x "$gossipctl" ]] || { echo "missing $gossipctl (build first)" >&2; exit 2; }
 [[ -x "$mpi" ]] || { echo "missing $mpi (apt-get install openmpi-bin libopenmpi-dev, reconfigure)" >&2; exit 2; }
 ((runs >= 1)) || { echo "RUNS must be >= 1" >&2; exit 2; }
 
-# OpenMPI refuses root unless told; TCP only (no shared memory), loopback only.
-mpirun_args=(--oversubscribe --mca btl tcp,self --mca btl_tcp_if_include lo)
+# OpenMPI refuses root unless told; its transport follows the path (run_case).
+mpirun_args=(--oversubscribe)
 [[ $(id -u) -eq 0 ]] && mpirun_args+=(--allow-run-as-root)
 read -r -a extra <<<"${MPI_ARGS:-}"
 mpirun_args+=("${extra[@]}")
@@ -66,6 +68,9 @@ run_case() {
   local exact=yes
   local -a path_args=(--path "$path")
   [[ $path == curve ]] && path_args=(--path zmq --curve)
+  # MPI over the same medium: shared memory (vader) against ours, else TCP on loopback.
+  local -a mpi_path_args=(--mca btl tcp,self --mca btl_tcp_if_include lo)
+  [[ $path == shm ]] && mpi_path_args=(--mca btl self,vader)
   for ((i = 0; i < runs; i++)); do
     if ! out=$("$gossipctl" bench "$op" --procs "$p" --bytes "$bytes" --reps "$reps" "${path_args[@]}" \
       "${ours_extra[@]}"); then
@@ -73,7 +78,7 @@ run_case() {
     fi
     om+=("$(field seconds <<<"$out")"); on+=("$(field min_seconds <<<"$out")")
     [[ $(field exact <<<"$out") == true ]] || { exact="NO (ours)"; status=1; }
-    if ! out=$(mpirun "${mpirun_args[@]}" -np "$p" "$mpi" --op "$op" --bytes "$bytes" --reps "$reps" |
+    if ! out=$(mpirun "${mpirun_args[@]}" "${mpi_path_args[@]}" -np "$p" "$mpi" --op "$op" --bytes "$bytes" --reps "$reps" |
       grep '"impl":"mpi"'); then
       exact="NO (MPI failed)"; status=1; break
     fi

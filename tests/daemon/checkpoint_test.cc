@@ -4,7 +4,6 @@
 #include "daemon/cluster/checkpoint.h"
 
 #include <gtest/gtest.h>
-#include <spdlog/sinks/ringbuffer_sink.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -14,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/captured_log.h"
 #include "tests/support/temp_dir.h"
 
 namespace gossipd::daemon {
@@ -190,26 +190,7 @@ TEST(Checkpointer, WaitingInsteadOfSkippingWritesEveryDueRound) {
                                              "ckpt-000000000010.gsck"}));
 }
 
-// What the default logger writes while it lives (the daemon reports through
-// spdlog), also when an assertion ends the test early.
-class CapturedLog {
- public:
-  CapturedLog() : sink_(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(64)) {
-    spdlog::default_logger()->sinks().push_back(sink_);
-  }
-  ~CapturedLog() {
-    auto& sinks = spdlog::default_logger()->sinks();
-    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
-  }
-  std::string text() const {
-    std::string all;
-    for (const auto& line : sink_->last_formatted()) all += line;
-    return all;
-  }
-
- private:
-  std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink_;
-};
+using gossipd::testing::CapturedLog;
 
 TEST(Checkpointer, AnUnwritableDirectoryIsReportedAndTrainingGoesOn) {
   CheckpointOptions o;

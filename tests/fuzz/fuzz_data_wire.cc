@@ -22,6 +22,7 @@
 #include "protocol/codec.h"
 #include "protocol/data_link.h"
 #include "protocol/data_wire.h"
+#include "protocol/shm_pipe.h"
 #include "protocol/shm_ring.h"
 
 using namespace gossipd;
@@ -40,7 +41,8 @@ void require(bool ok, const char* what) {
 }
 
 bool valid(const wire::FrameHeader& h) {
-  const bool kind = h.kind == wire::FrameKind::kPiece || h.kind == wire::FrameKind::kTensor;
+  const bool kind =
+      h.kind >= wire::FrameKind::kPiece && static_cast<uint16_t>(h.kind) <= wire::kLastFrameKind;
   const auto dtype = static_cast<proto::DType>(h.dtype);
   // A compressed dtype's elements are bytes (codec.h), its int8 block one that fits.
   const size_t element =
@@ -87,6 +89,9 @@ Yield stream(std::span<const std::byte> in, size_t chunk, uint32_t tag, Posting*
       const InFrame& f = *got;
       require(f.header.bytes == f.payload.size(), "frame bytes differ from its header");
       require(valid(f.header), "invalid frame header yielded");
+      // The link answers shared-memory frames itself (this one may not share).
+      require(f.header.kind == wire::FrameKind::kPiece || f.header.kind == wire::FrameKind::kTensor,
+              "a shared-memory frame yielded");
       y.headers.push_back(wire::encode(f.header));
       const auto* p = static_cast<const std::byte*>(f.payload.data());
       y.payloads.emplace_back(p, p + f.payload.size());
@@ -181,6 +186,33 @@ void ring(std::span<const std::byte> in) {
   }
 }
 
+// A pipe whose positions (the writer's and the reader's, another
+// process's) are the input's: readable() refuses them or stays inside the ring.
+void pipe(std::span<const std::byte> in) {
+  constexpr size_t kCap = 4096;
+  alignas(64) static std::byte mem[2 * kCap];
+  std::memset(mem, 0, sizeof mem);
+  const size_t mapped = ShmPipe::mapping_bytes(kCap);
+  require(mapped <= sizeof mem, "pipe mapping size");
+  ShmPipe reader(mem, kCap, true);
+  // The control block's first word is the tail, its second cache line's the head.
+  if (in.size() >= 16) {
+    std::memcpy(mem, in.data(), 8);
+    std::memcpy(mem + 64, in.data() + 8, 8);
+  }
+  const std::byte* data = mem + mapped - kCap;
+  try {
+    for (int k = 0; k < 4; ++k) {
+      const auto s = reader.readable();
+      require(s.empty() || (s.data() >= data && s.data() + s.size() <= data + kCap),
+              "bytes outside the pipe");
+      if (s.empty()) break;
+      reader.consume(s.size());
+    }
+  } catch (const std::runtime_error&) {
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -223,5 +255,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           "link state depends on how bytes were cut");
   check_posted(in, tag, whole);
   ring(in);
+  pipe(in);
   return 0;
 }

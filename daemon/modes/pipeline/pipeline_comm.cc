@@ -73,6 +73,9 @@ void PipelineComm::allgather_replicas(std::span<float> data, std::span<const siz
 }
 
 void PipelineComm::gather_parameters(std::span<float> data, std::span<const size_t> counts) {
+  // The last input gradients may still be on their way (more than a
+  // shared-memory pipe holds): they go before this thread turns to the gather.
+  if (stream_) stream_->flush();
   if (shape_.stages > 1) protocol::Allgather(*gather_, data, counts).run();
 }
 
