@@ -23,6 +23,9 @@ class ZapHandler;
 
 enum class DataPath { kTcp, kZmq };
 
+// NodeOptions::shared_memory_bytes unless told otherwise.
+inline constexpr size_t kDefaultSharedMemoryBytes = size_t{4} << 20;
+
 struct NodeOptions {
   std::string id;  // node id, unique in the cluster
   std::string listen = "tcp://127.0.0.1:0";
@@ -51,7 +54,7 @@ struct NodeOptions {
   // both on loopback) move their frames through shared memory, pipes of
   // this many bytes each way (DataLink); 0: always the socket. Never with
   // injected faults (they must apply) nor with CURVE (no direct path).
-  size_t shared_memory_bytes = size_t{4} << 20;
+  size_t shared_memory_bytes = kDefaultSharedMemoryBytes;
   // Socket settings of direct connections (buffers, congestion control). A
   // congestion control the kernel refuses is dropped with a warning.
   DataSocketTuning data_socket;
@@ -114,6 +117,12 @@ class Node {
   // words are compared with.
   uint64_t payload_bytes_sent() const { return payload_sent_.load(std::memory_order_relaxed); }
   void count_payload_sent(uint64_t bytes) { payload_sent_.fetch_add(bytes, std::memory_order_relaxed); }
+
+  // Whether direct links to `peer` go through shared memory (DataLink):
+  // the direct path is on, NodeOptions::shared_memory_bytes > 0, no
+  // injected faults, and both endpoints on this host (the same address, or
+  // both on loopback). Planners price that link by it.
+  bool shares_memory_with(const std::string& peer) const;
 
   // True the first time only: a node says once that /dev/shm gave it no
   // segment (GroupWire), however many links fall back to their sockets.

@@ -58,7 +58,8 @@ struct RunOptions {
   std::string data_congestion = protocol::kDefaultCongestion;
   // Each way's pipe between members on one host (--shm-kb; 0: their
   // direct connections keep the socket).
-  size_t shm_kb = 4096;
+  static constexpr size_t kDefaultShmKb = 4096;
+  size_t shm_kb = kDefaultShmKb;
   std::string curve_secret_key;
   std::string curve_cluster_key;
   std::string metrics_out;

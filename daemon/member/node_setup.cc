@@ -21,7 +21,7 @@ protocol::NodeOptions node_options(const RunOptions& o) {
   n.max_connections = o.max_connections;
   n.data_path = o.data_path == "zmq" ? protocol::DataPath::kZmq : protocol::DataPath::kTcp;
   n.data_socket.congestion = o.data_congestion == "system" ? "" : o.data_congestion;
-  static_assert(RunOptions{}.shm_kb << 10 == protocol::NodeOptions{}.shared_memory_bytes,
+  static_assert(RunOptions::kDefaultShmKb << 10 == protocol::kDefaultSharedMemoryBytes,
                 "gossipd run's default pipe is the node's");
   n.shared_memory_bytes = o.shm_kb << 10;
   n.faults.delay = std::chrono::milliseconds(o.delay_ms);
