@@ -74,13 +74,6 @@ std::unique_ptr<ShmMapping> make_segment(Node& node) {
   }
 }
 
-// Both endpoints on this host: the same address, or both on loopback.
-bool same_host(const std::string& mine, const std::string& theirs) {
-  const std::string a = endpoint_host(mine), b = endpoint_host(theirs);
-  if (a.empty() || b.empty()) return false;
-  return a == b || (a.rfind("127.", 0) == 0 && b.rfind("127.", 0) == 0);
-}
-
 }  // namespace
 
 GroupWire::GroupWire(Group& group) : group_(group), links_(group.size()) {}
@@ -147,9 +140,7 @@ bool GroupWire::advance(Pending& p, Clock::time_point now) {
 }
 
 bool GroupWire::shares_memory(size_t rank) const {
-  const Node& node = group_.node();
-  if (node.options().shared_memory_bytes == 0 || node.options().faults.any()) return false;
-  return same_host(node.endpoint(), node.peer_endpoint(group_.member(rank)));
+  return group_.node().shares_memory_with(group_.member(rank));
 }
 
 // Connects as an announcement says; an empty Fd when it is malformed or

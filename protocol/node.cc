@@ -114,4 +114,11 @@ void Node::close() {
 
 uint64_t Node::zap_refused() const { return zap_ ? zap_->refused() : 0; }
 
+bool Node::shares_memory_with(const std::string& peer) const {
+  if (!data_ || options_.shared_memory_bytes == 0 || options_.faults.any()) return false;
+  const std::string a = endpoint_host(endpoint()), b = endpoint_host(peer_endpoint(peer));
+  if (a.empty() || b.empty()) return false;
+  return a == b || (a.rfind("127.", 0) == 0 && b.rfind("127.", 0) == 0);
+}
+
 }  // namespace gossipd::protocol

@@ -105,7 +105,8 @@ if [[ -z ${GFLOPS:-} ]]; then
 fi
 
 # --- alpha and beta: gossipctl bench pingpong (two ranks on loopback) -------
-pingpong() { "$ctl" bench pingpong --bytes "$1" --reps "$reps" | field seconds; }
+# Over the sockets (--path tcp), as the netns hosts talk (and as measured before shared memory).
+pingpong() { "$ctl" bench pingpong --path tcp --bytes "$1" --reps "$reps" | field seconds; }
 alpha_s=$(pingpong 64)
 big_s=$(pingpong "$ping_bytes")
 alpha_us=$(calc "\"%.2f\", $alpha_s * 1e6")

@@ -43,7 +43,7 @@ class PipelineWorker : public SyncWorker {
     const size_t layers = trainer_.model().layers().size();
     const PlanLimits limits = resumed_limits(options_, pipeline_limits(p_, layers), layers);
     setup_ = agree_on_plan(*all, rank_, trainer_.model(), trainer_.optimizer().options(),
-                           {options_.train.batch, members_.size(), limits, kLoopback, options_.cache_dir});
+                           {options_.train.batch, members_.size(), limits, link(), options_.cache_dir});
     comm_ = std::make_unique<PipelineComm>(node_, members_, setup_.shape, rank_, step_options(options_));
     trainer::SamplerOptions shard = trainer_.options().sampler;
     shard.worker_index = static_cast<int>(comm_->at().replica);
@@ -66,6 +66,14 @@ class PipelineWorker : public SyncWorker {
   }
 
  private:
+  // The link the plan is priced on: shared memory when every other member's
+  // direct links go through it (all on this host), the sockets' otherwise.
+  LinkModel link() const {
+    for (const std::string& m : members_)
+      if (m != node_.id() && !node_.shares_memory_with(m)) return kLoopback;
+    return kSharedMemory;
+  }
+
   void export_place() {
     const std::string help = "Payload bytes the pipeline stage sent, by kind";
     for (const char* kind : {"activation", "input_gradient", "weight_gradient"})

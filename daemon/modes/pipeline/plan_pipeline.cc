@@ -132,9 +132,16 @@ void print_ranking_json(const PlanPipelineOptions& o, const LinkModel& link, con
   std::printf("]}\n");
 }
 
+// shm and loopback: processes on one host, through shared memory (what
+// gossipd run does there) or over the sockets (--shm-kb 0).
+LinkModel plan_pipeline_link(const PlanPipelineOptions& o) {
+  if (o.bandwidth == "shm") return kSharedMemory;
+  if (o.bandwidth == "loopback") return kLoopback;
+  return plan_link("plan pipeline", o.bandwidth, o.latency_us);
+}
+
 int run_ranking(const PlanPipelineOptions& o, trainer::Model& model) {
-  const LinkModel link =
-      o.bandwidth == "loopback" ? kLoopback : plan_link("plan pipeline", o.bandwidth, o.latency_us);
+  const LinkModel link = plan_pipeline_link(o);
   PlanLimits limits;
   if (o.micros != 0) limits.micros = o.micros;
   if (o.schedule != "auto") limits.schedule = topology::parse_schedule(o.schedule);
@@ -204,10 +211,11 @@ CLI::App* add_plan_pipeline(CLI::App& plan, PlanPipelineOptions& o) {
       ->capture_default_str();
   cmd->add_option(
          "--bandwidth", o.bandwidth,
-         "Link bandwidth between processes: 100mbit, 1gbit, ..., or loopback (processes on one host)")
+         "Link bandwidth between processes: 100mbit, 1gbit, ...; shm (processes on one host, as gossipd run "
+         "moves their tensors: through shared memory) or loopback (one host, gossipd run --shm-kb 0)")
       ->capture_default_str();
   cmd->add_option("--latency-us", o.latency_us,
-                  "Per-message latency (alpha), microseconds (loopback: its own, 8)")
+                  "Per-message latency (alpha), microseconds (shm and loopback: their own, 2 and 8)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_option("--reps", o.reps, "Timed passes per layer and micro-batch size (the median is taken)")
@@ -240,7 +248,7 @@ int run_plan_pipeline(const PlanPipelineOptions& given) {
   PipelinePlanInput in = measure_pipeline(*model, trainer::OptimizerOptions{}, o.batch / o.micros, o.reps);
   in.micros = o.micros;
   in.schedule = topology::parse_schedule(o.schedule);
-  in.link = o.bandwidth == "loopback" ? kLoopback : plan_link("plan pipeline", o.bandwidth, o.latency_us);
+  in.link = plan_pipeline_link(o);
   const PipelineChoice c = plan_pipeline(in, o.stages);
   const std::vector<double> steps = step_by_schedule(in, c.plan.ranges);
   if (o.json) {

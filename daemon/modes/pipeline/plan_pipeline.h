@@ -23,8 +23,8 @@ struct PlanPipelineOptions {
   size_t batch = 64;              // one pipeline's batch
   size_t micros = 0;              // 0: topology::default_micro_batches(batch)
   std::string schedule = "auto";  // the schedule the partition is chosen for (auto: 1f1b; --procs: searched)
-  // Default: processes on this host (kLoopback).
-  std::string bandwidth = "loopback";
+  // Default: processes on this host through shared memory (kSharedMemory).
+  std::string bandwidth = "shm";
   double latency_us = 8;
   int reps = 20;  // timed passes per layer
   bool json = false;
