@@ -10,7 +10,6 @@
 namespace gossipd::protocol {
 namespace {
 
-constexpr size_t kStagingBytes = 64 << 10;
 // Payload still missing beyond this is read straight into its buffer.
 constexpr size_t kDirectReadBytes = 16 << 10;
 constexpr int kMaxIov = 64;

@@ -129,6 +129,7 @@ class DataLink {
   static constexpr size_t kMinShared = size_t{4} << 10, kMaxShared = size_t{1} << 30;
 
  private:
+  static constexpr size_t kStagingBytes = 64 << 10;  // one read from the socket
   struct Out {
     wire::HeaderBytes header;
     const std::byte* data;
