@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 
+#include <array>
 #include <cerrno>
 #include <stdexcept>
 
@@ -21,6 +22,8 @@ constexpr std::chrono::milliseconds kStopCheck{20};
 // An announcement not answered within this is sent again (the control
 // channel may have lost it under fault injection).
 constexpr std::chrono::seconds kReannounce{1};
+// How long a group's end waits for its peers to close their ends too.
+constexpr std::chrono::seconds kCloseGrace{1};
 
 int millis_until(GroupWire::Clock::time_point t, GroupWire::Clock::time_point now) {
   if (t <= now) return 0;
@@ -82,6 +85,39 @@ GroupWire::~GroupWire() {
   DataListener* listener = group_.node().data_listener();  // gone when the node was closed first
   for (const Pending& p : pending_) {
     if (p.nonce && listener) listener->forget(p.nonce);
+  }
+  close_gracefully();
+}
+
+// A socket closed with bytes of the peer's still unread (its answer to our
+// shared-memory offer, a doorbell) is reset, and a reset drops what our
+// kernel had not yet sent of the frames we wrote. So: say we are done (a
+// FIN after our data) and read until the peer says so too, kCloseGrace at
+// most, before the links close.
+void GroupWire::close_gracefully() {
+  std::vector<DataLink*> left;
+  for (DataLink* l : open_) {
+    if (l->fd() < 0 || l->eof() || l->broken()) continue;
+    ::shutdown(l->fd(), SHUT_WR);
+    left.push_back(l);
+  }
+  const auto deadline = Clock::now() + kCloseGrace;
+  std::array<std::byte, 4096> sink{};
+  const auto drained = [&](DataLink* l) {  // true once the peer's close is read
+    for (;;) {
+      const ssize_t n = ::recv(l->fd(), sink.data(), sink.size(), MSG_DONTWAIT);
+      if (n > 0) continue;
+      return !(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR));
+    }
+  };
+  std::vector<pollfd> fds;
+  while (!left.empty()) {
+    std::erase_if(left, drained);
+    const auto now = Clock::now();
+    if (left.empty() || now >= deadline) return;
+    fds.clear();
+    for (DataLink* l : left) fds.push_back({l->fd(), POLLIN, 0});
+    ::poll(fds.data(), fds.size(), millis_until(deadline, now));
   }
 }
 

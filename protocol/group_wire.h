@@ -80,6 +80,7 @@ class GroupWire {
   Fd connect_announced(const std::string& peer, const Message& announcement);
   void progress(Clock::time_point now, const std::string& during);
   void wait(Clock::time_point deadline);  // poll(2) on every link
+  void close_gracefully();                // the destructor's: FIN, then read to the peer's
   // Both on this host, sharing on, no injected faults (DataLink's shared memory).
   bool shares_memory(size_t rank) const;
   [[noreturn]] void lost(const DataLink& l, const std::string& during);
