@@ -25,7 +25,7 @@ InProcCluster::InProcCluster(size_t n, const MembershipOptions& options) {
     self.set_id(id(i));
     self.set_endpoint(m.node->endpoint());
     MembershipOptions o = options;
-    o.on_lost = [this, lost = m.lost](const std::string& why) {
+    o.on_lost = [this, lost = m.lost](const std::string& why, const std::vector<std::string>&) {
       std::lock_guard lock(lost_mu_);
       *lost = why;
     };

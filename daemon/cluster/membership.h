@@ -11,6 +11,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "daemon/cluster/departed_set.h"
 #include "daemon/cluster/probe_order.h"
@@ -41,9 +42,12 @@ struct MembershipOptions {
   size_t max_piggyback = 16;
   // Called once, from the membership thread, when this member finds itself
   // cut off: it heard from none of its peers for the failure timeout (it
-  // was evicted while it was away, or every peer is gone). It must not go on
-  // training alone; the member ends with this line.
-  std::function<void(const std::string& why)> on_lost;
+  // was evicted while it was away, or every peer is gone), or its part of a
+  // partition met the larger one. It must not go on training alone; the
+  // member ends with `why`, and may enter the cluster again through one of
+  // `contacts` (endpoints of members of the part that goes on, the likeliest
+  // first).
+  std::function<void(const std::string& why, const std::vector<std::string>& contacts)> on_lost;
   // A joiner that is ready enters the view this far ahead (converted to
   // rounds at the current rate), so that the announcement reaches every
   // member before the round it names.

@@ -104,6 +104,7 @@ void Membership::excuse_pause(Clock::duration late) {
 // way it must not train on alone as if it were the cluster.
 bool Membership::cut_off(Clock::time_point now) {
   std::string why;
+  std::vector<std::string> contacts;  // the peers it last knew: whoever still runs may take it back
   {
     std::lock_guard lock(mu_);
     if (lost_ || !armed_ || entries_.size() < 2 || now - heard_ < options_.failure_timeout) return lost_;
@@ -111,10 +112,11 @@ bool Membership::cut_off(Clock::time_point now) {
     why = "heard from none of its " + std::to_string(entries_.size()) + " peers for " +
           std::to_string(options_.failure_timeout.count()) +
           " ms (--failure-timeout-ms): the cluster evicted it while it did not run, or every peer is "
-          "gone; restart it with --join to enter the cluster again";
+          "gone";
+    for (const auto& [id, e] : entries_) contacts.push_back(e.endpoint);
   }
   spdlog::error("node '{}': {}", node_.id(), why);
-  if (options_.on_lost) options_.on_lost(why);
+  if (options_.on_lost) options_.on_lost(why, contacts);
   return true;
 }
 

@@ -9,9 +9,9 @@
 // shares no member with its own view (one that does is a view lagging
 // behind, or a member evicted falsely, which SWIM settles) compares the two
 // parts: the larger goes on (of two as large, the one holding the lower id);
-// every member of the other stops with one line naming where to --join
-// (on_lost), as a member cut off alone does: no part trains on as if it were
-// the cluster.
+// every member of the other is cut off (on_lost, with the endpoints of the
+// part that goes on), as a member cut off alone is, and enters that part
+// again or ends: no part trains on as if it were the cluster.
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -85,6 +85,7 @@ void Membership::on_reunion(const protocol::Message& m) {
   const std::string& from = m.envelope.sender();
   const proto::Reunion& theirs = m.envelope.reunion();
   std::string why, endpoint;
+  std::vector<std::string> contacts;  // the part that goes on: the one that answered first
   {
     std::lock_guard lock(mu_);
     if (!armed_ || lost_) return;
@@ -97,7 +98,13 @@ void Membership::on_reunion(const protocol::Message& m) {
     reunions_.add();
     endpoint = p->second.endpoint;
     if (theirs.answer()) why = yield_to(from, theirs, endpoint);
-    if (!why.empty()) lost_ = true;
+    if (!why.empty()) {
+      lost_ = true;
+      contacts.push_back(endpoint);
+      for (const auto& [id, q] : parted_) {
+        if (id != from) contacts.push_back(q.endpoint);
+      }
+    }
   }
   if (!theirs.answer()) {
     send_reunion(from, endpoint, true);  // this part as it is now
@@ -105,7 +112,7 @@ void Membership::on_reunion(const protocol::Message& m) {
   }
   if (why.empty()) return;  // this part goes on; the other learns it from its own REUNIONs' answers
   spdlog::error("node '{}': {}", node_.id(), why);
-  if (options_.on_lost) options_.on_lost(why);
+  if (options_.on_lost) options_.on_lost(why, contacts);
 }
 
 std::string Membership::yield_to(const std::string& from, const proto::Reunion& theirs,
@@ -120,7 +127,7 @@ std::string Membership::yield_to(const std::string& from, const proto::Reunion& 
          std::to_string(theirs.members()) + " members (this part: " + std::to_string(mine) + ", lowest id '" +
          lowest + "'), and the " +
          (mine == theirs.members() ? "part holding the lower id '" + theirs.lowest() + "'" : "larger part") +
-         " goes on; restart this member with --join " + endpoint + " to enter it with its state";
+         " goes on; enter it through " + endpoint + " with its state";
 }
 
 }  // namespace gossipd::daemon

@@ -56,6 +56,10 @@ class RunPrinter : public MemberEvents {
     std::fflush(stdout);
   }
   void ended(const proto::ControlRecord& r, const std::vector<std::string>& mode_lines) override;
+  void rejoining(const std::string& contact, int rejoin, int of) {
+    line("%s joins its cluster again through %s, its state downloaded anew (rejoin %d of %d, --rejoin)",
+         o_.id.c_str(), contact.c_str(), rejoin, of);
+  }
 
  private:
   template <class... A>
@@ -73,7 +77,10 @@ class RunPrinter : public MemberEvents {
 
 void RunPrinter::ended(const proto::ControlRecord& r, const std::vector<std::string>& mode_lines) {
   const proto::InjectedFaults& f = r.faults();
-  if (r.event() == "stopped") {
+  if (r.event() == "cut_off") {
+    line("%s cut off from its cluster at round %llu", r.id().c_str(),
+         static_cast<unsigned long long>(r.round()));
+  } else if (r.event() == "stopped") {
     line("%s stopped by signal at round %llu", r.id().c_str(), static_cast<unsigned long long>(r.round()));
   } else if (r.event() == "done") {
     if (f.sent() > 0) {
@@ -90,6 +97,24 @@ void RunPrinter::ended(const proto::ControlRecord& r, const std::vector<std::str
   write(r);  // a failure's one line is main's
 }
 
+// "" when a member cut off from its cluster enters it again by itself;
+// otherwise the end of its one line: why not, and what to do.
+std::string why_not_rejoin(const CutOff& cut, const RunOptions& o, const Mode& mode,
+                           const std::stop_source& stop) {
+  const std::string restart =
+      cut.contacts().empty() ? ""
+                             : "; restart it with --join " + cut.contacts().front() + " to enter it again";
+  if (stop.stop_requested()) return restart;
+  if (!mode.accepts_joins()) return "; --algo " + o.algo + " takes no joiners: restart the cluster";
+  if (cut.contacts().empty()) return "; no member is left to join through";
+  if (o.rejoined >= o.rejoin) {
+    return o.rejoin == 0 ? restart
+                         : restart + " (it did " + std::to_string(o.rejoined) + " times already, --rejoin " +
+                               std::to_string(o.rejoin) + ")";
+  }
+  return "";
+}
+
 }  // namespace
 
 void ControlOut::write(const proto::ControlRecord& record) {
@@ -104,8 +129,29 @@ int run_run_command(const RunOptions& options, ModeSet& modes, const ModeFlags& 
   std::stop_source stop;
   SignalWatcher signals(stop);
   RunPrinter printer(options);
-  Member(options, modes.find(options.algo), printer).run(stop.get_token());
-  return kExitOk;
+  const Mode& mode = modes.find(options.algo);
+  RunOptions current = options;
+  for (;;) {
+    std::optional<RunOptions> next;
+    {
+      Member member(current, mode, printer);
+      try {
+        member.run(stop.get_token());
+        return kExitOk;
+      } catch (const CutOff& cut) {
+        // Its addresses are free again once the member is gone (end of this scope).
+        if (const std::string why = why_not_rejoin(cut, current, mode, stop); !why.empty())
+          throw DaemonError(std::string(cut.what()) + why);
+        next = member.rejoin_options(cut);
+      } catch (const NoMemberAnswered& e) {
+        if (current.rejoined == 0) throw;
+        throw DaemonError("node '" + current.id +
+                          "' was cut off from its cluster and could not join it again: " + e.what());
+      }
+    }
+    current = std::move(*next);
+    printer.rejoining(current.join.front(), current.rejoined, current.rejoin);
+  }
 }
 
 }  // namespace gossipd::daemon

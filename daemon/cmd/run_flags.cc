@@ -57,6 +57,12 @@ void add_run_command(CLI::App& app, RunCommandLine& line) {
                   "member goes silent is asked of another)")
       ->check(CLI::Range(size_t{1}, size_t{64}))
       ->capture_default_str();
+  cmd->add_option("--rejoin", o.rejoin,
+                  "Times a member cut off from its cluster (evicted while it did not run, or its part of a "
+                  "partition yielded) joins it again by itself, downloading its state anew (0: it ends "
+                  "with one line)")
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
   cmd->add_option(
       "--advertise", o.advertise,
       "Endpoint other members reach this worker at (default: the bound one; needed with 0.0.0.0)");

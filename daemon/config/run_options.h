@@ -36,9 +36,14 @@ struct RunOptions {
   std::vector<std::string> join;   // endpoints of live members to join through
   bool bootstrap = false;          // with --join: start as the first member if nobody answers
   size_t join_donors = 4;          // with --join: members the state is downloaded from at once
-  std::string advertise;           // the endpoint others reach this worker at (default: the bound one)
-  std::string group;               // hierarchical group label (default: the host of the advertised endpoint)
-  std::string http;                // IP:PORT for /status and /metrics; empty = off
+  // Times a member cut off from its cluster (evicted while it did not run,
+  // or its part of a partition yielded) enters it again by itself, its state
+  // downloaded anew (--rejoin; 0: it ends with one line instead).
+  int rejoin = 3;
+  int rejoined = 0;       // times this process has (gossipd run's count, in /status)
+  std::string advertise;  // the endpoint others reach this worker at (default: the bound one)
+  std::string group;      // hierarchical group label (default: the host of the advertised endpoint)
+  std::string http;       // IP:PORT for /status and /metrics; empty = off
   std::string cluster_id = "gossipd";
   int timeout_ms = 10000;
   int startup_timeout_ms = 60000;

@@ -48,15 +48,16 @@ Member::End Member::run(std::stop_token stop) {
     const std::unique_ptr<Worker> worker = make_worker();
     worker->run(running_.get_token());
     throw_if_lost();
-  } catch (const protocol::Aborted&) {
+  } catch (const std::exception& e) {
+    // Cut off from its cluster, whatever that did to the step in progress
+    // (aborted it, or failed it as the peers stopped answering): that is the end.
     try {
       throw_if_lost();
-    } catch (const std::exception& e) {
-      fail(e);
+    } catch (const CutOff& cut) {
+      fail(cut);
       throw;
     }
-    return stopped();
-  } catch (const std::exception& e) {
+    if (dynamic_cast<const protocol::Aborted*>(&e)) return stopped();
     fail(e);
     throw;
   }
@@ -65,7 +66,18 @@ Member::End Member::run(std::stop_token stop) {
 
 void Member::throw_if_lost() {
   std::lock_guard lock(lost_mu_);
-  if (!lost_why_.empty()) throw DaemonError("node '" + o_.id + "' " + lost_why_);
+  if (!lost_why_.empty()) throw CutOff("node '" + o_.id + "' " + lost_why_, lost_contacts_);
+}
+
+RunOptions Member::rejoin_options(const CutOff& cut) const {
+  RunOptions next = o_;
+  next.peers.clear();
+  next.join = cut.contacts();
+  next.bootstrap = false;  // a cluster it was cut off from is not one to found anew
+  next.rejoined = o_.rejoined + 1;
+  if (node_) next.listen = node_->endpoint();  // the bound one: its port, if 0 was asked
+  if (http_) next.http = o_.http.substr(0, o_.http.rfind(':')) + ":" + std::to_string(http_->port());
+  return next;
 }
 
 // Who is who: the members listed in --peers (ranks in sorted order), or a
@@ -131,10 +143,11 @@ void Member::open_node() {
   mine_.set_shares_on_segments(mode_.shares_on_segments());
   membership_options_.heartbeat_interval = std::chrono::milliseconds(o_.heartbeat_ms);
   membership_options_.failure_timeout = std::chrono::milliseconds(o_.failure_timeout_ms);
-  membership_options_.on_lost = [this](const std::string& why) {
+  membership_options_.on_lost = [this](const std::string& why, const std::vector<std::string>& contacts) {
     {
       std::lock_guard lock(lost_mu_);
       lost_why_ = why;
+      lost_contacts_ = contacts;
     }
     running_.request_stop();
   };
@@ -234,12 +247,13 @@ Member::End Member::finish(std::stop_token stop) {
 }
 
 void Member::fail(const std::exception& e) {
+  const char* event = dynamic_cast<const CutOff*>(&e) ? "cut_off" : "failed";
   state_.update([&](proto::Status& s) {
-    s.set_state("failed");
+    s.set_state(event);
     s.set_error(e.what());
   });
   if (!node_) return;  // it never listened: nobody was told it would
-  const proto::ControlRecord end = record("failed");
+  const proto::ControlRecord end = record(event);
   node_->close();
   try {
     events_.ended(end, {});

@@ -23,6 +23,21 @@
 
 namespace gossipd::daemon {
 
+// Membership's word that this member is cut off from its cluster: it was
+// evicted while it did not run, or its part of a partition yielded to the
+// other. `contacts` are endpoints of members of the cluster that goes on,
+// the likeliest first: a member that accepts joiners may enter it again
+// through them, with its state downloaded anew (gossipd run's --rejoin).
+class CutOff : public DaemonError {
+ public:
+  CutOff(const std::string& what, std::vector<std::string> contacts)
+      : DaemonError(what), contacts_(std::move(contacts)) {}
+  const std::vector<std::string>& contacts() const { return contacts_; }
+
+ private:
+  std::vector<std::string> contacts_;
+};
+
 // One member of a cluster, whatever its mode: the run scaffold every mode
 // runs in, gossipd run's and any other process's (it prints nothing and
 // never exits; what happens goes to MemberEvents, faults are thrown; the
@@ -50,8 +65,13 @@ class Member {
   // Every phase; kConfigChecked under --check-config (nothing started).
   // `stop` ends the run (kStopped, after telling the others it leaves).
   // Throws UsageError for bad input and the protocol's and cluster's errors
-  // for faults (the status then says "failed").
+  // for faults (the status then says "failed"; "cut_off" for CutOff).
   End run(std::stop_token stop);
+
+  // After run() threw CutOff: the options that enter the same cluster again
+  // through its contacts, on the addresses this member had bound (a port 0
+  // made concrete), counted as one more rejoin.
+  RunOptions rejoin_options(const CutOff& cut) const;
 
   // What /status serves (live from open_node on).
   WorkerState& state() { return state_; }
@@ -68,7 +88,7 @@ class Member {
   std::unique_ptr<Worker> make_worker();
   End finish(std::stop_token stop);
   void fail(const std::exception& e);
-  // Throws the failure membership reported (on_lost), if it did.
+  // Throws the failure membership reported (on_lost, as CutOff), if it did.
   void throw_if_lost();
   End stopped();
   proto::ControlRecord record(const std::string& event) const;
@@ -107,6 +127,7 @@ class Member {
   std::stop_source running_;
   std::mutex lost_mu_;
   std::string lost_why_;
+  std::vector<std::string> lost_contacts_;
   // make_worker()
   std::unique_ptr<Checkpointer> checkpointer_;
   std::unique_ptr<TrainingLoop> loop_;

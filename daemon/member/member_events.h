@@ -36,7 +36,9 @@ class MemberEvents {
   }
   // An evaluation's record (after `record.progress()` of `epochs` epochs).
   virtual void evaluated(const proto::EpochRecord& record, int epochs) { (void)record, (void)epochs; }
-  // The end: record.event is "done", "stopped" or "failed", with the final
+  // The end: record.event is "done", "stopped", "failed" or "cut_off" (the
+  // member was cut off from its cluster: CutOff, which its holder may answer
+  // with a rejoin), with the final
   // status and the injected faults; `mode_lines` the mode's own report
   // (Mode::final_report).
   virtual void ended(const proto::ControlRecord& record, const std::vector<std::string>& mode_lines) {

@@ -40,6 +40,7 @@ void describe_worker(proto::Status& s, const RunOptions& o, const protocol::Node
   s.set_id(o.id);
   s.set_algo(o.algo);
   s.set_listen(node.endpoint());
+  s.set_rejoins(static_cast<uint32_t>(o.rejoined));
   const protocol::DataListener* data = node.data_listener();
   s.set_data_port(data ? data->port() : 0);
 }

@@ -57,6 +57,7 @@ TEST(Cli, RejectsBadFlagsWithOneLine) {
   expect_usage_error(train_args({"--momentum", "0", "--nesterov"}), "Nesterov");
   expect_usage_error(train_args({"--data-congestion", "Reno!"}), "--data-congestion");
   expect_usage_error({bin("gossipd")}, "subcommand");
+  expect_usage_error({bin("gossipd"), "run", "--id", "w0", "--rejoin", "-1"}, "--rejoin");
 }
 
 TEST(Cli, MissingDatasetNamesPackageAndFlag) {
