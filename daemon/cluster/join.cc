@@ -54,6 +54,7 @@ DownloadPlan plan_download(protocol::Node& node, const proto::MemberList& table,
   plan.param_floats = hello.parameter_floats();
   plan.optimizer_floats = optimizer_floats;
   plan.stall = kRetry * 5;
+  plan.take_over = plan.segment_lengths.empty();  // the shares split no mass: a donor keeps its snapshot
   std::vector<const proto::Member*> others;
   for (const auto& m : table.members()) {
     // A member admitted for a later round has no state to give before it enters.
@@ -77,7 +78,8 @@ JoinResult join_cluster(protocol::Node& node, const std::vector<std::string>& en
                         std::stop_token stop, const std::function<void(const ReplicaState&)>& on_state) {
   // Until the contact is known, its answer comes from a stranger.
   node.validator().set_open_types({proto::MEMBER_LIST, proto::STATE_CHUNK});
-  const auto deadline = Clock::now() + timeout;
+  const auto started = Clock::now();
+  const auto deadline = started + timeout;
   JoinResult r;
   proto::MemberList table;
   // (1) HELLO to each endpoint in turn, through a connection named after it.
@@ -109,6 +111,7 @@ JoinResult join_cluster(protocol::Node& node, const std::vector<std::string>& en
     const proto::MemberList& list = m->envelope.member_list();
     if (!list.refused().empty()) throw JoinRefused("the cluster refused this worker: " + list.refused());
     r.contact = m->envelope.sender();
+    r.answer_ms = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
     r.topology_seed = list.topology_seed();
     table = list;
     for (const auto& mem : list.members()) {
@@ -139,6 +142,7 @@ JoinResult join_cluster(protocol::Node& node, const std::vector<std::string>& en
   r.state = std::move(d.state);
   r.donors = std::move(d.donors);
   r.shares_reasked = d.reasked;
+  r.shares_taken_over = d.taken_over;
   r.download_ms = d.ms;
   r.snapshot_wait_ms = d.wait_ms;
   if (on_state) on_state(r.state);
@@ -161,6 +165,7 @@ JoinResult join_cluster(protocol::Node& node, const std::vector<std::string>& en
         r.since_round = mem.since_round();
         r.start_at = Clock::now() + std::chrono::milliseconds(
                                         std::min<uint32_t>(m->envelope.member_list().starts_in_ms(), 10000));
+        r.join_ms = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
         return r;
       }
     }

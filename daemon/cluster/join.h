@@ -38,8 +38,11 @@ struct JoinResult {
   ReplicaState state;               // the donors' shares of their snapshots
   std::vector<std::string> donors;  // who sent each share
   uint32_t shares_reasked = 0;      // shares asked again after their donor went silent
+  uint32_t shares_taken_over = 0;   // shares a faster donor took over (DownloadPlan::take_over)
   double download_ms = 0;
   double snapshot_wait_ms = 0;  // the longest a share waited for its donor's snapshot
+  double join_ms = 0;           // from the first HELLO to the admission
+  double answer_ms = 0;         // from the first HELLO to the contact's answer
 };
 
 // The joiner's side of Membership's join (see membership.h): says HELLO to

@@ -200,6 +200,10 @@ class Membership {
     // Its endpoint is connected: only then may at_step queue its state (a
     // contact stepping faster than the connect would send to no one).
     bool connected = false;
+    // The snapshot its first share came from, kept while it joins when its
+    // shares split no mass (cut anywhere: segment_lengths empty): a share it
+    // asks for later goes out at once, not at the next step boundary.
+    std::shared_ptr<const ReplicaState> held;
   };
   // This period's probe: its target, number, when it went out, whether the
   // indirect probes went out too, and whether an ACK came.
@@ -319,6 +323,10 @@ class Membership {
     ShareSpan span;
     std::shared_ptr<const ReplicaState> state;
   };
+  // Queues `t` for the transfer thread.
+  void queue_transfer(Transfer t);
+  // The shares `j` asked for that its held snapshot can serve now (emptied from `wanted`).
+  static std::vector<Transfer> from_held(const std::string& id, Joiner& j);
   std::deque<Transfer> transfers_;
   std::jthread transfer_thread_;
   std::jthread thread_;

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <set>
 
 #include "daemon/cluster/membership.h"  // the class whose join side this is
 
@@ -20,6 +22,7 @@ using Clock = std::chrono::steady_clock;
 void Membership::handle_hello(const std::string& id, const proto::Hello& hello) {
   proto::MemberList reply;
   std::vector<std::string> announce_to;
+  std::vector<Transfer> now_out;  // shares a held snapshot serves without waiting for a step
   bool restarted = false;
   {
     std::lock_guard lock(mu_);
@@ -98,6 +101,7 @@ void Membership::handle_hello(const std::string& id, const proto::Hello& hello) 
         j = joiners_.insert_or_assign(id, std::move(fresh)).first;
       }
       if (why.empty()) want_share(j->second, hello);
+      if (why.empty()) now_out = from_held(id, j->second);
       if (why.empty()) {
         reply = table();
         reply.set_topology_seed(policy_->topology_seed);
@@ -123,17 +127,39 @@ void Membership::handle_hello(const std::string& id, const proto::Hello& hello) 
     if (j != joiners_.end() && j->second.endpoint == hello.endpoint()) j->second.connected = true;
   }
   for (const auto& to : announce_to) send_list(to, reply);
+  for (auto& t : now_out) queue_transfer(std::move(t));
   if (hello.ready()) publish();
+}
+
+std::vector<Membership::Transfer> Membership::from_held(const std::string& id, Joiner& j) {
+  std::vector<Transfer> out;
+  if (!j.held || !j.connected) return out;
+  for (const auto& [index, of] : j.wanted) {
+    out.push_back(Transfer{
+        id, index, share_span(j.segment_lengths, j.param_floats, j.optimizer_floats, index, of), j.held});
+  }
+  j.wanted.clear();
+  return out;
+}
+
+void Membership::queue_transfer(Transfer t) {
+  {
+    std::lock_guard lock(transfer_mu_);
+    transfers_.push_back(std::move(t));
+  }
+  transfer_cv_.notify_one();
 }
 
 void Membership::at_step(uint64_t round, const std::function<ReplicaState(const ShareSpan&)>& snapshot) {
   std::vector<Transfer> want;
+  std::set<std::string> keep;  // joiners whose shares split no mass: their snapshot is kept
   bool republish = false;
   {
     std::lock_guard lock(mu_);
     last_round_ = round;
     for (auto& [id, j] : joiners_) {
       if (j.refused || j.wanted.empty() || !j.connected) continue;
+      if (j.segment_lengths.empty()) keep.insert(id);
       for (const auto& [index, of] : j.wanted) {
         const ShareSpan span = share_span(j.segment_lengths, j.param_floats, j.optimizer_floats, index, of);
         want.push_back(Transfer{id, index, span, nullptr});
@@ -143,15 +169,30 @@ void Membership::at_step(uint64_t round, const std::function<ReplicaState(const 
     }
     republish = view_locked(round + 1).id() != published_view_;
   }
-  for (auto& t : want) {
-    auto st = std::make_shared<ReplicaState>(snapshot(t.span));
+  // One snapshot per share where a share splits mass (SGP's halves go with
+  // the share's segments); otherwise one per joiner, which it keeps.
+  auto take = [&](const ShareSpan& span) {
+    auto st = std::make_shared<ReplicaState>(snapshot(span));
     seal(*st);
-    t.state = std::move(st);
-    {
-      std::lock_guard lock(transfer_mu_);
-      transfers_.push_back(std::move(t));
+    return std::shared_ptr<const ReplicaState>(std::move(st));
+  };
+  std::map<std::string, std::shared_ptr<const ReplicaState>> held;
+  for (auto& t : want) {
+    if (keep.count(t.to)) {
+      auto& h = held[t.to];
+      if (!h) h = take(t.span);
+      t.state = h;
+    } else {
+      t.state = take(t.span);
     }
-    transfer_cv_.notify_one();
+    queue_transfer(std::move(t));
+  }
+  if (!held.empty()) {
+    std::lock_guard lock(mu_);
+    for (auto& [id, h] : held) {
+      auto j = joiners_.find(id);
+      if (j != joiners_.end()) j->second.held = std::move(h);
+    }
   }
   if (republish) publish();
 }

@@ -53,6 +53,7 @@ class Downloader {
     d.state = assemble();
     for (const auto& s : shares_) d.donors.push_back(s.donor);
     d.reasked = reasked_;
+    d.taken_over = taken_over_;
     d.wait_ms = wait_ms_;
     d.ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
     return d;
@@ -121,6 +122,7 @@ class Downloader {
     s.last = Clock::now();
     if (e.has_state_header()) {
       check_header(e.state_header(), s.donor);
+      started_.insert(s.donor);
       s.header = e.state_header();
       s.have_header = true;
       wait_ms_ = std::max(wait_ms_, std::chrono::duration<double, std::milli>(s.last - s.asked).count());
@@ -170,6 +172,20 @@ class Downloader {
     }
     s.done = true;
     --left_;
+    if (plan_.take_over) take_over(s.donor);
+  }
+
+  // `donor` sent its share and holds its snapshot: it also takes the next
+  // share whose donor has sent nothing yet (still before its step boundary;
+  // that donor's stream, if it comes, is dropped as a replaced donor's).
+  void take_over(const std::string& donor) {
+    for (uint32_t i = 0; i < shares_.size(); ++i) {
+      Share& t = shares_[i];
+      if (t.done || t.have_header || t.tried.count(donor) || started_.count(t.donor)) continue;
+      ++taken_over_;
+      ask(i, donor);
+      return;
+    }
   }
 
   // Share 0's header; SGP's weight of each segment from the share that holds it.
@@ -195,8 +211,10 @@ class Downloader {
   ReplicaState st_;
   std::vector<Share> shares_;
   std::set<std::string> silent_;
+  std::set<std::string> started_;  // donors that sent a share's header: they hold a snapshot
   size_t left_ = 0;
   uint32_t reasked_ = 0;
+  uint32_t taken_over_ = 0;
   double wait_ms_ = 0;
 };
 

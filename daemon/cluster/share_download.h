@@ -25,6 +25,11 @@ struct DownloadPlan {
   std::vector<std::string> donors;
   // A share that gets nothing this long from its donor is asked again of another.
   std::chrono::milliseconds stall{10000};
+  // Shares that split no mass (segment_lengths empty): a donor that finished
+  // its share holds its snapshot, so a share whose donor has not started
+  // (still waiting for its step boundary) is asked of it instead. The
+  // download then waits for the first donor's snapshot, not the last one's.
+  bool take_over = false;
   // Asks `donor` for share `index` (of `shares`); empty: nobody is asked (a
   // contact sends the whole state unasked).
   std::function<void(const std::string& donor, uint32_t index)> ask;
@@ -34,6 +39,7 @@ struct Download {
   ReplicaState state;  // share 0's header (push-sum weights from each segment's share), all the floats
   std::vector<std::string> donors;  // who sent each share
   uint32_t reasked = 0;             // shares asked again of another donor
+  uint32_t taken_over = 0;          // shares a donor done with its own took over (take_over)
   double ms = 0;                    // from the first ask to the last share checked
   double wait_ms = 0;               // the longest from a share's (last) ask to its header
 };

@@ -68,8 +68,11 @@ void Member::adopt(const JoinResult& joined, std::stop_token stop) {
     j->set_contact(joined.contact);
     for (const auto& d : joined.donors) j->add_donors(d);
     j->set_shares_reasked(joined.shares_reasked);
+    j->set_shares_taken_over(joined.shares_taken_over);
     j->set_download_ms(joined.download_ms);
     j->set_snapshot_wait_ms(joined.snapshot_wait_ms);
+    j->set_join_ms(joined.join_ms);
+    j->set_answer_ms(joined.answer_ms);
     j->set_state_step(h.step());
     j->set_since_round(joined.since_round);
   });

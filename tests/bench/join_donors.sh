@@ -5,9 +5,11 @@
 # and joiners enter one at a time, alternately with --join-donors 1 and
 # --join-donors DONORS, each leaving (SIGTERM) once it is admitted. Per
 # joiner: the seconds from its launch until its /status says it joined (it
-# was admitted: the round it enters at is announced), and the download's own
-# milliseconds (from the first share asked to the last float checked), from
-# its /status's `joined`. Prints a row per joiner and the medians.
+# was admitted: the round it enters at is announced; its process start on
+# the loaded machine included), the join's own milliseconds from its first
+# HELLO to its admission, and the download's (from the first share asked to
+# the last float checked), from its /status's `joined`. Prints a row per
+# joiner and the medians.
 #
 #   tests/bench/join_donors.sh [GOSSIPD]
 #   env: N (36), DONORS (4), REPS (3 of each), HIDDEN (2560,768), BATCH (16), KEEP (keep the logs)
@@ -47,7 +49,7 @@ until [ "$(round_of $((base + 4000)))" -ge 3 ]; do
 done
 echo "cluster of $N training (round $(round_of $((base + 4000))) after $((SECONDS - t0)) s)"
 
-join_once() {  # ID DONORS -> "seconds download_ms donors reasked"
+join_once() {  # ID DONORS -> "seconds join_ms answer_ms download_ms wait_ms shares distinct_donors reasked taken_over"
   local id=$1 donors=$2 port=$((base + 3000 + RANDOM % 900)) start pid st=""
   start=$(date +%s.%N)
   OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "$bin" run --id "$id" --listen "tcp://127.0.0.1:0" \
@@ -64,29 +66,37 @@ join_once() {  # ID DONORS -> "seconds download_ms donors reasked"
   kill -TERM "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
   [[ $st == *'"joined":'* ]] || { echo "$id never joined: $(tail -2 "$dir/$id.log")" >&2; exit 1; }
-  local ms n re wait
+  local ms join answer n distinct re wait taken list
   ms=$(grep -o '"download_ms":[0-9.e+]*' <<<"$st" | cut -d: -f2)
+  join=$(grep -o '"join_ms":[0-9.e+]*' <<<"$st" | cut -d: -f2)
+  answer=$(grep -o '"answer_ms":[0-9.e+]*' <<<"$st" | cut -d: -f2)
   wait=$(grep -o '"snapshot_wait_ms":[0-9.e+]*' <<<"$st" | cut -d: -f2)
-  n=$(grep -o '"donors":\[[^]]*\]' <<<"$st" | tr -cd ',' | wc -c)
+  list=$(grep -o '"donors":\[[^]]*\]' <<<"$st" | sed 's/.*\[//; s/\]//')
+  n=$(tr ',' '\n' <<<"$list" | wc -l)
+  distinct=$(tr ',' '\n' <<<"$list" | sort -u | wc -l)
   re=$(grep -o '"shares_reasked":[0-9]*' <<<"$st" | cut -d: -f2 || true)
-  printf '%.2f %.0f %.0f %d %d\n' "$took" "$ms" "$wait" $((n + 1)) "${re:-0}"
+  taken=$(grep -o '"shares_taken_over":[0-9]*' <<<"$st" | cut -d: -f2 || true)
+  printf '%.2f %.0f %.0f %.0f %.0f %d %d %d %d\n' "$took" "$join" "$answer" "$ms" "$wait" "$n" "$distinct" "${re:-0}" "${taken:-0}"
 }
 
-echo "| joiner | --join-donors | donors used | launch to admitted (s) | download (ms) | of it waiting for a donor's snapshot (ms) | shares asked again |"
-echo "| --- | --- | --- | --- | --- | --- | --- |"
+echo "| joiner | --join-donors | shares | donors that sent one | launch to admitted (s) | HELLO to admitted (ms) | of it to the contact's answer (ms) | download (ms) | of it waiting for a donor's snapshot (ms) | shares asked again | taken over |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 : >"$dir/one"; : >"$dir/many"
 for ((r = 0; r < REPS; r++)); do
   for d in 1 "$DONORS"; do
     id="j${r}d$d"
-    read -r took ms wait n re < <(join_once "$id" "$d")
-    echo "| $id | $d | $n | $took | $ms | $wait | $re |"
-    if [ "$d" = 1 ]; then echo "$took $ms $((ms - wait))" >>"$dir/one"; else echo "$took $ms $((ms - wait))" >>"$dir/many"; fi
+    read -r took join answer ms wait n distinct re taken < <(join_once "$id" "$d")
+    echo "| $id | $d | $n | $distinct | $took | $join | $answer | $ms | $wait | $re | $taken |"
+    if [ "$d" = 1 ]; then f=one; else f=many; fi
+    echo "$took $ms $((ms - wait)) $join $answer" >>"$dir/$f"
     sleep 3  # its LEAVE reaches every member before the next joiner's table is taken
   done
 done
 median() { sort -n | awk '{a[NR] = $1} END {print (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2)}'; }
 echo
 for f in one many; do
-  echo "medians, $([ $f = one ] && echo "one donor" || echo "$DONORS donors"): $(cut -d' ' -f1 "$dir/$f" | median) s to admitted," \
-    "$(cut -d' ' -f2 "$dir/$f" | median) ms download, $(cut -d' ' -f3 "$dir/$f" | median) ms of it streaming"
+  echo "medians, $([ $f = one ] && echo "one donor" || echo "$DONORS donors"): $(cut -d' ' -f1 "$dir/$f" | median) s launch to admitted," \
+    "$(cut -d' ' -f4 "$dir/$f" | median) ms HELLO to admitted ($(cut -d' ' -f5 "$dir/$f" | median) to the answer)," \
+    "$(cut -d' ' -f2 "$dir/$f" | median) ms download," \
+    "$(cut -d' ' -f3 "$dir/$f" | median) ms of it streaming"
 done

@@ -131,6 +131,44 @@ TEST(ShareDownload, ASilentDonorsShareIsAskedOfAnotherAndEachShareComesFromItsSe
   EXPECT_EQ(d.state.header.step(), 1u) << "share 0's header";
 }
 
+// Shares that split no mass: d0 snapshots at once, d1 and d2 are still
+// before their step boundary. d0, done with its share, takes over the
+// others one after another; d1's stream, come once d0 had its share, is
+// dropped.
+TEST(ShareDownload, ADonorDoneWithItsShareTakesOverTheSharesWhoseDonorsHaveNotStarted) {
+  Donors net;
+  const size_t params = 120000, opt = 120000;
+  std::map<std::string, std::vector<uint32_t>> asked;
+  daemon::DownloadPlan plan;
+  plan.param_floats = params;
+  plan.optimizer_floats = opt;
+  plan.shares = 3;
+  plan.donors = {"d0", "d1", "d2"};
+  plan.stall = std::chrono::seconds(30);  // no share is asked again for silence here
+  plan.take_over = true;
+  const auto d0_state = state_of(1.0f, params, opt, 0);
+  auto send = [&](const std::string& donor, float who, uint32_t index) {
+    const auto span = daemon::share_span({}, params, opt, index, 3);
+    daemon::send_state(*net.nodes[donor], "joiner", who == 1.0f ? d0_state : state_of(who, params, opt, 0),
+                       index, span, 4096, std::chrono::seconds(5));
+  };
+  plan.ask = [&](const std::string& donor, uint32_t index) {
+    asked[donor].push_back(index);
+    if (donor != "d0") return;            // d1, d2: waiting for their step boundary
+    if (index == 1) send("d1", 2.0f, 1);  // d1 starts late: after d0 was asked for its share
+    send("d0", 1.0f, index);
+  };
+  const daemon::Download d = daemon::download_state(*net.joiner, plan, {});
+  EXPECT_EQ(d.donors, (std::vector<std::string>{"d0", "d0", "d0"}));
+  EXPECT_EQ(d.taken_over, 2u);
+  EXPECT_EQ(d.reasked, 0u);
+  EXPECT_EQ(asked["d0"], (std::vector<uint32_t>{0, 1, 2}));
+  EXPECT_EQ(asked["d1"], std::vector<uint32_t>{1});
+  EXPECT_EQ(asked["d2"], std::vector<uint32_t>{2});
+  for (size_t i = 0; i < params; i += 1000) EXPECT_EQ(d.state.params[i], 1.0f) << i;
+  for (size_t i = 0; i < opt; i += 1000) EXPECT_EQ(d.state.optimizer[i], -1.0f) << i;
+}
+
 TEST(ShareDownload, ACorruptShareOrNoDonorLeftIsAOneLineError) {
   Donors net;
   daemon::DownloadPlan plan;
