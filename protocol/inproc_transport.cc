@@ -25,6 +25,7 @@ bool InProcHub::deliver(const std::string& endpoint, RawMessage raw) {
   bool bound = false;
   {
     std::lock_guard lock(mutex_);
+    if (muted_.count(raw.peer)) return true;  // lost on the way
     auto it = inboxes_.find(endpoint);
     if (it == inboxes_.end()) {
       if (absent_ == Absent::kDrop) return false;
@@ -42,6 +43,15 @@ bool InProcHub::deliver(const std::string& endpoint, RawMessage raw) {
   }
   inbox->cv.notify_one();
   return bound;
+}
+
+void InProcHub::mute(const std::string& peer, bool muted) {
+  std::lock_guard lock(mutex_);
+  if (muted) {
+    muted_.insert(peer);
+  } else {
+    muted_.erase(peer);
+  }
 }
 
 InProcHub::Sent InProcHub::sent_by(const std::string& peer) const {

@@ -5,6 +5,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
+#include <string>
 
 #include "protocol/modelled_losses.h"
 #include "protocol/transport.h"
@@ -42,6 +44,9 @@ class InProcHub {
     uint64_t bytes = 0;
   };
   Sent sent_by(const std::string& peer) const;
+  // From now on (until unmuted) what transport identity `peer` sends is
+  // lost on the way, as from a host whose sends stall; its sender cannot tell.
+  void mute(const std::string& peer, bool muted = true);
   // The segments this hub's modelled network loses (set before any member
   // starts; gossipctl simulate), or none.
   void set_losses(std::shared_ptr<const ModelledLosses> losses) { losses_ = std::move(losses); }
@@ -52,6 +57,7 @@ class InProcHub {
   mutable std::mutex mutex_;
   std::map<std::string, std::shared_ptr<Inbox>> inboxes_;
   std::map<std::string, Sent> sent_;
+  std::set<std::string> muted_;
   std::shared_ptr<const ModelledLosses> losses_;
 };
 

@@ -75,6 +75,10 @@ double InProcCluster::counter(size_t i, const std::string& name) const {
   return members_[i] ? members_[i]->metrics.counter(name, "").value() : 0.0;
 }
 
+double InProcCluster::gauge(size_t i, const std::string& name) const {
+  return members_[i] ? members_[i]->metrics.gauge(name, "").value() : 0.0;
+}
+
 std::string InProcCluster::lost(size_t i) const {
   std::lock_guard lock(lost_mu_);
   return members_[i] ? *members_[i]->lost : "";

@@ -39,6 +39,8 @@ class InProcCluster {
   bool wait_dropped(const std::string& id, std::chrono::steady_clock::time_point deadline);
   // Member i's counter (gossipd_members_evicted_total, ...); 0 when it never counted.
   double counter(size_t i, const std::string& name) const;
+  // Member i's gauge (gossipd_member_local_health, ...); 0 when it never set it.
+  double gauge(size_t i, const std::string& name) const;
   protocol::InProcHub::Sent sent(size_t i) const { return hub_.sent_by(id(i)); }
   // Why member i called on_lost ("" while it did not).
   std::string lost(size_t i) const;

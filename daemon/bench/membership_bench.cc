@@ -76,6 +76,10 @@ CLI::App* add_membership_bench_command(CLI::App& bench, MembershipBenchOptions& 
       ->check(CLI::Range(1.0, 36000.0))
       ->capture_default_str();
   cmd->add_option("--seed", o.seed, "Which members are killed")->capture_default_str();
+  cmd->add_option("--local-health-max", o.max_local_health,
+                  "Lifeguard's local health score at most: the period stretches by (1 + score) (0: off)")
+      ->check(CLI::Range(size_t{0}, size_t{64}))
+      ->capture_default_str();
   return cmd;
 }
 
@@ -84,6 +88,7 @@ int run_membership_bench(const MembershipBenchOptions& o) {
   MembershipOptions mo;
   mo.heartbeat_interval = std::chrono::milliseconds(o.heartbeat_ms);
   mo.failure_timeout = std::chrono::milliseconds(o.failure_timeout_ms);
+  mo.max_local_health = o.max_local_health;
   const auto start = Clock::now();
   InProcCluster c(o.members, mo);
   c.arm_all();
@@ -105,16 +110,23 @@ int run_membership_bench(const MembershipBenchOptions& o) {
   }
   // Every survivor evicted each dead member once (itself, or on a peer's
   // word); more is a live member evicted.
-  double false_evictions = 0;
-  for (size_t i = 0; i < c.size(); ++i)
-    if (c.alive(i)) false_evictions += std::max(0.0, c.counter(i, "gossipd_members_evicted_total") - o.kills);
+  double false_evictions = 0, suspicions = 0;
+  size_t cut_off = 0;
+  for (size_t i = 0; i < c.size(); ++i) {
+    if (!c.alive(i)) continue;
+    false_evictions += std::max(0.0, c.counter(i, "gossipd_members_evicted_total") - o.kills);
+    suspicions += c.counter(i, "gossipd_members_suspected_total");
+    if (!c.lost(i).empty()) ++cut_off;
+  }
   std::printf(
       "{\"bench\":\"membership\",\"members\":%zu,\"heartbeat_ms\":%d,\"failure_timeout_ms\":%d,"
-      "\"start_s\":%.2f,\"messages_per_member_per_s\":%.1f,\"bytes_per_member_per_s\":%.0f,\"kills\":%zu,"
-      "\"detect_median_s\":%.2f,\"detect_worst_s\":%.2f,\"missed\":%d,\"false_evictions\":%.0f}\n",
-      o.members, o.heartbeat_ms, o.failure_timeout_ms, start_s, quiet.messages, quiet.bytes, detect.size(),
-      detect.empty() ? -1.0 : median_of(detect),
-      detect.empty() ? -1.0 : *std::max_element(detect.begin(), detect.end()), missed, false_evictions);
+      "\"local_health_max\":%zu,\"start_s\":%.2f,\"messages_per_member_per_s\":%.1f,"
+      "\"bytes_per_member_per_s\":%.0f,\"kills\":%zu,\"detect_median_s\":%.2f,\"detect_worst_s\":%.2f,"
+      "\"missed\":%d,\"false_evictions\":%.0f,\"suspicions\":%.0f,\"cut_off\":%zu}\n",
+      o.members, o.heartbeat_ms, o.failure_timeout_ms, o.max_local_health, start_s, quiet.messages,
+      quiet.bytes, detect.size(), detect.empty() ? -1.0 : median_of(detect),
+      detect.empty() ? -1.0 : *std::max_element(detect.begin(), detect.end()), missed, false_evictions,
+      suspicions, cut_off);
   std::fflush(stdout);
   return missed == 0 && false_evictions == 0 ? 0 : 1;
 }

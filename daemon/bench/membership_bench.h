@@ -13,7 +13,8 @@ namespace gossipd::daemon {
 // it but with no training. It measures, per member, the messages and bytes
 // it sends per second over a quiet window, then SIGKILL-like deaths one at
 // a time: the seconds until every survivor's view drops the dead member
-// (median and worst), and evictions of members that were alive (false).
+// (median and worst), evictions of members that were alive (false), the
+// suspicions raised and the members that found themselves cut off.
 struct MembershipBenchOptions {
   size_t members = 100;
   int kills = 5;
@@ -22,6 +23,7 @@ struct MembershipBenchOptions {
   int failure_timeout_ms = 3000;
   double limit_s = 60.0;  // a kill not seen everywhere by then counts as not detected
   uint64_t seed = 1;
+  size_t max_local_health = 8;  // Lifeguard's local health score at most (0: off; MembershipOptions)
 };
 
 CLI::App* add_membership_bench_command(CLI::App& bench, MembershipBenchOptions& options);

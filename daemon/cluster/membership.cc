@@ -52,7 +52,10 @@ Membership::Membership(protocol::Node& node, proto::Member self, const proto::Me
                           "Membership updates dropped: older than the incarnation held, about another "
                           "join of the id, or about a member not known or gone")),
       reunions_(metrics.counter("gossipd_reunions_total",
-                                "REUNIONs taken from members this one evicted (a partition's other side)")) {
+                                "REUNIONs taken from members this one evicted (a partition's other side)")),
+      health_gauge_(metrics.gauge("gossipd_member_local_health",
+                                  "Lifeguard's local health score: 0 healthy; the protocol period stretches "
+                                  "by (1 + score)")) {
   for (const auto& m : admitted.members()) {
     if (m.id() == self_.id()) {
       self_.set_since_round(m.since_round());

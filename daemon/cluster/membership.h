@@ -40,6 +40,15 @@ struct MembershipOptions {
   std::chrono::milliseconds push_pull_interval{10000};
   // Updates piggybacked on one probe at most.
   size_t max_piggyback = 16;
+  // Lifeguard's local health (Dega, Gupta, Mair 2018; memberlist's
+  // awareness): a score from 0 to this, up by one for each probe of this
+  // member's that got no ACK, each suspicion of itself it refutes and each
+  // period of its own that came late, down by one for each probe answered.
+  // The period and the probe timeout stretch by (1 + score): a member too
+  // slow to hear its peers' answers in time probes less and suspects fewer
+  // of them, rather than the cluster evicting them for its own slowness
+  // (0: off).
+  size_t max_local_health = 8;
   // Called once, from the membership thread, when this member finds itself
   // cut off: it heard from none of its peers for the failure timeout (it
   // was evicted while it was away, or every peer is gone), or its part of a
@@ -314,6 +323,11 @@ class Membership {
   Counter& indirect_probes_;
   Counter& stale_updates_;
   Counter& reunions_;
+  // Lifeguard's local health score (MembershipOptions::max_local_health), under mu_.
+  size_t health_ = 0;
+  Gauge& health_gauge_;
+  void adjust_health(int delta);             // under mu_
+  std::chrono::milliseconds period() const;  // the protocol period, stretched by local health; under mu_
 
   std::mutex transfer_mu_;
   std::condition_variable_any transfer_cv_;

@@ -11,7 +11,19 @@
 namespace gossipd::daemon {
 
 std::chrono::milliseconds Membership::probe_timeout() const {
-  return options_.probe_timeout.count() > 0 ? options_.probe_timeout : options_.heartbeat_interval / 2;
+  const auto base =
+      options_.probe_timeout.count() > 0 ? options_.probe_timeout : options_.heartbeat_interval / 2;
+  return base * static_cast<int64_t>(1 + health_);
+}
+
+std::chrono::milliseconds Membership::period() const {
+  return options_.heartbeat_interval * static_cast<int64_t>(1 + health_);
+}
+
+void Membership::adjust_health(int delta) {
+  if (delta < 0 && health_ > 0) --health_;
+  if (delta > 0 && health_ < options_.max_local_health) ++health_;
+  health_gauge_.set(static_cast<double>(health_));
 }
 
 const std::vector<std::string>& Membership::peer_ids() {
@@ -73,7 +85,10 @@ void Membership::send_probe(proto::MessageType type, const std::string& to, uint
 void Membership::tick() {
   const auto now = Clock::now();
   excuse_pause(now - next_tick_);
-  next_tick_ = now + options_.heartbeat_interval;
+  {
+    std::lock_guard lock(mu_);
+    next_tick_ = now + period();
+  }
   if (cut_off(now)) return;
   const bool free = end_probe(now);
   expire_suspicions(now);
@@ -90,7 +105,8 @@ void Membership::excuse_pause(Clock::duration late) {
     if (!armed_) return;
     heard_ += late;
     for (auto& [id, e] : entries_) e.suspect_deadline += late;
-    probe_.reset();  // its ACK may be queued here, unread
+    adjust_health(+1);  // its own period came late: this member is the slow one
+    probe_.reset();     // its ACK may be queued here, unread
     relays_.clear();
   }
   spdlog::warn(
@@ -126,10 +142,12 @@ bool Membership::cut_off(Clock::time_point now) {
 bool Membership::end_probe(Clock::time_point now) {
   std::lock_guard lock(mu_);
   if (!probe_ || probe_->acked || !armed_) {
+    if (probe_ && probe_->acked) adjust_health(-1);
     probe_.reset();
     return true;
   }
-  if (now < probe_->sent + 2 * options_.heartbeat_interval) return false;
+  if (now < probe_->sent + 2 * period()) return false;
+  adjust_health(+1);  // no ACK, direct or relayed: the fault may as well be this member's
   auto it = entries_.find(probe_->target);
   if (it != entries_.end() && !it->second.suspect) {
     it->second.suspect = true;

@@ -54,6 +54,7 @@ bool Membership::apply_about_self(const proto::MemberUpdate& u) {
   }
   self_.set_incarnation(u.member().incarnation() + 1);
   refutations_.add();
+  adjust_health(+1);  // others did not hear it in time
   queue_update(proto::MemberUpdate::ALIVE, self_.id());
   spdlog::info("node '{}': refutes a suspicion of itself (incarnation {})", node_.id(), self_.incarnation());
   return false;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <set>
 
 #include "daemon/bench/inproc_cluster.h"
@@ -149,6 +150,39 @@ TEST(Swim, AMemberCutOffFromEveryPeerSaysSoAndEvictsNobody) {
   ASSERT_TRUE(wait_until([&] { return !c.lost(0).empty(); }, 30s));
   EXPECT_NE(c.lost(0).find("heard from none of its 3 peers for 1000 ms"), std::string::npos) << c.lost(0);
   EXPECT_EQ(c.counter(0, "gossipd_members_evicted_total"), 0);
+}
+
+// Lifeguard's local health: a member whose own sends are lost (a starved
+// or half-broken host) finds every probe it sends unanswered. Without local
+// health it suspects its peers one every two periods; with it, each
+// unanswered probe stretches its own period, so it raises fewer false
+// suspicions meanwhile. Two clusters side by side under the same load, the
+// failure timeout long enough that nobody is evicted meanwhile; once its
+// sends go through again its score falls back to 0.
+TEST(Swim, AMemberWhoseProbesAllFailStretchesItsPeriodAndSuspectsFewer) {
+  daemon::MembershipOptions o;
+  o.heartbeat_interval = 20ms;
+  o.failure_timeout = 60s;
+  daemon::MembershipOptions off = o;
+  off.max_local_health = 0;
+  InProcCluster with(16, o), without(16, off);
+  with.arm_all();
+  without.arm_all();
+  with.hub().mute("m0");
+  without.hub().mute("m0");
+  const char* suspected = "gossipd_members_suspected_total";
+  ASSERT_TRUE(wait_until([&] { return without.counter(0, suspected) >= 15; }, 30s));
+  const double fewer = with.counter(0, suspected);
+  std::printf("[ measured ] with local health: %.0f suspicions (score %.0f) while without: 15\n", fewer,
+              with.gauge(0, "gossipd_member_local_health"));
+  EXPECT_LE(fewer, 7) << "against 15 without local health";
+  EXPECT_GE(with.gauge(0, "gossipd_member_local_health"), 3);
+  EXPECT_EQ(without.gauge(0, "gossipd_member_local_health"), 0);
+  for (size_t i = 1; i < 16; ++i)
+    EXPECT_LE(with.gauge(i, "gossipd_member_local_health"), 2) << "a healthy member " << i;
+  with.hub().mute("m0", false);
+  EXPECT_TRUE(wait_until([&] { return with.gauge(0, "gossipd_member_local_health") == 0; }, 30s));
+  for (size_t i = 0; i < 16; ++i) EXPECT_EQ(with.counter(i, "gossipd_members_evicted_total"), 0) << i;
 }
 
 }  // namespace
