@@ -30,8 +30,9 @@ class TensorStream {
   TensorStream& operator=(const TensorStream&) = delete;
 
   // Every member calls it at the same point (it exchanges a tensor with
-  // every other): each pair whose control endpoints are both on loopback,
-  // with the direct path on (so no CURVE) and no injected faults, maps a
+  // every other): each pair that shares memory (Node::shares_memory_with:
+  // one host, the direct path on, so no CURVE, no injected faults, shared
+  // memory not turned off), maps a
   // shared segment the lower rank makes, of `ring_bytes` each way. Tensors
   // of up to a quarter of that go through it from then on, larger ones as
   // before. Returns how many peers share memory with this one; later calls

@@ -25,8 +25,6 @@ constexpr size_t kOfferFloats = 16;
 // Out-of-order tensors kept per peer before the oldest is dropped (counted).
 constexpr size_t kMaxStashed = 256;
 
-bool on_loopback(const std::string& endpoint) { return endpoint_host(endpoint).rfind("127.", 0) == 0; }
-
 std::vector<float> encode_offer(const std::string& name) {
   std::vector<float> f(kOfferFloats, 0.0f);
   const auto n = static_cast<float>(name.size());
@@ -81,8 +79,9 @@ size_t TensorStream::share_memory(size_t ring_bytes) {
   if (shared_) return shared_->count;
   Node& node = group_.node();
   const size_t n = group_.size(), me = group_.rank();
-  const bool able = node.data_listener() && !node.options().faults.any() && on_loopback(node.endpoint());
-  const auto eligible = [&](size_t r) { return able && on_loopback(node.peer_endpoint(group_.member(r))); };
+  // The same test as the direct links' pipes: one host, a direct path, no
+  // injected faults, shared memory not turned off (--shm-kb 0).
+  const auto eligible = [&](size_t r) { return node.shares_memory_with(group_.member(r)); };
   auto s = std::make_unique<Shared>();
   s->peers.resize(n);
   s->max_floats = ShmRing::max_floats(ring_bytes);

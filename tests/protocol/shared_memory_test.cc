@@ -117,14 +117,17 @@ TEST(SharedMemory, AFullRingWaitsForTheReaderAndWrapsIntact) {
   EXPECT_EQ(wrong, 0u);
 }
 
-// Injected faults must apply, and the ZeroMQ path has no direct path: no
+// Injected faults must apply, the ZeroMQ path has no direct path, and
+// shared memory turned off (--shm-kb 0) is off for the streams too: no
 // sharing there, the tensors go as before.
-TEST(SharedMemory, NotWithInjectedFaultsOrOverZeroMq) {
+TEST(SharedMemory, NotWithInjectedFaultsOverZeroMqOrWithSharedMemoryOff) {
   NodeOptions faulty;
   faulty.faults.delay = std::chrono::milliseconds(1);
   NodeOptions zmq;
   zmq.data_path = DataPath::kZmq;
-  for (const NodeOptions& o : {faulty, zmq}) {
+  NodeOptions off;
+  off.shared_memory_bytes = 0;
+  for (const NodeOptions& o : {faulty, zmq, off}) {
     TestCluster cluster(2, o);
     std::vector<float> got(10);
     testing::expect_no_errors(cluster.run([&](size_t r) {
