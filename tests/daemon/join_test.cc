@@ -25,6 +25,19 @@ using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
 // epoch -> test accuracy, from a --metrics-out file (one record per epoch).
+// SIGTERM to processes 0..last of `c` but the one already killed, each
+// waited for.
+void stop_all_but(Cluster& c, int last, int killed) {
+  for (int i = 0; i <= last; ++i) {
+    if (i != killed) c.proc(i).signal(SIGTERM);
+  }
+  for (int i = 0; i <= last; ++i) {
+    if (i != killed) {
+      EXPECT_TRUE(c.proc(i).wait(15s)) << "w" << i;
+    }
+  }
+}
+
 std::map<int, double> accuracies(const std::string& path) {
   std::map<int, double> out;
   for (const auto& rec : read_records(path)) out[static_cast<int>(rec.epoch())] = rec.test_accuracy();
@@ -220,14 +233,7 @@ TEST(JoinDonors, AKilledDonorsShareIsTakenOverByADonorDoneWithItsOwn) {
   for (const auto& d : joined.donors()) EXPECT_NE(d, "w3") << "the killed member sent nothing";
   std::printf("[ measured ] download %.0f ms with %u shares taken over, the killed member's among them\n",
               joined.download_ms(), joined.shares_taken_over());
-  for (int i = 0; i <= j; ++i) {
-    if (i != 3) c.proc(i).signal(SIGTERM);
-  }
-  for (int i = 0; i <= j; ++i) {
-    if (i != 3) {
-      EXPECT_TRUE(c.proc(i).wait(15s));
-    }
-  }
+  stop_all_but(c, j, 3);
 }
 
 // A donor that dies after the joiner asked it for a share: the share is
@@ -271,14 +277,7 @@ TEST(JoinDonors, AShareWhoseDonorWasKilledIsAskedOfAnotherAndTheJoinSucceeds) {
               static_cast<long long>(
                   std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - launched).count()),
               joined.download_ms());
-  for (int i = 0; i <= j; ++i) {
-    if (i != 3) c.proc(i).signal(SIGTERM);
-  }
-  for (int i = 0; i <= j; ++i) {
-    if (i != 3) {
-      EXPECT_TRUE(c.proc(i).wait(15s));
-    }
-  }
+  stop_all_but(c, j, 3);
 }
 
 // A joiner the cluster cannot take: refused in one line (exit 2), the
