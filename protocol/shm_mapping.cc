@@ -77,7 +77,10 @@ std::unique_ptr<ShmMapping> ShmMapping::create(size_t bytes) {
   std::call_once(swept, [] { sweep_orphans(); });
   std::random_device rd;
   static constexpr char kHex[] = "0123456789abcdef";
-  std::string name = "/" + std::string(kPrefix) + std::to_string(::getpid()) + "-";
+  // Appended piece by piece: GCC 12 raises a -Wrestrict false positive
+  // (PR 105329) for "/" + std::string inlined here in some unity batches.
+  std::string name = "/";
+  name.append(kPrefix).append(std::to_string(::getpid())).push_back('-');
   for (size_t i = 0; i < kNameHex; ++i) name += kHex[rd() % 16];
   const int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
   if (fd < 0) fail("shm_open of " + name);

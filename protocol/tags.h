@@ -28,7 +28,8 @@ enum class User : uint8_t {
   kPipeline,
   kSparse,
   kComputeGroups,
-  kDataPath,  // direct data path announcements (one tag; seq = the group's tag)
+  kDataPath,    // direct data path announcements (one tag; seq = the group's tag)
+  kHostLevels,  // a two-level allreduce's groups in and across hosts, per (parent tag, group)
   kCount
 };
 
@@ -39,6 +40,7 @@ constexpr std::array<uint8_t, static_cast<size_t>(User::kCount)> kRangeBits{
     22, 22,              // consensus, re-formed rings: 2^22 views each
     24, 24, 24, 24,      // grid, pipeline, sparse, compute groups
     0,                   // data path announcements
+    24,                  // two-level groups: 2^16 parent tags x 256 groups
 };
 
 // Pacing notes ("I am in this round") of a gossip protocol: its tag with
@@ -72,7 +74,8 @@ constexpr Range range(User user) {
 constexpr uint32_t first(User user) { return range(user).first; }
 
 // Everything fits below 2^32.
-static_assert(uint64_t{range(User::kDataPath).first} + range(User::kDataPath).count <= (uint64_t{1} << 32));
+static_assert(uint64_t{range(User::kHostLevels).first} + range(User::kHostLevels).count <=
+              (uint64_t{1} << 32));
 
 }  // namespace tags
 }  // namespace gossipd::protocol

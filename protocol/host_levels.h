@@ -1,0 +1,71 @@
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "protocol/group.h"
+
+namespace gossipd::protocol {
+
+// Where the members of a group run, host by host: the two-level allreduce's
+// map (MPI's and NCCL's hierarchical form: inside each host, then across).
+struct HostLayout {
+  // Each host's ranks in ascending order; hosts in the order of their lowest rank.
+  std::vector<std::vector<size_t>> hosts;
+  // The members each host holds when every host holds the same number, else 0.
+  size_t per_host = 0;
+};
+
+// Groups ranks by `host_of_rank` (a host's name, e.g. the address of the
+// member's endpoint; equal names are one host).
+HostLayout host_layout(std::span<const std::string> host_of_rank);
+
+// The host of each member of `group`, from the addresses of the members'
+// endpoints: every loopback address is one host (as Node::shares_memory_with
+// has it); a member whose endpoint names no address (ipc://) is on this
+// node's host.
+std::vector<std::string> member_hosts(const Group& group);
+
+// The layout of rank 0 (member_hosts there), broadcast to every member:
+// the same on all of them even where one names hosts otherwise (its own
+// endpoint as bound, the others' as advertised). A collective over `group`:
+// every member calls it at the same point.
+HostLayout agreed_host_layout(Group& group);
+
+// Whether the two-level form applies: two hosts or more, each holding the
+// same number of members, two or more (and at most 128 of either, the
+// room its tags have).
+bool two_levels_apply(const HostLayout& layout);
+
+// Allreduce in two levels over a group whose members share hosts: a
+// reduce-scatter among the members of each host (over shared memory where
+// they map it), an allreduce of each block across the hosts among the
+// members holding it (one per host: the network carries 2(H-1)/H of the
+// buffer per host instead of a flat ring's 2(P-1)/P; the butterfly or the
+// ring, never recursive doubling), then an allgather in each host. Every member of the group runs it with the
+// same layout; the result is the sum, the same on every member (summed in another order than a flat ring:
+// equal to it for integer-valued inputs). Its groups take tags from tags::User::kHostLevels keyed by the
+// group's tag.
+class TwoLevelAllreduce {
+ public:
+  // Throws ProtocolConfigError when two_levels_apply(layout) does not hold
+  // or the layout does not cover the group's ranks.
+  TwoLevelAllreduce(Group& group, const HostLayout& layout);
+  ~TwoLevelAllreduce();
+  TwoLevelAllreduce(const TwoLevelAllreduce&) = delete;
+  TwoLevelAllreduce& operator=(const TwoLevelAllreduce&) = delete;
+
+  // Sum over the group, in place.
+  void run(std::span<float> data);
+
+  const Group& in_host() const { return *in_host_; }
+  const Group& across_hosts() const { return *across_; }
+
+ private:
+  std::unique_ptr<Group> in_host_;  // this member's host
+  std::unique_ptr<Group> across_;   // the members at this member's place in every host
+};
+
+}  // namespace gossipd::protocol

@@ -1,0 +1,113 @@
+// The two-level allreduce (protocol/host_levels.h): the host layout it
+// reads, and its sum bit for bit against the serial one on integer-valued
+// inputs, hosts given explicitly (all ranks are threads on loopback here;
+// the netns bench puts them on hosts of their own).
+#include "protocol/host_levels.h"
+
+#include <gtest/gtest.h>
+
+#include <tuple>
+
+#include "protocol/errors.h"
+#include "tests/protocol/collective_inputs.h"
+#include "tests/protocol/test_cluster.h"
+
+namespace gossipd::protocol {
+namespace {
+
+using testing::rank_input;
+using testing::serial_sum;
+using testing::small_pieces;
+using testing::TestCluster;
+
+constexpr uint32_t kParentTag = 13;
+
+TEST(HostLayout, GroupsRanksByHostInTheOrderOfTheirLowestRank) {
+  const std::vector<std::string> hosts{"b", "a", "b", "a", "c", "c"};
+  const HostLayout layout = host_layout(hosts);
+  ASSERT_EQ(layout.hosts.size(), 3u);
+  EXPECT_EQ(layout.hosts[0], (std::vector<size_t>{0, 2}));
+  EXPECT_EQ(layout.hosts[1], (std::vector<size_t>{1, 3}));
+  EXPECT_EQ(layout.hosts[2], (std::vector<size_t>{4, 5}));
+  EXPECT_EQ(layout.per_host, 2u);
+  EXPECT_TRUE(two_levels_apply(layout));
+}
+
+TEST(HostLayout, TwoLevelsNeedSeveralHostsEachWithTheSameNumberOfMembersAboveOne) {
+  const std::vector<std::string> one_host{"a", "a", "a"}, one_each{"a", "b", "c"}, uneven{"a", "a", "b"};
+  EXPECT_FALSE(two_levels_apply(host_layout(one_host)));
+  EXPECT_FALSE(two_levels_apply(host_layout(one_each)));
+  EXPECT_EQ(host_layout(uneven).per_host, 0u);
+  EXPECT_FALSE(two_levels_apply(host_layout(uneven)));
+}
+
+TEST(HostLayout, EveryLoopbackAddressIsOneHost) {
+  TestCluster cluster(3);
+  Group g(cluster.node(1), kParentTag, cluster.ids(), small_pieces());
+  const std::vector<std::string> hosts = member_hosts(g);
+  ASSERT_EQ(hosts.size(), 3u);
+  EXPECT_EQ(hosts[0], hosts[1]);
+  EXPECT_EQ(hosts[1], hosts[2]);
+}
+
+// Rank 1 knows n3 by a name ("localhost"), not an address: its own layout
+// puts n3 on a host of its own; the agreed one is rank 0's.
+TEST(HostLayout, EveryMemberAgreesOnRankZerosLayout) {
+  TestCluster cluster(4);
+  const std::string n3 = cluster.node(3).endpoint();
+  cluster.node(1).add_peer("n3", "tcp://localhost" + n3.substr(n3.rfind(':')));
+  std::vector<HostLayout> own(4), layouts(4);
+  testing::expect_no_errors(cluster.run([&](size_t r) {
+    Group g(cluster.node(r), kParentTag, cluster.ids(), small_pieces());
+    own[r] = host_layout(member_hosts(g));
+    layouts[r] = agreed_host_layout(g);
+  }));
+  ASSERT_EQ(own[1].hosts.size(), 2u) << "rank 1 should see n3 elsewhere";
+  for (size_t r = 0; r < 4; ++r) {
+    EXPECT_EQ(layouts[r].hosts, (std::vector<std::vector<size_t>>{{0, 1, 2, 3}})) << "rank " << r;
+    EXPECT_EQ(layouts[r].per_host, 4u);
+  }
+}
+
+TEST(TwoLevelAllreduce, RefusesALayoutWithoutTwoLevels) {
+  TestCluster cluster(3);
+  Group g(cluster.node(0), kParentTag, cluster.ids(), small_pieces());
+  const std::vector<std::string> uneven{"a", "a", "b"};
+  EXPECT_THROW(TwoLevelAllreduce(g, host_layout(uneven)), ProtocolConfigError);
+}
+
+// (hosts, members per host, floats); rank r is on host r % hosts, so a
+// host's members are not neighbours in the group's order.
+class TwoLevelSums : public ::testing::TestWithParam<std::tuple<size_t, size_t, size_t>> {};
+
+TEST_P(TwoLevelSums, EveryCallEqualsTheSerialSumOnEveryMember) {
+  const size_t host_count = std::get<0>(GetParam()), per_host = std::get<1>(GetParam());
+  const size_t count = std::get<2>(GetParam()), n = host_count * per_host;
+  constexpr size_t kCalls = 3;
+  std::vector<std::string> hosts;
+  for (size_t r = 0; r < n; ++r) hosts.emplace_back(1, static_cast<char>('a' + r % host_count));
+  TestCluster cluster(n);
+  std::vector<std::vector<std::vector<float>>> out(n);
+  testing::expect_no_errors(cluster.run([&](size_t r) {
+    Group g(cluster.node(r), kParentTag, cluster.ids(), small_pieces());
+    TwoLevelAllreduce two(g, host_layout(hosts));
+    EXPECT_EQ(two.in_host().size(), per_host);
+    EXPECT_EQ(two.across_hosts().size(), host_count);
+    for (size_t call = 0; call < kCalls; ++call) {
+      out[r].push_back(rank_input(r, count, call));
+      two.run(out[r].back());
+    }
+  }));
+  for (size_t call = 0; call < kCalls; ++call) {
+    const auto expected = serial_sum(n, count, call);
+    for (size_t r = 0; r < n; ++r) ASSERT_EQ(out[r].at(call), expected) << "rank " << r << " call " << call;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(HostsMembersFloats, TwoLevelSums,
+                         ::testing::Values(std::make_tuple(2, 2, 1), std::make_tuple(2, 2, 100003),
+                                           std::make_tuple(3, 2, 4099), std::make_tuple(2, 3, 1000000),
+                                           std::make_tuple(4, 2, 65536)));
+
+}  // namespace
+}  // namespace gossipd::protocol
