@@ -242,13 +242,19 @@ gp::NodeOptions bench_node_options(size_t rank, const std::string& listen, const
   return n;
 }
 
-WorkerReport run_collective_rank(gp::Node& node, size_t rank, const std::vector<std::string>& endpoints,
-                                 const CollectiveBenchOptions& o) {
+std::vector<std::string> add_bench_peers(gp::Node& node, size_t rank,
+                                         const std::vector<std::string>& endpoints) {
   std::vector<std::string> ids;
   for (size_t r = 0; r < endpoints.size(); ++r) {
     ids.push_back(rank_id(r));
     if (r != rank) node.add_peer(ids.back(), endpoints[r]);
   }
+  return ids;
+}
+
+WorkerReport run_collective_rank(gp::Node& node, size_t rank, const std::vector<std::string>& endpoints,
+                                 const CollectiveBenchOptions& o) {
+  const std::vector<std::string> ids = add_bench_peers(node, rank, endpoints);
   gp::CollectiveOptions co;
   co.timeout = std::chrono::milliseconds(o.timeout_ms);
   co.chunk_bytes = o.chunk_bytes;

@@ -37,6 +37,11 @@ std::string rank_id(size_t rank);
 protocol::NodeOptions bench_node_options(size_t rank, const std::string& listen,
                                          const CollectiveBenchOptions& o);
 
+// Makes every other rank of `endpoints` a peer of `node` (rank r's id is
+// rank_id(r)); returns the ids of all ranks in rank order.
+std::vector<std::string> add_bench_peers(protocol::Node& node, size_t rank,
+                                         const std::vector<std::string>& endpoints);
+
 // Builds the group of every rank on `node` and times the op (warm-up
 // repetitions first), a barrier before each repetition.
 WorkerReport run_collective_rank(protocol::Node& node, size_t rank, const std::vector<std::string>& endpoints,

@@ -12,6 +12,7 @@
 #include "protocol/collectives.h"
 #include "protocol/compressed_allreduce.h"
 #include "protocol/errors.h"
+#include "protocol/host_levels.h"
 #include "protocol/ring_collectives.h"
 #include "protocol/tags.h"
 
@@ -38,8 +39,8 @@ void AllreduceWorker::run(std::stop_token stop) {
     protocol::CollectiveOptions copts;
     copts.timeout = options_.startup_timeout;
     copts.stop = stop;
-    group_ = std::make_unique<protocol::Group>(node_, protocol::tags::first(protocol::tags::User::kAllreduce),
-                                               members_, copts);
+    use_ring(std::make_unique<protocol::Group>(node_, protocol::tags::first(protocol::tags::User::kAllreduce),
+                                               members_, copts));
     protocol::Barrier(*group_).run();  // every member is up before the first step
     agree_on_layout(*group_, trainer_);
     group_->options().timeout = options_.timeout;
@@ -51,7 +52,7 @@ void AllreduceWorker::run(std::stop_token stop) {
     }
     const topology::View view = membership_.view_at(trainer_.step_count() + 1);
     view_id_ = view.id();
-    if (options_.ring_of) group_ = make_ring(view, group_->options());  // every replica starts the same
+    if (options_.ring_of) use_ring(make_ring(view, group_->options()));  // every replica starts the same
   }
   membership_.arm();
   try {
@@ -118,7 +119,11 @@ void AllreduceWorker::average_gradients() {
 
 void AllreduceWorker::sum(std::span<float> data) {
   TrainingLoop::CommTimer comm(loop_);
-  if (options_.codec.lossless()) return protocol::Allreduce(*group_, data).run();
+  if (options_.codec.lossless()) {
+    if (levels_stale_) refresh_levels();
+    if (levels_) return levels_->run(data);
+    return protocol::Allreduce(*group_, data).run();
+  }
   const protocol::ErrorFeedback before = feedback_;
   try {
     protocol::CompressedAllreduce(*group_, data, feedback_).run();
@@ -126,6 +131,23 @@ void AllreduceWorker::sum(std::span<float> data) {
     feedback_ = before;  // nothing of this call reached the replicas
     throw;
   }
+}
+
+void AllreduceWorker::use_ring(std::unique_ptr<protocol::Group> ring) {
+  levels_.reset();  // its groups are the old ring's
+  levels_stale_ = true;
+  group_ = std::move(ring);
+}
+
+// At the ring's first sum, with its final options (the subgroups copy them):
+// every member calls it at the same step.
+void AllreduceWorker::refresh_levels() {
+  const protocol::HostLayout layout = protocol::agreed_host_layout(*group_);
+  levels_stale_ = false;
+  if (!protocol::two_levels_apply(layout)) return;
+  levels_ = std::make_unique<protocol::TwoLevelAllreduce>(*group_, layout);
+  spdlog::info("node '{}': allreduce in two levels, {} hosts of {} members", node_.id(), layout.hosts.size(),
+               layout.per_host);
 }
 
 void AllreduceWorker::await_view_change(std::exception_ptr failure, uint64_t round, std::stop_token stop) {
@@ -161,7 +183,7 @@ void AllreduceWorker::reform(const topology::View& view, uint64_t round, std::st
   std::stop_source newer;
   const std::stop_callback forward(stop, [&newer] { newer.request_stop(); });
   copts.stop = newer.get_token();
-  group_ = make_ring(view, copts);
+  use_ring(make_ring(view, copts));
   view_id_ = view.id();
   barrier_unless_view_changes(round, newer, stop);
   group_->options().stop = stop;
