@@ -151,4 +151,14 @@ std::string endpoint_host(const std::string& endpoint) {
   return colon == std::string::npos ? "" : rest.substr(0, colon);
 }
 
+std::string host_key(const std::string& endpoint) {
+  const std::string host = endpoint_host(endpoint);
+  return host.rfind("127.", 0) == 0 ? "127.0.0.1" : host;
+}
+
+bool same_host(const std::string& a, const std::string& b) {
+  const std::string ka = host_key(a);
+  return !ka.empty() && ka == host_key(b);
+}
+
 }  // namespace gossipd::protocol

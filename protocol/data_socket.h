@@ -71,4 +71,11 @@ std::string congestion_refusal(const std::string& name);
 // The host part of "tcp://HOST:PORT" ("" when it has none).
 std::string endpoint_host(const std::string& endpoint);
 
+// The host an endpoint is on, as members on one host compare it: its host
+// part, every loopback address (127.*) as one ("" when it has none).
+std::string host_key(const std::string& endpoint);
+
+// Whether two endpoints are on one host (host_key equal, not empty).
+bool same_host(const std::string& a, const std::string& b);
+
 }  // namespace gossipd::protocol

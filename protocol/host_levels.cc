@@ -15,10 +15,9 @@ namespace {
 
 constexpr size_t kMaxLevelGroups = 128;  // hosts, and members per host: half the 256 tags each
 
-std::string host_key(const std::string& endpoint, const std::string& own_host) {
-  const std::string host = endpoint_host(endpoint);
-  if (host.empty()) return own_host;
-  return host.rfind("127.", 0) == 0 ? "127.0.0.1" : host;
+std::string host_or(const std::string& endpoint, const std::string& own_host) {
+  const std::string host = host_key(endpoint);
+  return host.empty() ? own_host : host;
 }
 
 uint32_t level_tag(uint32_t parent_tag, size_t index) {
@@ -52,10 +51,10 @@ HostLayout host_layout(std::span<const std::string> host_of_rank) {
 
 std::vector<std::string> member_hosts(const Group& group) {
   const Node& node = group.node();
-  const std::string own = host_key(node.endpoint(), "this host");
+  const std::string own = host_or(node.endpoint(), "this host");
   std::vector<std::string> hosts;
   for (const std::string& m : group.members())
-    hosts.push_back(m == node.id() ? own : host_key(node.peer_endpoint(m), own));
+    hosts.push_back(m == node.id() ? own : host_or(node.peer_endpoint(m), own));
   return hosts;
 }
 

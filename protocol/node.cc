@@ -2,8 +2,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <zmq.hpp>
 
+#include "protocol/shared_payload_transport.h"
 #include "protocol/zap_handler.h"
 #include "protocol/zmq_transport.h"
 
@@ -28,11 +30,21 @@ Node::Node(NodeOptions options)
   t.max_frame_bytes = static_cast<int64_t>(options_.validation.max_message_bytes);
   t.curve = options_.curve;
   transport_ = std::make_unique<ZmqTransport>(*context_, std::move(t));
+  const bool tcp = options_.listen.rfind("tcp://", 0) == 0;
+  // Not with CURVE (the payloads would leave the encryption) nor with
+  // injected faults (they must apply to every byte).
+  if (tcp && options_.shared_memory_bytes > 0 && !options_.curve && !options_.faults.any()) {
+    SharedPayloadOptions shared;
+    // Half a direct link's pipes: a ring per peer sent to, up to 16 of them.
+    shared.ring_bytes = std::max(options_.shared_memory_bytes / 2, kMinPayloadRingBytes) / 64 * 64;
+    auto payloads = std::make_unique<SharedPayloadTransport>(std::move(transport_), shared);
+    payloads_ = payloads.get();
+    transport_ = std::move(payloads);
+  }
   if (options_.faults.any()) {
     dice_ = std::make_unique<FaultDice>(options_.faults);
     transport_ = std::make_unique<FaultInjectingTransport>(std::move(transport_), *dice_);
   }
-  const bool tcp = options_.listen.rfind("tcp://", 0) == 0;
   if (options_.data_path == DataPath::kTcp && tcp && !options_.curve) {
     keep_congestion_if_taken();
     data_ = std::make_unique<DataListener>(options_.id, endpoint_host(options_.listen), validator_,
@@ -114,11 +126,13 @@ void Node::close() {
 
 uint64_t Node::zap_refused() const { return zap_ ? zap_->refused() : 0; }
 
+uint64_t Node::shared_payload_bytes() const { return payloads_ ? payloads_->shared_bytes_sent() : 0; }
+
+uint64_t Node::shared_payloads_refused() const { return payloads_ ? payloads_->descriptors_refused() : 0; }
+
 bool Node::shares_memory_with(const std::string& peer) const {
   if (!data_ || options_.shared_memory_bytes == 0 || options_.faults.any()) return false;
-  const std::string a = endpoint_host(endpoint()), b = endpoint_host(peer_endpoint(peer));
-  if (a.empty() || b.empty()) return false;
-  return a == b || (a.rfind("127.", 0) == 0 && b.rfind("127.", 0) == 0);
+  return same_host(endpoint(), peer_endpoint(peer));
 }
 
 }  // namespace gossipd::protocol

@@ -19,6 +19,8 @@ class context_t;
 
 namespace gossipd::protocol {
 
+class SharedPayloadTransport;
+
 class ZapHandler;
 
 enum class DataPath { kTcp, kZmq };
@@ -103,6 +105,11 @@ class Node {
   RejectLog& reject_log() { return reject_log_; }
   // Clients the ZAP handler turned away (0 without CURVE).
   uint64_t zap_refused() const;
+  // Payload bytes sent to members on this host through shared memory
+  // (SharedPayloadTransport), and descriptors received that did not match
+  // their ring; zeros where it is off.
+  uint64_t shared_payload_bytes() const;
+  uint64_t shared_payloads_refused() const;
   // Injected loss, duplication and reordering start here (the delay applies
   // from the start): a start-up barrier has no retransmission, training does
   // not need one.
@@ -144,6 +151,7 @@ class Node {
   Mailbox mailbox_;
   std::unique_ptr<FaultDice> dice_;  // before the transport that uses it
   std::unique_ptr<Transport> transport_;
+  SharedPayloadTransport* payloads_ = nullptr;  // inside transport_, when on
   std::unique_ptr<DataListener> data_;
   std::unique_ptr<Dispatcher> dispatcher_;
   mutable std::mutex peers_mu_;

@@ -9,7 +9,10 @@
 // would have had (added: its floats added to zeros), and only that one.
 // The input is also the content of a shared-memory ring (protocol/shm_ring.h)
 // as another process may have written it: every frame the reader takes lies
-// inside the ring, or the reader refuses it.
+// inside the ring, or the reader refuses it. And it is a payload descriptor
+// (protocol/payload_ring.h) as a peer on this host sends it: one that
+// decodes re-encodes to the same bytes, and read against a real ring it is
+// refused or yields exactly the length it names.
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -22,6 +25,7 @@
 #include "protocol/codec.h"
 #include "protocol/data_link.h"
 #include "protocol/data_wire.h"
+#include "protocol/payload_ring.h"
 #include "protocol/shm_pipe.h"
 #include "protocol/shm_ring.h"
 
@@ -213,6 +217,26 @@ void pipe(std::span<const std::byte> in) {
   }
 }
 
+// A descriptor from the input, pointed at a real ring (so that the reader's
+// bounds and header checks run against a mapping, not a refused name).
+void payload_descriptor(std::span<const std::byte> in) {
+  const auto d = decode_descriptor(in);
+  if (!d) return;
+  const std::vector<std::byte> again = encode_descriptor(*d);
+  require(again.size() == in.size() && std::memcmp(again.data(), in.data(), in.size()) == 0,
+          "descriptor round trip");
+  static PayloadRingWriter writer(kMinPayloadRingBytes, std::chrono::milliseconds(0));
+  static PayloadRingReader reader;
+  static const std::vector<std::byte> filler(1000, std::byte{7});
+  writer.put(filler);  // some slots written, some taken below, some reclaimed
+  PayloadDescriptor aimed = *d;
+  aimed.ring = writer.name();
+  aimed.ring_bytes = writer.bytes();
+  std::string why;
+  const auto got = reader.take(aimed, &why);
+  require(got ? got->size() == aimed.length : !why.empty(), "a descriptor taken wrongly");
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -256,5 +280,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   check_posted(in, tag, whole);
   ring(in);
   pipe(in);
+  payload_descriptor(in);
   return 0;
 }

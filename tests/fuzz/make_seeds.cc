@@ -17,6 +17,7 @@
 #include "daemon/plan/layer_profile.h"
 #include "protocol/data_wire.h"
 #include "protocol/error_feedback.h"
+#include "protocol/payload_ring.h"
 #include "protocol/ring_collectives.h"
 #include "protocol/segment_inbox.h"
 #include "tests/fuzz/harness.h"
@@ -332,6 +333,12 @@ int main(int argc, char** argv) {
     put("data_wire", "hello", std::string(reinterpret_cast<const char*>(hello.data()), hello.size()));
     const auto ann = protocol::wire::encode(protocol::wire::Announcement{0x0123456789abcdef, 40123});
     put("data_wire", "announcement", std::string(reinterpret_cast<const char*>(ann.data()), ann.size()));
+    // A payload's descriptor, as a peer on this host sends it in the payload's place.
+    const protocol::PayloadDescriptor pd{"/gossipd-1-0123456789abcdef0123456789abcdef",
+                                         protocol::kMinPayloadRingBytes, 64, 1000, 1};
+    const auto pdb = protocol::encode_descriptor(pd);
+    put("data_wire", "payload_descriptor",
+        std::string(reinterpret_cast<const char*>(pdb.data()), pdb.size()));
   }
 
   // checkpoint: a real file.

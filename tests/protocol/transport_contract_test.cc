@@ -1,6 +1,8 @@
-// The contract protocol/transport.h documents, checked on both
-// implementations: the ZeroMQ transport (tcp://127.0.0.1) and the in-process
-// one that tests put in its place. What holds for one must hold for the other.
+// The contract protocol/transport.h documents, checked on every
+// implementation: the ZeroMQ transport (tcp://127.0.0.1), the same with big
+// payloads through shared memory (SharedPayloadTransport, as a Node on
+// loopback runs it), and the in-process one that tests put in its place.
+// What holds for one must hold for the others.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -12,6 +14,7 @@
 
 #include "protocol/errors.h"
 #include "protocol/inproc_transport.h"
+#include "protocol/shared_payload_transport.h"
 #include "protocol/zmq_transport.h"
 #include "tests/support/wait.h"
 
@@ -22,9 +25,13 @@ using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 using gossipd::testing::wait_until;
 
-enum class Impl { kZeroMq, kInProcess };
+enum class Impl { kZeroMq, kSharedPayloads, kInProcess };
 
-void PrintTo(Impl impl, std::ostream* os) { *os << (impl == Impl::kZeroMq ? "ZeroMq" : "InProcess"); }
+const char* impl_name(Impl impl) {
+  return impl == Impl::kZeroMq ? "ZeroMq" : impl == Impl::kSharedPayloads ? "SharedPayloads" : "InProcess";
+}
+
+void PrintTo(Impl impl, std::ostream* os) { *os << impl_name(impl); }
 
 std::string text(const Frame& f) { return std::string(reinterpret_cast<const char*>(f.data()), f.size()); }
 
@@ -49,7 +56,9 @@ class TransportContract : public ::testing::TestWithParam<Impl> {
     ZmqTransportOptions o;
     o.node_id = id;
     o.listen = "tcp://127.0.0.1:0";
-    return std::make_unique<ZmqTransport>(ctx_, o);
+    auto zmq = std::make_unique<ZmqTransport>(ctx_, o);
+    if (GetParam() == Impl::kZeroMq) return zmq;
+    return std::make_unique<SharedPayloadTransport>(std::move(zmq));
   }
 
   // Sends one message `from` -> `to` and returns the text of its frames as
@@ -164,8 +173,8 @@ TEST_P(TransportContract, ABorrowedBufferIsReleasedOnceSent) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Implementations, TransportContract,
-                         ::testing::Values(Impl::kZeroMq, Impl::kInProcess),
-                         [](const auto& p) { return p.param == Impl::kZeroMq ? "ZeroMq" : "InProcess"; });
+                         ::testing::Values(Impl::kZeroMq, Impl::kSharedPayloads, Impl::kInProcess),
+                         [](const auto& p) { return impl_name(p.param); });
 
 }  // namespace
 }  // namespace gossipd::protocol
