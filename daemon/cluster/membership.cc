@@ -139,6 +139,7 @@ void Membership::arm() {
   std::lock_guard lock(mu_);
   const auto now = Clock::now();
   heard_ = now;
+  armed_at_ = now;
   for (auto& [id, e] : entries_) e.suspect = false;  // start-up's silence is not held against anyone
   armed_ = true;
   node_.arm_faults();  // injected loss starts with training, not during start-up
@@ -281,6 +282,7 @@ void Membership::handle(const protocol::Message& m) {
     if (auto it = entries_.find(env.sender()); it != entries_.end() && env.type() != proto::REUNION) {
       heard_ = Clock::now();
       it->second.suspect = false;
+      it->second.heard = true;
     }
   }
   switch (env.type()) {

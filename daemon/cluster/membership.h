@@ -188,9 +188,10 @@ class Membership {
     uint64_t incarnation = 0;
     bool suspect = false;
     Clock::time_point suspect_deadline{};  // evicted then unless it refutes
+    bool heard = false;                    // a message from it since this member started
 
     static Entry of(const proto::Member& m) {
-      return Entry{m.endpoint(), m.group(), m.since_round(), m.incarnation(), false, {}};
+      return Entry{m.endpoint(), m.group(), m.since_round(), m.incarnation(), false, {}, false};
     }
   };
   struct Joiner {
@@ -296,6 +297,7 @@ class Membership {
   uint32_t changes_ = 0;
   uint32_t published_view_ = 0;  // the id of the view last published
   bool armed_ = false;
+  Clock::time_point armed_at_{};  // when it started (arm): a newcomer's grace for probes unanswered
   protocol::ChangeSignal changed_;
   // SWIM's state (membership_probe.cc).
   ProbeOrder order_;

@@ -149,7 +149,16 @@ bool Membership::end_probe(Clock::time_point now) {
   if (now < probe_->sent + 2 * period()) return false;
   adjust_health(+1);  // no ACK, direct or relayed: the fault may as well be this member's
   auto it = entries_.find(probe_->target);
-  if (it != entries_.end() && !it->second.suspect) {
+  // A member that has just entered (a joiner, one that rejoined) is not yet
+  // known everywhere: a peer that has not heard of it drops its probe as
+  // from an unknown sender. Within its first failure timeout it suspects
+  // only peers it has heard from.
+  const bool unknown_to_it =
+      it != entries_.end() && !it->second.heard && now < armed_at_ + options_.failure_timeout;
+  if (unknown_to_it) {
+    spdlog::debug("node '{}': '{}' did not answer a probe, but may not know this member yet", node_.id(),
+                  probe_->target);
+  } else if (it != entries_.end() && !it->second.suspect) {
     it->second.suspect = true;
     it->second.suspect_deadline = now + options_.failure_timeout;
     suspicions_.add();
