@@ -62,6 +62,9 @@ SharedPayloadTransport::~SharedPayloadTransport() = default;
 void SharedPayloadTransport::connect(const std::string& peer, const std::string& endpoint) {
   inner_->connect(peer, endpoint);
   std::lock_guard lock(mutex_);
+  std::string& known = endpoints_[peer];
+  if (known != endpoint) rings_.erase(peer);  // moved: another process, which cannot map the old ring
+  known = endpoint;
   if (same_host(inner_->endpoint(), endpoint) && refusals_[peer] < kRefusalsBeforeOff) {
     same_host_.insert(peer);
   } else {
@@ -76,6 +79,7 @@ void SharedPayloadTransport::disconnect(const std::string& peer) {
     same_host_.erase(peer);
     rings_.erase(peer);
     refusals_.erase(peer);
+    endpoints_.erase(peer);
   }
   inner_->disconnect(peer);
 }

@@ -86,7 +86,8 @@ class SharedPayloadTransport : public Transport {
   SharedPayloadOptions options_;
   std::mutex mutex_;  // rings_, same_host_, uses_
   std::set<std::string> same_host_;
-  std::map<std::string, int> refusals_;  // rings a peer could not map
+  std::map<std::string, int> refusals_;           // rings a peer could not map
+  std::map<std::string, std::string> endpoints_;  // each peer's, as last connected
   std::map<std::string, Ring> rings_;
   uint64_t uses_ = 0;
   bool warned_ = false;

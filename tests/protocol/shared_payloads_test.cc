@@ -3,10 +3,13 @@
 // taken in any order give their space back, a slot whose descriptor never
 // came is reclaimed and its late reader refused, descriptors that do not
 // match their ring are refused; between transports on loopback big frames
-// go through the ring intact and small ones stay on the socket; a Node
-// turns it off with injected faults or shared memory off.
+// go through the ring intact and small ones stay on the socket, a restarted
+// reader gets a new ring, a full ring or a full /dev/shm keeps payloads on
+// the socket; a Node turns it off with injected faults or shared memory off.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <thread>
@@ -15,6 +18,7 @@
 #include "protocol/shared_payload_transport.h"
 #include "protocol/zmq_transport.h"
 #include "tests/protocol/test_cluster.h"
+#include "tests/support/captured_log.h"
 
 namespace gossipd::protocol {
 namespace {
@@ -181,7 +185,18 @@ TEST(SharedPayloads, AReaderThatRestartedGetsANewRingAfterOneRefusedPayload) {
   ZmqTransportOptions o;
   o.node_id = "b";
   o.listen = endpoint;
-  auto b2 = std::make_unique<SharedPayloadTransport>(std::make_unique<ZmqTransport>(ctx, o));
+  std::unique_ptr<SharedPayloadTransport> b2;
+  ASSERT_TRUE(gossipd::testing::wait_until(
+      [&] {
+        try {  // ZeroMQ lets the old socket's port go on its own thread
+          b2 = std::make_unique<SharedPayloadTransport>(std::make_unique<ZmqTransport>(ctx, o));
+          return true;
+        } catch (const std::exception&) {
+          return false;
+        }
+      },
+      10s))
+      << "the port of the old b never came free";
   b2->connect("a", a->endpoint());  // it answers a, as a member does
   a->send("b", big_message(kBig, 10), 5s);
   auto got = b2->receive(5s);
@@ -217,6 +232,43 @@ TEST(SharedPayloads, AFullRingSendsInlineAndNothingIsLost) {
   }
   EXPECT_GT(a->shared_bytes_sent(), 0u);
   EXPECT_LT(a->shared_bytes_sent(), kMessages * kBig) << "the ring never filled";
+}
+
+// A file-size limit makes posix_fallocate refuse the ring as a full
+// /dev/shm would: every payload goes on the socket, intact, and the writer
+// says so once however many peers it tries.
+TEST(SharedPayloads, WithoutRoomInDevShmPayloadsStayOnTheSocketWithOneWarning) {
+  rlimit before{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &before), 0);
+  const auto old_handler = ::signal(SIGXFSZ, SIG_IGN);
+  rlimit tiny = before;
+  tiny.rlim_cur = 4096;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &tiny), 0);
+  gossipd::testing::CapturedLog log;
+  size_t intact = 0;
+  uint64_t shared_bytes = 0;
+  {
+    zmq::context_t ctx;
+    auto a = shared(ctx, "a"), b = shared(ctx, "b"), c = shared(ctx, "c");
+    a->connect("b", b->endpoint());
+    a->connect("c", c->endpoint());
+    for (int i = 0; i < 5; ++i) {
+      for (auto* to : {b.get(), c.get()}) {
+        a->send(to->node_id(), big_message(100000, i), 5s);
+        const auto got = to->receive(5s);
+        if (got && got->frames.size() == 2 &&
+            std::vector<std::byte>(got->frames[1].data(), got->frames[1].data() + got->frames[1].size()) ==
+                pattern(100000, i))
+          ++intact;
+      }
+    }
+    shared_bytes = a->shared_bytes_sent();
+  }
+  ::setrlimit(RLIMIT_FSIZE, &before);
+  ::signal(SIGXFSZ, old_handler);
+  EXPECT_EQ(intact, 10u);
+  EXPECT_EQ(shared_bytes, 0u);
+  EXPECT_EQ(log.count("payloads to members on this host keep the sockets"), 1u);
 }
 
 // Over Node: on by default between members on loopback, off with injected
