@@ -282,7 +282,11 @@ void Membership::handle(const protocol::Message& m) {
     if (auto it = entries_.find(env.sender()); it != entries_.end() && env.type() != proto::REUNION) {
       heard_ = Clock::now();
       it->second.suspect = false;
-      it->second.heard = true;
+      // Probes and tables come only from a member whose view holds this
+      // one (a donor's share may come before the donor has it as a member).
+      const auto t = env.type();
+      if (t == proto::PING || t == proto::ACK || t == proto::PING_REQ || t == proto::MEMBER_LIST)
+        it->second.knows_us = true;
     }
   }
   switch (env.type()) {

@@ -188,7 +188,7 @@ class Membership {
     uint64_t incarnation = 0;
     bool suspect = false;
     Clock::time_point suspect_deadline{};  // evicted then unless it refutes
-    bool heard = false;                    // a message from it since this member started
+    bool knows_us = false;                 // a probe or table from it since this member started
 
     static Entry of(const proto::Member& m) {
       return Entry{m.endpoint(), m.group(), m.since_round(), m.incarnation(), false, {}, false};

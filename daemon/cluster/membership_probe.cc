@@ -152,9 +152,9 @@ bool Membership::end_probe(Clock::time_point now) {
   // A member that has just entered (a joiner, one that rejoined) is not yet
   // known everywhere: a peer that has not heard of it drops its probe as
   // from an unknown sender. Within its first failure timeout it suspects
-  // only peers it has heard from.
+  // only peers that have shown they know it (a probe or a table from them).
   const bool unknown_to_it =
-      it != entries_.end() && !it->second.heard && now < armed_at_ + options_.failure_timeout;
+      it != entries_.end() && !it->second.knows_us && now < armed_at_ + options_.failure_timeout;
   if (unknown_to_it) {
     spdlog::debug("node '{}': '{}' did not answer a probe, but may not know this member yet", node_.id(),
                   probe_->target);
