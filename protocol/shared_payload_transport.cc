@@ -48,7 +48,8 @@ std::optional<PayloadTrailer> decode_trailer(const Frame& f) {
     return std::nullopt;
   t.ring.assign(reinterpret_cast<const char*>(f.data() + kTrailerFixed), n);
   t.indices.resize((rest - n) / sizeof(uint16_t));
-  std::memcpy(t.indices.data(), f.data() + kTrailerFixed + n, rest - n);
+  if (!t.indices.empty())  // an announcement alone has none (memcpy into no buffer is undefined)
+    std::memcpy(t.indices.data(), f.data() + kTrailerFixed + n, rest - n);
   return t;
 }
 
