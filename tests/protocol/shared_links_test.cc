@@ -23,6 +23,7 @@
 #include "tests/protocol/collective_inputs.h"
 #include "tests/protocol/test_cluster.h"
 #include "tests/support/captured_log.h"
+#include "tests/support/file_size_limit.h"
 
 namespace gossipd::protocol {
 namespace {
@@ -81,12 +82,8 @@ TEST(SharedLinks, MembersOnOneHostSwitchBothWaysAndSumAsOverSockets) {
 // /dev/shm would (EFBIG rather than ENOSPC): two members, three groups, so
 // the lower one fails to make a segment three times and says so once.
 TEST(SharedLinks, WithoutRoomInDevShmTheLinksKeepTheirSocketsWithOneWarning) {
-  rlimit before{};
-  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &before), 0);
-  const auto old_handler = ::signal(SIGXFSZ, SIG_IGN);
-  rlimit tiny = before;
-  tiny.rlim_cur = 4096;
-  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &tiny), 0);
+  const gossipd::testing::TinyFileSizeLimit limit;
+  ASSERT_TRUE(limit.ok());
   gossipd::testing::CapturedLog log;
   TestCluster cluster(2);
   std::vector<std::vector<float>> sums(2);
@@ -100,8 +97,6 @@ TEST(SharedLinks, WithoutRoomInDevShmTheLinksKeepTheirSocketsWithOneWarning) {
       shared[r] += g.wire()->shared_links();
     }
   });
-  ::setrlimit(RLIMIT_FSIZE, &before);
-  ::signal(SIGXFSZ, old_handler);
   testing::expect_no_errors(errors);
   EXPECT_EQ(shared, (std::vector<size_t>{0, 0}));
   EXPECT_EQ(sums[0], sums[1]);

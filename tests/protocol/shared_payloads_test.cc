@@ -7,9 +7,7 @@
 // reader gets a new ring, a full ring or a full /dev/shm keeps payloads on
 // the socket; a Node turns it off with injected faults or shared memory off.
 #include <gtest/gtest.h>
-#include <sys/resource.h>
 
-#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <thread>
@@ -19,6 +17,7 @@
 #include "protocol/zmq_transport.h"
 #include "tests/protocol/test_cluster.h"
 #include "tests/support/captured_log.h"
+#include "tests/support/file_size_limit.h"
 
 namespace gossipd::protocol {
 namespace {
@@ -238,12 +237,8 @@ TEST(SharedPayloads, AFullRingSendsInlineAndNothingIsLost) {
 // /dev/shm would: every payload goes on the socket, intact, and the writer
 // says so once however many peers it tries.
 TEST(SharedPayloads, WithoutRoomInDevShmPayloadsStayOnTheSocketWithOneWarning) {
-  rlimit before{};
-  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &before), 0);
-  const auto old_handler = ::signal(SIGXFSZ, SIG_IGN);
-  rlimit tiny = before;
-  tiny.rlim_cur = 4096;
-  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &tiny), 0);
+  const gossipd::testing::TinyFileSizeLimit limit;
+  ASSERT_TRUE(limit.ok());
   gossipd::testing::CapturedLog log;
   size_t intact = 0;
   uint64_t shared_bytes = 0;
@@ -264,8 +259,6 @@ TEST(SharedPayloads, WithoutRoomInDevShmPayloadsStayOnTheSocketWithOneWarning) {
     }
     shared_bytes = a->shared_bytes_sent();
   }
-  ::setrlimit(RLIMIT_FSIZE, &before);
-  ::signal(SIGXFSZ, old_handler);
   EXPECT_EQ(intact, 10u);
   EXPECT_EQ(shared_bytes, 0u);
   EXPECT_EQ(log.count("payloads to members on this host keep the sockets"), 1u);
