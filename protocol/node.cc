@@ -128,8 +128,6 @@ uint64_t Node::zap_refused() const { return zap_ ? zap_->refused() : 0; }
 
 uint64_t Node::shared_payload_bytes() const { return payloads_ ? payloads_->shared_bytes_sent() : 0; }
 
-uint64_t Node::shared_payloads_refused() const { return payloads_ ? payloads_->descriptors_refused() : 0; }
-
 bool Node::shares_memory_with(const std::string& peer) const {
   if (!data_ || options_.shared_memory_bytes == 0 || options_.faults.any()) return false;
   return same_host(endpoint(), peer_endpoint(peer));

@@ -106,10 +106,8 @@ class Node {
   // Clients the ZAP handler turned away (0 without CURVE).
   uint64_t zap_refused() const;
   // Payload bytes sent to members on this host through shared memory
-  // (SharedPayloadTransport), and descriptors received that did not match
-  // their ring; zeros where it is off.
+  // (SharedPayloadTransport); 0 where it is off.
   uint64_t shared_payload_bytes() const;
-  uint64_t shared_payloads_refused() const;
   // Injected loss, duplication and reordering start here (the delay applies
   // from the start): a start-up barrier has no retransmission, training does
   // not need one.
