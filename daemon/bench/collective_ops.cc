@@ -16,12 +16,7 @@
 #include "protocol/ring_collectives.h"
 
 namespace gossipd::daemon {
-namespace {
 
-using Clock = std::chrono::steady_clock;
-namespace gp = gossipd::protocol;
-
-// Integer-valued, so any summation order gives the same float.
 float bench_input(size_t rank, size_t i) { return static_cast<float>((i * 7 + rank * 13) % 101); }
 
 std::vector<float> inputs_of(size_t rank, size_t count) {
@@ -37,6 +32,11 @@ std::vector<float> serial_sum(size_t procs, size_t count) {
   }
   return v;
 }
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+namespace gp = gossipd::protocol;
 
 bool same(const float* a, const float* b, size_t count) {
   return std::memcmp(a, b, count * sizeof(float)) == 0;

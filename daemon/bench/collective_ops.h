@@ -9,6 +9,13 @@
 
 namespace gossipd::daemon {
 
+// Rank `rank`'s bench input at element i: integer-valued, so any summation
+// order gives the same float.
+float bench_input(size_t rank, size_t i);
+std::vector<float> inputs_of(size_t rank, size_t count);
+// The sum of every rank's inputs, element by element in rank order.
+std::vector<float> serial_sum(size_t procs, size_t count);
+
 // One bench's work on one rank (collective_ops.cc): reset() before each
 // repetition and check() after it are not timed, run() is.
 class BenchOp {

@@ -28,13 +28,10 @@ int host_of(const TwoLevelBenchOptions& o, int rank) {
   return o.placement == "block" ? rank / o.per_host : rank % o.hosts;
 }
 
-// Integer-valued, so both forms' sums are exact in float.
-float input(size_t rank, size_t i) { return static_cast<float>((i * 7 + rank * 13) % 101); }
-
 // One form, timed from a barrier on; whether it gave `expected`.
 bool timed(gp::Group& group, std::vector<float>& data, const std::vector<float>& expected,
            const std::function<void()>& form, std::vector<double>& seconds, bool keep) {
-  for (size_t i = 0; i < data.size(); ++i) data[i] = input(group.rank(), i);
+  data = inputs_of(group.rank(), data.size());
   gp::Barrier(group).run();
   const auto t0 = Clock::now();
   form();
@@ -53,10 +50,8 @@ WorkerReport run_rank(gp::Node& node, size_t rank, const std::vector<std::string
   if (!gp::two_levels_apply(layout))
     throw DaemonError("bench two-level: the ranks' endpoints do not make hosts of two or more each");
   gp::TwoLevelAllreduce two(group, layout);
-  std::vector<float> data(o.bytes / sizeof(float)), expected(data.size(), 0.0f);
-  for (size_t r = 0; r < group.size(); ++r) {
-    for (size_t i = 0; i < data.size(); ++i) expected[i] += input(r, i);
-  }
+  std::vector<float> data(o.bytes / sizeof(float));
+  const std::vector<float> expected = serial_sum(group.size(), data.size());
   WorkerReport report;
   report.exact = true;
   const auto flat = [&] { gp::Allreduce(group, data).run(); };
