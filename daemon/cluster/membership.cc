@@ -73,7 +73,12 @@ Membership::Membership(protocol::Node& node, proto::Member self, const proto::Me
 void Membership::start() {
   const auto now = Clock::now();
   next_tick_ = heard_ = now;
-  next_push_pull_ = now + options_.push_pull_interval;
+  // The first exchange at a random point of the period: members started
+  // together would otherwise all send their whole tables at once (1,000
+  // tables of 1,000 members in a second stalled the bench's cluster into
+  // evicting itself).
+  next_push_pull_ = now + std::chrono::duration_cast<Clock::duration>(
+                              push_pull_period() * std::uniform_real_distribution<double>(0.0, 1.0)(rng_));
   publish();
   transfer_thread_ = std::jthread([this](std::stop_token stop) { transfer_loop(stop); });
   thread_ = std::jthread([this](std::stop_token stop) { loop(stop); });
@@ -87,12 +92,20 @@ Membership::~Membership() {
 }
 
 topology::View Membership::view_locked(uint64_t round) const {
-  std::vector<std::pair<std::string, uint64_t>> members{{self_.id(), self_.since_round()}};
+  // In id order (the hash's): the table is, and this member goes in its place.
+  std::vector<std::pair<std::string, uint64_t>> members;
+  members.reserve(entries_.size() + 1);
+  bool self_placed = false;
   for (const auto& [id, e] : entries_) {
+    if (!self_placed && self_.id() < id) {
+      members.emplace_back(self_.id(), self_.since_round());
+      self_placed = true;
+    }
     if (e.since_round <= round) members.emplace_back(id, e.since_round);
   }
-  std::sort(members.begin(), members.end());
+  if (!self_placed) members.emplace_back(self_.id(), self_.since_round());
   std::vector<std::string> ids;
+  ids.reserve(members.size());
   for (const auto& m : members) ids.push_back(m.first);
   return topology::View(topology::view_hash(members), std::move(ids));
 }

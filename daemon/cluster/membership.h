@@ -306,6 +306,11 @@ class Membership {
   std::optional<Probe> probe_;
   std::map<uint64_t, Relay> relays_;  // this member's PING number -> the PING_REQ it serves
   uint64_t next_seq_ = 1;
+  // Whether an entry may be suspected (set with every suspicion, cleared by
+  // a scan that finds none), and the number of changes_ as of which every
+  // entry had a label: the per-period checks skip their scans of the table.
+  bool maybe_suspects_ = false;
+  uint32_t all_labelled_at_ = ~0u;
   std::vector<std::string> peer_ids_;  // entries_' ids as of table change
   uint32_t peer_ids_at_ = ~0u;         // ... number changes_
   Clock::time_point next_tick_;
@@ -330,6 +335,7 @@ class Membership {
   Gauge& health_gauge_;
   void adjust_health(int delta);             // under mu_
   std::chrono::milliseconds period() const;  // the protocol period, stretched by local health; under mu_
+  std::chrono::milliseconds push_pull_period() const;  // push_pull_interval scaled past 32 members; under mu_
 
   std::mutex transfer_mu_;
   std::condition_variable_any transfer_cv_;

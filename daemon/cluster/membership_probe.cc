@@ -16,6 +16,11 @@ std::chrono::milliseconds Membership::probe_timeout() const {
   return base * static_cast<int64_t>(1 + health_);
 }
 
+std::chrono::milliseconds Membership::push_pull_period() const {
+  const auto scale = std::max<size_t>(1, (entries_.size() + 1) / 32);
+  return options_.push_pull_interval * static_cast<int64_t>(scale);
+}
+
 std::chrono::milliseconds Membership::period() const {
   return options_.heartbeat_interval * static_cast<int64_t>(1 + health_);
 }
@@ -160,6 +165,7 @@ bool Membership::end_probe(Clock::time_point now) {
                   probe_->target);
   } else if (it != entries_.end() && !it->second.suspect) {
     it->second.suspect = true;
+    maybe_suspects_ = true;
     it->second.suspect_deadline = now + options_.failure_timeout;
     suspicions_.add();
     queue_update(proto::MemberUpdate::SUSPECT, probe_->target);
@@ -173,8 +179,18 @@ void Membership::expire_suspicions(Clock::time_point now) {
   std::vector<std::string> dead;
   {
     std::lock_guard lock(mu_);
-    for (const auto& [id, e] : entries_)
-      if (e.suspect && now >= e.suspect_deadline) dead.push_back(id);
+    // Scanning every entry every period would cost O(N²) across the cluster
+    // for nothing: only while some entry may be suspected.
+    if (!maybe_suspects_) return;
+    size_t pending = 0;
+    for (const auto& [id, e] : entries_) {
+      if (!e.suspect) continue;
+      if (now >= e.suspect_deadline)
+        dead.push_back(id);
+      else
+        ++pending;
+    }
+    maybe_suspects_ = pending > 0 || !dead.empty();
     for (const auto& id : dead) queue_update(proto::MemberUpdate::DEAD, id);
   }
   for (const auto& id : dead) {
@@ -223,14 +239,17 @@ void Membership::push_pull(Clock::time_point now) {
   {
     std::lock_guard lock(mu_);
     if (entries_.empty()) return;
-    // A member whose label is not known yet is asked first (its table holds it).
+    // A member whose label is not known yet is asked first (its table holds
+    // it). Labels are only learned, so a table found all labelled stays so
+    // until it changes.
+    const bool due = options_.push_pull_interval.count() > 0 && now >= next_push_pull_;
+    if (!due && (self_.group().empty() || all_labelled_at_ == changes_)) return;
     auto unlabelled = std::find_if(entries_.begin(), entries_.end(),
                                    [](const auto& kv) { return kv.second.group.empty(); });
-    const bool due = options_.push_pull_interval.count() > 0 && now >= next_push_pull_;
-    if (!due && (unlabelled == entries_.end() || self_.group().empty())) return;
+    if (unlabelled == entries_.end()) all_labelled_at_ = changes_;
+    if (!due && unlabelled == entries_.end()) return;
     if (due) {
-      const auto scale = std::max<size_t>(1, (entries_.size() + 1) / 32);
-      next_push_pull_ = now + options_.push_pull_interval * static_cast<int64_t>(scale);
+      next_push_pull_ = now + push_pull_period();
       to = draw_others(peer_ids(), "", 1, rng_).front();
     } else {
       to = unlabelled->first;

@@ -94,6 +94,7 @@ bool Membership::apply_one(const proto::MemberUpdate& u) {
     e.incarnation = m.incarnation();
     if (!e.suspect) e.suspect_deadline = Clock::now() + options_.failure_timeout;
     e.suspect = true;
+    maybe_suspects_ = true;
     updates_.add(u);
   }
   return false;
