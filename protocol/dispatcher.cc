@@ -21,12 +21,15 @@ void Dispatcher::stop() {
   thread_.join();
 }
 
+void dispatch(Validator& validator, Mailbox& mailbox, RawMessage raw) {
+  if (auto msg = validator.validate(std::move(raw))) mailbox.push(std::move(*msg));
+}
+
 void Dispatcher::loop(std::stop_token stop) {
   while (!stop.stop_requested()) {
     try {
       auto raw = transport_.receive(kPollInterval);
-      if (!raw) continue;
-      if (auto msg = validator_.validate(std::move(*raw))) mailbox_.push(std::move(*msg));
+      if (raw) dispatch(validator_, mailbox_, std::move(*raw));
     } catch (const std::exception& e) {
       // A broken receive must not take the node down silently.
       spdlog::error("node '{}': receive failed: {}", transport_.node_id(), e.what());

@@ -8,6 +8,11 @@
 
 namespace gossipd::protocol {
 
+// What the dispatcher does with each message it reads: validated, it is
+// filed in the mailbox; rejected, it is counted (by the validator) and
+// dropped. A hub that hands messages over itself (InProcHub::set_sink) calls it.
+void dispatch(Validator& validator, Mailbox& mailbox, RawMessage raw);
+
 // The one thread that reads the transport: validates each message and files
 // it in the mailbox. Nothing reaches a protocol without passing the validator.
 class Dispatcher {

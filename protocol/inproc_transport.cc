@@ -16,8 +16,29 @@ std::shared_ptr<InProcHub::Inbox> InProcHub::bind(const std::string& endpoint) {
 }
 
 void InProcHub::unbind(const std::string& endpoint) {
-  std::lock_guard lock(mutex_);
-  inboxes_.erase(endpoint);
+  std::shared_ptr<Inbox> inbox;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = inboxes_.find(endpoint);
+    if (it == inboxes_.end()) return;
+    inbox = std::move(it->second);
+    inboxes_.erase(it);
+  }
+  std::unique_lock sink_lock(inbox->sink_mutex);
+  inbox->sink = nullptr;
+}
+
+void InProcHub::set_sink(const std::string& endpoint, Sink sink) {
+  std::shared_ptr<Inbox> inbox;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = inboxes_.find(endpoint);
+    if (it == inboxes_.end() || !it->second->bound)
+      throw ProtocolConfigError("inproc hub: no sink for '" + endpoint + "': nobody is bound there");
+    inbox = it->second;
+  }
+  std::unique_lock sink_lock(inbox->sink_mutex);
+  inbox->sink = std::move(sink);
 }
 
 bool InProcHub::deliver(const std::string& endpoint, RawMessage raw) {
@@ -36,6 +57,13 @@ bool InProcHub::deliver(const std::string& endpoint, RawMessage raw) {
     Sent& sent = sent_[raw.peer];
     ++sent.messages;
     for (const auto& f : raw.frames) sent.bytes += f.size();
+  }
+  {
+    std::shared_lock sink_lock(inbox->sink_mutex);
+    if (inbox->sink) {
+      inbox->sink(std::move(raw));
+      return bound;
+    }
   }
   {
     std::lock_guard lock(inbox->mutex);

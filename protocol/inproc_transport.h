@@ -2,10 +2,12 @@
 
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <set>
+#include <shared_mutex>
 #include <string>
 
 #include "protocol/modelled_losses.h"
@@ -25,11 +27,16 @@ class InProcHub {
   };
   explicit InProcHub(Absent absent = Absent::kDrop) : absent_(absent) {}
 
+  using Sink = std::function<void(RawMessage)>;
   struct Inbox {
     std::mutex mutex;
     std::condition_variable cv;
     std::deque<RawMessage> queue;
     bool bound = false;
+    // Set: messages go to it on the sender's thread instead of the queue;
+    // unbind waits (unique lock) for the calls in progress (shared).
+    std::shared_mutex sink_mutex;
+    Sink sink;
   };
 
   std::shared_ptr<Inbox> bind(const std::string& endpoint);
@@ -44,6 +51,12 @@ class InProcHub {
     uint64_t bytes = 0;
   };
   Sent sent_by(const std::string& peer) const;
+  // From now on what reaches `endpoint` (bound) is handed to `sink` on the
+  // sender's thread, not queued for the binder's receive(): a thousand
+  // in-process members then need no receive thread each (InProcCluster).
+  // Unbinding the endpoint waits for the sink's calls in progress, so what
+  // the sink refers to may go once the endpoint is unbound.
+  void set_sink(const std::string& endpoint, Sink sink);
   // From now on (until unmuted) what transport identity `peer` sends is
   // lost on the way, as from a host whose sends stall; its sender cannot tell.
   void mute(const std::string& peer, bool muted = true);

@@ -1,5 +1,7 @@
 #include "daemon/bench/inproc_cluster.h"
 
+#include "protocol/dispatcher.h"
+
 namespace gossipd::daemon {
 
 InProcCluster::InProcCluster(size_t n, const MembershipOptions& options) {
@@ -13,7 +15,11 @@ InProcCluster::InProcCluster(size_t n, const MembershipOptions& options) {
     no.validation.cluster_id = "inproc-cluster";
     no.validation.max_members = n + 8;
     no.initial_members = ids;
+    no.receive_thread = false;  // the hub hands each message over on its sender's thread
     m->node = std::make_unique<protocol::Node>(no, hub_);
+    hub_.set_sink(m->node->endpoint(), [node = m->node.get()](protocol::RawMessage raw) {
+      protocol::dispatch(node->validator(), node->mailbox(), std::move(raw));
+    });
     members_[i] = std::move(m);
   }
   for (size_t i = 0; i < n; ++i) {
