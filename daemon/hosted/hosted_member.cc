@@ -64,6 +64,13 @@ void HostedMember::run() {
   } catch (const protocol::PeerTimeout& e) {
     error = e.what();
     timed_out = true;
+  } catch (const CutOff& cut) {
+    // gossipd run joins again by itself (--rejoin); a host's model and
+    // optimizer are the host's, so the host decides.
+    error = std::string(cut.what()) + "; a Python member does not join again by itself" +
+            (cut.contacts().empty() ? std::string()
+                                    : ": make a new Worker with join=\"" + cut.contacts().front() +
+                                          "\" and sync_state() to enter the cluster again");
   } catch (const std::exception& e) {
     error = e.what();
   }

@@ -4,6 +4,7 @@ timeout naming it, and a script that forgets close() still exits promptly."""
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -205,6 +206,93 @@ def test_a_killed_python_member_is_evicted_and_the_other_trains_on(tmp_path, clo
         assert a.round() == before + 10
     finally:
         if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+PAUSED = textwrap.dedent("""
+    import sys, torch
+    sys.path.insert(0, sys.argv[1])
+    import gossipd.torch as gd
+    peers = dict(p.split("=", 1) for p in sys.argv[2].split(","))
+    w = gd.Worker(id="c", listen=peers["c"], peers=peers, algo="crossover", heartbeat_ms=50,
+                  failure_timeout_ms=1000, startup_timeout_ms=10000, timeout_ms=5000)
+    torch.manual_seed(1)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 3))
+    opt = gd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.05), model, w)
+    w.sync_state()
+    print("ready", flush=True)
+    try:
+        while True:
+            opt.zero_grad(); model(torch.ones(4, 8)).sum().backward(); opt.step()
+    except RuntimeError as e:
+        print("ended", type(e).__name__, str(e).replace("\\n", " "), flush=True)
+""")
+
+
+def test_a_python_member_evicted_while_stopped_ends_with_one_line_instead_of_training_alone(tmp_path, closing):
+    # c (its own process) is SIGSTOPped past the failure timeout; a and b
+    # evict it. When it runs again it is cut off: its next step raises one
+    # RuntimeError saying so and how to enter again; a and b train on
+    # without it.
+    ports = free_ports(3)
+    peers = {k: f"tcp://127.0.0.1:{p}" for k, p in zip("abc", ports)}
+    script = tmp_path / "paused.py"
+    script.write_text(PAUSED)
+    package = os.environ.get("GOSSIPD_PYTHONPATH", str(Path(__file__).resolve().parents[2] / "build/python"))
+    proc = subprocess.Popen([sys.executable, str(script), package, ",".join(f"{k}={v}" for k, v in peers.items())],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    lines = []
+    reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
+    reader.start()
+    stop, errors, threads = threading.Event(), [], []
+    try:
+        workers = {k: gd.Worker(id=k, listen=peers[k], peers=peers, algo="crossover", http="127.0.0.1:0", **FAST)
+                   for k in "ab"}
+        for w in workers.values():
+            closing(w)
+
+        def train(k):
+            try:
+                model = small_model(seed=1)
+                opt = gd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.05), model, workers[k])
+                workers[k].sync_state()
+                while not stop.is_set():
+                    x, y = batch(0)
+                    opt.zero_grad()
+                    torch.nn.functional.cross_entropy(model(x), y).backward()
+                    opt.step()
+            except BaseException as e:  # noqa: B036 (asserted below)
+                errors.append(e)
+
+        threads += [threading.Thread(target=train, args=(k,), daemon=True) for k in "ab"]
+        for t in threads:
+            t.start()
+
+        def members():
+            with urllib.request.urlopen(f"http://127.0.0.1:{workers['a'].http_port}/status", timeout=5) as r:
+                return json.load(r).get("members", [])
+
+        wait_for("c to train", lambda: "ready\n" in lines and workers["a"].round() >= 20, timeout=60)
+        proc.send_signal(signal.SIGSTOP)
+        wait_for("a to evict the stopped c", lambda: "c" not in members(), timeout=30)
+        evicted_at = workers["a"].round()
+        proc.send_signal(signal.SIGCONT)
+        wait_for("c's one line", lambda: any(line.startswith("ended") for line in lines), timeout=30)
+        ended = next(line for line in lines if line.startswith("ended"))
+        print("[ measured ] c:", ended.strip())
+        assert ended.startswith("ended RuntimeError"), ended
+        assert "does not join again by itself" in ended and "join=" in ended, ended
+        proc.wait(timeout=30)
+        wait_for("a and b to train on without c", lambda: workers["a"].round() >= evicted_at + 20, timeout=30)
+        assert "c" not in members()
+        assert not errors, errors
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(30)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGCONT)
             proc.kill()
             proc.wait()
 
