@@ -36,7 +36,9 @@ struct MembershipOptions {
   // that hears from nobody this long is the one cut off (on_lost).
   std::chrono::milliseconds failure_timeout{3000};
   // Anti-entropy: the whole table exchanged with one random member this
-  // often, times members / 32 past 32 members (0: never).
+  // often, times members / 32 past 32 members (0: never); the first
+  // exchange at a random point of that period, so that members started
+  // together do not all send their tables at once.
   std::chrono::milliseconds push_pull_interval{10000};
   // Updates piggybacked on one probe at most.
   size_t max_piggyback = 16;
