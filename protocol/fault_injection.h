@@ -84,6 +84,8 @@ class FaultInjectingTransport : public Transport {
   }
   void flush_on_close(std::chrono::milliseconds bound) override { inner_->flush_on_close(bound); }
   ConnectionCounts connection_counts() const override { return inner_->connection_counts(); }
+  void ask_to_close(const std::string& request) override { inner_->ask_to_close(request); }
+  void release(const std::string& peer) override { inner_->release(peer); }
   void close() override;
 
  private:

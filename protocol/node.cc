@@ -79,7 +79,11 @@ void Node::keep_congestion_if_taken() {
 void Node::start() {
   validator_.add_member(options_.id);
   for (const auto& m : options_.initial_members) validator_.add_member(m);
-  if (options_.receive_thread) dispatcher_ = std::make_unique<Dispatcher>(*transport_, validator_, mailbox_);
+  if (!options_.receive_thread) return;
+  std::string close_request;
+  GOSSIPD_ENFORCE(envelope(proto::CLOSE_CONNECTION).SerializeToString(&close_request),
+                  "an envelope serialises");
+  dispatcher_ = std::make_unique<Dispatcher>(*transport_, validator_, mailbox_, std::move(close_request));
 }
 
 void Node::add_peer(const std::string& peer, const std::string& endpoint) {

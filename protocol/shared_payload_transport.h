@@ -63,6 +63,8 @@ class SharedPayloadTransport : public Transport {
   void flush_on_close(std::chrono::milliseconds bound) override { inner_->flush_on_close(bound); }
   void close() override { inner_->close(); }
   ConnectionCounts connection_counts() const override { return inner_->connection_counts(); }
+  void ask_to_close(const std::string& request) override { inner_->ask_to_close(request); }
+  void release(const std::string& peer) override { inner_->release(peer); }
 
   // Payload bytes sent through rings; descriptors received that did not match.
   uint64_t shared_bytes_sent() const { return shared_bytes_.load(); }

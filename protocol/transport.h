@@ -32,6 +32,9 @@ struct ConnectionCounts {
   // Opened past the bound because every open one was busy (sent to within
   // the idle time): the bound holds again once one of them goes idle.
   uint64_t over_bound = 0;
+  uint64_t inbound = 0;            // connections other members opened to this one, open now
+  uint64_t close_asked = 0;        // members asked to close theirs (inbound past the bound)
+  uint64_t closed_on_request = 0;  // outbound connections closed because their peer asked
 };
 
 // How daemons move frames. Narrow on purpose: protocols and collectives are
@@ -74,6 +77,13 @@ class Transport {
   virtual void close() = 0;
 
   virtual ConnectionCounts connection_counts() const { return {}; }
+
+  // Inbound connections past the bound (ZmqTransport): sends `request` (a
+  // CLOSE_CONNECTION envelope, this node's) to the members whose connection
+  // to this one is the least recently used (InboundConnections says which).
+  // Receive thread only; the dispatcher calls it between reads.
+  virtual void ask_to_close(const std::string& /*request*/) {}
+  virtual void release(const std::string& /*peer*/) {}
   // The segments a modelled network loses (gossipctl simulate's in-process
   // hub); nullptr for a real network, whose losses are its own.
   virtual const ModelledLosses* modelled_losses() const { return nullptr; }

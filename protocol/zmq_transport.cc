@@ -34,6 +34,9 @@ constexpr int kListenBacklog = 1024;
 
 // node id, NUL, nonce, counter (ZmqTransport's comment says why).
 constexpr size_t kConnectionSuffix = 9;
+// The counters of connections opened for one CLOSE_CONNECTION have the top
+// bit set: never the id of a connection of the bound.
+constexpr uint64_t kOnceConnection = uint64_t{1} << 31;
 
 std::string connection_id(const std::string& node, uint32_t nonce, uint64_t counter) {
   std::string id = node;
@@ -50,6 +53,12 @@ std::string node_of(std::string id) {
     id.resize(id.size() - kConnectionSuffix);
   }
   return id;
+}
+
+// Whether a routing id is a connection opened for one CLOSE_CONNECTION.
+bool once_connection(const std::string& id) {
+  return id.size() > kConnectionSuffix && id[id.size() - kConnectionSuffix] == '\0' &&
+         (static_cast<uint8_t>(id[id.size() - 4]) & 0x80) != 0;
 }
 
 void release_owner(void* /*data*/, void* hint) { delete static_cast<std::shared_ptr<const void>*>(hint); }
@@ -91,14 +100,47 @@ ZmqTransport::ZmqTransport(zmq::context_t& context, ZmqTransportOptions options)
     throw ProtocolConfigError("transport: cannot bind '" + options_.listen + "': " + e.what());
   }
   endpoint_ = router_.get(zmq::sockopt::last_endpoint);
+  if (options_.max_connections > 0) watch_inbound();
+}
+
+void ZmqTransport::watch_inbound() {
+  // One monitor per transport (several share a context in tests): named by
+  // the transport's address and nonce.
+  const std::string name = "inproc://gossipd-inbound-" + std::to_string(reinterpret_cast<uintptr_t>(this)) +
+                           "-" + std::to_string(connection_nonce_);
+  if (zmq_socket_monitor(router_.handle(), name.c_str(), ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_DISCONNECTED) != 0) {
+    throw ProtocolConfigError("transport: cannot monitor '" + options_.listen +
+                              "': " + zmq_strerror(zmq_errno()));
+  }
+  monitor_ = zmq::socket_t(context_, zmq::socket_type::pair);
+  monitor_.set(zmq::sockopt::linger, 0);
+  monitor_.connect(name);
+  inbound_ = std::make_unique<InboundConnections>(static_cast<size_t>(options_.max_connections));
+}
+
+// Each event is two frames: 16-bit event, 32-bit value (the descriptor), then
+// the endpoint.
+void ZmqTransport::drain_monitor() {
+  for (;;) {
+    zmq::message_t event, address;
+    if (!monitor_.recv(event, zmq::recv_flags::dontwait)) return;
+    if (event.more()) (void)monitor_.recv(address, zmq::recv_flags::dontwait);
+    if (event.size() < 6) continue;
+    uint16_t kind = 0;
+    int32_t fd = 0;
+    std::memcpy(&kind, event.data(), sizeof kind);
+    std::memcpy(&fd, static_cast<const char*>(event.data()) + sizeof kind, sizeof fd);
+    if (kind == ZMQ_EVENT_ACCEPTED) inbound_->accepted(fd, Clock::now());
+    if (kind == ZMQ_EVENT_DISCONNECTED) inbound_->disconnected(fd);
+  }
 }
 
 ZmqTransport::~ZmqTransport() { close(); }
 
-zmq::socket_t ZmqTransport::make_dealer(const std::string& endpoint) {
+zmq::socket_t ZmqTransport::make_dealer(const std::string& endpoint, uint64_t counter) {
   zmq::socket_t s(context_, zmq::socket_type::dealer);
   s.set(zmq::sockopt::linger, 0);  // disconnect() must drop (and release) queued frames
-  s.set(zmq::sockopt::routing_id, connection_id(options_.node_id, connection_nonce_, opened_));
+  s.set(zmq::sockopt::routing_id, connection_id(options_.node_id, connection_nonce_, counter));
   s.set(zmq::sockopt::sndhwm, options_.send_hwm);
   s.set(zmq::sockopt::sndbuf, options_.send_buffer_bytes);
   s.set(zmq::sockopt::rcvbuf, kReceiveBufferBytes);
@@ -143,7 +185,7 @@ void ZmqTransport::open(Peer& p) {
       !close_least_recent(p)) {
     ++over_bound_;
   }
-  p.socket = make_dealer(p.endpoint);
+  p.socket = make_dealer(p.endpoint, opened_);
   p.connected = true;
   ++open_;
   ++opened_;
@@ -177,7 +219,49 @@ void ZmqTransport::close_socket(Peer& p, int linger_ms) {
 }
 
 ConnectionCounts ZmqTransport::connection_counts() const {
-  return {open_.load(), opened_.load(), closed_lru_.load(), over_bound_.load()};
+  return {open_.load(),
+          opened_.load(),
+          closed_lru_.load(),
+          over_bound_.load(),
+          inbound_ ? inbound_->size() : 0,
+          close_asked_.load(),
+          closed_on_request_.load()};
+}
+
+void ZmqTransport::ask_to_close(const std::string& request) {
+  if (!inbound_ || closed_) return;
+  for (const std::string& node : inbound_->to_close(Clock::now())) {
+    if (const auto p = peer_or_null(node)) ask(*p, request);
+  }
+}
+
+// Over the connection to the member when one is open; else over one opened
+// for this message alone and closed at once (flushing): asking never takes a
+// slot of the bound, which would close the least recently used and open
+// connections elsewhere in turn. A send using the connection now means it is
+// not idle: nobody is asked.
+void ZmqTransport::ask(Peer& p, const std::string& request) {
+  std::unique_lock lock(p.mutex, std::try_to_lock);
+  if (!lock.owns_lock()) return;
+  ++close_asked_;
+  if (p.connected) {
+    (void)p.socket.send(zmq::buffer(request), zmq::send_flags::dontwait);
+    return;
+  }
+  zmq::socket_t once = make_dealer(p.endpoint, kOnceConnection | asked_once_++);
+  (void)once.send(zmq::buffer(request), zmq::send_flags::dontwait);
+  once.set(zmq::sockopt::linger, static_cast<int>(options_.close_linger.count()));
+}
+
+void ZmqTransport::release(const std::string& peer) {
+  const auto p = peer_or_null(peer);
+  if (!p) return;
+  // A send using it now makes it the most recently used: it stays, and the
+  // peer asks again if it still holds too many.
+  std::unique_lock lock(p->mutex, std::try_to_lock);
+  if (!lock.owns_lock() || !p->connected) return;
+  close_socket(*p, static_cast<int>(options_.close_linger.count()));
+  ++closed_on_request_;
 }
 
 void ZmqTransport::disconnect(const std::string& peer) {
@@ -194,26 +278,24 @@ void ZmqTransport::disconnect(const std::string& peer) {
 }
 
 void ZmqTransport::reset(const std::string& peer) {
-  std::shared_ptr<Peer> p;
-  {
-    std::shared_lock lock(peers_mutex_);
-    auto it = peers_.find(peer);
-    if (it == peers_.end()) return;
-    p = it->second;
-  }
+  const auto p = peer_or_null(peer);
+  if (!p) return;
   std::lock_guard peer_lock(p->mutex);
   // linger 0: queued frames are freed, releasing their owners; the next
   // send connects again.
   close_socket(*p, 0);
 }
 
-std::shared_ptr<ZmqTransport::Peer> ZmqTransport::find_peer(const std::string& peer) const {
+std::shared_ptr<ZmqTransport::Peer> ZmqTransport::peer_or_null(const std::string& peer) const {
   std::shared_lock lock(peers_mutex_);
   auto it = peers_.find(peer);
-  if (it == peers_.end()) {
-    throw PeerGone(options_.node_id, peer);
-  }
-  return it->second;
+  return it == peers_.end() ? nullptr : it->second;
+}
+
+std::shared_ptr<ZmqTransport::Peer> ZmqTransport::find_peer(const std::string& peer) const {
+  auto p = peer_or_null(peer);
+  if (!p) throw PeerGone(options_.node_id, peer);
+  return p;
 }
 
 void ZmqTransport::send(const std::string& peer, std::vector<OutFrame> frames,
@@ -249,17 +331,32 @@ void ZmqTransport::send(const std::string& peer, std::vector<OutFrame> frames,
 
 std::optional<RawMessage> ZmqTransport::receive(std::chrono::milliseconds timeout) {
   if (closed_) return std::nullopt;
-  zmq::pollitem_t item{router_.handle(), 0, ZMQ_POLLIN, 0};
-  if (zmq::poll(&item, 1, timeout) == 0) return std::nullopt;
+  zmq::pollitem_t items[2] = {{router_.handle(), 0, ZMQ_POLLIN, 0}, {monitor_.handle(), 0, ZMQ_POLLIN, 0}};
+  const int watched = inbound_ ? 2 : 1;
+  const auto deadline = Clock::now() + timeout;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (zmq::poll(items, watched, std::max(left, std::chrono::milliseconds(0))) == 0) return std::nullopt;
+    if (items[1].revents & ZMQ_POLLIN) drain_monitor();
+    if (items[0].revents & ZMQ_POLLIN) break;
+    if (Clock::now() >= deadline) return std::nullopt;
+  }
   RawMessage raw;
   zmq::message_t id;
   if (!router_.recv(id, zmq::recv_flags::dontwait)) return std::nullopt;
-  raw.peer = node_of(id.to_string());
+  const std::string connection = id.to_string();
+  raw.peer = node_of(connection);
   bool more = id.more();
   while (more) {
     zmq::message_t part;
     if (!router_.recv(part, zmq::recv_flags::dontwait)) break;
     more = part.more();
+    // ZMQ_SRCFD: the descriptor of the connection it came in on (set on the
+    // frames read from it, not on the routing id the ROUTER adds).
+    if (inbound_ && raw.frames.empty()) {
+      inbound_->received(zmq_msg_get(part.handle(), ZMQ_SRCFD), raw.peer, Clock::now(),
+                         once_connection(connection));
+    }
     auto owned = std::make_shared<zmq::message_t>(std::move(part));
     raw.frames.emplace_back(static_cast<const std::byte*>(owned->data()), owned->size(), owned);
   }
@@ -276,6 +373,10 @@ void ZmqTransport::close() {
   for (auto& [id, p] : peers) {
     std::lock_guard peer_lock(p->mutex);
     close_socket(*p, close_linger_ms_);
+  }
+  if (inbound_) {
+    zmq_socket_monitor(router_.handle(), nullptr, 0);
+    monitor_.close();
   }
   router_.close();
 }

@@ -9,6 +9,7 @@
 #include <zmq.hpp>
 
 #include "protocol/curve.h"
+#include "protocol/inbound_connections.h"
 #include "protocol/transport.h"
 
 namespace gossipd::protocol {
@@ -26,7 +27,9 @@ struct ZmqTransportOptions {
   int64_t max_frame_bytes = 0;
   std::optional<CurveOptions> curve;                // off when empty
   int send_buffer_bytes = kDefaultSendBufferBytes;  // SO_SNDBUF (transport.h)
-  // Outbound connections open at once; 0 = no bound (transport.h).
+  // Outbound connections open at once, and inbound ones before the least
+  // recently used sender is asked to close its (InboundConnections); 0 = no
+  // bound (transport.h).
   int max_connections = kDefaultMaxConnections;
   // How long frames still queued on a connection closed for the bound keep
   // going out (its descriptor is held as long).
@@ -36,7 +39,10 @@ struct ZmqTransportOptions {
 // ZeroMQ transport: one ROUTER bound for inbound, one DEALER per peer it
 // sends to, opened on the first send. Past max_connections open DEALERs the
 // least recently used one is closed (its queued frames still go out, for up
-// to close_linger) and opened again when next needed.
+// to close_linger) and opened again when next needed. Past max_connections
+// inbound ones (the ROUTER's monitor counts them) the sender of the least
+// recently used is asked to close its DEALER (ask_to_close()) and closes it
+// the same way when asked (release()).
 //
 // Every DEALER connects with its own routing id: the node id, a NUL, and 8
 // bytes unique to the connection, which receive() strips. With the node id
@@ -66,6 +72,8 @@ class ZmqTransport : public Transport {
   }
   void close() override;
   ConnectionCounts connection_counts() const override;
+  void ask_to_close(const std::string& request) override;
+  void release(const std::string& peer) override;
 
  private:
   struct Peer {
@@ -76,15 +84,21 @@ class ZmqTransport : public Transport {
     std::atomic<int64_t> last_send_ns{0};  // steady clock
   };
 
-  zmq::socket_t make_dealer(const std::string& endpoint);
-  std::shared_ptr<Peer> find_peer(const std::string& peer) const;
-  void open(Peer& p);                         // p.mutex held
-  bool close_least_recent(const Peer& p);     // another idle one; false when none
-  void close_socket(Peer& p, int linger_ms);  // p.mutex held
+  zmq::socket_t make_dealer(const std::string& endpoint, uint64_t counter);  // counter: of the routing id
+  void ask(Peer& p, const std::string& request);
+  std::shared_ptr<Peer> peer_or_null(const std::string& peer) const;
+  std::shared_ptr<Peer> find_peer(const std::string& peer) const;  // throws PeerGone
+  void open(Peer& p);                                              // p.mutex held
+  bool close_least_recent(const Peer& p);                          // another idle one; false when none
+  void close_socket(Peer& p, int linger_ms);                       // p.mutex held
+  void watch_inbound();                                            // the ROUTER's monitor, when bounded
+  void drain_monitor();
 
   zmq::context_t& context_;
   ZmqTransportOptions options_;
   zmq::socket_t router_;
+  zmq::socket_t monitor_;  // the ROUTER's connection events (PAIR); closed without a bound
+  std::unique_ptr<InboundConnections> inbound_;
   std::string endpoint_;
   mutable std::shared_mutex peers_mutex_;
   std::map<std::string, std::shared_ptr<Peer>> peers_;
@@ -92,6 +106,8 @@ class ZmqTransport : public Transport {
   std::atomic<int> close_linger_ms_{0};  // flush_on_close
   std::mutex open_mutex_;                // opening under the bound, one at a time
   std::atomic<uint64_t> open_{0}, opened_{0}, closed_lru_{0}, over_bound_{0};
+  std::atomic<uint64_t> close_asked_{0}, closed_on_request_{0};
+  uint64_t asked_once_ = 0;        // connections opened for one request (receive thread)
   uint32_t connection_nonce_ = 0;  // per transport: a restarted process never reuses an id
 };
 

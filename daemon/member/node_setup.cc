@@ -47,25 +47,37 @@ void describe_worker(proto::Status& s, const RunOptions& o, const protocol::Node
 
 namespace {
 
+// One of the transport's ConnectionCounts, sampled at each scrape.
+void sample_connections(MetricsRegistry& metrics, protocol::Node& node, const std::string& name,
+                        const std::string& help, const std::string& type,
+                        uint64_t protocol::ConnectionCounts::*field) {
+  metrics.sampled(name, help, type, [&node, field] {
+    return std::vector<std::pair<Labels, double>>{{{}, double(node.transport().connection_counts().*field)}};
+  });
+}
+
 void register_connection_metrics(MetricsRegistry& metrics, protocol::Node& node) {
-  metrics.sampled("gossipd_connections_open", "Outbound connections open now (--max-connections bounds them)",
-                  "gauge", [&node] {
-                    return std::vector<std::pair<Labels, double>>{
-                        {{}, double(node.transport().connection_counts().open)}};
-                  });
-  metrics.sampled(
-      "gossipd_connections_closed_lru_total",
+  using C = protocol::ConnectionCounts;
+  sample_connections(metrics, node, "gossipd_connections_open",
+                     "Outbound connections open now (--max-connections bounds them)", "gauge", &C::open);
+  sample_connections(
+      metrics, node, "gossipd_connections_closed_lru_total",
       "Outbound connections closed to stay under --max-connections, the least recently used first", "counter",
-      [&node] {
-        return std::vector<std::pair<Labels, double>>{
-            {{}, double(node.transport().connection_counts().closed_lru)}};
-      });
-  metrics.sampled("gossipd_connections_over_bound_total",
-                  "Outbound connections opened past --max-connections because every open one was busy",
-                  "counter", [&node] {
-                    return std::vector<std::pair<Labels, double>>{
-                        {{}, double(node.transport().connection_counts().over_bound)}};
-                  });
+      &C::closed_lru);
+  sample_connections(metrics, node, "gossipd_connections_over_bound_total",
+                     "Outbound connections opened past --max-connections because every open one was busy",
+                     "counter", &C::over_bound);
+  sample_connections(
+      metrics, node, "gossipd_connections_inbound",
+      "Connections other members opened to this one, open now (past --max-connections the sender "
+      "of the least recently used is asked to close it)",
+      "gauge", &C::inbound);
+  sample_connections(metrics, node, "gossipd_connections_close_asked_total",
+                     "Members asked to close their connection to this one (inbound past --max-connections)",
+                     "counter", &C::close_asked);
+  sample_connections(metrics, node, "gossipd_connections_closed_on_request_total",
+                     "Outbound connections closed because their peer asked (it held more than its bound)",
+                     "counter", &C::closed_on_request);
 }
 
 }  // namespace

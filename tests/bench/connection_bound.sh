@@ -2,10 +2,11 @@
 # Open connections at N real processes (issue 53): N gossipd workers on
 # loopback train Crossover-SGD to the end twice, without a bound on
 # outbound connections and with --max-connections BOUND. Every second each
-# process's descriptors (/proc/PID/fd) and its outbound connections to
-# members' control ports (ss) are counted; the table gives the most any
-# process held, the least-recently-used closes (/metrics, read while the
-# workers linger after training), the segments
+# process's descriptors (/proc/PID/fd), its outbound connections to
+# members' control ports and the inbound ones to its own (ss) are counted;
+# the table gives the most any process held, the least-recently-used closes
+# and the closes senders were asked for (/metrics, read while the workers
+# linger after training), the segments
 # skipped, and whether the two runs ended with the same parameters (the
 # same seed: equal only when no exchange was lost).
 #
@@ -38,6 +39,14 @@ most_outbound() {  # BASE
     END { m = 0; for (p in n) if (n[p] > m) m = n[p]; print m }'
 }
 
+# The most inbound connections any member's control port holds now:
+# established, to a member's control port (BASE .. BASE+N-1), by that port.
+most_inbound() {  # BASE
+  { ss -tnH state established 2>/dev/null || true; } | awk -v lo="$1" -v hi="$(($1 + N))" '
+    { split($3, l, ":"); lp = l[length(l)] + 0; if (lp >= lo && lp < hi) n[lp]++ }
+    END { m = 0; for (p in n) if (n[p] > m) m = n[p]; print m }'
+}
+
 ended() { cat "$dir"/w*.json 2>/dev/null | grep -c '"event": *"\(done\|failed\|stopped\)"' || true; }
 
 metric() {  # PORT NAME
@@ -60,7 +69,7 @@ run() {  # BOUND
       --http "127.0.0.1:$((base + 4000 + i))" >"$dir/w$i.log" 2>&1 &
     pids+=($!)
   done
-  local fds=0 out=0 t0=$SECONDS f o
+  local fds=0 out=0 in=0 t0=$SECONDS f o
   while ((SECONDS - t0 < 900)) && [ "$(ended)" -lt "$N" ]; do
     for ((i = 0; i < N; i++)); do
       f=$({ ls "/proc/${pids[i]}/fd" 2>/dev/null || true; } | wc -l)
@@ -68,13 +77,17 @@ run() {  # BOUND
     done
     o=$(most_outbound "$base")
     ((o > out)) && out=$o
-    [ -z "${DEBUG:-}" ] || echo "$((SECONDS - t0)) s: descriptors $fds, outbound $out" >&2
+    o=$(most_inbound "$base")
+    ((o > in)) && in=$o
+    [ -z "${DEBUG:-}" ] || echo "$((SECONDS - t0)) s: descriptors $fds, outbound $out, inbound $in" >&2
     sleep 1
   done
-  local seconds=$((SECONDS - t0)) lru=0 over=0 failed skipped hashes rejected
+  local seconds=$((SECONDS - t0)) lru=0 over=0 asked=0 released=0 failed skipped hashes rejected
   for ((i = 0; i < N; i++)); do  # they linger: their counters are still served
     lru=$((lru + $(metric $((base + 4000 + i)) gossipd_connections_closed_lru_total)))
     over=$((over + $(metric $((base + 4000 + i)) gossipd_connections_over_bound_total)))
+    asked=$((asked + $(metric $((base + 4000 + i)) gossipd_connections_close_asked_total)))
+    released=$((released + $(metric $((base + 4000 + i)) gossipd_connections_closed_on_request_total)))
   done
   # Messages dropped on arrival, by reason, all members: a segment that came
   # after its round's deadline is "stale" (late), not lost.
@@ -84,10 +97,10 @@ run() {  # BOUND
   failed=$(cat "$dir"/w*.json | grep -c '"event": *"failed"' || true)
   skipped=$(cat "$dir"/w*.json | grep -o '"segments_skipped": *"*[0-9]*' | grep -o '[0-9]*$' | awk '{s += $1} END {print s + 0}')
   hashes=$(cat "$dir"/w*.json | grep -o '"param_hash": *"[^"]*"' | sort | md5sum | cut -c1-8)
-  echo "| $N | ${bound/#0/none} | $fds | $out | $lru | $over | $skipped | $rejected | $failed | $seconds | $hashes |"
+  echo "| $N | ${bound/#0/none} | $fds | $out | $in | $lru | $over | $asked / $released | $skipped | $rejected | $failed | $seconds | $hashes |"
 }
 
-echo "| members | --max-connections | most descriptors of a process | most outbound connections of a process | LRU closes (all members) | opened past the bound | segments skipped | messages dropped on arrival | processes failed | seconds | parameters (hash of all) |"
-echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+echo "| members | --max-connections | most descriptors of a process | most outbound connections of a process | most inbound connections of a process | LRU closes (all members) | opened past the bound | senders asked to close / closed | segments skipped | messages dropped on arrival | processes failed | seconds | parameters (hash of all) |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 [ -n "${ONLY_BOUND:-}" ] || run 0
 run "$BOUND"

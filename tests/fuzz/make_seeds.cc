@@ -139,6 +139,8 @@ std::string control_seeds(bool for_envelope) {
   reunion.mutable_reunion()->set_members(5);
   reunion.mutable_reunion()->set_lowest("a");
   all += one("m1", reunion);
+  // A member holding too many inbound connections asks this one to close its.
+  all += one("m2", envelope("m2", proto::CLOSE_CONNECTION));
   return all;
 }
 

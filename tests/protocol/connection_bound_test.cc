@@ -1,6 +1,8 @@
 // The ZeroMQ transport's bound on open connections (--max-connections):
 // connections open on the first send, the least recently used idle one
-// closes to make room, and nothing queued on it is lost.
+// closes to make room, and nothing queued on it is lost. Inbound past the
+// bound, the sender of the least recently used is asked to close its side
+// (CLOSE_CONNECTION) and does, flushing first.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -9,9 +11,13 @@
 
 #include "protocol/errors.h"
 #include "protocol/zmq_transport.h"
+#include "tests/protocol/test_cluster.h"
 
 namespace gossipd::protocol {
 namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
 
 ZmqTransportOptions options(const std::string& id, int max_connections) {
   ZmqTransportOptions o;
@@ -133,6 +139,92 @@ TEST(ConnectionBound, AMalformedEndpointIsRefusedAtConnect) {
         << e.what();
   }
   EXPECT_THROW(t.send("b", text("x"), std::chrono::seconds(1)), PeerGone);
+}
+
+// The transports alone: the receiver counts its inbound connections and asks
+// the senders of the least recently used, over connections opened for the
+// request alone (none of its bound's slots); a sender that releases its
+// connection is counted gone once the close reaches the receiver.
+TEST(InboundBound, TheReceiverAsksItsLeastRecentlyUsedSendersAndCountsThemGone) {
+  zmq::context_t ctx;
+  ZmqTransport hub(ctx, options("hub", 2));
+  std::vector<std::unique_ptr<ZmqTransport>> senders;
+  for (int i = 0; i < 4; ++i) {
+    senders.push_back(std::make_unique<ZmqTransport>(ctx, options("s" + std::to_string(i), 0)));
+    senders.back()->connect("hub", hub.endpoint());
+    hub.connect("s" + std::to_string(i), senders.back()->endpoint());
+  }
+  for (int i = 0; i < 4; ++i) {
+    senders[i]->send("hub", text("m"), 5s);
+    auto got = hub.receive(5s);
+    ASSERT_TRUE(got);
+    EXPECT_EQ(got->peer, "s" + std::to_string(i));
+  }
+  EXPECT_EQ(hub.connection_counts().inbound, 4u);
+  const std::string request = "close, please";
+  hub.ask_to_close(request);
+  hub.ask_to_close(request);  // too soon: the two asked have not closed yet
+  EXPECT_EQ(hub.connection_counts().close_asked, 2u);
+  EXPECT_EQ(hub.connection_counts().open, 0u) << "asking took a slot of the bound";
+  auto asked = [&](int i) {
+    auto got = senders[i]->receive(5s);
+    return got && got->peer == "hub" && got->frames.size() == 1 &&
+           std::string(reinterpret_cast<const char*>(got->frames[0].data()), got->frames[0].size()) ==
+               request;
+  };
+  ASSERT_TRUE(asked(0));
+  ASSERT_TRUE(asked(1));
+  senders[0]->release("hub");
+  senders[1]->release("hub");
+  EXPECT_EQ(senders[0]->connection_counts().closed_on_request, 1u);
+  EXPECT_EQ(senders[0]->connection_counts().open, 0u);
+  ASSERT_TRUE(gossipd::testing::wait_until(
+      [&] {
+        (void)hub.receive(10ms);  // reads the monitor's events
+        return hub.connection_counts().inbound == 2;
+      },
+      10s))
+      << hub.connection_counts().inbound << " inbound connections";
+  // s0 sends again: a new connection, and s2 is now the least recently used.
+  senders[0]->send("hub", text("again"), 5s);
+  auto got = hub.receive(5s);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->peer, "s0");
+  hub.ask_to_close(request);
+  EXPECT_EQ(hub.connection_counts().close_asked, 3u);
+  EXPECT_TRUE(asked(2));
+}
+
+// Whole nodes: five members send to one whose bound is 2; its dispatcher
+// asks the least recently used senders to close, they do, and every message
+// sent arrived.
+TEST(InboundBound, NodesPastTheBoundAreAskedToCloseAndEveryMessageArrives) {
+  NodeOptions base;
+  base.max_connections = 2;
+  base.data_path = DataPath::kZmq;
+  testing::TestCluster c(6, base);
+  Node& hub = c.node(0);
+  for (size_t i = 1; i < c.size(); ++i) {
+    c.node(i).transport().send(hub.id(), {envelope_frame(c.node(i).envelope(proto::PING))}, 5s);
+  }
+  std::set<std::string> from;
+  for (size_t i = 1; i < c.size(); ++i) {
+    auto m = hub.mailbox().pop(proto::PING, Clock::now() + 10s, {});
+    ASSERT_TRUE(m) << "a PING was lost";
+    from.insert(m->envelope.sender());
+  }
+  EXPECT_EQ(from.size(), c.size() - 1);
+  auto closed_on_request = [&] {
+    uint64_t n = 0;
+    for (size_t i = 1; i < c.size(); ++i) n += c.node(i).transport().connection_counts().closed_on_request;
+    return n;
+  };
+  ASSERT_TRUE(gossipd::testing::wait_until(
+      [&] { return hub.transport().connection_counts().inbound <= 2 && closed_on_request() >= 3; }, 20s))
+      << hub.transport().connection_counts().inbound << " inbound, " << closed_on_request()
+      << " closed on request";
+  EXPECT_GE(hub.transport().connection_counts().close_asked, 3u);
+  EXPECT_EQ(hub.counters().total(), 0u) << "messages rejected";
 }
 
 }  // namespace

@@ -173,6 +173,38 @@ TEST_F(ValidationTest, SenderImpersonatingAnotherMember) {
   expect_still_serving();
 }
 
+// CLOSE_CONNECTION goes to the transport, never to the mailbox: from a
+// stranger, in another member's name or with a payload it is counted and
+// closes nothing; from a member it closes the server's connection to that
+// member alone, which opens again on the next send.
+TEST_F(ValidationTest, ACloseConnectionClosesOnlyItsSendersConnectionAndBadOnesNothing) {
+  zmq::socket_t good_listener(context_, zmq::socket_type::router);
+  good_listener.bind("tcp://127.0.0.1:0");
+  server_->add_peer("good", good_listener.get(zmq::sockopt::last_endpoint));
+  auto ping = [&] {
+    server_->transport().send("good", {envelope_frame(server_->envelope(proto::PING))},
+                              std::chrono::seconds(5));
+  };
+  ping();
+  auto counts = [&] { return server_->transport().connection_counts(); };
+  ASSERT_EQ(counts().open, 1u);
+  auto mallory = connect_client("mallory");
+  expect_rejected({envelope(proto::CLOSE_CONNECTION, "mallory").SerializeAsString()},
+                  RejectReason::kUnknownSender, &mallory);
+  expect_rejected({envelope(proto::CLOSE_CONNECTION, "other").SerializeAsString()},
+                  RejectReason::kSenderMismatch);
+  expect_rejected({envelope(proto::CLOSE_CONNECTION).SerializeAsString(), "x"}, RejectReason::kFrameCount);
+  EXPECT_EQ(counts().open, 1u);
+  EXPECT_EQ(counts().closed_on_request, 0u);
+  send(client_, {envelope(proto::CLOSE_CONNECTION).SerializeAsString()});
+  ASSERT_TRUE(wait_until([&] { return counts().closed_on_request == 1; }, std::chrono::seconds(5)));
+  EXPECT_EQ(counts().open, 0u);
+  EXPECT_FALSE(server_->mailbox().pop(proto::CLOSE_CONNECTION, Clock::now(), {}));
+  ping();
+  EXPECT_EQ(counts().open, 1u);
+  expect_still_serving();
+}
+
 TEST_F(ValidationTest, UnknownType) {
   auto e = envelope(proto::HEARTBEAT);
   e.set_type(static_cast<proto::MessageType>(99));
