@@ -46,19 +46,21 @@ std::string connection_id(const std::string& node, uint32_t nonce, uint64_t coun
   return id;
 }
 
+bool has_connection_suffix(const std::string& id) {
+  return id.size() > kConnectionSuffix && id[id.size() - kConnectionSuffix] == '\0';
+}
+
 // The node id a connection's routing id names; ids without the suffix (a
 // client that is not gossipd) are taken as they are, for the validator.
 std::string node_of(std::string id) {
-  if (id.size() > kConnectionSuffix && id[id.size() - kConnectionSuffix] == '\0') {
-    id.resize(id.size() - kConnectionSuffix);
-  }
+  if (has_connection_suffix(id)) id.resize(id.size() - kConnectionSuffix);
   return id;
 }
 
-// Whether a routing id is a connection opened for one CLOSE_CONNECTION.
+// Whether a routing id is a connection opened for one CLOSE_CONNECTION (the
+// top bit of its counter, the suffix's last four bytes).
 bool once_connection(const std::string& id) {
-  return id.size() > kConnectionSuffix && id[id.size() - kConnectionSuffix] == '\0' &&
-         (static_cast<uint8_t>(id[id.size() - 4]) & 0x80) != 0;
+  return has_connection_suffix(id) && (static_cast<uint8_t>(id[id.size() - 4]) & 0x80) != 0;
 }
 
 void release_owner(void* /*data*/, void* hint) { delete static_cast<std::shared_ptr<const void>*>(hint); }

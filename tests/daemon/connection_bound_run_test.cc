@@ -29,7 +29,7 @@ constexpr int kBound = 16;
 // inbound, and the process's own (about 40: listeners, ZeroMQ's threads,
 // logs); the rest is slack for connections still flushing after their close
 // and inbound ones between their accept and their sender's close
-// (daemon/README.md; 87-88 measured). Without the bound a member here
+// (daemon/README.md; 87-92 measured). Without the bound a member here
 // holds 133-140.
 constexpr size_t kDescriptorBudget = 3 * kBound + 80;
 
