@@ -14,21 +14,48 @@ std::string schedule_name(PipelineSchedule s) {
       return "1f1b";
     case PipelineSchedule::kOneFOneBAsync:
       return "1f1b-async";
+    case PipelineSchedule::kZeroBubble:
+      return "zb";
   }
   return "?";
 }
 
 PipelineSchedule parse_schedule(std::string_view text) {
-  for (PipelineSchedule s :
-       {PipelineSchedule::kGpipe, PipelineSchedule::kOneFOneB, PipelineSchedule::kOneFOneBAsync}) {
+  for (PipelineSchedule s : {PipelineSchedule::kGpipe, PipelineSchedule::kOneFOneB,
+                             PipelineSchedule::kOneFOneBAsync, PipelineSchedule::kZeroBubble}) {
     if (text == schedule_name(s)) return s;
   }
   throw std::invalid_argument("'" + std::string(text) +
-                              "' is not a schedule; the schedules are gpipe, 1f1b, 1f1b-async");
+                              "' is not a schedule; the schedules are gpipe, 1f1b, 1f1b-async, zb");
 }
+
+namespace {
+
+// zb: warm-up forwards, then per micro-batch its backward (the first stage,
+// whose input gradient nobody waits for, whole; the others B), the W of
+// the one before, and the next forward.
+std::vector<PipelineOp> zero_bubble_ops(size_t stages, size_t micros, size_t stage) {
+  std::vector<PipelineOp> ops;
+  const bool first = stage == 0;
+  // 1f1b's warm-up, and one forward more at the first stage: every stage
+  // holds one micro-batch more than under 1f1b (the others between B and W).
+  const uint64_t warm = std::min<uint64_t>(first ? stages + 1 : stages - stage, micros);
+  uint64_t forward = 0;
+  while (forward < warm) ops.push_back({PipelineOp::kForward, forward++});
+  for (uint64_t m = 0; m < micros; ++m) {
+    ops.push_back({first ? PipelineOp::kBackward : PipelineOp::kBackwardInput, m});
+    if (!first && m > 0) ops.push_back({PipelineOp::kBackwardWeights, m - 1});
+    if (forward < micros) ops.push_back({PipelineOp::kForward, forward++});
+  }
+  if (!first && micros > 0) ops.push_back({PipelineOp::kBackwardWeights, micros - 1});
+  return ops;
+}
+
+}  // namespace
 
 std::vector<PipelineOp> pipeline_ops(PipelineSchedule schedule, size_t stages, size_t micros, size_t stage) {
   if (stage >= stages) throw std::invalid_argument("pipeline_ops: stage outside the pipeline");
+  if (schedule == PipelineSchedule::kZeroBubble) return zero_bubble_ops(stages, micros, stage);
   std::vector<PipelineOp> ops;
   ops.reserve(2 * micros);
   if (schedule == PipelineSchedule::kGpipe) {
@@ -54,7 +81,7 @@ size_t max_in_flight(const std::vector<PipelineOp>& ops) {
   for (const PipelineOp& op : ops) {
     if (op.kind == PipelineOp::kForward) {
       most = std::max(most, ++now);
-    } else if (now > 0) {
+    } else if (op.kind != PipelineOp::kBackwardInput && now > 0) {
       --now;
     }
   }

@@ -17,29 +17,41 @@ enum class PipelineSchedule {
   kGpipe,          // all forwards, then all backwards; one update per batch
   kOneFOneB,       // warm-up forwards, then one forward and one backward in turn; one update per batch
   kOneFOneBAsync,  // 1F1B without a flush: an update after every backward (weight stashing)
+  // 1F1B with the backward split in two (Qi et al., zero bubble pipeline
+  // parallelism): a stage but the first runs a micro-batch's input gradient
+  // (B) as soon as it can, for the stage before, and its weights' gradient
+  // (W) one micro-batch later, where 1F1B would have it wait; the first
+  // stage warms up with one forward more. One update per batch; the same
+  // gradients as 1f1b, bit for bit.
+  kZeroBubble,
 };
 
-std::string schedule_name(PipelineSchedule s);  // "gpipe", "1f1b", "1f1b-async"
+std::string schedule_name(PipelineSchedule s);  // "gpipe", "1f1b", "1f1b-async", "zb"
 // Throws std::invalid_argument naming the schedules there are.
 PipelineSchedule parse_schedule(std::string_view text);
 
 struct PipelineOp {
-  enum Kind : uint8_t { kForward, kBackward } kind = kForward;
+  // kBackward is the whole backward; zb splits it into kBackwardInput and,
+  // later, kBackwardWeights.
+  enum Kind : uint8_t { kForward, kBackward, kBackwardInput, kBackwardWeights } kind = kForward;
   uint64_t micro = 0;  // which micro-batch, 0 .. M-1
   bool operator==(const PipelineOp&) const = default;
 };
 
 // The ordered forward and backward passes stage `stage` (0 .. K-1) runs for
 // M micro-batches. Every micro-batch's forward comes before its backward and
-// backwards run in micro-batch order, so gradients accumulate in the same
-// order under every schedule. gpipe holds all M micro-batches' activations
-// at once; 1f1b (PipeDream-flush) at most K - stage. 1f1b-async has the
+// backwards run in micro-batch order (zb: its B before its W, and each kind
+// in micro-batch order), so gradients accumulate in the same order under
+// every schedule. gpipe holds all M micro-batches' activations at once;
+// 1f1b (PipeDream-flush) at most K - stage; zb one more (the first stage
+// by its warm-up, the others by a micro-batch between its B and its W).
+// 1f1b-async has the
 // order of 1f1b over the whole run: its M is every micro-batch of the
 // epoch, so the pipeline never drains between batches.
 std::vector<PipelineOp> pipeline_ops(PipelineSchedule schedule, size_t stages, size_t micros, size_t stage);
 
-// The most micro-batches whose forward has run and whose backward has not,
-// at any point of `ops`.
+// The most micro-batches whose forward has run and whose backward (zb: its
+// W) has not, at any point of `ops`.
 size_t max_in_flight(const std::vector<PipelineOp>& ops);
 
 // M when none is given: the divisor of the batch whose micro-batches come

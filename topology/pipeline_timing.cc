@@ -17,13 +17,16 @@ struct Progress {
   std::vector<double> busy;  // per stage: compute so far
 };
 
-// A backward's compute at stage k: more when the op before it at the
-// stage was not the same micro-batch's forward.
+// A backward's compute at stage k (whole, its B or its W): more when the
+// op before it at the stage was not the same micro-batch's forward.
 double backward_seconds(const Progress& p, const StageTimes& t, size_t k, const PipelineOp& op) {
+  const double weights = t.weights.empty() ? 0.0 : t.weights[k];
+  if (op.kind == PipelineOp::kBackwardWeights) return weights;
   const size_t i = p.next[k];
   const bool kept =
       i > 0 && p.ops[k][i - 1].kind == PipelineOp::kForward && p.ops[k][i - 1].micro == op.micro;
-  return t.backward[k] + (kept || t.refind.empty() ? 0.0 : t.refind[k]);
+  const double compute = op.kind == PipelineOp::kBackwardInput ? t.backward[k] - weights : t.backward[k];
+  return compute + (kept || t.refind.empty() ? 0.0 : t.refind[k]);
 }
 
 // When op `op` of stage `k` may start as far as its input goes, or kNotYet.
@@ -34,6 +37,7 @@ double input_ready(const Progress& p, const StageTimes& t, size_t k, const Pipel
     const double at = p.forward_end[k - 1][op.micro];
     return at == kNotYet ? kNotYet : at + t.to_next[k - 1];
   }
+  if (op.kind == PipelineOp::kBackwardWeights) return p.backward_end[k][op.micro];
   if (k == last) return p.forward_end[k][op.micro];
   const double at = p.backward_end[k + 1][op.micro];
   return at == kNotYet ? kNotYet : at + t.to_prev[k];
@@ -51,7 +55,9 @@ bool advance(Progress& p, const StageTimes& t, PipelineSchedule schedule, size_t
     p.busy[k] += t.forward[k];
   } else {
     const double seconds = backward_seconds(p, t, k, op);
-    p.free_at[k] = p.backward_end[k][op.micro] = start + seconds;
+    p.free_at[k] = start + seconds;
+    // What the stage before waits for: the whole backward or its B.
+    if (op.kind != PipelineOp::kBackwardWeights) p.backward_end[k][op.micro] = p.free_at[k];
     p.busy[k] += seconds;
     if (schedule == PipelineSchedule::kOneFOneBAsync) p.free_at[k] += t.update[k];
   }

@@ -21,6 +21,9 @@ struct StageTimes {
   // previous op was not its micro-batch's forward, so its layers make the
   // state that forward left again (an im2col, a max-pool's maxima).
   std::vector<double> refind;
+  // Per stage (empty: none): the part of `backward` a split backward runs
+  // later, as its W (zb); its B takes the rest.
+  std::vector<double> weights;
 };
 
 struct PipelineTiming {

@@ -33,7 +33,12 @@ void Dense::forward(const float* in, float* out, int batch) {
   sgemm(CblasNoTrans, CblasTrans, batch, out_, in_, 1.0f, in, in_, w_, in_, 1.0f, out, out_);
 }
 
-void Dense::backward(const float* in, const float*, const float* dout, float* din, int batch) {
+void Dense::backward(const float* in, const float* out, const float* dout, float* din, int batch) {
+  backward_weights(in, dout, batch);
+  backward_input(in, out, dout, din, batch);
+}
+
+void Dense::backward_weights(const float* in, const float* dout, int batch) {
   // dW[out, in] = dY^T[out, batch] * X[batch, in]
   sgemm(CblasTrans, CblasNoTrans, out_, in_, batch, 1.0f, dout, out_, in, in_, accumulate_ ? 1.0f : 0.0f, dw_,
         in_);
@@ -42,6 +47,9 @@ void Dense::backward(const float* in, const float*, const float* dout, float* di
     const float* row = dout + static_cast<size_t>(r) * out_;
     for (int j = 0; j < out_; ++j) db_[j] += row[j];
   }
+}
+
+void Dense::backward_input(const float*, const float*, const float* dout, float* din, int batch) {
   if (din != nullptr) {
     // dX[batch, in] = dY[batch, out] * W[out, in]
     sgemm(CblasNoTrans, CblasNoTrans, batch, in_, out_, 1.0f, dout, out_, w_, in_, 0.0f, din, in_);

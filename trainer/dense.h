@@ -17,6 +17,9 @@ class Dense : public Layer {
   void init_params(Rng& rng) override;
   void forward(const float* in, float* out, int batch) override;
   void backward(const float* in, const float* out, const float* dout, float* din, int batch) override;
+  bool splits_backward() const override { return true; }
+  void backward_input(const float* in, const float* out, const float* dout, float* din, int batch) override;
+  void backward_weights(const float* in, const float* dout, int batch) override;
   void append_gemms(int batch, bool input_grad, std::vector<GemmShape>& out) const override;
 
  private:

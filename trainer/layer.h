@@ -47,6 +47,20 @@ class Layer {
   // gradient buffer holds, under set_accumulate(true)) and, when `din` is
   // not null, the gradient with respect to the input.
   virtual void backward(const float* in, const float* out, const float* dout, float* din, int batch) = 0;
+  // backward() in two halves a pipeline may run apart (the zb schedule):
+  // the input's gradient first, the parameters' later, from the same `in`
+  // and `dout`. A layer that cannot split them (splits_backward() false)
+  // does all of backward() in backward_input() and nothing in
+  // backward_weights(). Either way every float is what backward() makes.
+  virtual bool splits_backward() const { return false; }
+  virtual void backward_input(const float* in, const float* out, const float* dout, float* din, int batch) {
+    backward(in, out, dout, din, batch);
+  }
+  virtual void backward_weights(const float* in, const float* dout, int batch) {
+    (void)in;
+    (void)dout;
+    (void)batch;
+  }
   // A pipeline stage sums micro-batches' gradients in place: the GEMM adds
   // (beta 1) instead of a second pass over the parameters per micro-batch.
   void set_accumulate(bool on) { accumulate_ = on; }

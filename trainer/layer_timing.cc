@@ -53,6 +53,10 @@ std::vector<LayerTiming> time_layers(Model& model, int batch, int reps) {
       turn ^= 1;
     });
     t.refind_s = std::max(0.0, other - t.backward_s);
+    if (layer.splits_backward()) {
+      const double w = median_seconds(reps, [&] { layer.backward_weights(x.data(), dy.data(), batch); });
+      t.weights_s = std::min(w, t.backward_s);
+    }
     out.push_back(t);
     x = std::move(y);
     in = layer.output_shape();

@@ -19,6 +19,9 @@ struct LayerTiming {
   double refind_s = 0;
   size_t out_floats = 0;  // its output per sample
   size_t params = 0;
+  // Of backward_s, what a split backward runs later (its parameters'
+  // gradient, Layer::backward_weights); 0 for a layer that does not split.
+  double weights_s = 0;
 };
 
 // Times every layer of `model` forward and backward on `batch` samples of

@@ -36,8 +36,13 @@ std::span<float> Stage::params() { return model_.params().subspan(offset_, count
 
 std::span<float> Stage::zeroed_if_fresh() const {
   const std::span<float> g = model_.grads().subspan(offset_, count_);
-  if (fresh_) std::fill(g.begin(), g.end(), 0.0f);
-  fresh_ = false;
+  for (size_t i = first_; i < last_ && (fresh_input_ || fresh_weights_); ++i) {
+    if (writes_late(i) ? fresh_weights_ : fresh_input_) {
+      const std::span<float> layer = g.subspan(layer_offsets_[i - first_], model_.layers()[i]->param_count());
+      std::fill(layer.begin(), layer.end(), 0.0f);
+    }
+  }
+  fresh_input_ = fresh_weights_ = false;
   return g;
 }
 
@@ -54,6 +59,7 @@ size_t Stage::stash_floats(const Model& model, size_t first, size_t last, int ba
 size_t Stage::Stash::floats() const {
   size_t n = input.size();
   for (const auto& o : outputs) n += o.size();
+  for (const auto& d : douts) n += d.size();
   return n;
 }
 
@@ -89,6 +95,8 @@ Stage::Stash& Stage::find(uint64_t micro) {
 void Stage::release(uint64_t micro) {
   const auto it = std::find_if(live_.begin(), live_.end(), [&](const Stash& s) { return s.micro == micro; });
   stashed_ -= it->floats();
+  for (auto& d : it->douts) d.clear();
+  it->input_done = false;
   if (it->weights && it->weights.use_count() == 1) spare_weights_ = std::move(it->weights);
   it->weights.reset();
   free_.push_back(std::move(*it));
@@ -112,22 +120,63 @@ std::span<const float> Stage::forward(uint64_t micro, std::span<const float> in,
 }
 
 void Stage::backward(uint64_t micro, std::span<const float> dout, std::span<float> din) {
+  Stash& s = checked(micro, dout, din);
+  with_weights(s, [&] { run_backward(s, dout, din, false); });
+  release(micro);
+}
+
+void Stage::backward_input(uint64_t micro, std::span<const float> dout, std::span<float> din) {
+  Stash& s = checked(micro, dout, din);
+  const size_t before = s.floats();
+  s.douts.resize(last_ - first_);
+  for (size_t i = first_; i < last_; ++i) {
+    if (writes_late(i)) s.douts[i - first_].resize(s.outputs[i - first_].size());
+  }
+  stashed_ += s.floats() - before;
+  most_stashed_ = std::max(most_stashed_, stashed_);
+  with_weights(s, [&] { run_backward(s, dout, din, true); });
+  s.input_done = true;
+}
+
+void Stage::backward_weights(uint64_t micro) {
   Stash& s = find(micro);
+  if (!s.input_done)
+    throw std::logic_error("stage: weights' gradient of micro-batch " + std::to_string(micro) +
+                           " before its input's");
+  for (size_t i = last_; i-- > first_;) {
+    if (!writes_late(i)) continue;
+    Layer& layer = *model_.layers()[i];
+    layer.set_accumulate(!fresh_weights_);
+    layer.backward_weights(layer_input(s, i), s.douts[i - first_].data(), s.batch);
+    layer.set_accumulate(false);
+  }
+  fresh_weights_ = false;
+  release(micro);
+}
+
+Stage::Stash& Stage::checked(uint64_t micro, std::span<const float> dout, std::span<float> din) {
+  Stash& s = find(micro);
+  if (s.input_done)
+    throw std::logic_error("stage: micro-batch " + std::to_string(micro) + " went backward already");
   if (dout.size() != s.outputs.back().size() || (!din.empty() && din.size() != s.input.size()))
     throw std::invalid_argument("stage: gradient sizes do not match micro-batch " + std::to_string(micro));
-  if (s.weights) {
-    bind_layers(*s.weights);
-    try {
-      run_backward(s, dout, din);
-    } catch (...) {
-      bind_layers(params());
-      throw;
-    }
-    bind_layers(params());
-  } else {
-    run_backward(s, dout, din);
+  return s;
+}
+
+template <typename F>
+void Stage::with_weights(Stash& s, F&& run) {
+  if (!s.weights) {
+    run();
+    return;
   }
-  release(micro);
+  bind_layers(*s.weights);
+  try {
+    run();
+  } catch (...) {
+    bind_layers(params());
+    throw;
+  }
+  bind_layers(params());
 }
 
 void Stage::keep_weights_in_flight() {
@@ -151,25 +200,39 @@ void Stage::bind_layers(std::span<float> params) {
   }
 }
 
-void Stage::run_backward(Stash& s, std::span<const float> dout, std::span<float> din) {
+bool Stage::writes_late(size_t layer) const { return model_.layers()[layer]->splits_backward(); }
+
+const float* Stage::layer_input(const Stash& s, size_t layer) const {
+  return layer == first_ ? s.input.data() : s.outputs[layer - first_ - 1].data();
+}
+
+// Layer by layer from the last: everything (`split` false), or the input
+// gradients with every splitting layer's output gradient kept in the stash
+// for backward_weights.
+void Stage::run_backward(Stash& s, std::span<const float> dout, std::span<float> din, bool split) {
   const float* d = dout.data();
+  if (split && writes_late(last_ - 1)) std::copy(dout.begin(), dout.end(), s.douts.back().begin());
   for (size_t i = last_; i-- > first_;) {
-    const float* in = i == first_ ? s.input.data() : s.outputs[i - first_ - 1].data();
     float* dst = nullptr;
     if (i > first_) {
-      std::vector<float>& buf = dbuf_[i % 2];
+      std::vector<float>& buf = split && writes_late(i - 1) ? s.douts[i - first_ - 1] : dbuf_[i % 2];
       buf.resize(s.outputs[i - first_ - 1].size());
       dst = buf.data();
     } else if (!din.empty()) {
       dst = din.data();
     }
     Layer& layer = *model_.layers()[i];
-    layer.set_accumulate(!fresh_);
-    layer.backward(in, s.outputs[i - first_].data(), d, dst, s.batch);
+    layer.set_accumulate(!(writes_late(i) ? fresh_weights_ : fresh_input_));
+    if (split) {
+      layer.backward_input(layer_input(s, i), s.outputs[i - first_].data(), d, dst, s.batch);
+    } else {
+      layer.backward(layer_input(s, i), s.outputs[i - first_].data(), d, dst, s.batch);
+    }
     layer.set_accumulate(false);
     d = dst;
   }
-  fresh_ = false;
+  fresh_input_ = false;
+  fresh_weights_ = fresh_weights_ && split;
 }
 
 }  // namespace gossipd::trainer

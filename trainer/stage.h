@@ -43,7 +43,7 @@ class Stage {
   // no pass over it unless they are read before any backward).
   std::span<const float> grads() const;
   std::span<float> grads();
-  void zero_grads() { fresh_ = true; }
+  void zero_grads() { fresh_input_ = fresh_weights_ = true; }
 
   // Weight stashing (PipeDream): each micro-batch's backward runs with the
   // parameters its forward ran with, though updates came in between. A
@@ -63,6 +63,14 @@ class Stage {
   // gradients to grads() and writes the gradient of its input into `din`
   // unless `din` is empty (the first stage needs none). Frees its stash.
   void backward(uint64_t micro, std::span<const float> dout, std::span<float> din);
+  // The same in two calls, as the zb schedule runs it: backward_input
+  // writes the input's gradient (and the gradients of layers that cannot
+  // split their backward) and keeps the stash with every splitting layer's
+  // output gradient; backward_weights adds those layers' parameter
+  // gradients and frees the stash. Every float is what backward() makes,
+  // as long as each kind of call comes in micro-batch order.
+  void backward_input(uint64_t micro, std::span<const float> dout, std::span<float> din);
+  void backward_weights(uint64_t micro);
 
   size_t in_flight() const { return live_.size(); }
   // High-water marks since construction: micro-batches in flight, and the
@@ -81,12 +89,19 @@ class Stage {
     std::vector<float> input;
     std::vector<std::vector<float>> outputs;      // per layer of the range
     std::shared_ptr<std::vector<float>> weights;  // weight stashing: its forward's, if updated since
+    std::vector<std::vector<float>> douts;        // backward_input: splitting layers' output gradients
+    bool input_done = false;                      // backward_input ran
     size_t floats() const;
   };
   Stash& take(uint64_t micro, int batch);
   Stash& find(uint64_t micro);
   void release(uint64_t micro);
-  void run_backward(Stash& s, std::span<const float> dout, std::span<float> din);
+  Stash& checked(uint64_t micro, std::span<const float> dout, std::span<float> din);
+  template <typename F>
+  void with_weights(Stash& s, F&& run);  // runs with the weights s's forward used
+  void run_backward(Stash& s, std::span<const float> dout, std::span<float> din, bool split);
+  bool writes_late(size_t layer) const;  // its parameter gradients come in backward_weights
+  const float* layer_input(const Stash& s, size_t layer) const;
   // The range's layers onto `params` (and the model's gradients).
   void bind_layers(std::span<float> params);
   // The range's gradients, zeroed first if no backward ran since zero_grads().
@@ -102,7 +117,10 @@ class Stage {
   std::vector<size_t> layer_offsets_;                  // each layer's first parameter, relative to params()
   std::shared_ptr<std::vector<float>> spare_weights_;  // a stashed copy no longer in use
   bool stash_weights_ = false;
-  mutable bool fresh_ = true;  // zero_grads() since the last backward: the buffer is not yet zero
+  // zero_grads() since the last backward that wrote the gradients of the
+  // layers that write them in backward_input (or backward), and of those
+  // that write them in backward_weights: the buffer there is not yet zero.
+  mutable bool fresh_input_ = true, fresh_weights_ = true;
   size_t stashed_ = 0, most_stashed_ = 0, most_in_flight_ = 0;
 };
 

@@ -67,6 +67,7 @@ trainer::LayerTiming mix(const trainer::LayerTiming& a, const trainer::LayerTimi
   t.forward_s = a.forward_s + (b.forward_s - a.forward_s) * f;
   t.backward_s = a.backward_s + (b.backward_s - a.backward_s) * f;
   t.refind_s = a.refind_s + (b.refind_s - a.refind_s) * f;
+  t.weights_s = a.weights_s + (b.weights_s - a.weights_s) * f;
   return t;
 }
 
@@ -94,6 +95,7 @@ void as_in_a_pass(trainer::Model& model, size_t batch, int reps, std::vector<tra
   for (trainer::LayerTiming& l : layers) {
     l.forward_s *= scale;
     l.backward_s *= scale;
+    l.weights_s *= scale;
   }
 }
 

@@ -11,7 +11,7 @@
 namespace gossipd::daemon {
 namespace {
 
-constexpr const char* kMagic = "gossipd pipeline profile 1";
+constexpr const char* kMagic = "gossipd pipeline profile 2";
 
 std::string number(double v) {
   char buf[40];
@@ -79,15 +79,17 @@ class ProfileReader {
   }
   trainer::LayerTiming layer() {
     std::istringstream words(line_.substr(6));
-    std::string kind, f, b, r, out, params;
-    const bool read = static_cast<bool>(words >> kind >> f >> b >> r >> out >> params);
+    std::string kind, f, b, r, w, out, params;
+    const bool read = static_cast<bool>(words >> kind >> f >> b >> r >> w >> out >> params);
     if (!read || !(words >> std::ws).eof())
-      fail("expected 'layer KIND FORWARD_S BACKWARD_S REFIND_S OUT_FLOATS PARAMS'");
+      fail("expected 'layer KIND FORWARD_S BACKWARD_S REFIND_S WEIGHTS_S OUT_FLOATS PARAMS'");
     trainer::LayerTiming t;
     t.kind = kind;
     t.forward_s = seconds(f);
     t.backward_s = seconds(b);
     t.refind_s = seconds(r);
+    t.weights_s = seconds(w);
+    if (t.weights_s > t.backward_s) fail("a layer's weights' gradient takes longer than its whole backward");
     t.out_floats = static_cast<size_t>(count(out));
     t.params = static_cast<size_t>(count(params));
     return t;
@@ -116,7 +118,8 @@ std::string profile_text(const LayerProfile& p) {
     out += "size " + std::to_string(p.sizes[i]) + "\n";
     for (const trainer::LayerTiming& t : p.at[i]) {
       out += "layer " + t.kind + " " + number(t.forward_s) + " " + number(t.backward_s) + " " +
-             number(t.refind_s) + " " + std::to_string(t.out_floats) + " " + std::to_string(t.params) + "\n";
+             number(t.refind_s) + " " + number(t.weights_s) + " " + std::to_string(t.out_floats) + " " +
+             std::to_string(t.params) + "\n";
     }
   }
   return out;

@@ -139,6 +139,11 @@ for c in $cases; do
       name="$(json_num stages <<<"$p")x$(json_num replicas <<<"$p") $(grep -o '"schedule":"[^"]*"' <<<"$p" | cut -d'"' -f4) M=$(json_num micros <<<"$p")"
       awk -v n="$n. $name" -v p="$predicted" -v m="$measured" 'BEGIN { printf "| %s | %.2f | %.2f | %.2f |\n", n, p * 1e3, m * 1e3, m / p }'
     done
+    if [[ -n $k2plan ]]; then  # the pure pipeline's own plan, as its log says
+      predicted=$(grep -o '[0-9.]* ms a step predicted' "$out/$c-k2-r1-p0.log" | head -n 1 | cut -d' ' -f1)
+      awk -v n="pure pipeline: ${k2plan% partition*}" -v p="$predicted" -v m="$(col 5 | median)" \
+        'BEGIN { printf "| %s | %.2f | %.2f | %.2f |\n", n, p, m * 1e3, m * 1e3 / p }'
+    fi
     echo
   } >>"$table"
 done

@@ -33,8 +33,9 @@ TEST(PipelineRun, StagesEndWithOneModelAsAccurateAsTheSerialRun) {
 }
 
 TEST(PipelineRun, StatusAndMetricsShowTheStageItsLayersAndTheBytes) {
-  Cluster c(2, with(kPipelineData, {"--algo", "pipeline", "--stages", "2", "--partition", "4,6",
-                                    "--micro-batches", "4", "--quiet", "--epochs", "1000"}));
+  Cluster c(
+      2, with(kPipelineData, {"--algo", "pipeline", "--stages", "2", "--partition", "4,6", "--micro-batches",
+                              "4", "--schedule", "1f1b", "--quiet", "--epochs", "1000"}));
   const uint16_t port = c.http_port(0);
   ASSERT_GT(port, 0) << c.proc(0).out() << c.proc(0).err();
   ASSERT_TRUE(

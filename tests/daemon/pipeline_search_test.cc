@@ -9,6 +9,7 @@
 
 #include <fstream>
 #include <set>
+#include <sstream>
 
 #include "tests/support/temp_dir.h"
 #include "trainer/models.h"
@@ -34,6 +35,7 @@ LayerProfile profile_of(size_t params, double per_sample_ms) {
       t.kind = "dense";
       t.forward_s = per_sample_ms * 1e-3 * static_cast<double>(b) * (b == 1 ? 2.0 : 1.0);
       t.backward_s = 2 * t.forward_s;
+      t.weights_s = t.forward_s;
       t.out_floats = 100;
       t.params = params;
       p.at.back().push_back(t);
@@ -57,8 +59,8 @@ TEST(PipelineSearch, RanksEveryShapeMicroBatchCountAndScheduleFastestFirst) {
     }
     seen.insert(plan_name(p).substr(0, plan_name(p).find(" partition")));
   }
-  // 1x2: M in 1..32 (6 counts); 2x1: M in 1..64 (7) under gpipe and 1f1b.
-  EXPECT_EQ(plans.size(), 6u + 7 * 2);
+  // 1x2: M in 1..32 (6 counts); 2x1: M in 1..64 (7) under gpipe, 1f1b and zb.
+  EXPECT_EQ(plans.size(), 6u + 7 * 3);
   EXPECT_EQ(seen.size(), plans.size());
   for (size_t i = 1; i < plans.size(); ++i) EXPECT_LE(plans[i - 1].step_s, plans[i].step_s);
 }
@@ -144,6 +146,22 @@ TEST(LayerProfile, TextReadsBackAndABadLineIsNamed) {
     EXPECT_NE(std::string(e.what()).find("profile cache cache.txt line 9"), std::string::npos) << e.what();
   }
   EXPECT_THROW(parse_profile("something else\n", "f"), std::invalid_argument);
+  // A cache of the format before the weights' column: profiled again.
+  std::string old = profile_text(p);
+  old.replace(old.find("profile 2"), 9, "profile 1");
+  EXPECT_THROW(parse_profile(old, "f"), std::invalid_argument);
+  std::string longer = profile_text(back);  // weights' gradient longer than the whole backward
+  const size_t line = longer.find("layer dense "), end = longer.find('\n', line);
+  std::istringstream words(longer.substr(line, end - line));
+  std::string layer, kind, f, b, r, w, out, params;
+  words >> layer >> kind >> f >> b >> r >> w >> out >> params;
+  longer.replace(line, end - line, "layer dense " + f + " " + b + " " + r + " 1 " + out + " " + params);
+  try {
+    parse_profile(longer, "cache.txt");
+    FAIL() << "a weights' time above the backward's was read";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("longer than its whole backward"), std::string::npos) << e.what();
+  }
 }
 
 TEST(LayerProfile, ACacheOfAnotherMachineIsProfiledAgainAndSaysSo) {

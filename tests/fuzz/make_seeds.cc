@@ -392,7 +392,7 @@ int main(int argc, char** argv) {
     p.copy_s_per_param = 2e-10;
     for (size_t b : {4, 16}) {
       p.sizes.push_back(b);
-      p.at.push_back({trainer::LayerTiming{"dense", 1e-5 * b, 2e-5 * b, 0, 10, 7850}});
+      p.at.push_back({trainer::LayerTiming{"dense", 1e-5 * b, 2e-5 * b, 0, 10, 7850, 1e-5 * b}});
     }
     put("partition_text", "profile", daemon::profile_text(p));
   }

@@ -1,7 +1,9 @@
 // Pipeline schedules (topology/pipeline.h) and their timing
 // (topology/pipeline_timing.h): every schedule runs each micro-batch's
-// forward then its backward once, backwards in micro-batch order; 1f1b
-// holds at most K - stage micro-batches, gpipe all M; the schedules never
+// forward then its backward once, backwards in micro-batch order (zb's W
+// after its B, in order too); 1f1b holds at most K - stage micro-batches,
+// gpipe all M, zb one more than 1f1b; zb keeps a slower first stage
+// busy; the schedules never
 // deadlock across stages, and GPipe's bubble is (K-1)/(M+K-1).
 #include "topology/pipeline.h"
 
@@ -13,7 +15,7 @@ namespace gossipd::topology {
 namespace {
 
 constexpr PipelineSchedule kAll[] = {PipelineSchedule::kGpipe, PipelineSchedule::kOneFOneB,
-                                     PipelineSchedule::kOneFOneBAsync};
+                                     PipelineSchedule::kOneFOneBAsync, PipelineSchedule::kZeroBubble};
 
 TEST(PipelineSchedule, EveryMicroBatchRunsForwardThenBackwardOnceBackwardsInOrder) {
   for (PipelineSchedule s : kAll) {
@@ -21,19 +23,26 @@ TEST(PipelineSchedule, EveryMicroBatchRunsForwardThenBackwardOnceBackwardsInOrde
       for (size_t m = 1; m <= 9; ++m) {
         for (size_t stage = 0; stage < k; ++stage) {
           const std::vector<PipelineOp> ops = pipeline_ops(s, k, m, stage);
-          ASSERT_EQ(ops.size(), 2 * m);
+          // zb splits every backward but the first stage's in two.
+          const bool split = s == PipelineSchedule::kZeroBubble && stage > 0;
+          ASSERT_EQ(ops.size(), (split ? 3 : 2) * m);
           std::vector<int> forwarded(m, 0);
-          uint64_t next_backward = 0;
+          uint64_t next_backward = 0, next_weights = 0;
           for (const PipelineOp& op : ops) {
             ASSERT_LT(op.micro, m);
             if (op.kind == PipelineOp::kForward) {
               ++forwarded[op.micro];
+            } else if (op.kind == PipelineOp::kBackwardWeights) {
+              EXPECT_LT(op.micro, next_backward);  // after its input's gradient
+              EXPECT_EQ(op.micro, next_weights++);
             } else {
+              EXPECT_EQ(op.kind == PipelineOp::kBackwardInput, split);
               EXPECT_EQ(forwarded[op.micro], 1) << schedule_name(s) << " K=" << k << " M=" << m;
               EXPECT_EQ(op.micro, next_backward++);
             }
           }
           EXPECT_EQ(next_backward, m);
+          EXPECT_EQ(next_weights, split ? m : 0);
           for (int f : forwarded) EXPECT_EQ(f, 1);
         }
       }
@@ -51,6 +60,28 @@ TEST(PipelineSchedule, OneFOneBHoldsAtMostKMinusStageGpipeAllM) {
       }
     }
   }
+}
+
+TEST(PipelineSchedule, ZeroBubbleHoldsOneMicroBatchMoreThanOneFOneB) {
+  for (size_t k = 2; k <= 5; ++k) {
+    for (size_t m = 1; m <= 9; ++m) {
+      for (size_t stage = 0; stage < k; ++stage) {
+        const size_t held = std::min(k - stage + 1, m);
+        EXPECT_EQ(max_in_flight(pipeline_ops(PipelineSchedule::kZeroBubble, k, m, stage)), held)
+            << "K=" << k << " M=" << m << " stage " << stage;
+      }
+    }
+  }
+  using P = PipelineOp;
+  const std::vector<PipelineOp> first{{P::kForward, 0},  {P::kForward, 1}, {P::kForward, 2},
+                                      {P::kBackward, 0}, {P::kForward, 3}, {P::kBackward, 1},
+                                      {P::kBackward, 2}, {P::kBackward, 3}};
+  EXPECT_EQ(pipeline_ops(PipelineSchedule::kZeroBubble, 2, 4, 0), first);
+  const std::vector<PipelineOp> last{
+      {P::kForward, 0},         {P::kBackwardInput, 0}, {P::kForward, 1},         {P::kBackwardInput, 1},
+      {P::kBackwardWeights, 0}, {P::kForward, 2},       {P::kBackwardInput, 2},   {P::kBackwardWeights, 1},
+      {P::kForward, 3},         {P::kBackwardInput, 3}, {P::kBackwardWeights, 2}, {P::kBackwardWeights, 3}};
+  EXPECT_EQ(pipeline_ops(PipelineSchedule::kZeroBubble, 2, 4, 1), last);
 }
 
 TEST(PipelineSchedule, OneFOneBAlternatesInTheSteadyState) {
@@ -96,6 +127,27 @@ TEST(PipelineTiming, GpipeBubbleIsKMinusOneOverMPlusKMinusOne) {
       }
     }
   }
+}
+
+// Stage 0 is the slower (1 + 2 a micro-batch against 0.8 + 1.6, 0.8 of it
+// W): 1f1b's stage 0 waits for stage 1's first whole backward and, at the
+// end, for its last; zb's waits for neither, its step is stage 0's compute.
+TEST(PipelineTiming, ZeroBubbleKeepsTheSlowerFirstStageBusy) {
+  StageTimes t = equal_stages(2, 1.0, 2.0, 0.0);
+  t.forward[1] = 0.8;
+  t.backward[1] = 1.6;
+  t.weights = {0.0, 0.8};
+  const auto zb = simulate_pipeline(PipelineSchedule::kZeroBubble, 4, t);
+  const auto one = simulate_pipeline(PipelineSchedule::kOneFOneB, 4, t);
+  ASSERT_TRUE(zb && one);
+  EXPECT_DOUBLE_EQ(zb->step, 4 * 3.0);
+  EXPECT_DOUBLE_EQ(zb->bubble[0], 0.0);
+  EXPECT_GT(one->step, zb->step + 1.0);
+  // Without W to defer zb still gains the warm-up forward, less than with it.
+  t.weights.clear();
+  const auto whole = simulate_pipeline(PipelineSchedule::kZeroBubble, 4, t);
+  ASSERT_TRUE(whole);
+  EXPECT_GT(whole->step, zb->step);
 }
 
 TEST(PipelineTiming, TheSlowestStageAndTheTransfersSetTheStep) {
@@ -149,6 +201,7 @@ TEST(LayerCounts, ParsesAndRefusesWithAReason) {
     EXPECT_NE(std::string(e.what()).find("covers 5 layers, the model has 9"), std::string::npos) << e.what();
   }
   EXPECT_EQ(parse_schedule("1f1b-async"), PipelineSchedule::kOneFOneBAsync);
+  EXPECT_EQ(parse_schedule("zb"), PipelineSchedule::kZeroBubble);
   EXPECT_THROW(parse_schedule("pipedream"), std::invalid_argument);
 }
 

@@ -4,7 +4,8 @@
 // does, to float rounding (the layers add each micro-batch's gradient
 // inside their GEMM, the serial run after it), for the MLP and the CNN;
 // stashes are counted; weight stashing runs a backward with the weights of
-// its forward.
+// its forward; a backward split in two (input, then weights' gradient)
+// makes the same floats.
 #include "trainer/stage.h"
 
 #include <gtest/gtest.h>
@@ -112,6 +113,44 @@ TEST(Stage, InterleavedMicroBatchesAccumulateTheSerialGradients) {
             << name << " stage [" << s->first() << ", " << s->last() << ") param " << i;
     }
   }
+}
+
+// zb's order: B0 B1 W0 B2 W1 B3 W2 W3 against whole backwards in order.
+TEST(Stage, ABackwardSplitInTwoMakesTheSameFloatsAsTheWholeOne) {
+  for (const char* name : {"mlp", "cnn"}) {
+    const ModelOptions mo = small(name);
+    auto whole_model = make_model(mo, kSeed), split_model = make_model(mo, kSeed);
+    const size_t n = whole_model->layers().size();
+    Stage whole(*whole_model, 1, n), split(*split_model, 1, n);
+    const size_t in = whole.input_shape().size() * kMicro, out = whole.output_shape().size() * kMicro;
+    Rng rng(4);
+    std::vector<float> x(in * kMicros), d(out * kMicros);
+    for (float& v : x) v = static_cast<float>(rng.normal());
+    for (float& v : d) v = static_cast<float>(rng.normal());
+    std::vector<float> din_whole(in * kMicros), din_split(in * kMicros);
+    for (uint64_t m = 0; m < kMicros; ++m) {
+      whole.forward(m, {x.data() + m * in, in}, kMicro);
+      split.forward(m, {x.data() + m * in, in}, kMicro);
+    }
+    for (uint64_t m = 0; m < kMicros; ++m) {
+      whole.backward(m, {d.data() + m * out, out}, {din_whole.data() + m * in, in});
+      split.backward_input(m, {d.data() + m * out, out}, {din_split.data() + m * in, in});
+      EXPECT_THROW(split.backward_input(m, {d.data() + m * out, out}, {}), std::logic_error);
+      if (m > 0) split.backward_weights(m - 1);
+    }
+    EXPECT_THROW(split.backward_weights(kMicros), std::logic_error);
+    split.backward_weights(kMicros - 1);
+    EXPECT_EQ(split.in_flight(), 0u);
+    EXPECT_EQ(din_split, din_whole) << name;
+    const std::span<const float> a = whole.grads(), b = split.grads();
+    EXPECT_TRUE(std::equal(a.begin(), a.end(), b.begin(), b.end())) << name;
+    EXPECT_GT(split.most_stashed_floats(), whole.most_stashed_floats()) << name;  // the output gradients kept
+  }
+  auto model = make_model(small("mlp"), kSeed);
+  Stage stage(*model, 0, model->layers().size());
+  std::vector<float> x(model->input_shape().size() * kMicro, 0.5f);
+  stage.forward(0, x, kMicro);
+  EXPECT_THROW(stage.backward_weights(0), std::logic_error);  // before its input's gradient
 }
 
 TEST(Stage, CountsWhatItsStashesHold) {

@@ -17,7 +17,7 @@ using topology::PipelineSchedule;
 constexpr int kProfileReps = 5;
 
 constexpr PipelineSchedule kSchedules[] = {PipelineSchedule::kGpipe, PipelineSchedule::kOneFOneB,
-                                           PipelineSchedule::kOneFOneBAsync};
+                                           PipelineSchedule::kOneFOneBAsync, PipelineSchedule::kZeroBubble};
 
 // A plan as floats: K, D, M, the schedule's index, the predicted step,
 // then the layers per stage.

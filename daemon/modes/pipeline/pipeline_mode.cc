@@ -90,9 +90,10 @@ void PipelineMode::add_flags(ModeFlags& f) {
       ->capture_default_str();
   f.option("--schedule", flags_.schedule,
            "--algo pipeline: gpipe (all forwards, then all backwards), 1f1b (at most K micro-batches held), "
+           "zb (1f1b with each backward split: input gradient first, weights' gradient where 1f1b waits), "
            "1f1b-async (PipeDream: no drain, an update per micro-batch with weight stashing: another "
-           "optimization, only when named), or auto: the planner's of gpipe and 1f1b")
-      ->check(CLI::IsMember({"auto", "gpipe", "1f1b", "1f1b-async"}))
+           "optimization, only when named), or auto: the planner's of gpipe, 1f1b and zb")
+      ->check(CLI::IsMember({"auto", "gpipe", "1f1b", "1f1b-async", "zb"}))
       ->capture_default_str();
   f.option("--partition", flags_.partition,
            "--algo pipeline: auto (the planner's), L,L,... (layers per stage, with --stages), or the JSON a "

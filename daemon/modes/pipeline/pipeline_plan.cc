@@ -16,7 +16,9 @@ constexpr size_t kAsyncBatches = 8;  // batches 1f1b-async is priced over
 constexpr double kWorthIt = 0.01;    // a stage must make the step this much faster
 
 size_t in_flight(PipelineSchedule s, size_t stages, size_t micros, size_t stage) {
-  return s == PipelineSchedule::kGpipe ? micros : std::min(stages - stage, micros);
+  // 1f1b-async holds what 1f1b does (its order over an epoch).
+  if (s == PipelineSchedule::kOneFOneBAsync) s = PipelineSchedule::kOneFOneB;
+  return topology::max_in_flight(topology::pipeline_ops(s, stages, micros, stage));
 }
 
 StagePlan stage_plan(const PipelinePlanInput& in, const topology::LayerRanges& ranges, size_t k) {
@@ -28,6 +30,7 @@ StagePlan stage_plan(const PipelinePlanInput& in, const topology::LayerRanges& r
     const trainer::LayerTiming& l = in.layers[i];
     s.forward_s += l.forward_s;
     s.backward_s += l.backward_s;
+    s.weights_s += l.weights_s;
     s.refind_s += l.refind_s;
     s.params += l.params;
     per_sample += l.out_floats;
@@ -40,9 +43,13 @@ StagePlan stage_plan(const PipelinePlanInput& in, const topology::LayerRanges& r
   // 1f1b-async: a copy of the weights for each in flight over an update
   // but the newest.
   const double weight_copies = stash_weights ? static_cast<double>(s.in_flight - 1) : 0.0;
-  s.memory_bytes = 4.0 * (3.0 * static_cast<double>(s.params) +
-                          static_cast<double>(s.in_flight) * static_cast<double>(s.stash_floats) +
-                          weight_copies * static_cast<double>(s.params));
+  // zb: the output gradients kept from a B to its W, of two micro-batches
+  // at most (B of m comes before W of m - 1); at most a stash's size each.
+  const double kept_gradients = in.schedule == PipelineSchedule::kZeroBubble && k > 0 ? 2.0 : 0.0;
+  s.memory_bytes =
+      4.0 * (3.0 * static_cast<double>(s.params) +
+             (static_cast<double>(s.in_flight) + kept_gradients) * static_cast<double>(s.stash_floats) +
+             weight_copies * static_cast<double>(s.params));
   return s;
 }
 
@@ -92,6 +99,7 @@ PipelinePlan price_partition(const PipelinePlanInput& in, const topology::LayerR
     t.forward.push_back(s.forward_s + copies);
     t.backward.push_back(s.backward_s + copies);
     t.refind.push_back(s.refind_s);
+    t.weights.push_back(s.weights_s);
     // 1f1b-async updates after every backward, and a stage with
     // micro-batches in flight then keeps their weights: priced with the
     // update, as the replicas' allreduce before it.

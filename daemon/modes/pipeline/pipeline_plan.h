@@ -35,13 +35,15 @@ struct StagePlan {
   size_t first = 0, last = 0;            // layers [first, last)
   double forward_s = 0, backward_s = 0;  // per micro-batch
   double refind_s = 0;                   // more per backward not right after its forward
+  double weights_s = 0;                  // of backward_s, its W under zb (the layers that split)
   size_t params = 0;
   size_t in_flight = 0;       // most micro-batches it holds under the schedule
   size_t stash_floats = 0;    // what one micro-batch stashes (trainer::Stage::stash_floats)
   double boundary_bytes = 0;  // its output per micro-batch, sent to the next stage (0 for the last)
   // Parameters, their gradients and the optimizer's velocity, the
-  // activations of the micro-batches in flight, and (1f1b-async) one
-  // stashed copy of the weights per micro-batch in flight.
+  // activations of the micro-batches in flight, (1f1b-async) one stashed
+  // copy of the weights per micro-batch in flight, and (zb, but the first
+  // stage) the output gradients of two micro-batches between B and W.
   double memory_bytes = 0;
 };
 

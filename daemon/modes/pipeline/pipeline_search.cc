@@ -54,7 +54,7 @@ std::vector<PipelineSchedule> schedules(size_t stages, size_t micros, const Plan
   if (l.schedule == PipelineSchedule::kOneFOneBAsync && !l.micros && micros != 1) return {};
   if (l.schedule) return {*l.schedule};
   if (stages == 1) return {PipelineSchedule::kOneFOneB};
-  return {PipelineSchedule::kGpipe, PipelineSchedule::kOneFOneB};
+  return {PipelineSchedule::kGpipe, PipelineSchedule::kOneFOneB, PipelineSchedule::kZeroBubble};
 }
 
 // The partition into `stages` whose slowest stage (forward and backward

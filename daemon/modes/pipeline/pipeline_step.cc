@@ -100,10 +100,15 @@ trainer::LossResult PipelineStep::train(std::span<const float> x, std::span<cons
 
 void PipelineStep::run(const PipelineOp& op, const Batch& b, float lr, trainer::LossResult& sum) {
   const uint64_t key = b.base + op.micro;
-  if (op.kind == PipelineOp::kForward) {
-    forward(key, b, sum);
-  } else {
-    backward(key, lr);
+  switch (op.kind) {
+    case PipelineOp::kForward:
+      forward(key, b, sum);
+      break;
+    case PipelineOp::kBackwardWeights:
+      timed([&] { stage_.backward_weights(key); });
+      break;
+    default:
+      backward(key, op.kind == PipelineOp::kBackwardInput, lr);
   }
 }
 
@@ -133,7 +138,9 @@ void PipelineStep::forward(uint64_t key, const Batch& b, trainer::LossResult& su
   if (!comm_.last()) sent_outputs_[key] = comm_.send_activation(key, out);
 }
 
-void PipelineStep::backward(uint64_t key, float lr) {
+// The whole backward, or (`input_only`) its input gradient, whose weights'
+// gradient comes in a kBackwardWeights op.
+void PipelineStep::backward(uint64_t key, bool input_only, float lr) {
   std::span<const float> dout;
   if (comm_.last()) {
     dout = dlogits_.at(key);
@@ -146,13 +153,19 @@ void PipelineStep::backward(uint64_t key, float lr) {
   }
   std::vector<float>* din = comm_.first() ? nullptr : &gradient_slot();
   if (din) din->resize(stage_.input_shape().size() * micro_batch_);
-  const Clock::time_point start = Clock::now();
-  stage_.backward(key, dout, din ? std::span<float>(*din) : std::span<float>());
-  busy_ += std::chrono::duration<double>(Clock::now() - start).count();
+  const std::span<float> to = din ? std::span<float>(*din) : std::span<float>();
+  timed([&] { input_only ? stage_.backward_input(key, dout, to) : stage_.backward(key, dout, to); });
   dlogits_.erase(key);
   if (din) slot_sends_[next_slot_] = comm_.send_gradient(key, *din);
   next_slot_ = (next_slot_ + 1) % slots_.size();
   if (asynchronous(o_)) update(lr);
+}
+
+template <typename F>
+void PipelineStep::timed(F&& compute) {
+  const Clock::time_point start = Clock::now();
+  compute();
+  busy_ += std::chrono::duration<double>(Clock::now() - start).count();
 }
 
 std::vector<float>& PipelineStep::gradient_slot() {

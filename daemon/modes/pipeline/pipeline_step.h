@@ -27,9 +27,10 @@ struct PipelineStepOptions {
 // from the stage before and its output's gradient from the stage after,
 // sending its output and its input's gradient on without waiting (a send of
 // micro-batch m overlaps the compute of the next one). The last stage turns
-// logits into the loss's gradient. gpipe and 1f1b: gradients accumulate
-// over the batch's micro-batches, are averaged over the replicas, and the
-// stage takes one optimizer step. 1f1b-async: the schedule runs over a
+// logits into the loss's gradient. gpipe, 1f1b and zb (where a backward
+// but the first stage's comes in two ops, the input gradient sent after the
+// first): gradients accumulate over the batch's micro-batches, are averaged
+// over the replicas, and the stage takes one optimizer step. 1f1b-async: the schedule runs over a
 // whole epoch's micro-batches without draining, and every backward (with
 // the weights its forward used) is followed by an update.
 class PipelineStep {
@@ -60,7 +61,9 @@ class PipelineStep {
   };
   void run(const topology::PipelineOp& op, const Batch& b, float lr, trainer::LossResult& sum);
   void forward(uint64_t key, const Batch& b, trainer::LossResult& sum);
-  void backward(uint64_t key, float lr);
+  void backward(uint64_t key, bool input_only, float lr);
+  template <typename F>
+  void timed(F&& compute);              // runs it, counted as busy
   std::vector<float>& gradient_slot();  // a free buffer for an input gradient on its way
   void update(float lr);
   void share_segments();

@@ -17,7 +17,7 @@ namespace {
 using topology::PipelineSchedule;
 
 constexpr PipelineSchedule kSchedules[] = {PipelineSchedule::kGpipe, PipelineSchedule::kOneFOneB,
-                                           PipelineSchedule::kOneFOneBAsync};
+                                           PipelineSchedule::kOneFOneBAsync, PipelineSchedule::kZeroBubble};
 
 // The chosen partition's predicted step under each schedule.
 std::vector<double> step_by_schedule(PipelinePlanInput in, const topology::LayerRanges& ranges) {
@@ -204,10 +204,11 @@ CLI::App* add_plan_pipeline(CLI::App& plan, PlanPipelineOptions& o) {
                   "Micro-batches M per batch (M divides --batch); 0: about 8 samples each (--procs: every M)")
       ->check(CLI::Range(size_t{0}, size_t{1} << 16))
       ->capture_default_str();
-  cmd->add_option("--schedule", o.schedule,
-                  "The schedule the partition is chosen for (auto: 1f1b; --procs: the planner's of gpipe and "
-                  "1f1b; 1f1b-async only when named)")
-      ->check(CLI::IsMember({"auto", "gpipe", "1f1b", "1f1b-async"}))
+  cmd->add_option(
+         "--schedule", o.schedule,
+         "The schedule the partition is chosen for (auto: 1f1b; --procs: the planner's of gpipe, 1f1b "
+         "and zb; 1f1b-async only when named)")
+      ->check(CLI::IsMember({"auto", "gpipe", "1f1b", "1f1b-async", "zb"}))
       ->capture_default_str();
   cmd->add_option(
          "--bandwidth", o.bandwidth,
