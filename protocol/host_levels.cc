@@ -77,7 +77,10 @@ bool two_levels_apply(const HostLayout& layout) {
          layout.per_host <= kMaxLevelGroups;
 }
 
-TwoLevelAllreduce::TwoLevelAllreduce(Group& group, const HostLayout& layout) {
+TwoLevelAllreduce::TwoLevelAllreduce(Group& group, const HostLayout& layout)
+    : TwoLevelAllreduce(group, layout, group.tag()) {}
+
+TwoLevelAllreduce::TwoLevelAllreduce(Group& group, const HostLayout& layout, uint32_t levels_key) {
   if (!two_levels_apply(layout))
     throw ProtocolConfigError(
         "two-level allreduce: needs 2 to 128 hosts holding the same number of members, 2 to 128");
@@ -90,9 +93,9 @@ TwoLevelAllreduce::TwoLevelAllreduce(Group& group, const HostLayout& layout) {
     const size_t place = static_cast<size_t>(me - ranks.begin());
     std::vector<size_t> peers;  // the member at `place` on every host
     for (const auto& other : layout.hosts) peers.push_back(other.at(place));
-    in_host_ = std::make_unique<Group>(group.node(), level_tag(group.tag(), h), ids_of(group, ranks),
+    in_host_ = std::make_unique<Group>(group.node(), level_tag(levels_key, h), ids_of(group, ranks),
                                        group.options());
-    across_ = std::make_unique<Group>(group.node(), level_tag(group.tag(), kMaxLevelGroups + place),
+    across_ = std::make_unique<Group>(group.node(), level_tag(levels_key, kMaxLevelGroups + place),
                                       ids_of(group, peers), group.options());
   }
   if (covered != group.size() || !in_host_)
@@ -115,6 +118,25 @@ void TwoLevelAllreduce::run(std::span<float> data) {
   else
     Allreduce(*across_, block).run();
   Allgather(*in_host_, data).run();
+}
+
+HostAwareAllreduce::HostAwareAllreduce(Group& group, std::optional<uint32_t> levels_key)
+    : group_(group), key_(levels_key) {}
+
+HostAwareAllreduce::~HostAwareAllreduce() = default;
+
+void HostAwareAllreduce::run(std::span<float> data) {
+  if (!laid_out_) {
+    const HostLayout layout = agreed_host_layout(group_);
+    laid_out_ = true;
+    if (two_levels_apply(layout)) {
+      levels_ = std::make_unique<TwoLevelAllreduce>(group_, layout, key_.value_or(group_.tag()));
+      levels_text_ =
+          std::to_string(layout.hosts.size()) + " hosts of " + std::to_string(layout.per_host) + " members";
+    }
+  }
+  if (levels_) return levels_->run(data);
+  Allreduce(group_, data).run();
 }
 
 }  // namespace gossipd::protocol

@@ -1,6 +1,8 @@
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -47,12 +49,14 @@ bool two_levels_apply(const HostLayout& layout);
 // ring, never recursive doubling), then an allgather in each host. Every member of the group runs it with the
 // same layout; the result is the sum, the same on every member (summed in another order than a flat ring:
 // equal to it for integer-valued inputs). Its groups take tags from tags::User::kHostLevels keyed by the
-// group's tag.
+// group's tag, or by `levels_key` where one member sums over groups whose
+// tags agree in their low 16 bits (the grid's).
 class TwoLevelAllreduce {
  public:
   // Throws ProtocolConfigError when two_levels_apply(layout) does not hold
   // or the layout does not cover the group's ranks.
   TwoLevelAllreduce(Group& group, const HostLayout& layout);
+  TwoLevelAllreduce(Group& group, const HostLayout& layout, uint32_t levels_key);
   ~TwoLevelAllreduce();
   TwoLevelAllreduce(const TwoLevelAllreduce&) = delete;
   TwoLevelAllreduce& operator=(const TwoLevelAllreduce&) = delete;
@@ -66,6 +70,33 @@ class TwoLevelAllreduce {
  private:
   std::unique_ptr<Group> in_host_;  // this member's host
   std::unique_ptr<Group> across_;   // the members at this member's place in every host
+};
+
+// A group's allreduce as its members' hosts allow: in two levels where they
+// share hosts evenly (two_levels_apply on agreed_host_layout: measured faster
+// than one flat ring at every size over mixed links, tests/bench/README.md),
+// else the flat schedules (Allreduce). The layout is agreed at the first
+// sum, a collective: every member makes its first sum at the same point.
+class HostAwareAllreduce {
+ public:
+  // `levels_key` as TwoLevelAllreduce's (the group's tag when none).
+  explicit HostAwareAllreduce(Group& group, std::optional<uint32_t> levels_key = std::nullopt);
+  ~HostAwareAllreduce();
+  HostAwareAllreduce(const HostAwareAllreduce&) = delete;
+  HostAwareAllreduce& operator=(const HostAwareAllreduce&) = delete;
+
+  // Sum over the group, in place. The first call lays the levels out.
+  void run(std::span<float> data);
+  // After the first sum: the hosts and members per host of the two levels
+  // ("2 hosts of 4 members"), or empty for one flat ring.
+  const std::string& levels() const { return levels_text_; }
+
+ private:
+  Group& group_;
+  std::optional<uint32_t> key_;
+  bool laid_out_ = false;
+  std::unique_ptr<TwoLevelAllreduce> levels_;
+  std::string levels_text_;
 };
 
 }  // namespace gossipd::protocol

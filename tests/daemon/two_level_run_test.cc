@@ -1,12 +1,13 @@
-// AllReduce-SGD where hosts hold several members: 2 network-namespace
-// hosts of 2 gossipd processes each. Every member agrees on the layout and
-// sums in two levels (in each host, then across); the replicas end
-// identical, and as accurate as the same run on one host (one flat ring:
-// the same sums in another order).
+// AllReduce-SGD and the grid's row where hosts hold several members: 2
+// network-namespace hosts of 2 gossipd processes each. Every member agrees
+// on the layout and sums in two levels (in each host, then across); the
+// replicas end identical, and as accurate as the same run on one host (one
+// flat ring: the same sums in another order).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <set>
 
@@ -51,48 +52,49 @@ LevelEnd expect_identical(std::vector<std::unique_ptr<Process>>& procs,
   return e;
 }
 
-TEST(TwoLevels, FourMembersOnTwoHostsSumInTwoLevelsAndEndAsTheFlatRingDoes) {
-  if (geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
+// The four members' peers list: "w0=E0,w1=E1,...".
+std::string peers_of(const std::function<std::string(int)>& endpoint) {
+  std::string peers;
+  for (int i = 0; i < kLevelHosts * kLevelPerHost; ++i)
+    peers.append(i ? ",w" : "w").append(std::to_string(i)).append("=").append(endpoint(i));
+  return peers;
+}
+
+// Four members with `flags`: on two network-namespace hosts of two, then on
+// one host; every member of the first says `said`, none of the second
+// "two levels", both end with one model each, as accurate.
+void two_hosts_against_one(const std::vector<std::string>& flags, const std::string& said) {
   TempDir dir("two_levels");
   daemon::NetnsHosts hosts(kLevelHosts, "");
   {  // the processes end (or are killed) before their namespaces go
     std::vector<std::string> controls;
     std::vector<std::unique_ptr<Process>> procs;
-    std::string peers;
     const auto endpoint = [&](int i) {
       return "tcp://" + hosts.address(i / kLevelPerHost) + ":" + std::to_string(7200 + i % kLevelPerHost);
     };
-    for (int i = 0; i < kLevelHosts * kLevelPerHost; ++i)
-      peers.append(i ? ",w" : "w").append(std::to_string(i)).append("=").append(endpoint(i));
+    const std::string peers = peers_of(endpoint);
     for (int i = 0; i < kLevelHosts * kLevelPerHost; ++i) {
       controls.push_back(dir.file("w" + std::to_string(i) + ".control"));
       procs.push_back(
           std::make_unique<Process>(with({hosts.ip(), "netns", "exec", hosts.netns(i / kLevelPerHost),
                                           bin("gossipd"), "run", "--id", "w" + std::to_string(i), "--listen",
                                           endpoint(i), "--peers", peers, "--control-out", controls.back()},
-                                         kLevelRun)));
+                                         flags)));
     }
     const LevelEnd levels = expect_identical(procs, controls);
-    for (size_t i = 0; i < procs.size(); ++i) {
-      EXPECT_NE(procs[i]->out().find("allreduce in two levels, 2 hosts of 2 members"), std::string::npos)
-          << "w" << i << ": " << procs[i]->out();
-    }
+    for (size_t i = 0; i < procs.size(); ++i)
+      EXPECT_NE(procs[i]->out().find(said), std::string::npos) << "w" << i << ": " << procs[i]->out();
     // The same run with every member on one host: one flat ring.
     std::vector<std::string> flat_controls;
     std::vector<std::unique_ptr<Process>> flat;
-    std::string flat_peers;
-    for (int i = 0; i < kLevelHosts * kLevelPerHost; ++i)
-      flat_peers.append(i ? ",w" : "w")
-          .append(std::to_string(i))
-          .append("=ipc://")
-          .append(dir.file("f" + std::to_string(i)));
+    const auto socket = [&](int i) { return "ipc://" + dir.file("f" + std::to_string(i)); };
+    const std::string flat_peers = peers_of(socket);
     for (int i = 0; i < kLevelHosts * kLevelPerHost; ++i) {
       flat_controls.push_back(dir.file("f" + std::to_string(i) + ".control"));
-      flat.push_back(
-          std::make_unique<Process>(with({bin("gossipd"), "run", "--id", "w" + std::to_string(i), "--listen",
-                                          "ipc://" + dir.file("f" + std::to_string(i)), "--peers", flat_peers,
-                                          "--control-out", flat_controls.back()},
-                                         kLevelRun)));
+      flat.push_back(std::make_unique<Process>(
+          with({bin("gossipd"), "run", "--id", "w" + std::to_string(i), "--listen", socket(i), "--peers",
+                flat_peers, "--control-out", flat_controls.back()},
+               flags)));
     }
     const LevelEnd ring = expect_identical(flat, flat_controls);
     EXPECT_EQ(flat[0]->out().find("two levels"), std::string::npos) << flat[0]->out();
@@ -101,6 +103,21 @@ TEST(TwoLevels, FourMembersOnTwoHostsSumInTwoLevelsAndEndAsTheFlatRingDoes) {
     std::printf("[ measured ] test accuracy: two levels %.4f, one flat ring %.4f\n", levels.accuracy,
                 ring.accuracy);
   }
+}
+
+TEST(TwoLevels, FourMembersOnTwoHostsSumInTwoLevelsAndEndAsTheFlatRingDoes) {
+  if (geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
+  two_hosts_against_one(kLevelRun, "allreduce in two levels, 2 hosts of 2 members");
+}
+
+// A 1x4 grid (a column a member, the row all four): the row's allreduce of
+// the weight gradients takes two levels.
+TEST(TwoLevels, AGridRowOnTwoHostsSumsInTwoLevelsAndEndsAsTheFlatRingDoes) {
+  if (geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
+  std::vector<std::string> grid = kLevelRun;
+  grid[1] = "grid";
+  grid.insert(grid.end(), {"--grid", "1x4"});
+  two_hosts_against_one(grid, "the grid's row allreduce in two levels, 2 hosts of 2 members");
 }
 
 }  // namespace

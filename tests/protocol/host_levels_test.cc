@@ -8,6 +8,7 @@
 
 #include <tuple>
 
+#include "protocol/collectives.h"
 #include "protocol/errors.h"
 #include "tests/protocol/collective_inputs.h"
 #include "tests/protocol/test_cluster.h"
@@ -74,6 +75,55 @@ TEST(TwoLevelAllreduce, RefusesALayoutWithoutTwoLevels) {
   Group g(cluster.node(0), kParentTag, cluster.ids(), small_pieces());
   const std::vector<std::string> uneven{"a", "a", "b"};
   EXPECT_THROW(TwoLevelAllreduce(g, host_layout(uneven)), ProtocolConfigError);
+}
+
+// Two groups whose tags agree in their low 16 bits (the grid's row 0 and
+// whole grid) would take the same tags for their levels; keys keep them
+// apart, and both sum right, called in turn.
+TEST(TwoLevelAllreduce, KeysKeepTheLevelsOfTwoGroupsApart) {
+  const std::vector<std::string> hosts{"a", "a", "b", "b"};
+  TestCluster cluster(4);
+  std::vector<std::vector<float>> first(4), second(4);
+  testing::expect_no_errors(cluster.run([&](size_t r) {
+    Group row(cluster.node(r), kParentTag, cluster.ids(), small_pieces());
+    Group all(cluster.node(r), kParentTag + (1u << 16), cluster.ids(), small_pieces());
+    TwoLevelAllreduce by_tag_row(row, host_layout(hosts)), by_tag_all(all, host_layout(hosts));
+    EXPECT_EQ(by_tag_row.in_host().tag(), by_tag_all.in_host().tag());
+    TwoLevelAllreduce keyed_row(row, host_layout(hosts), 1), keyed_all(all, host_layout(hosts), 3);
+    EXPECT_NE(keyed_row.in_host().tag(), keyed_all.in_host().tag());
+    EXPECT_NE(keyed_row.across_hosts().tag(), keyed_all.across_hosts().tag());
+    first[r] = rank_input(r, 4099, 0);
+    second[r] = rank_input(r, 4099, 1);
+    keyed_row.run(first[r]);
+    keyed_all.run(second[r]);
+  }));
+  for (size_t r = 0; r < 4; ++r) {
+    EXPECT_EQ(first[r], serial_sum(4, 4099, 0)) << "rank " << r;
+    EXPECT_EQ(second[r], serial_sum(4, 4099, 1)) << "rank " << r;
+  }
+}
+
+// Members on one host (all loopback here): the flat schedules, the same
+// floats as Allreduce, and no levels said.
+TEST(HostAwareAllreduce, OnOneHostSumsAsTheFlatScheduleDoes) {
+  TestCluster cluster(4);
+  std::vector<std::vector<float>> aware(4), flat(4);
+  std::vector<std::string> said(4, "?");
+  testing::expect_no_errors(cluster.run([&](size_t r) {
+    Group g(cluster.node(r), kParentTag, cluster.ids(), small_pieces());
+    HostAwareAllreduce sum(g);
+    for (size_t call = 0; call < 2; ++call) {
+      aware[r] = rank_input(r, 100003, call);
+      flat[r] = aware[r];
+      sum.run(aware[r]);
+      Allreduce(g, flat[r]).run();
+    }
+    said[r] = sum.levels();
+  }));
+  for (size_t r = 0; r < 4; ++r) {
+    EXPECT_EQ(aware[r], flat[r]) << "rank " << r;
+    EXPECT_EQ(said[r], "") << "rank " << r;
+  }
 }
 
 // (hosts, members per host, floats); rank r is on host r % hosts, so a

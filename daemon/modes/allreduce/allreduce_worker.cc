@@ -120,9 +120,12 @@ void AllreduceWorker::average_gradients() {
 void AllreduceWorker::sum(std::span<float> data) {
   TrainingLoop::CommTimer comm(loop_);
   if (options_.codec.lossless()) {
-    if (levels_stale_) refresh_levels();
-    if (levels_) return levels_->run(data);
-    return protocol::Allreduce(*group_, data).run();
+    const bool first = !ring_sum_;
+    if (first) ring_sum_ = std::make_unique<protocol::HostAwareAllreduce>(*group_);
+    ring_sum_->run(data);
+    if (first && !ring_sum_->levels().empty())
+      spdlog::info("node '{}': allreduce in two levels, {}", node_.id(), ring_sum_->levels());
+    return;
   }
   const protocol::ErrorFeedback before = feedback_;
   try {
@@ -134,20 +137,8 @@ void AllreduceWorker::sum(std::span<float> data) {
 }
 
 void AllreduceWorker::use_ring(std::unique_ptr<protocol::Group> ring) {
-  levels_.reset();  // its groups are the old ring's
-  levels_stale_ = true;
+  ring_sum_.reset();  // its levels are the old ring's
   group_ = std::move(ring);
-}
-
-// At the ring's first sum, with its final options (the subgroups copy them):
-// every member calls it at the same step.
-void AllreduceWorker::refresh_levels() {
-  const protocol::HostLayout layout = protocol::agreed_host_layout(*group_);
-  levels_stale_ = false;
-  if (!protocol::two_levels_apply(layout)) return;
-  levels_ = std::make_unique<protocol::TwoLevelAllreduce>(*group_, layout);
-  spdlog::info("node '{}': allreduce in two levels, {} hosts of {} members", node_.id(), layout.hosts.size(),
-               layout.per_host);
 }
 
 void AllreduceWorker::await_view_change(std::exception_ptr failure, uint64_t round, std::stop_token stop) {

@@ -83,14 +83,11 @@ class AllreduceWorker : public Worker {
   // failure leaves the residual as it was (data is the caller's to restore).
   void average_gradients();  // the ring's sum of the gradients, divided by the members
   void sum(std::span<float> data);
-  // The ring the worker uses from now on; its two levels are laid out anew
-  // at its first sum (refresh_levels).
+  // The ring the worker uses from now on. Its sums take two levels where
+  // its members share hosts evenly (protocol::HostAwareAllreduce, laid
+  // out at the ring's first sum, with its final options: the subgroups
+  // copy them), else one flat ring.
   void use_ring(std::unique_ptr<protocol::Group> ring);
-  // Where the ring's members share hosts evenly (protocol::two_levels_apply
-  // on the layout every member agrees on), its sums take two levels: in
-  // each host, then across (measured faster than one flat ring at every
-  // size: tests/bench/README.md, two levels). Else one flat ring.
-  void refresh_levels();
   // Local SGD: the parameters' average over the ring, in place.
   void average_parameters(std::span<float> params);
   // Local SGD: a window starts at `params` (the first, or after a resync).
@@ -117,10 +114,9 @@ class AllreduceWorker : public Worker {
   TrainingLoop& loop_;
   AllreduceWorkerOptions options_;
   std::unique_ptr<protocol::Group> group_;
-  std::unique_ptr<protocol::TwoLevelAllreduce> levels_;  // group_'s two levels, or none
-  bool levels_stale_ = true;                             // laid out before the next sum
-  uint32_t view_id_ = 0;                                 // the id of the view group_ was formed over
-  std::unique_ptr<OuterMomentum> outer_;                 // local SGD's outer step (--outer-momentum)
+  std::unique_ptr<protocol::HostAwareAllreduce> ring_sum_;  // group_'s sums, made at the first
+  uint32_t view_id_ = 0;                                    // the id of the view group_ was formed over
+  std::unique_ptr<OuterMomentum> outer_;                    // local SGD's outer step (--outer-momentum)
   protocol::ErrorFeedback feedback_;  // --compress: what this member's encodings rounded off
   std::vector<float> window_start_;   // --compress with local SGD: the replicas' last average
 };

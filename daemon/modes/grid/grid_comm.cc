@@ -1,5 +1,7 @@
 #include "daemon/modes/grid/grid_comm.h"
 
+#include <spdlog/spdlog.h>
+
 #include <optional>
 #include <stdexcept>
 
@@ -27,6 +29,17 @@ GroupGridComm::GroupGridComm(protocol::Node& node, const std::vector<std::string
   halo_ = std::make_unique<protocol::Group>(node, grid.at(4 * at.col + 2), column, options);
   halo_stream_ = std::make_unique<protocol::TensorStream>(*halo_);
   all_ = std::make_unique<protocol::Group>(node, grid.at(kStartTag + 1), members, options);
+  // Keys as the groups' tags' indices, the grid's (index 3 is no group's).
+  column_sum_ = std::make_unique<protocol::HostAwareAllreduce>(*column_, static_cast<uint32_t>(4 * at.col));
+  row_sum_ = std::make_unique<protocol::HostAwareAllreduce>(*row_, static_cast<uint32_t>(4 * at.row + 1));
+  all_sum_ = std::make_unique<protocol::HostAwareAllreduce>(*all_, 3u);
+}
+
+void GroupGridComm::sum(protocol::HostAwareAllreduce& over, const char* what, std::span<float> data) {
+  const bool first = over.levels().empty();
+  over.run(data);
+  if (first && !over.levels().empty())
+    spdlog::info("node '{}': the grid's {} allreduce in two levels, {}", node_.id(), what, over.levels());
 }
 
 void GroupGridComm::set_stop(std::stop_token stop) {
@@ -60,16 +73,16 @@ void GroupGridComm::reduce_scatter_column(std::span<float> data, std::span<const
 void GroupGridComm::allreduce_row(std::span<float> data) {
   counted(bytes_.weight_gradient, [&] {
     protocol::Barrier(*row_).run();
-    protocol::Allreduce(*row_, data).run();
+    sum(*row_sum_, "row", data);
     protocol::Barrier(*row_).run();
   });
 }
 
 void GroupGridComm::allreduce_all(std::span<float> data) {
-  counted(bytes_.weight_gradient, [&] { protocol::Allreduce(*all_, data).run(); });
+  counted(bytes_.weight_gradient, [&] { sum(*all_sum_, "whole", data); });
 }
 
-void GroupGridComm::sum_column(std::span<float> data) { protocol::Allreduce(*column_, data).run(); }
+void GroupGridComm::sum_column(std::span<float> data) { sum(*column_sum_, "column", data); }
 
 // Both receives posted before the sends (the neighbours send at once too).
 void GroupGridComm::exchange_halo(std::span<const float> up, std::span<const float> down,

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "protocol/group.h"
+#include "protocol/host_levels.h"
 #include "protocol/tensor_stream.h"
 #include "topology/grid.h"
 
@@ -49,7 +50,10 @@ struct GridBytes {
 // GridComm over the node's transport (the direct data path where the node
 // has one): one Group per grid column, per grid row, for a column's halo
 // tensors and for the whole grid, tagged from the grid's range, so all are
-// in flight without meeting. `members` is the grid in rank order.
+// in flight without meeting. `members` is the grid in rank order. Where a
+// row's (or the grid's, or a column's) members share hosts evenly, its
+// allreduce takes two levels, in each host and then across
+// (protocol::HostAwareAllreduce).
 class GroupGridComm : public GridComm {
  public:
   // The index in the grid's tag range a worker's own all-grid group (its
@@ -77,9 +81,15 @@ class GroupGridComm : public GridComm {
   // Runs `collective`, adding the payload bytes this node sent meanwhile to `kind`.
   template <typename F>
   void counted(uint64_t& kind, F&& collective);
+  // An allreduce over one of the groups, saying at its first sum if it
+  // takes two levels (its members share hosts evenly).
+  void sum(protocol::HostAwareAllreduce& over, const char* what, std::span<float> data);
 
   protocol::Node& node_;
   std::unique_ptr<protocol::Group> column_, row_, halo_, all_;
+  // Their sums; the two levels' tags keyed apart (row 0's and all_'s tags
+  // agree in their low 16 bits).
+  std::unique_ptr<protocol::HostAwareAllreduce> column_sum_, row_sum_, all_sum_;
   std::unique_ptr<protocol::TensorStream> halo_stream_;
   uint64_t halo_seq_ = 0;
   GridBytes bytes_;

@@ -56,7 +56,8 @@ void PipelineComm::wait(const SendHandle& handle) { stream_->wait(handle); }
 void PipelineComm::allreduce_replicas(std::span<float> data) {
   if (shape_.replicas == 1) return;
   const uint64_t before = node_.payload_bytes_sent();
-  protocol::Allreduce(*replicas_, data).run();
+  if (!replicas_sum_) replicas_sum_ = std::make_unique<protocol::HostAwareAllreduce>(*replicas_);
+  replicas_sum_->run(data);
   bytes_.weight_gradient += node_.payload_bytes_sent() - before;
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "protocol/group.h"
+#include "protocol/host_levels.h"
 #include "protocol/tensor_stream.h"
 #include "topology/pipeline.h"
 
@@ -59,6 +60,7 @@ class PipelineComm {
   // Waits until a send is done (the buffer may change).
   void wait(const SendHandle& handle);
   // Sum over the replicas of this stage, in place; nothing with one replica.
+  // In two levels where the replicas share hosts evenly.
   void allreduce_replicas(std::span<float> data);
   // The same in two halves: afterwards this replica's block (counts[r]
   // floats after block r - 1) holds the sum; then every replica's block
@@ -79,6 +81,7 @@ class PipelineComm {
   topology::PipelineShape shape_;
   topology::PipelineCoord at_;
   std::unique_ptr<protocol::Group> pipeline_, gather_, replicas_;
+  std::unique_ptr<protocol::HostAwareAllreduce> replicas_sum_;  // in two levels where hosts allow
   std::unique_ptr<protocol::TensorStream> stream_;
   PipelineBytes bytes_;
 };
