@@ -77,10 +77,10 @@ bool two_levels_apply(const HostLayout& layout) {
          layout.per_host <= kMaxLevelGroups;
 }
 
-TwoLevelAllreduce::TwoLevelAllreduce(Group& group, const HostLayout& layout)
-    : TwoLevelAllreduce(group, layout, group.tag()) {}
+TwoLevelCollectives::TwoLevelCollectives(Group& group, const HostLayout& layout)
+    : TwoLevelCollectives(group, layout, group.tag()) {}
 
-TwoLevelAllreduce::TwoLevelAllreduce(Group& group, const HostLayout& layout, uint32_t levels_key) {
+TwoLevelCollectives::TwoLevelCollectives(Group& group, const HostLayout& layout, uint32_t levels_key) {
   if (!two_levels_apply(layout))
     throw ProtocolConfigError(
         "two-level allreduce: needs 2 to 128 hosts holding the same number of members, 2 to 128");
@@ -91,6 +91,8 @@ TwoLevelAllreduce::TwoLevelAllreduce(Group& group, const HostLayout& layout, uin
     const auto me = std::find(ranks.begin(), ranks.end(), group.rank());
     if (me == ranks.end()) continue;
     const size_t place = static_cast<size_t>(me - ranks.begin());
+    rank_ = group.rank();
+    place_ = place;
     std::vector<size_t> peers;  // the member at `place` on every host
     for (const auto& other : layout.hosts) peers.push_back(other.at(place));
     in_host_ = std::make_unique<Group>(group.node(), level_tag(levels_key, h), ids_of(group, ranks),
@@ -101,11 +103,12 @@ TwoLevelAllreduce::TwoLevelAllreduce(Group& group, const HostLayout& layout, uin
   if (covered != group.size() || !in_host_)
     throw ProtocolConfigError("two-level allreduce: the layout does not cover the group's " +
                               std::to_string(group.size()) + " ranks");
+  hosts_ = layout.hosts;
 }
 
-TwoLevelAllreduce::~TwoLevelAllreduce() = default;
+TwoLevelCollectives::~TwoLevelCollectives() = default;
 
-void TwoLevelAllreduce::run(std::span<float> data) {
+void TwoLevelCollectives::run(std::span<float> data) {
   ReduceScatter(*in_host_, data).run();
   const BlockRange mine = block_range(data.size(), in_host_->size(), in_host_->rank());
   // Across hosts never recursive doubling: it sends the whole block log2(H)
@@ -120,23 +123,92 @@ void TwoLevelAllreduce::run(std::span<float> data) {
   Allgather(*in_host_, data).run();
 }
 
-HostAwareAllreduce::HostAwareAllreduce(Group& group, std::optional<uint32_t> levels_key)
+// Where each rank's block lies in the buffer and in the staging order
+// (by place in the host, then by host), and the block counts of this
+// member's two groups.
+struct TwoLevelCollectives::Staging {
+  std::vector<BlockRange> flat;  // by rank, in the buffer
+  std::vector<size_t> staged;    // by rank: where its block starts in stage_
+  std::vector<size_t> in_host;   // by place: the floats of that place's blocks on every host
+  std::vector<size_t> across;    // by host: the block of the member at this place
+  size_t segment = 0;            // where this place's blocks start in stage_
+};
+
+TwoLevelCollectives::Staging TwoLevelCollectives::staging(size_t count,
+                                                          std::span<const size_t> counts) const {
+  Staging s;
+  const size_t ranks = hosts_.size() * hosts_.front().size();
+  s.flat = block_layout(count, ranks, counts, "two-level collective");
+  s.staged.assign(ranks, 0);
+  size_t at = 0;
+  for (size_t p = 0; p < hosts_.front().size(); ++p) {
+    if (p == place_) s.segment = at;
+    const size_t begin = at;
+    for (const auto& host : hosts_) {
+      const BlockRange& b = s.flat[host[p]];
+      s.staged[host[p]] = at;
+      at += b.end - b.begin;
+      if (p == place_) s.across.push_back(b.end - b.begin);
+    }
+    s.in_host.push_back(at - begin);
+  }
+  return s;
+}
+
+void TwoLevelCollectives::reduce_scatter(std::span<float> data, std::span<const size_t> counts) {
+  const Staging s = staging(data.size(), counts);
+  stage_.resize(data.size());
+  for (size_t r = 0; r < s.flat.size(); ++r)
+    std::copy(data.begin() + s.flat[r].begin, data.begin() + s.flat[r].end, stage_.begin() + s.staged[r]);
+  ReduceScatter(*in_host_, stage_, s.in_host).run();
+  ReduceScatter(*across_, std::span<float>(stage_).subspan(s.segment, s.in_host[place_]), s.across).run();
+  const BlockRange mine = s.flat[rank_];
+  std::copy_n(stage_.begin() + s.staged[rank_], mine.end - mine.begin, data.begin() + mine.begin);
+}
+
+void TwoLevelCollectives::allgather(std::span<float> data, std::span<const size_t> counts) {
+  const Staging s = staging(data.size(), counts);
+  stage_.resize(data.size());
+  const BlockRange mine = s.flat[rank_];
+  std::copy(data.begin() + mine.begin, data.begin() + mine.end, stage_.begin() + s.staged[rank_]);
+  Allgather(*across_, std::span<float>(stage_).subspan(s.segment, s.in_host[place_]), s.across).run();
+  Allgather(*in_host_, stage_, s.in_host).run();
+  for (size_t r = 0; r < s.flat.size(); ++r)
+    std::copy_n(stage_.begin() + s.staged[r], s.flat[r].end - s.flat[r].begin,
+                data.begin() + s.flat[r].begin);
+}
+
+HostAwareCollectives::HostAwareCollectives(Group& group, std::optional<uint32_t> levels_key)
     : group_(group), key_(levels_key) {}
 
-HostAwareAllreduce::~HostAwareAllreduce() = default;
+HostAwareCollectives::~HostAwareCollectives() = default;
 
-void HostAwareAllreduce::run(std::span<float> data) {
+TwoLevelCollectives* HostAwareCollectives::laid_out() {
   if (!laid_out_) {
     const HostLayout layout = agreed_host_layout(group_);
     laid_out_ = true;
     if (two_levels_apply(layout)) {
-      levels_ = std::make_unique<TwoLevelAllreduce>(group_, layout, key_.value_or(group_.tag()));
+      levels_ = std::make_unique<TwoLevelCollectives>(group_, layout, key_.value_or(group_.tag()));
       levels_text_ =
           std::to_string(layout.hosts.size()) + " hosts of " + std::to_string(layout.per_host) + " members";
     }
   }
-  if (levels_) return levels_->run(data);
+  return levels_.get();
+}
+
+void HostAwareCollectives::allreduce(std::span<float> data) {
+  if (TwoLevelCollectives* two = laid_out()) return two->run(data);
   Allreduce(group_, data).run();
+}
+
+void HostAwareCollectives::reduce_scatter(std::span<float> data, std::span<const size_t> counts) {
+  if (TwoLevelCollectives* two = laid_out()) return two->reduce_scatter(data, counts);
+  ReduceScatter(group_, data, counts).run();
+}
+
+void HostAwareCollectives::allgather(std::span<float> data, std::span<const size_t> counts) {
+  if (TwoLevelCollectives* two = laid_out()) return two->allgather(data, counts);
+  Allgather(group_, data, counts).run();
 }
 
 }  // namespace gossipd::protocol

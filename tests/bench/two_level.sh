@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # AllReduce-SGD's collective where hosts hold several members (issue 57):
-# the two levels (protocol::TwoLevelAllreduce: a reduce-scatter in each
+# the two levels (protocol::TwoLevelCollectives: a reduce-scatter in each
 # host over shared memory, an allreduce of each block across the hosts, an
 # allgather in each host) against one flat ring over every member (the
 # schedule protocol::Allreduce picks), alternately in the same processes
@@ -13,7 +13,9 @@
 #   tests/bench/two_level.sh [GOSSIPCTL]
 #   env: HOSTS (4), PER_HOST (2), RATE (100mbit; "" for none), SIZES (bytes per rank, K/M
 #        suffixes: "32K 128K 256K 1M 4M 8M 32M"), PLACEMENTS ("block round-robin"),
-#        REPS (6; 3 from 32M up), BIND (core: process r on CPU r mod #CPUs; none)
+#        REPS (6; 3 from 32M up), BIND (core: process r on CPU r mod #CPUs; none),
+#        OP (allreduce, or sharded: a reduce-scatter then an allgather, as
+#        the pipeline's replicas and the compute groups run them)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ctl=${1:-build/bin/gossipctl}
@@ -35,7 +37,7 @@ for size in $SIZES; do
   reps=${REPS:-$((bytes >= 33554432 ? 3 : 6))}
   for placement in $PLACEMENTS; do
     line=$("$ctl" bench two-level --hosts "$HOSTS" --per-host "$PER_HOST" --bandwidth "$RATE" \
-      --placement "$placement" --bytes "$bytes" --reps "$reps" --bind-to "${BIND:-core}" 2>&1 | tail -1)
+      --placement "$placement" --op "${OP:-allreduce}" --bytes "$bytes" --reps "$reps" --bind-to "${BIND:-core}" 2>&1 | tail -1)
     python3 - "$size" "$line" <<'PY' || status=1
 import json, sys
 size, line = sys.argv[1], sys.argv[2]
@@ -49,5 +51,7 @@ sys.exit(0 if d["exact"] else 1)
 PY
   done
 done
-echo "($HOSTS hosts of $PER_HOST processes, links ${RATE:+capped at $RATE}${RATE:-not capped})"
+links="not capped"
+[[ -n $RATE ]] && links="capped at $RATE"
+echo "(${OP:-allreduce}; $HOSTS hosts of $PER_HOST processes, links $links)"
 exit $status

@@ -1,8 +1,8 @@
-// AllReduce-SGD and the grid's row where hosts hold several members: 2
-// network-namespace hosts of 2 gossipd processes each. Every member agrees
-// on the layout and sums in two levels (in each host, then across); the
-// replicas end identical, and as accurate as the same run on one host (one
-// flat ring: the same sums in another order).
+// AllReduce-SGD, the grid's row and a compute group where hosts hold
+// several members: 2 network-namespace hosts of 2 gossipd processes each.
+// Every member agrees on the layout and sums in two levels (in each host,
+// then across); the replicas end identical, and as accurate as the same
+// run on one host (one flat ring: the same sums in another order).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -118,6 +118,16 @@ TEST(TwoLevels, AGridRowOnTwoHostsSumsInTwoLevelsAndEndsAsTheFlatRingDoes) {
   grid[1] = "grid";
   grid.insert(grid.end(), {"--grid", "1x4"});
   two_hosts_against_one(grid, "the grid's row allreduce in two levels, 2 hosts of 2 members");
+}
+
+// One compute group of all four (g = 1): its ring's reduce-scatter and
+// allgather (the sharded update) take two levels.
+TEST(TwoLevels, AComputeGroupOnTwoHostsScattersAndGathersInTwoLevelsAndEndsAsOnOneHost) {
+  if (geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
+  std::vector<std::string> groups = kLevelRun;
+  groups[1] = "groups";
+  groups.insert(groups.end(), {"--compute-groups", "1"});
+  two_hosts_against_one(groups, "allreduce in two levels, 2 hosts of 2 members");
 }
 
 }  // namespace

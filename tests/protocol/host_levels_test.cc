@@ -70,26 +70,26 @@ TEST(HostLayout, EveryMemberAgreesOnRankZerosLayout) {
   }
 }
 
-TEST(TwoLevelAllreduce, RefusesALayoutWithoutTwoLevels) {
+TEST(TwoLevelCollectives, RefusesALayoutWithoutTwoLevels) {
   TestCluster cluster(3);
   Group g(cluster.node(0), kParentTag, cluster.ids(), small_pieces());
   const std::vector<std::string> uneven{"a", "a", "b"};
-  EXPECT_THROW(TwoLevelAllreduce(g, host_layout(uneven)), ProtocolConfigError);
+  EXPECT_THROW(TwoLevelCollectives(g, host_layout(uneven)), ProtocolConfigError);
 }
 
 // Two groups whose tags agree in their low 16 bits (the grid's row 0 and
 // whole grid) would take the same tags for their levels; keys keep them
 // apart, and both sum right, called in turn.
-TEST(TwoLevelAllreduce, KeysKeepTheLevelsOfTwoGroupsApart) {
+TEST(TwoLevelCollectives, KeysKeepTheLevelsOfTwoGroupsApart) {
   const std::vector<std::string> hosts{"a", "a", "b", "b"};
   TestCluster cluster(4);
   std::vector<std::vector<float>> first(4), second(4);
   testing::expect_no_errors(cluster.run([&](size_t r) {
     Group row(cluster.node(r), kParentTag, cluster.ids(), small_pieces());
     Group all(cluster.node(r), kParentTag + (1u << 16), cluster.ids(), small_pieces());
-    TwoLevelAllreduce by_tag_row(row, host_layout(hosts)), by_tag_all(all, host_layout(hosts));
+    TwoLevelCollectives by_tag_row(row, host_layout(hosts)), by_tag_all(all, host_layout(hosts));
     EXPECT_EQ(by_tag_row.in_host().tag(), by_tag_all.in_host().tag());
-    TwoLevelAllreduce keyed_row(row, host_layout(hosts), 1), keyed_all(all, host_layout(hosts), 3);
+    TwoLevelCollectives keyed_row(row, host_layout(hosts), 1), keyed_all(all, host_layout(hosts), 3);
     EXPECT_NE(keyed_row.in_host().tag(), keyed_all.in_host().tag());
     EXPECT_NE(keyed_row.across_hosts().tag(), keyed_all.across_hosts().tag());
     first[r] = rank_input(r, 4099, 0);
@@ -105,17 +105,17 @@ TEST(TwoLevelAllreduce, KeysKeepTheLevelsOfTwoGroupsApart) {
 
 // Members on one host (all loopback here): the flat schedules, the same
 // floats as Allreduce, and no levels said.
-TEST(HostAwareAllreduce, OnOneHostSumsAsTheFlatScheduleDoes) {
+TEST(HostAwareCollectives, OnOneHostSumsAsTheFlatScheduleDoes) {
   TestCluster cluster(4);
   std::vector<std::vector<float>> aware(4), flat(4);
   std::vector<std::string> said(4, "?");
   testing::expect_no_errors(cluster.run([&](size_t r) {
     Group g(cluster.node(r), kParentTag, cluster.ids(), small_pieces());
-    HostAwareAllreduce sum(g);
+    HostAwareCollectives sum(g);
     for (size_t call = 0; call < 2; ++call) {
       aware[r] = rank_input(r, 100003, call);
       flat[r] = aware[r];
-      sum.run(aware[r]);
+      sum.allreduce(aware[r]);
       Allreduce(g, flat[r]).run();
     }
     said[r] = sum.levels();
@@ -140,7 +140,7 @@ TEST_P(TwoLevelSums, EveryCallEqualsTheSerialSumOnEveryMember) {
   std::vector<std::vector<std::vector<float>>> out(n);
   testing::expect_no_errors(cluster.run([&](size_t r) {
     Group g(cluster.node(r), kParentTag, cluster.ids(), small_pieces());
-    TwoLevelAllreduce two(g, host_layout(hosts));
+    TwoLevelCollectives two(g, host_layout(hosts));
     EXPECT_EQ(two.in_host().size(), per_host);
     EXPECT_EQ(two.across_hosts().size(), host_count);
     for (size_t call = 0; call < kCalls; ++call) {
@@ -151,6 +151,51 @@ TEST_P(TwoLevelSums, EveryCallEqualsTheSerialSumOnEveryMember) {
   for (size_t call = 0; call < kCalls; ++call) {
     const auto expected = serial_sum(n, count, call);
     for (size_t r = 0; r < n; ++r) ASSERT_EQ(out[r].at(call), expected) << "rank " << r << " call " << call;
+  }
+}
+
+// Uneven blocks where the buffer allows (rank r's: r floats more than rank
+// 0's), else none (block_range's).
+std::vector<size_t> uneven_counts(size_t n, size_t count) {
+  if (count < n * n) return {};
+  std::vector<size_t> counts;
+  size_t given = 0;
+  for (size_t r = 0; r < n; ++r) given += r;
+  for (size_t r = 0; r < n; ++r) counts.push_back((count - given) / n + r);
+  counts.back() += count - given - (count - given) / n * n;
+  return counts;
+}
+
+// The sharded update's halves: after the reduce-scatter each rank's block
+// is its sum over the group; after the allgather every rank has every
+// rank's block.
+TEST_P(TwoLevelSums, ReduceScatterAndAllgatherEqualTheSerialBlocksOnEveryMember) {
+  const size_t host_count = std::get<0>(GetParam()), per_host = std::get<1>(GetParam());
+  const size_t count = std::get<2>(GetParam()), n = host_count * per_host;
+  const std::vector<size_t> counts = uneven_counts(n, count);
+  const std::vector<BlockRange> blocks = block_layout(count, n, counts, "test");
+  std::vector<std::string> hosts;
+  for (size_t r = 0; r < n; ++r) hosts.emplace_back(1, static_cast<char>('a' + r % host_count));
+  TestCluster cluster(n);
+  std::vector<std::vector<float>> scattered(n), gathered(n);
+  testing::expect_no_errors(cluster.run([&](size_t r) {
+    Group g(cluster.node(r), kParentTag, cluster.ids(), small_pieces());
+    TwoLevelCollectives two(g, host_layout(hosts));
+    scattered[r] = rank_input(r, count, 0);
+    two.reduce_scatter(scattered[r], counts);
+    gathered[r] = rank_input(r, count, 1);  // only its own block counts
+    two.allgather(gathered[r], counts);
+  }));
+  const auto sum = serial_sum(n, count, 0);
+  std::vector<float> all(count);
+  for (size_t r = 0; r < n; ++r) {
+    const std::vector<float> own = rank_input(r, count, 1);
+    std::copy(own.begin() + blocks[r].begin, own.begin() + blocks[r].end, all.begin() + blocks[r].begin);
+  }
+  for (size_t r = 0; r < n; ++r) {
+    for (size_t i = blocks[r].begin; i < blocks[r].end; ++i)
+      ASSERT_EQ(scattered[r][i], sum[i]) << "rank " << r << " float " << i;
+    ASSERT_EQ(gathered[r], all) << "rank " << r;
   }
 }
 

@@ -35,9 +35,10 @@ struct AllreduceWorkerOptions {
   std::function<std::vector<std::string>(const topology::View&)> ring_of;
   std::function<uint32_t(const std::vector<std::string>&)> ring_tag;
   // Compute groups: instead of the allreduce and the update, called with the
-  // ring and the step's round once the gradients are computed, inside the
-  // step's fault handling (a failure re-forms the ring like the allreduce's).
-  std::function<void(protocol::Group&, uint64_t round)> update;
+  // ring, its collectives (in two levels where its members share hosts) and
+  // the step's round once the gradients are computed, inside the step's
+  // fault handling (a failure re-forms the ring like the allreduce's).
+  std::function<void(protocol::Group&, protocol::HostAwareCollectives&, uint64_t round)> update;
   // Where the bytes it sent are reported (/status, the epoch records): the
   // collectives' payload (nullptr: nowhere).
   WorkerState* state = nullptr;
@@ -84,10 +85,12 @@ class AllreduceWorker : public Worker {
   void average_gradients();  // the ring's sum of the gradients, divided by the members
   void sum(std::span<float> data);
   // The ring the worker uses from now on. Its sums take two levels where
-  // its members share hosts evenly (protocol::HostAwareAllreduce, laid
+  // its members share hosts evenly (protocol::HostAwareCollectives, laid
   // out at the ring's first sum, with its final options: the subgroups
   // copy them), else one flat ring.
   void use_ring(std::unique_ptr<protocol::Group> ring);
+  protocol::HostAwareCollectives& ring_collectives();  // group_'s, made at the first use
+  void say_levels();  // logs the two levels once a ring's first collective took them
   // Local SGD: the parameters' average over the ring, in place.
   void average_parameters(std::span<float> params);
   // Local SGD: a window starts at `params` (the first, or after a resync).
@@ -114,11 +117,12 @@ class AllreduceWorker : public Worker {
   TrainingLoop& loop_;
   AllreduceWorkerOptions options_;
   std::unique_ptr<protocol::Group> group_;
-  std::unique_ptr<protocol::HostAwareAllreduce> ring_sum_;  // group_'s sums, made at the first
-  uint32_t view_id_ = 0;                                    // the id of the view group_ was formed over
-  std::unique_ptr<OuterMomentum> outer_;                    // local SGD's outer step (--outer-momentum)
-  protocol::ErrorFeedback feedback_;  // --compress: what this member's encodings rounded off
-  std::vector<float> window_start_;   // --compress with local SGD: the replicas' last average
+  std::unique_ptr<protocol::HostAwareCollectives> ring_sum_;  // group_'s collectives
+  bool levels_said_ = false;
+  uint32_t view_id_ = 0;                  // the id of the view group_ was formed over
+  std::unique_ptr<OuterMomentum> outer_;  // local SGD's outer step (--outer-momentum)
+  protocol::ErrorFeedback feedback_;      // --compress: what this member's encodings rounded off
+  std::vector<float> window_start_;       // --compress with local SGD: the replicas' last average
 };
 
 // The options gossipd run gives an AllReduce-SGD worker.

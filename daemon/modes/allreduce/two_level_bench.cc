@@ -49,13 +49,22 @@ WorkerReport run_rank(gp::Node& node, size_t rank, const std::vector<std::string
   const gp::HostLayout layout = gp::agreed_host_layout(group);
   if (!gp::two_levels_apply(layout))
     throw DaemonError("bench two-level: the ranks' endpoints do not make hosts of two or more each");
-  gp::TwoLevelAllreduce two(group, layout);
+  gp::TwoLevelCollectives two(group, layout);
   std::vector<float> data(o.bytes / sizeof(float));
   const std::vector<float> expected = serial_sum(group.size(), data.size());
   WorkerReport report;
   report.exact = true;
-  const auto flat = [&] { gp::Allreduce(group, data).run(); };
-  const auto levels = [&] { two.run(data); };
+  const bool sharded = o.op == "sharded";
+  const auto flat = [&] {
+    if (!sharded) return gp::Allreduce(group, data).run();
+    gp::ReduceScatter(group, data).run();
+    gp::Allgather(group, data).run();
+  };
+  const auto levels = [&] {
+    if (!sharded) return two.run(data);
+    two.reduce_scatter(data);
+    two.allgather(data);
+  };
   for (int k = 0; k < o.warmup + o.reps; ++k) {
     const bool keep = k >= o.warmup;
     const bool flat_first = k % 2 == 0;
@@ -88,11 +97,33 @@ int run_worker(const TwoLevelBenchOptions& o) {
 std::vector<std::string> worker_args(const TwoLevelBenchOptions& o, int rank, const NetnsHosts& hosts) {
   const auto str = [](auto v) { return std::to_string(v); };
   const int host = host_of(o, rank);
-  return {"gossipctl",    "bench",           "two-level",       "--hosts",       str(o.hosts),
-          "--per-host",   str(o.per_host),   "--placement",     o.placement,     "--bytes",
-          str(o.bytes),   "--reps",          str(o.reps),       "--warmup",      str(o.warmup),
-          "--timeout-ms", str(o.timeout_ms), "--bind-to",       o.bind_to,       "--worker-rank",
-          str(rank),      "--worker-netns",  hosts.netns(host), "--worker-host", hosts.address(host)};
+  return {"gossipctl",
+          "bench",
+          "two-level",
+          "--hosts",
+          str(o.hosts),
+          "--per-host",
+          str(o.per_host),
+          "--placement",
+          o.placement,
+          "--op",
+          o.op,
+          "--bytes",
+          str(o.bytes),
+          "--reps",
+          str(o.reps),
+          "--warmup",
+          str(o.warmup),
+          "--timeout-ms",
+          str(o.timeout_ms),
+          "--bind-to",
+          o.bind_to,
+          "--worker-rank",
+          str(rank),
+          "--worker-netns",
+          hosts.netns(host),
+          "--worker-host",
+          hosts.address(host)};
 }
 
 std::vector<double> slowest_reference(const std::vector<WorkerReport>& reports) {
@@ -109,11 +140,13 @@ int print_result(const TwoLevelBenchOptions& o, const std::vector<WorkerReport>&
       std::all_of(reports.begin(), reports.end(), [](const WorkerReport& r) { return r.exact; });
   const double two_s = median_of(two), flat_s = median_of(flat);
   std::printf(
-      "{\"bench\":\"two-level\",\"hosts\":%d,\"per_host\":%d,\"placement\":\"%s\",\"bandwidth\":\"%s\","
+      "{\"bench\":\"two-level\",\"op\":\"%s\",\"hosts\":%d,\"per_host\":%d,\"placement\":\"%s\","
+      "\"bandwidth\":\"%s\","
       "\"bytes\":%zu,\"flat_seconds\":%.6f,\"min_flat_seconds\":%.6f,\"two_level_seconds\":%.6f,"
       "\"min_two_level_seconds\":%.6f,\"flat_over_two_level\":%.3f,\"exact\":%s}\n",
-      o.hosts, o.per_host, o.placement.c_str(), o.bandwidth.empty() ? "none" : o.bandwidth.c_str(), o.bytes,
-      flat_s, *std::min_element(flat.begin(), flat.end()), two_s, *std::min_element(two.begin(), two.end()),
+      o.op.c_str(), o.hosts, o.per_host, o.placement.c_str(),
+      o.bandwidth.empty() ? "none" : o.bandwidth.c_str(), o.bytes, flat_s,
+      *std::min_element(flat.begin(), flat.end()), two_s, *std::min_element(two.begin(), two.end()),
       flat_s / two_s, exact ? "true" : "false");
   std::fflush(stdout);
   if (exact) return kExitOk;
@@ -149,6 +182,10 @@ CLI::App* add_two_level_bench(CLI::App& bench, TwoLevelBenchOptions& o) {
   cmd->add_option("--placement", o.placement,
                   "block: a host's ranks are neighbours; round-robin: rank r on host r mod H")
       ->check(CLI::IsMember({"block", "round-robin"}))
+      ->capture_default_str();
+  cmd->add_option("--op", o.op,
+                  "allreduce, or sharded: a reduce-scatter then an allgather (a sharded update's halves)")
+      ->check(CLI::IsMember({"allreduce", "sharded"}))
       ->capture_default_str();
   cmd->add_option("--bytes", o.bytes, "Bytes per rank, a multiple of 4")
       ->check(CLI::Range(size_t{4}, size_t{1} << 30))

@@ -9,7 +9,7 @@
 namespace gossipd::daemon {
 
 // gossipctl bench two-level: AllReduce-SGD's collective where hosts hold
-// several members, the two levels (protocol::TwoLevelAllreduce: inside each
+// several members, the two levels (protocol::TwoLevelCollectives: inside each
 // host, then across) against one flat ring over every member (the
 // schedule protocol::Allreduce picks), both timed alternately in the same
 // processes. HOSTS network namespaces on a private bridge (root), each
@@ -24,6 +24,9 @@ struct TwoLevelBenchOptions {
   // r mod HOSTS, so every hop of a flat ring crosses hosts (ranks in
   // member-id order fall anywhere between).
   std::string placement = "block";
+  // allreduce, or sharded: a reduce-scatter then an allgather (the sharded
+  // update's halves, as the pipeline's replicas and compute groups run them).
+  std::string op = "allreduce";
   size_t bytes = size_t{8} << 20;
   int reps = 10;
   int warmup = 1;

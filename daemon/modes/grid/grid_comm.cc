@@ -30,14 +30,14 @@ GroupGridComm::GroupGridComm(protocol::Node& node, const std::vector<std::string
   halo_stream_ = std::make_unique<protocol::TensorStream>(*halo_);
   all_ = std::make_unique<protocol::Group>(node, grid.at(kStartTag + 1), members, options);
   // Keys as the groups' tags' indices, the grid's (index 3 is no group's).
-  column_sum_ = std::make_unique<protocol::HostAwareAllreduce>(*column_, static_cast<uint32_t>(4 * at.col));
-  row_sum_ = std::make_unique<protocol::HostAwareAllreduce>(*row_, static_cast<uint32_t>(4 * at.row + 1));
-  all_sum_ = std::make_unique<protocol::HostAwareAllreduce>(*all_, 3u);
+  column_sum_ = std::make_unique<protocol::HostAwareCollectives>(*column_, static_cast<uint32_t>(4 * at.col));
+  row_sum_ = std::make_unique<protocol::HostAwareCollectives>(*row_, static_cast<uint32_t>(4 * at.row + 1));
+  all_sum_ = std::make_unique<protocol::HostAwareCollectives>(*all_, 3u);
 }
 
-void GroupGridComm::sum(protocol::HostAwareAllreduce& over, const char* what, std::span<float> data) {
+void GroupGridComm::sum(protocol::HostAwareCollectives& over, const char* what, std::span<float> data) {
   const bool first = over.levels().empty();
-  over.run(data);
+  over.allreduce(data);
   if (first && !over.levels().empty())
     spdlog::info("node '{}': the grid's {} allreduce in two levels, {}", node_.id(), what, over.levels());
 }

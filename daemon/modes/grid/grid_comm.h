@@ -53,7 +53,7 @@ struct GridBytes {
 // in flight without meeting. `members` is the grid in rank order. Where a
 // row's (or the grid's, or a column's) members share hosts evenly, its
 // allreduce takes two levels, in each host and then across
-// (protocol::HostAwareAllreduce).
+// (protocol::HostAwareCollectives).
 class GroupGridComm : public GridComm {
  public:
   // The index in the grid's tag range a worker's own all-grid group (its
@@ -83,13 +83,13 @@ class GroupGridComm : public GridComm {
   void counted(uint64_t& kind, F&& collective);
   // An allreduce over one of the groups, saying at its first sum if it
   // takes two levels (its members share hosts evenly).
-  void sum(protocol::HostAwareAllreduce& over, const char* what, std::span<float> data);
+  void sum(protocol::HostAwareCollectives& over, const char* what, std::span<float> data);
 
   protocol::Node& node_;
   std::unique_ptr<protocol::Group> column_, row_, halo_, all_;
   // Their sums; the two levels' tags keyed apart (row 0's and all_'s tags
   // agree in their low 16 bits).
-  std::unique_ptr<protocol::HostAwareAllreduce> column_sum_, row_sum_, all_sum_;
+  std::unique_ptr<protocol::HostAwareCollectives> column_sum_, row_sum_, all_sum_;
   std::unique_ptr<protocol::TensorStream> halo_stream_;
   uint64_t halo_seq_ = 0;
   GridBytes bytes_;

@@ -89,7 +89,9 @@ class GroupsWorker : public Worker {
       return groups.members(*groups.group_of(node_.id()));
     };
     w.ring_tag = &ring_tag;
-    w.update = [this](protocol::Group& ring, uint64_t round) { step(ring, round); };
+    w.update = [this](protocol::Group& ring, protocol::HostAwareCollectives& levels, uint64_t round) {
+      step(ring, levels, round);
+    };
     ring_ =
         std::make_unique<AllreduceWorker>(c.node, c.members, c.membership, trainer_, c.loop(), std::move(w));
     if (o.overlap) {
@@ -112,13 +114,17 @@ class GroupsWorker : public Worker {
     o.send_timeout = std::chrono::milliseconds(c.options.timeout_ms);
     return o;
   }
-  void step(protocol::Group& ring, uint64_t round);
+  void step(protocol::Group& ring, protocol::HostAwareCollectives& levels, uint64_t round);
   // The fresh values of the exchange in flight (--group-overlap) into the
   // parameters, allgathered over the ring.
-  void take_overlapped(protocol::Group& ring, const std::vector<size_t>& counts);
-  // The ring's collectives, in the codec when there is one.
-  void reduce_scatter(protocol::Group& ring, std::span<float> grads, const std::vector<size_t>& counts);
-  void allgather(protocol::Group& ring, std::span<float> params, const std::vector<size_t>& counts);
+  void take_overlapped(protocol::Group& ring, protocol::HostAwareCollectives& levels,
+                       const std::vector<size_t>& counts);
+  // The ring's collectives, in the codec when there is one, else in two
+  // levels where the ring's members share hosts.
+  void reduce_scatter(protocol::Group& ring, protocol::HostAwareCollectives& levels, std::span<float> grads,
+                      const std::vector<size_t>& counts);
+  void allgather(protocol::Group& ring, protocol::HostAwareCollectives& levels, std::span<float> params,
+                 const std::vector<size_t>& counts);
 
   protocol::Node& node_;
   Membership& membership_;
@@ -140,12 +146,12 @@ class GroupsWorker : public Worker {
 
 // The group's gradient reduce-scattered over its ring, each member's slice
 // of shards pushed and pulled, the fresh values allgathered.
-void GroupsWorker::step(protocol::Group& ring, uint64_t round) {
+void GroupsWorker::step(protocol::Group& ring, protocol::HostAwareCollectives& levels, uint64_t round) {
   const ShardLayout& layout = store_.layout();
   auto grads = trainer_.model().grads();
   auto params = trainer_.model().params();
   const std::vector<size_t> counts = layout.slice_counts(ring.size());
-  if (ring.size() > 1) reduce_scatter(ring, grads, counts);
+  if (ring.size() > 1) reduce_scatter(ring, levels, grads, counts);
   const auto slice = layout.slice(ring.rank(), ring.size());
   if (slice.first < slice.second) {
     const float scale = 1.0f / static_cast<float>(ring.size());
@@ -155,7 +161,7 @@ void GroupsWorker::step(protocol::Group& ring, uint64_t round) {
   // The versions this step's gradient was computed on: those the parameters
   // hold (an overlapped pull still in flight has moved the client's on).
   std::vector<uint64_t> computed_on = overlapped_ ? held_versions_ : client_.versions();
-  if (overlapped_ && overlapped_->pending()) take_overlapped(ring, counts);
+  if (overlapped_ && overlapped_->pending()) take_overlapped(ring, levels, counts);
   if (overlapped_ && round < last_step_) {
     const size_t begin = slice.first < slice.second ? layout.range(slice.first).begin : 0;
     const size_t end = slice.first < slice.second ? layout.range(slice.second - 1).end : 0;
@@ -164,7 +170,7 @@ void GroupsWorker::step(protocol::Group& ring, uint64_t round) {
   } else {
     client_.exchange(round, trainer_.current_lr(), slice, grads, params, ring.options().stop, computed_on);
     if (ring.size() > 1) {
-      allgather(ring, params, counts);
+      allgather(ring, levels, params, counts);
       client_.share_versions(ring);
     }
   }
@@ -176,26 +182,27 @@ void GroupsWorker::step(protocol::Group& ring, uint64_t round) {
   report_.at_step(ring, groups);
 }
 
-void GroupsWorker::take_overlapped(protocol::Group& ring, const std::vector<size_t>& counts) {
+void GroupsWorker::take_overlapped(protocol::Group& ring, protocol::HostAwareCollectives& levels,
+                                   const std::vector<size_t>& counts) {
   auto params = trainer_.model().params();
   overlapped_->finish(params);
   if (ring.size() > 1) {
-    allgather(ring, params, counts);
+    allgather(ring, levels, params, counts);
     client_.share_versions(ring);
   }
   held_versions_ = client_.versions();
 }
 
-void GroupsWorker::reduce_scatter(protocol::Group& ring, std::span<float> grads,
-                                  const std::vector<size_t>& counts) {
-  if (codec_.lossless()) return protocol::ReduceScatter(ring, grads, counts).run();
+void GroupsWorker::reduce_scatter(protocol::Group& ring, protocol::HostAwareCollectives& levels,
+                                  std::span<float> grads, const std::vector<size_t>& counts) {
+  if (codec_.lossless()) return levels.reduce_scatter(grads, counts);
   protocol::CompressedRing(protocol::CompressedRing::Kind::kReduceScatter, ring, grads, scattered_, counts)
       .run();
 }
 
-void GroupsWorker::allgather(protocol::Group& ring, std::span<float> params,
-                             const std::vector<size_t>& counts) {
-  if (codec_.lossless()) return protocol::Allgather(ring, params, counts).run();
+void GroupsWorker::allgather(protocol::Group& ring, protocol::HostAwareCollectives& levels,
+                             std::span<float> params, const std::vector<size_t>& counts) {
+  if (codec_.lossless()) return levels.allgather(params, counts);
   protocol::CompressedRing(protocol::CompressedRing::Kind::kAllgather, ring, params, gathered_, counts).run();
 }
 

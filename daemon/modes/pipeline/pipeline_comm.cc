@@ -26,6 +26,7 @@ PipelineComm::PipelineComm(protocol::Node& node, const std::vector<std::string>&
   replicas_ = std::make_unique<protocol::Group>(
       node, range.at(3 * at_.stage + 2),
       protocol::members_at(members, topology::stage_ranks(shape, at_.stage)), options);
+  replicas_levels_ = std::make_unique<protocol::HostAwareCollectives>(*replicas_);
   stream_ = std::make_unique<protocol::TensorStream>(*pipeline_);
 }
 
@@ -56,20 +57,19 @@ void PipelineComm::wait(const SendHandle& handle) { stream_->wait(handle); }
 void PipelineComm::allreduce_replicas(std::span<float> data) {
   if (shape_.replicas == 1) return;
   const uint64_t before = node_.payload_bytes_sent();
-  if (!replicas_sum_) replicas_sum_ = std::make_unique<protocol::HostAwareAllreduce>(*replicas_);
-  replicas_sum_->run(data);
+  replicas_levels_->allreduce(data);
   bytes_.weight_gradient += node_.payload_bytes_sent() - before;
 }
 
 void PipelineComm::reduce_scatter_replicas(std::span<float> data, std::span<const size_t> counts) {
   const uint64_t before = node_.payload_bytes_sent();
-  protocol::ReduceScatter(*replicas_, data, counts).run();
+  replicas_levels_->reduce_scatter(data, counts);
   bytes_.weight_gradient += node_.payload_bytes_sent() - before;
 }
 
 void PipelineComm::allgather_replicas(std::span<float> data, std::span<const size_t> counts) {
   const uint64_t before = node_.payload_bytes_sent();
-  protocol::Allgather(*replicas_, data, counts).run();
+  replicas_levels_->allgather(data, counts);
   bytes_.weight_gradient += node_.payload_bytes_sent() - before;
 }
 

@@ -60,7 +60,7 @@ class PipelineComm {
   // Waits until a send is done (the buffer may change).
   void wait(const SendHandle& handle);
   // Sum over the replicas of this stage, in place; nothing with one replica.
-  // In two levels where the replicas share hosts evenly.
+  // These three in two levels where the replicas share hosts evenly.
   void allreduce_replicas(std::span<float> data);
   // The same in two halves: afterwards this replica's block (counts[r]
   // floats after block r - 1) holds the sum; then every replica's block
@@ -81,7 +81,7 @@ class PipelineComm {
   topology::PipelineShape shape_;
   topology::PipelineCoord at_;
   std::unique_ptr<protocol::Group> pipeline_, gather_, replicas_;
-  std::unique_ptr<protocol::HostAwareAllreduce> replicas_sum_;  // in two levels where hosts allow
+  std::unique_ptr<protocol::HostAwareCollectives> replicas_levels_;  // in two levels where hosts allow
   std::unique_ptr<protocol::TensorStream> stream_;
   PipelineBytes bytes_;
 };
