@@ -120,6 +120,19 @@ TEST(Cli, TrainerBenchPrintsRatio) {
   }
 }
 
+// --procs ranks what gossipd run's planner ranks: every schedule it prices
+// (it once ranked 1f1b alone, the non-ranking default).
+TEST(Cli, PlanPipelineRanksEverySchedule) {
+  TempDir cache("gossipd_cli_plan");
+  RunResult r = run({bin("gossipctl"), "plan", "pipeline", "--model", "mlp", "--hidden", "32", "--batch",
+                     "32", "--procs", "2", "--json", "--reps", "1", "--cache-dir", cache.path()},
+                    60s);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* schedule : {"\"schedule\":\"gpipe\"", "\"schedule\":\"1f1b\"", "\"schedule\":\"zb\""})
+    EXPECT_NE(r.out.find(schedule), std::string::npos) << schedule << " in " << r.out;
+  EXPECT_EQ(r.out.find("1f1b-async"), std::string::npos) << r.out;  // only when named
+}
+
 // Every collective bench, both data paths, pieces smaller than a block.
 TEST(Cli, CollectiveBenchesAreExact) {
   const std::vector<std::vector<std::string>> cases = {

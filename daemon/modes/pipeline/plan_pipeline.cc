@@ -233,13 +233,13 @@ CLI::App* add_plan_pipeline(CLI::App& plan, PlanPipelineOptions& o) {
 int run_plan_pipeline(const PlanPipelineOptions& given) {
   PlanPipelineOptions o = given;
   o.micros = topology::micro_batches_for(o.batch, o.micros);
-  if (o.schedule == "auto") o.schedule = "1f1b";
   const std::unique_ptr<trainer::Model> model = plan_model("plan pipeline", o.model, o.hidden);
   set_blas_threads(o.threads);
-  if (given.procs > 0) {
+  if (given.procs > 0) {  // auto: every schedule the planner ranks, as gossipd run's
     o.micros = given.micros;
     return run_ranking(o, *model);
   }
+  if (o.schedule == "auto") o.schedule = "1f1b";
   if (o.batch % o.micros != 0)
     throw UsageError("plan pipeline: --micro-batches " + std::to_string(o.micros) +
                      " does not divide --batch " + std::to_string(o.batch));
