@@ -41,7 +41,7 @@ void print_table(const PlanPipelineOptions& o, const std::string& net, const Pip
       "gossipctl plan pipeline: %s (%s), batch %zu in %zu micro-batches of %zu, at most %zu stages, "
       "partitioned for %s, %s, latency %.1f us (layers timed on this machine)\n\n",
       o.model.c_str(), net.c_str(), o.batch, o.micros, in.micro_batch, o.stages, o.schedule.c_str(),
-      o.bandwidth.c_str(), o.latency_us);
+      o.bandwidth.c_str(), in.link.latency_s * 1e6);
   std::printf(
       "| stage | layers | forward ms | backward ms | params | boundary MB | in flight | memory MB |\n");
   std::printf("| --- | --- | --- | --- | --- | --- | --- | --- |\n");
