@@ -103,7 +103,12 @@ void Conv2D::forward(const float* in, float* out, int batch) {
   sgemm(CblasNoTrans, CblasTrans, rows, co, patch(), 1.0f, cols_.data(), patch(), w_, patch(), 1.0f, out, co);
 }
 
-void Conv2D::backward(const float* in, const float*, const float* dout, float* din, int batch) {
+void Conv2D::backward(const float* in, const float* out, const float* dout, float* din, int batch) {
+  backward_weights(in, dout, batch);
+  backward_input(in, out, dout, din, batch);
+}
+
+void Conv2D::backward_weights(const float* in, const float* dout, int batch) {
   if (in != nullptr && (in != cols_in_ || batch != cols_batch_)) im2col(in, batch);
   const int rows = batch * out_shape_.height * out_shape_.width;
   const int co = out_shape_.channels;
@@ -115,8 +120,13 @@ void Conv2D::backward(const float* in, const float*, const float* dout, float* d
     const float* g = dout + static_cast<size_t>(r) * co;
     for (int j = 0; j < co; ++j) db_[j] += g[j];
   }
+}
+
+void Conv2D::backward_input(const float*, const float*, const float* dout, float* din, int batch) {
   if (din == nullptr) return;
-  dcols_.resize(cols_.size());
+  const int rows = batch * out_shape_.height * out_shape_.width;
+  const int co = out_shape_.channels;
+  dcols_.resize(static_cast<size_t>(rows) * static_cast<size_t>(patch()));
   // dcols[rows, patch] = dY[rows, co] * W[co, patch]
   sgemm(CblasNoTrans, CblasNoTrans, rows, patch(), co, 1.0f, dout, co, w_, patch(), 0.0f, dcols_.data(),
         patch());

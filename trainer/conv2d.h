@@ -32,6 +32,11 @@ class Conv2D : public Layer {
   void init_params(Rng& rng) override;
   void forward(const float* in, float* out, int batch) override;
   void backward(const float* in, const float* out, const float* dout, float* din, int batch) override;
+  // The weights' half makes the im2col of `in` again when another input's
+  // came since; the input's half needs none.
+  bool splits_backward() const override { return true; }
+  void backward_input(const float* in, const float* out, const float* dout, float* din, int batch) override;
+  void backward_weights(const float* in, const float* dout, int batch) override;
   void append_gemms(int batch, bool input_grad, std::vector<GemmShape>& out) const override;
   Shape input_shape() const { return in_; }
   int kernel() const { return kernel_; }

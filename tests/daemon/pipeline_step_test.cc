@@ -85,7 +85,7 @@ struct PipelineRun {
   std::vector<size_t> most_in_flight;  // per stage
   std::vector<size_t> most_stashed;    // per stage: high-water floats
   std::vector<size_t> stash_floats;    // per stage: one micro-batch's activations
-  std::vector<bool> splits;            // per stage: a layer splits its backward (dense)
+  std::vector<bool> splits;            // per stage: a layer splits its backward (dense, conv2d)
 };
 
 PipelineRun pipeline_run(const Data& d, const trainer::ModelOptions& mo, PipelineSchedule schedule,
