@@ -208,6 +208,12 @@ int serve_bench_worker(int rank, int procs, bool bind_core, int timeout_ms, cons
   }
 }
 
+void append_worker_flags(std::vector<std::string>& args, const WorkerFlags& f, int rank) {
+  args.insert(args.end(),
+              {"--reps", std::to_string(f.reps), "--warmup", std::to_string(f.warmup), "--timeout-ms",
+               std::to_string(f.timeout_ms), "--bind-to", f.bind_to, "--worker-rank", std::to_string(rank)});
+}
+
 std::vector<double> slowest_per_rep(const std::vector<WorkerReport>& reports) {
   std::vector<double> slowest;
   for (const auto& report : reports) {

@@ -33,6 +33,14 @@ using WorkerBody = std::function<WorkerReport(const std::vector<std::string>& en
 int serve_bench_worker(int rank, int procs, bool bind_core, int timeout_ms, const WorkerStart& start,
                        const WorkerBody& body);
 
+// The flags every bench's worker command line carries, after its own:
+// --reps, --warmup, --timeout-ms, --bind-to and --worker-rank.
+struct WorkerFlags {
+  int reps = 0, warmup = 0, timeout_ms = 0;
+  std::string bind_to;
+};
+void append_worker_flags(std::vector<std::string>& args, const WorkerFlags& f, int rank);
+
 // Per repetition the slowest rank's time.
 std::vector<double> slowest_per_rep(const std::vector<WorkerReport>& reports);
 

@@ -106,33 +106,12 @@ CLI::App* add_command(CLI::App& bench, CollectiveBenchOptions& o, const BenchCom
 
 std::vector<std::string> worker_args(const CollectiveBenchOptions& o, int rank) {
   const auto str = [](auto v) { return std::to_string(v); };
-  std::vector<std::string> args{"gossipctl",
-                                "bench",
-                                o.op,
-                                "--procs",
-                                str(o.procs),
-                                "--bytes",
-                                str(o.bytes),
-                                "--reps",
-                                str(o.reps),
-                                "--warmup",
-                                str(o.warmup),
-                                "--chunk-bytes",
-                                str(o.chunk_bytes),
-                                "--timeout-ms",
-                                str(o.timeout_ms),
-                                "--bind-to",
-                                o.bind_to,
-                                "--path",
-                                o.path,
-                                "--shm-bytes",
-                                str(o.shm_bytes),
-                                "--spin-us",
-                                str(o.spin_us),
-                                "--congestion",
-                                o.congestion,
-                                "--worker-rank",
-                                str(rank)};
+  std::vector<std::string> args{"gossipctl",        "bench",     o.op,           "--procs",
+                                str(o.procs),       "--bytes",   str(o.bytes),   "--chunk-bytes",
+                                str(o.chunk_bytes), "--path",    o.path,         "--shm-bytes",
+                                str(o.shm_bytes),   "--spin-us", str(o.spin_us), "--congestion",
+                                o.congestion};
+  append_worker_flags(args, {o.reps, o.warmup, o.timeout_ms, o.bind_to}, rank);
   if (o.op != "pingpong") args.insert(args.end(), {"--schedule", o.schedule});
   if (!o.curve_key.empty()) args.insert(args.end(), {"--curve-key", o.curve_key});
   return args;

@@ -60,6 +60,30 @@ std::string peers_of(const std::function<std::string(int)>& endpoint) {
   return peers;
 }
 
+// Four members with `flags`, member i listening at endpoint(i), its command
+// after prefix(i) (a netns exec, or nothing); their ends, each "done"
+// with one model.
+struct FourRun {
+  std::vector<std::unique_ptr<Process>> procs;
+  LevelEnd end;
+};
+FourRun run_four(const TempDir& dir, const std::string& tag, const std::function<std::string(int)>& endpoint,
+                 const std::function<std::vector<std::string>(int)>& prefix,
+                 const std::vector<std::string>& flags) {
+  FourRun run;
+  std::vector<std::string> controls;
+  const std::string peers = peers_of(endpoint);
+  for (int i = 0; i < kLevelHosts * kLevelPerHost; ++i) {
+    controls.push_back(dir.file(tag + std::to_string(i) + ".control"));
+    std::vector<std::string> argv = prefix(i);
+    argv.insert(argv.end(), {bin("gossipd"), "run", "--id", "w" + std::to_string(i), "--listen", endpoint(i),
+                             "--peers", peers, "--control-out", controls.back()});
+    run.procs.push_back(std::make_unique<Process>(with(argv, flags)));
+  }
+  run.end = expect_identical(run.procs, controls);
+  return run;
+}
+
 // Four members with `flags`: on two network-namespace hosts of two, then on
 // one host; every member of the first says `said`, none of the second
 // "two levels", both end with one model each, as accurate.
@@ -67,41 +91,28 @@ void two_hosts_against_one(const std::vector<std::string>& flags, const std::str
   TempDir dir("two_levels");
   daemon::NetnsHosts hosts(kLevelHosts, "");
   {  // the processes end (or are killed) before their namespaces go
-    std::vector<std::string> controls;
-    std::vector<std::unique_ptr<Process>> procs;
-    const auto endpoint = [&](int i) {
-      return "tcp://" + hosts.address(i / kLevelPerHost) + ":" + std::to_string(7200 + i % kLevelPerHost);
-    };
-    const std::string peers = peers_of(endpoint);
-    for (int i = 0; i < kLevelHosts * kLevelPerHost; ++i) {
-      controls.push_back(dir.file("w" + std::to_string(i) + ".control"));
-      procs.push_back(
-          std::make_unique<Process>(with({hosts.ip(), "netns", "exec", hosts.netns(i / kLevelPerHost),
-                                          bin("gossipd"), "run", "--id", "w" + std::to_string(i), "--listen",
-                                          endpoint(i), "--peers", peers, "--control-out", controls.back()},
-                                         flags)));
-    }
-    const LevelEnd levels = expect_identical(procs, controls);
-    for (size_t i = 0; i < procs.size(); ++i)
-      EXPECT_NE(procs[i]->out().find(said), std::string::npos) << "w" << i << ": " << procs[i]->out();
+    const auto host = [](int i) { return i / kLevelPerHost; };
+    const FourRun levels = run_four(
+        dir, "w",
+        [&](int i) {
+          return "tcp://" + hosts.address(host(i)) + ":" + std::to_string(7200 + i % kLevelPerHost);
+        },
+        [&](int i) {
+          return std::vector<std::string>{hosts.ip(), "netns", "exec", hosts.netns(host(i))};
+        },
+        flags);
+    for (size_t i = 0; i < levels.procs.size(); ++i)
+      EXPECT_NE(levels.procs[i]->out().find(said), std::string::npos)
+          << "w" << i << ": " << levels.procs[i]->out();
     // The same run with every member on one host: one flat ring.
-    std::vector<std::string> flat_controls;
-    std::vector<std::unique_ptr<Process>> flat;
-    const auto socket = [&](int i) { return "ipc://" + dir.file("f" + std::to_string(i)); };
-    const std::string flat_peers = peers_of(socket);
-    for (int i = 0; i < kLevelHosts * kLevelPerHost; ++i) {
-      flat_controls.push_back(dir.file("f" + std::to_string(i) + ".control"));
-      flat.push_back(std::make_unique<Process>(
-          with({bin("gossipd"), "run", "--id", "w" + std::to_string(i), "--listen", socket(i), "--peers",
-                flat_peers, "--control-out", flat_controls.back()},
-               flags)));
-    }
-    const LevelEnd ring = expect_identical(flat, flat_controls);
-    EXPECT_EQ(flat[0]->out().find("two levels"), std::string::npos) << flat[0]->out();
-    EXPECT_LT(std::abs(levels.accuracy - ring.accuracy), 0.01)
-        << "two levels " << levels.accuracy << ", one ring " << ring.accuracy;
-    std::printf("[ measured ] test accuracy: two levels %.4f, one flat ring %.4f\n", levels.accuracy,
-                ring.accuracy);
+    const FourRun ring = run_four(
+        dir, "f", [&](int i) { return "ipc://" + dir.file("f" + std::to_string(i)); },
+        [](int) { return std::vector<std::string>{}; }, flags);
+    EXPECT_EQ(ring.procs[0]->out().find("two levels"), std::string::npos) << ring.procs[0]->out();
+    EXPECT_LT(std::abs(levels.end.accuracy - ring.end.accuracy), 0.01)
+        << "two levels " << levels.end.accuracy << ", one ring " << ring.end.accuracy;
+    std::printf("[ measured ] test accuracy: two levels %.4f, one flat ring %.4f\n", levels.end.accuracy,
+                ring.end.accuracy);
   }
 }
 

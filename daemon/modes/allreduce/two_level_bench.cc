@@ -95,35 +95,26 @@ int run_worker(const TwoLevelBenchOptions& o) {
 }
 
 std::vector<std::string> worker_args(const TwoLevelBenchOptions& o, int rank, const NetnsHosts& hosts) {
-  const auto str = [](auto v) { return std::to_string(v); };
   const int host = host_of(o, rank);
-  return {"gossipctl",
-          "bench",
-          "two-level",
-          "--hosts",
-          str(o.hosts),
-          "--per-host",
-          str(o.per_host),
-          "--placement",
-          o.placement,
-          "--op",
-          o.op,
-          "--bytes",
-          str(o.bytes),
-          "--reps",
-          str(o.reps),
-          "--warmup",
-          str(o.warmup),
-          "--timeout-ms",
-          str(o.timeout_ms),
-          "--bind-to",
-          o.bind_to,
-          "--worker-rank",
-          str(rank),
-          "--worker-netns",
-          hosts.netns(host),
-          "--worker-host",
-          hosts.address(host)};
+  std::vector<std::string> args{"gossipctl",
+                                "bench",
+                                "two-level",
+                                "--hosts",
+                                std::to_string(o.hosts),
+                                "--per-host",
+                                std::to_string(o.per_host),
+                                "--placement",
+                                o.placement,
+                                "--op",
+                                o.op,
+                                "--bytes",
+                                std::to_string(o.bytes),
+                                "--worker-netns",
+                                hosts.netns(host),
+                                "--worker-host",
+                                hosts.address(host)};
+  append_worker_flags(args, {o.reps, o.warmup, o.timeout_ms, o.bind_to}, rank);
+  return args;
 }
 
 std::vector<double> slowest_reference(const std::vector<WorkerReport>& reports) {

@@ -77,36 +77,12 @@ int run_worker(const SparseBenchOptions& o) {
 
 std::vector<std::string> worker_args_common(const SparseBenchOptions& o, int rank) {
   const auto str = [](auto v) { return std::to_string(v); };
-  std::vector<std::string> args{"gossipctl",
-                                "bench",
-                                "sparse",
-                                o.dir,
-                                "--neurons",
-                                str(o.neurons),
-                                "--layers",
-                                str(o.layers),
-                                "--inputs",
-                                str(o.inputs),
-                                "--procs",
-                                str(o.procs),
-                                "--block",
-                                str(o.block),
-                                "--batch",
-                                str(o.batch),
-                                "--reps",
-                                str(o.reps),
-                                "--warmup",
-                                str(o.warmup),
-                                "--timeout-ms",
-                                str(o.timeout_ms),
-                                "--bind-to",
-                                o.bind_to,
-                                "--worker-rank",
-                                str(rank),
-                                "--partition-file",
-                                o.partition_file,
-                                "--categories-file",
-                                o.categories_file};
+  std::vector<std::string> args{
+      "gossipctl",         "bench",          "sparse",   o.dir,         "--neurons",        str(o.neurons),
+      "--layers",          str(o.layers),    "--inputs", str(o.inputs), "--procs",          str(o.procs),
+      "--block",           str(o.block),     "--batch",  str(o.batch),  "--partition-file", o.partition_file,
+      "--categories-file", o.categories_file};
+  append_worker_flags(args, {o.reps, o.warmup, o.timeout_ms, o.bind_to}, rank);
   if (o.train) args.emplace_back("--train");
   return args;
 }
