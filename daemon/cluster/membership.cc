@@ -53,6 +53,10 @@ Membership::Membership(protocol::Node& node, proto::Member self, const proto::Me
                           "join of the id, or about a member not known or gone")),
       reunions_(metrics.counter("gossipd_reunions_total",
                                 "REUNIONs taken from members this one evicted (a partition's other side)")),
+      shares_abandoned_(metrics.counter("gossipd_state_shares_abandoned_total",
+                                        "Shares of the state this member began to stream to a joiner and "
+                                        "gave up: the joiner stopped reading or asked for a span the "
+                                        "state does not hold")),
       health_gauge_(metrics.gauge("gossipd_member_local_health",
                                   "Lifeguard's local health score: 0 healthy; the protocol period stretches "
                                   "by (1 + score)")) {

@@ -332,6 +332,7 @@ class Membership {
   Counter& indirect_probes_;
   Counter& stale_updates_;
   Counter& reunions_;
+  Counter& shares_abandoned_;
   // Lifeguard's local health score (MembershipOptions::max_local_health), under mu_.
   size_t health_ = 0;
   Gauge& health_gauge_;

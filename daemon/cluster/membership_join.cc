@@ -229,6 +229,7 @@ void Membership::transfer_loop(std::stop_token stop) {
                    node_.id(), job.index, job.to, job.span.floats(), job.state->header.step(),
                    std::chrono::duration<double, std::milli>(Clock::now() - start).count());
     } catch (const std::exception& e) {
+      shares_abandoned_.add();
       spdlog::warn("node '{}': state download to '{}' abandoned: {}", node_.id(), job.to, e.what());
     }
   }

@@ -13,6 +13,18 @@ void seal(ReplicaState& state) {
 void send_state(protocol::Node& node, const std::string& peer, std::shared_ptr<const ReplicaState> state,
                 uint32_t index, const ShareSpan& span, size_t chunk_bytes,
                 std::chrono::milliseconds timeout) {
+  if (span.param_begin > span.param_end || span.param_end > state->params.size() ||
+      span.optimizer_begin > span.optimizer_end || span.optimizer_end > state->optimizer.size()) {
+    // The joiner's HELLO said another model's sizes (a join policy refuses
+    // that; this guards the memory whatever the policy).
+    throw StateTransferError("share " + std::to_string(index) + " asked for parameters [" +
+                             std::to_string(span.param_begin) + ", " + std::to_string(span.param_end) +
+                             ") and optimizer floats [" + std::to_string(span.optimizer_begin) + ", " +
+                             std::to_string(span.optimizer_end) + "), this member holds " +
+                             std::to_string(state->params.size()) + " and " +
+                             std::to_string(state->optimizer.size()) +
+                             ": the joiner must run the cluster's --model, --hidden and --optimizer");
+  }
   proto::Envelope head = node.envelope(proto::STATE_CHUNK);
   head.set_dtype(proto::DTYPE_FLOAT32);
   head.set_count(0);

@@ -36,7 +36,8 @@ void seal(ReplicaState& state);
 
 // Streams share `index` (`span` of `state`) to `peer` (who must be a
 // connected peer of `node`). Each message waits at most `timeout` for room in
-// the peer's queue; throws PeerTimeout when the joiner stops reading.
+// the peer's queue; throws PeerTimeout when the joiner stops reading, and
+// StateTransferError, sending nothing, when `span` is not inside `state`.
 void send_state(protocol::Node& node, const std::string& peer, std::shared_ptr<const ReplicaState> state,
                 uint32_t index, const ShareSpan& span, size_t chunk_bytes, std::chrono::milliseconds timeout);
 

@@ -212,5 +212,30 @@ TEST(ShareDownload, ACorruptShareOrNoDonorLeftIsAOneLineError) {
   }
 }
 
+// A joiner whose HELLO gave other sizes than the donor's state (the fuzzer
+// found one a permissive join policy let through): its span reaches past the
+// state. The donor sends nothing and says why, rather than read past its buffers.
+TEST(ShareDownload, ASpanPastTheDonorsStateIsRefusedAndNothingIsSent) {
+  Donors net;
+  const auto state = state_of(1.0f, 40, 8, 0);
+  for (const ShareSpan& span :
+       {daemon::whole_state(40, 9), daemon::whole_state(41, 8), ShareSpan{5, 4, 0, 8}}) {
+    try {
+      daemon::send_state(*net.nodes["d0"], "joiner", state, 7, span, 64, std::chrono::seconds(5));
+      ADD_FAILURE() << "a span past the state was sent";
+    } catch (const daemon::StateTransferError& e) {
+      EXPECT_NE(std::string(e.what()).find("this member holds 40 and 8"), std::string::npos) << e.what();
+    }
+  }
+  // Then a share that fits, as share 0: what d0 sends arrives in order, so
+  // the first chunk the joiner sees is this one's unless a refused one leaked.
+  daemon::send_state(*net.nodes["d0"], "joiner", state, 0, daemon::whole_state(40, 8), 64,
+                     std::chrono::seconds(5));
+  const auto first = net.joiner->mailbox().pop(
+      proto::STATE_CHUNK, std::chrono::steady_clock::now() + std::chrono::seconds(10), {});
+  ASSERT_TRUE(first.has_value()) << "the share that fits never came";
+  EXPECT_EQ(first->envelope.chunk(), 0u) << "a refused share sent a chunk";
+}
+
 }  // namespace
 }  // namespace gossipd::testing

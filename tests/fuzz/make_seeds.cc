@@ -156,6 +156,16 @@ int main(int argc, char** argv) {
 
   // membership: a join (HELLO, ready), a list, probes, a leave.
   put("membership", "session", control_seeds(false));
+  // A joiner that says other sizes than the harness's state (40 + 8 floats):
+  // the fuzzer's first membership crash (a donor read past its optimizer state).
+  {
+    proto::Envelope big = envelope("x", proto::HELLO);
+    big.mutable_hello()->set_endpoint("inproc-hub://x");
+    big.mutable_hello()->set_algo("crossover");
+    big.mutable_hello()->set_parameter_floats(40);
+    big.mutable_hello()->set_optimizer_state_floats(24);
+    put("membership", "hello-other-sizes", one("x", big));
+  }
 
   // state_download: a real download of 40 + 8 floats (segments 24 and 16) in
   // two shares, share 0 from m1 and share 1 from m2, in 64-byte chunks.
