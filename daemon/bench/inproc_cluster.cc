@@ -4,7 +4,7 @@
 
 namespace gossipd::daemon {
 
-InProcCluster::InProcCluster(size_t n, const MembershipOptions& options) {
+InProcCluster::InProcCluster(size_t n, const MembershipOptions& options, const Shape& shape) {
   std::vector<std::string> ids;
   for (size_t i = 0; i < n; ++i) ids.push_back(id(i));
   members_.resize(n);
@@ -30,6 +30,7 @@ InProcCluster::InProcCluster(size_t n, const MembershipOptions& options) {
     proto::Member self;
     self.set_id(id(i));
     self.set_endpoint(m.node->endpoint());
+    if (shape) shape(i, self, peers);
     MembershipOptions o = options;
     o.on_lost = [this, lost = m.lost](const std::string& why, const std::vector<std::string>&) {
       std::lock_guard lock(lost_mu_);

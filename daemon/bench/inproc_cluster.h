@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,8 +26,14 @@ namespace gossipd::daemon {
 // clusters of them.
 class InProcCluster {
  public:
-  // Members "m0" .. "m<n-1>", every one knowing every other from the start.
-  InProcCluster(size_t n, const MembershipOptions& options);
+  // Member i's entry and the peers it starts knowing, before its Membership
+  // is made: a test makes a member one that joined (since_round > 0) or
+  // leaves a peer out of its table.
+  using Shape = std::function<void(size_t i, proto::Member& self, std::map<std::string, std::string>& peers)>;
+
+  // Members "m0" .. "m<n-1>", every one knowing every other from the start
+  // (unless `shape` says otherwise).
+  InProcCluster(size_t n, const MembershipOptions& options, const Shape& shape = {});
   ~InProcCluster();
 
   size_t size() const { return members_.size(); }

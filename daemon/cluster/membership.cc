@@ -83,6 +83,18 @@ void Membership::start() {
   // evicting itself).
   next_push_pull_ = now + std::chrono::duration_cast<Clock::duration>(
                               push_pull_period() * std::uniform_real_distribution<double>(0.0, 1.0)(rng_));
+  if (self_.since_round() > 0) {
+    // A joiner holds its admitter's table of the moment it was admitted. A
+    // member admitted meanwhile through another may be missing from it, its
+    // announcement passed on before anyone knew this one (seen after a
+    // partition, when a half rejoins at once): its first exchange comes after
+    // 2-4 protocol periods, when the others know it, not up to a whole
+    // interval later.
+    next_push_pull_ = std::min(
+        next_push_pull_,
+        now + std::chrono::duration_cast<Clock::duration>(
+                  options_.heartbeat_interval * std::uniform_real_distribution<double>(2.0, 4.0)(rng_)));
+  }
   publish();
   transfer_thread_ = std::jthread([this](std::stop_token stop) { transfer_loop(stop); });
   thread_ = std::jthread([this](std::stop_token stop) { loop(stop); });

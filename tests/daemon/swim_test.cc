@@ -82,6 +82,27 @@ TEST(Swim, AKilledMemberLeavesEveryViewAndNobodyElseIsEvicted) {
   }
 }
 
+// m2 and m3 were admitted at once through different contacts (as a
+// partition's other half rejoins): each holds its admitter's table, which
+// lacks the other, and each one's announcement has passed. Founders push
+// and pull tables once an hour here; a joiner's first exchange, a few
+// periods after it enters, brings each the other.
+TEST(Swim, TwoMembersAdmittedAtOnceThroughOthersLearnEachOtherWithinAFewPeriods) {
+  daemon::MembershipOptions o = quick();
+  o.push_pull_interval = std::chrono::hours(1);
+  InProcCluster c(4, o, [](size_t i, proto::Member& self, std::map<std::string, std::string>& peers) {
+    if (i < 2) return;
+    self.set_since_round(10);
+    peers.erase(InProcCluster::id(i == 2 ? 3 : 2));
+  });
+  ASSERT_FALSE(c.membership(2).knows("m3"));
+  ASSERT_FALSE(c.membership(3).knows("m2"));
+  c.arm_all();
+  EXPECT_TRUE(wait_until([&] { return c.membership(2).knows("m3") && c.membership(3).knows("m2"); }, 30s))
+      << "m2 knows m3: " << c.membership(2).knows("m3") << ", m3 knows m2: " << c.membership(3).knows("m2");
+  EXPECT_TRUE(c.listed_everywhere("m2") && c.listed_everywhere("m3"));
+}
+
 // Word that m1 is suspected reaches every member, m1 included: it refutes
 // with a higher incarnation, which every member takes, and nobody evicts it.
 TEST(Swim, ASuspectedMemberRefutesAndStays) {
