@@ -28,7 +28,7 @@ void BroadcastRing::run() {
       auto piece = data_.subspan(p.begin, p.size());
       if (rank != root_) {
         Message msg = channel.recv(rank + n - 1, 0, static_cast<uint32_t>(j), p.size());
-        std::memcpy(piece.data(), msg.payload[0].data(), piece.size_bytes());
+        if (!piece.empty()) std::memcpy(piece.data(), msg.payload[0].data(), piece.size_bytes());
       }
       if (forwards) channel.send(right, 0, static_cast<uint32_t>(j), piece, tracker.token(0));
     }

@@ -15,7 +15,7 @@ secs="${1:-30}"
 [[ "$secs" =~ ^[0-9]+$ ]] || { echo "tests/fuzz/run.sh: SECONDS '$secs' is not a number" >&2; exit 2; }
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(envelope membership state_download segment collective checkpoint data_wire sparse_files partition_text)
+[ ${#targets[@]} -gt 0 ] || targets=(envelope membership state_download segment collective checkpoint data_wire sparse_files partition_text shard)
 
 build=$(tests/sanitized_build.sh address,undefined fuzzers | tail -n 1)
 

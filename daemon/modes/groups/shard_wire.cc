@@ -85,7 +85,9 @@ std::vector<float> shard_values(const protocol::Message& m) {
     return out;
   }
   std::vector<float> out(frame.size() / sizeof(float));
-  std::memcpy(out.data(), frame.data(), out.size() * sizeof(float));
+  // An empty frame's data() may be null, and memcpy from null is undefined
+  // even for no bytes (fuzz_shard found one).
+  if (!out.empty()) std::memcpy(out.data(), frame.data(), out.size() * sizeof(float));
   return out;
 }
 
