@@ -178,8 +178,9 @@ void TwoLevelCollectives::allgather(std::span<float> data, std::span<const size_
                 data.begin() + s.flat[r].begin);
 }
 
-HostAwareCollectives::HostAwareCollectives(Group& group, std::optional<uint32_t> levels_key)
-    : group_(group), key_(levels_key) {}
+HostAwareCollectives::HostAwareCollectives(Group& group, std::optional<uint32_t> levels_key,
+                                           OnLevels on_levels)
+    : group_(group), key_(levels_key), on_levels_(std::move(on_levels)) {}
 
 HostAwareCollectives::~HostAwareCollectives() = default;
 
@@ -191,6 +192,7 @@ TwoLevelCollectives* HostAwareCollectives::laid_out() {
       levels_ = std::make_unique<TwoLevelCollectives>(group_, layout, key_.value_or(group_.tag()));
       levels_text_ =
           std::to_string(layout.hosts.size()) + " hosts of " + std::to_string(layout.per_host) + " members";
+      if (on_levels_) on_levels_(levels_text_);
     }
   }
   return levels_.get();

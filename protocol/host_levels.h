@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -98,8 +99,13 @@ class TwoLevelCollectives {
 // call at the same point.
 class HostAwareCollectives {
  public:
+  // Called once, when the first call lays out two levels, with levels():
+  // the mode says so in its own words (nothing is called for flat).
+  using OnLevels = std::function<void(const std::string& levels)>;
+
   // `levels_key` as TwoLevelCollectives' (the group's tag when none).
-  explicit HostAwareCollectives(Group& group, std::optional<uint32_t> levels_key = std::nullopt);
+  explicit HostAwareCollectives(Group& group, std::optional<uint32_t> levels_key = std::nullopt,
+                                OnLevels on_levels = {});
   ~HostAwareCollectives();
   HostAwareCollectives(const HostAwareCollectives&) = delete;
   HostAwareCollectives& operator=(const HostAwareCollectives&) = delete;
@@ -117,6 +123,7 @@ class HostAwareCollectives {
 
   Group& group_;
   std::optional<uint32_t> key_;
+  OnLevels on_levels_;
   bool laid_out_ = false;
   std::unique_ptr<TwoLevelCollectives> levels_;
   std::string levels_text_;

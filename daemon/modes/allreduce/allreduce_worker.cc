@@ -92,7 +92,6 @@ trainer::StepResult AllreduceWorker::step(std::span<const uint32_t> idx, std::st
       if (options_.update) {
         TrainingLoop::CommTimer comm(loop_);
         options_.update(*group_, ring_collectives(), round);
-        say_levels();
         return r;
       }
       average_gradients();
@@ -121,8 +120,7 @@ void AllreduceWorker::average_gradients() {
 void AllreduceWorker::sum(std::span<float> data) {
   TrainingLoop::CommTimer comm(loop_);
   if (options_.codec.lossless()) {
-    ring_collectives().allreduce(data);
-    return say_levels();
+    return ring_collectives().allreduce(data);
   }
   const protocol::ErrorFeedback before = feedback_;
   try {
@@ -135,19 +133,17 @@ void AllreduceWorker::sum(std::span<float> data) {
 
 void AllreduceWorker::use_ring(std::unique_ptr<protocol::Group> ring) {
   ring_sum_.reset();  // its levels are the old ring's
-  levels_said_ = false;
   group_ = std::move(ring);
 }
 
 protocol::HostAwareCollectives& AllreduceWorker::ring_collectives() {
-  if (!ring_sum_) ring_sum_ = std::make_unique<protocol::HostAwareCollectives>(*group_);
+  if (!ring_sum_) {
+    ring_sum_ = std::make_unique<protocol::HostAwareCollectives>(
+        *group_, std::nullopt, [id = node_.id()](const std::string& levels) {
+          spdlog::info("node '{}': allreduce in two levels, {}", id, levels);
+        });
+  }
   return *ring_sum_;
-}
-
-void AllreduceWorker::say_levels() {
-  if (levels_said_ || ring_sum_->levels().empty()) return;
-  levels_said_ = true;
-  spdlog::info("node '{}': allreduce in two levels, {}", node_.id(), ring_sum_->levels());
 }
 
 void AllreduceWorker::await_view_change(std::exception_ptr failure, uint64_t round, std::stop_token stop) {

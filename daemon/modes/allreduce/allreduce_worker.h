@@ -90,7 +90,6 @@ class AllreduceWorker : public Worker {
   // copy them), else one flat ring.
   void use_ring(std::unique_ptr<protocol::Group> ring);
   protocol::HostAwareCollectives& ring_collectives();  // group_'s, made at the first use
-  void say_levels();  // logs the two levels once a ring's first collective took them
   // Local SGD: the parameters' average over the ring, in place.
   void average_parameters(std::span<float> params);
   // Local SGD: a window starts at `params` (the first, or after a resync).
@@ -117,8 +116,8 @@ class AllreduceWorker : public Worker {
   TrainingLoop& loop_;
   AllreduceWorkerOptions options_;
   std::unique_ptr<protocol::Group> group_;
-  std::unique_ptr<protocol::HostAwareCollectives> ring_sum_;  // group_'s collectives
-  bool levels_said_ = false;
+  std::unique_ptr<protocol::HostAwareCollectives>
+      ring_sum_;                          // group_'s collectives (says once if in two levels)
   uint32_t view_id_ = 0;                  // the id of the view group_ was formed over
   std::unique_ptr<OuterMomentum> outer_;  // local SGD's outer step (--outer-momentum)
   protocol::ErrorFeedback feedback_;      // --compress: what this member's encodings rounded off

@@ -30,16 +30,15 @@ GroupGridComm::GroupGridComm(protocol::Node& node, const std::vector<std::string
   halo_stream_ = std::make_unique<protocol::TensorStream>(*halo_);
   all_ = std::make_unique<protocol::Group>(node, grid.at(kStartTag + 1), members, options);
   // Keys as the groups' tags' indices, the grid's (index 3 is no group's).
-  column_sum_ = std::make_unique<protocol::HostAwareCollectives>(*column_, static_cast<uint32_t>(4 * at.col));
-  row_sum_ = std::make_unique<protocol::HostAwareCollectives>(*row_, static_cast<uint32_t>(4 * at.row + 1));
-  all_sum_ = std::make_unique<protocol::HostAwareCollectives>(*all_, 3u);
-}
-
-void GroupGridComm::sum(protocol::HostAwareCollectives& over, const char* what, std::span<float> data) {
-  const bool first = over.levels().empty();
-  over.allreduce(data);
-  if (first && !over.levels().empty())
-    spdlog::info("node '{}': the grid's {} allreduce in two levels, {}", node_.id(), what, over.levels());
+  auto sums = [&](protocol::Group& group, uint32_t key, const char* what) {
+    return std::make_unique<protocol::HostAwareCollectives>(
+        group, key, [id = node.id(), what](const std::string& levels) {
+          spdlog::info("node '{}': the grid's {} allreduce in two levels, {}", id, what, levels);
+        });
+  };
+  column_sum_ = sums(*column_, static_cast<uint32_t>(4 * at.col), "column");
+  row_sum_ = sums(*row_, static_cast<uint32_t>(4 * at.row + 1), "row");
+  all_sum_ = sums(*all_, 3u, "whole");
 }
 
 void GroupGridComm::set_stop(std::stop_token stop) {
@@ -73,16 +72,16 @@ void GroupGridComm::reduce_scatter_column(std::span<float> data, std::span<const
 void GroupGridComm::allreduce_row(std::span<float> data) {
   counted(bytes_.weight_gradient, [&] {
     protocol::Barrier(*row_).run();
-    sum(*row_sum_, "row", data);
+    row_sum_->allreduce(data);
     protocol::Barrier(*row_).run();
   });
 }
 
 void GroupGridComm::allreduce_all(std::span<float> data) {
-  counted(bytes_.weight_gradient, [&] { sum(*all_sum_, "whole", data); });
+  counted(bytes_.weight_gradient, [&] { all_sum_->allreduce(data); });
 }
 
-void GroupGridComm::sum_column(std::span<float> data) { sum(*column_sum_, "column", data); }
+void GroupGridComm::sum_column(std::span<float> data) { column_sum_->allreduce(data); }
 
 // Both receives posted before the sends (the neighbours send at once too).
 void GroupGridComm::exchange_halo(std::span<const float> up, std::span<const float> down,

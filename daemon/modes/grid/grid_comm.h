@@ -81,14 +81,12 @@ class GroupGridComm : public GridComm {
   // Runs `collective`, adding the payload bytes this node sent meanwhile to `kind`.
   template <typename F>
   void counted(uint64_t& kind, F&& collective);
-  // An allreduce over one of the groups, saying at its first sum if it
-  // takes two levels (its members share hosts evenly).
-  void sum(protocol::HostAwareCollectives& over, const char* what, std::span<float> data);
 
   protocol::Node& node_;
   std::unique_ptr<protocol::Group> column_, row_, halo_, all_;
-  // Their sums; the two levels' tags keyed apart (row 0's and all_'s tags
-  // agree in their low 16 bits).
+  // Their sums, each saying at its first if it takes two levels (its members
+  // share hosts evenly); the two levels' tags keyed apart (row 0's and
+  // all_'s tags agree in their low 16 bits).
   std::unique_ptr<protocol::HostAwareCollectives> column_sum_, row_sum_, all_sum_;
   std::unique_ptr<protocol::TensorStream> halo_stream_;
   uint64_t halo_seq_ = 0;
