@@ -141,5 +141,15 @@ TEST(TwoLevels, AComputeGroupOnTwoHostsScattersAndGathersInTwoLevelsAndEndsAsOnO
   two_hosts_against_one(groups, "allreduce in two levels, 2 hosts of 2 members");
 }
 
+// A pipeline of one stage and four replicas: the stage's replicas sum their
+// gradients in two levels.
+TEST(TwoLevels, APipelineStagesReplicasOnTwoHostsSumInTwoLevelsAndEndAsOnOneHost) {
+  if (geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
+  std::vector<std::string> pipeline = kLevelRun;
+  pipeline[1] = "pipeline";
+  pipeline.insert(pipeline.end(), {"--stages", "1", "--replicas", "4"});
+  two_hosts_against_one(pipeline, "stage 0's replicas sum in two levels, 2 hosts of 2 members");
+}
+
 }  // namespace
 }  // namespace gossipd::testing

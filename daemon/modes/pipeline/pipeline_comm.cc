@@ -1,5 +1,7 @@
 #include "daemon/modes/pipeline/pipeline_comm.h"
 
+#include <spdlog/spdlog.h>
+
 #include <stdexcept>
 
 #include "protocol/collectives.h"
@@ -26,7 +28,10 @@ PipelineComm::PipelineComm(protocol::Node& node, const std::vector<std::string>&
   replicas_ = std::make_unique<protocol::Group>(
       node, range.at(3 * at_.stage + 2),
       protocol::members_at(members, topology::stage_ranks(shape, at_.stage)), options);
-  replicas_levels_ = std::make_unique<protocol::HostAwareCollectives>(*replicas_);
+  replicas_levels_ = std::make_unique<protocol::HostAwareCollectives>(
+      *replicas_, std::nullopt, [id = node.id(), stage = at_.stage](const std::string& levels) {
+        spdlog::info("node '{}': stage {}'s replicas sum in two levels, {}", id, stage, levels);
+      });
   stream_ = std::make_unique<protocol::TensorStream>(*pipeline_);
 }
 
