@@ -15,18 +15,32 @@ struct Progress {
   std::vector<std::vector<double>> forward_end;  // [stage][micro]
   std::vector<std::vector<double>> backward_end;
   std::vector<double> busy;  // per stage: compute so far
+  // Per stage: the micro-batch whose forward state the layers hold, that
+  // of the split layers (their W's) and that of the others (their B's);
+  // kNone before any.
+  std::vector<size_t> split_state, other_state;
 };
 
-// A backward's compute at stage k (whole, its B or its W): more when the
-// op before it at the stage was not the same micro-batch's forward.
-double backward_seconds(const Progress& p, const StageTimes& t, size_t k, const PipelineOp& op) {
+constexpr size_t kNone = std::numeric_limits<size_t>::max();
+
+// A backward's compute at stage k (whole, its B or its W), and more when
+// the layers it runs hold another micro-batch's state, which each op on a
+// micro-batch leaves there: a forward all of it, a B the unsplit layers',
+// a W the split ones' (a convolution's im2col), a whole backward all.
+double backward_seconds(Progress& p, const StageTimes& t, size_t k, const PipelineOp& op) {
   const double weights = t.weights.empty() ? 0.0 : t.weights[k];
-  if (op.kind == PipelineOp::kBackwardWeights) return weights;
-  const size_t i = p.next[k];
-  const bool kept =
-      i > 0 && p.ops[k][i - 1].kind == PipelineOp::kForward && p.ops[k][i - 1].micro == op.micro;
-  const double compute = op.kind == PipelineOp::kBackwardInput ? t.backward[k] - weights : t.backward[k];
-  return compute + (kept || t.refind.empty() ? 0.0 : t.refind[k]);
+  const double refind = t.refind.empty() ? 0.0 : t.refind[k];
+  const double split = t.refind_weights.empty() ? 0.0 : std::min(t.refind_weights[k], refind);
+  const bool runs_split = op.kind != PipelineOp::kBackwardInput;
+  const bool runs_other = op.kind != PipelineOp::kBackwardWeights;
+  double seconds = op.kind == PipelineOp::kBackward ? t.backward[k]
+                   : runs_split                     ? weights
+                                                    : t.backward[k] - weights;
+  if (runs_split && p.split_state[k] != op.micro) seconds += split;
+  if (runs_other && p.other_state[k] != op.micro) seconds += refind - split;
+  if (runs_split) p.split_state[k] = op.micro;
+  if (runs_other) p.other_state[k] = op.micro;
+  return seconds;
 }
 
 // When op `op` of stage `k` may start as far as its input goes, or kNotYet.
@@ -53,6 +67,7 @@ bool advance(Progress& p, const StageTimes& t, PipelineSchedule schedule, size_t
   if (op.kind == PipelineOp::kForward) {
     p.free_at[k] = p.forward_end[k][op.micro] = start + t.forward[k];
     p.busy[k] += t.forward[k];
+    p.split_state[k] = p.other_state[k] = op.micro;
   } else {
     const double seconds = backward_seconds(p, t, k, op);
     p.free_at[k] = start + seconds;
@@ -77,6 +92,8 @@ std::optional<PipelineTiming> simulate_pipeline(PipelineSchedule schedule, size_
   p.forward_end.assign(stages, std::vector<double>(micros, kNotYet));
   p.backward_end = p.forward_end;
   p.busy.assign(stages, 0);
+  p.split_state.assign(stages, kNone);
+  p.other_state.assign(stages, kNone);
   for (bool moved = true; moved;) {
     moved = false;
     for (size_t k = 0; k < stages; ++k) {

@@ -24,6 +24,9 @@ struct StageTimes {
   // Per stage (empty: none): the part of `backward` a split backward runs
   // later, as its W (zb); its B takes the rest.
   std::vector<double> weights;
+  // Per stage (empty: none): the part of `refind` that is a split layer's
+  // own state (a convolution's im2col), which its W makes again, not its B.
+  std::vector<double> refind_weights;
 };
 
 struct PipelineTiming {

@@ -175,6 +175,29 @@ TEST(PipelineTiming, BackwardsAfterAnotherForwardPayToFindTheirStateAgain) {
   EXPECT_DOUBLE_EQ(one_f_one_b->step, 4 * 3.0);
 }
 
+// A convolution's state (its im2col) is its W's to make again under zb, not
+// its B's: at the last stage each W runs after the next micro-batch's
+// forward, so every W pays it, and no B does (each follows its forward).
+// A whole backward pays the same whichever layers hold the state.
+TEST(PipelineTiming, UnderZbTheSplitLayersStateIsFoundAgainByTheirWNotTheirB) {
+  StageTimes t = equal_stages(2, 1.0, 2.0, 0.0);
+  t.weights = {1.0, 1.0};
+  t.refind = {0.25, 0.25};
+  StageTimes split = t;
+  split.refind_weights = {0.25, 0.25};
+  const auto in_b = simulate_pipeline(PipelineSchedule::kZeroBubble, 4, t);
+  const auto in_w = simulate_pipeline(PipelineSchedule::kZeroBubble, 4, split);
+  ASSERT_TRUE(in_b && in_w);
+  EXPECT_DOUBLE_EQ(in_b->busy[1], 4 * 3.0) << "each B follows its own forward";
+  EXPECT_DOUBLE_EQ(in_w->busy[1], 4 * 3.0 + 4 * 0.25) << "each W follows another micro-batch's forward";
+  for (PipelineSchedule s : {PipelineSchedule::kGpipe, PipelineSchedule::kOneFOneB}) {
+    const auto a = simulate_pipeline(s, 4, t), b = simulate_pipeline(s, 4, split);
+    ASSERT_TRUE(a && b);
+    EXPECT_DOUBLE_EQ(a->step, b->step) << static_cast<int>(s);
+    EXPECT_EQ(a->busy, b->busy) << static_cast<int>(s);
+  }
+}
+
 TEST(PipelineSchedule, DefaultMicroBatchesHoldAboutEightSamplesAndDivideTheBatch) {
   for (const auto& [batch, micros] : std::vector<std::pair<size_t, size_t>>{
            {64, 8}, {128, 16}, {32, 4}, {100, 10}, {8, 1}, {7, 1}, {16, 2}, {1, 1}}) {

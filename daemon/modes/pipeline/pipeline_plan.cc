@@ -32,6 +32,9 @@ StagePlan stage_plan(const PipelinePlanInput& in, const topology::LayerRanges& r
     s.backward_s += l.backward_s;
     s.weights_s += l.weights_s;
     s.refind_s += l.refind_s;
+    // A layer that splits its backward (a convolution) keeps its forward
+    // state for its W (the im2col); the others' is their B's.
+    if (l.weights_s > 0) s.refind_weights_s += l.refind_s;
     s.params += l.params;
     per_sample += l.out_floats;
   }
@@ -100,6 +103,7 @@ PipelinePlan price_partition(const PipelinePlanInput& in, const topology::LayerR
     t.backward.push_back(s.backward_s + copies);
     t.refind.push_back(s.refind_s);
     t.weights.push_back(s.weights_s);
+    t.refind_weights.push_back(s.refind_weights_s);
     // 1f1b-async updates after every backward, and a stage with
     // micro-batches in flight then keeps their weights: priced with the
     // update, as the replicas' allreduce before it.

@@ -36,6 +36,7 @@ struct StagePlan {
   double forward_s = 0, backward_s = 0;  // per micro-batch
   double refind_s = 0;                   // more per backward not right after its forward
   double weights_s = 0;                  // of backward_s, its W under zb (the layers that split)
+  double refind_weights_s = 0;           // of refind_s, the split layers' (their W makes it again)
   size_t params = 0;
   size_t in_flight = 0;       // most micro-batches it holds under the schedule
   size_t stash_floats = 0;    // what one micro-batch stashes (trainer::Stage::stash_floats)
