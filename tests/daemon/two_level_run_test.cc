@@ -116,6 +116,14 @@ void two_hosts_against_one(const std::vector<std::string>& flags, const std::str
   }
 }
 
+// kLevelRun under another --algo, with `extra` flags.
+std::vector<std::string> level_run(const std::string& algo, const std::vector<std::string>& extra) {
+  std::vector<std::string> flags = kLevelRun;
+  flags[1] = algo;
+  flags.insert(flags.end(), extra.begin(), extra.end());
+  return flags;
+}
+
 TEST(TwoLevels, FourMembersOnTwoHostsSumInTwoLevelsAndEndAsTheFlatRingDoes) {
   if (geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
   two_hosts_against_one(kLevelRun, "allreduce in two levels, 2 hosts of 2 members");
@@ -125,30 +133,24 @@ TEST(TwoLevels, FourMembersOnTwoHostsSumInTwoLevelsAndEndAsTheFlatRingDoes) {
 // the weight gradients takes two levels.
 TEST(TwoLevels, AGridRowOnTwoHostsSumsInTwoLevelsAndEndsAsTheFlatRingDoes) {
   if (geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
-  std::vector<std::string> grid = kLevelRun;
-  grid[1] = "grid";
-  grid.insert(grid.end(), {"--grid", "1x4"});
-  two_hosts_against_one(grid, "the grid's row allreduce in two levels, 2 hosts of 2 members");
+  two_hosts_against_one(level_run("grid", {"--grid", "1x4"}),
+                        "the grid's row allreduce in two levels, 2 hosts of 2 members");
 }
 
 // One compute group of all four (g = 1): its ring's reduce-scatter and
 // allgather (the sharded update) take two levels.
 TEST(TwoLevels, AComputeGroupOnTwoHostsScattersAndGathersInTwoLevelsAndEndsAsOnOneHost) {
   if (geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
-  std::vector<std::string> groups = kLevelRun;
-  groups[1] = "groups";
-  groups.insert(groups.end(), {"--compute-groups", "1"});
-  two_hosts_against_one(groups, "allreduce in two levels, 2 hosts of 2 members");
+  two_hosts_against_one(level_run("groups", {"--compute-groups", "1"}),
+                        "allreduce in two levels, 2 hosts of 2 members");
 }
 
 // A pipeline of one stage and four replicas: the stage's replicas sum their
 // gradients in two levels.
 TEST(TwoLevels, APipelineStagesReplicasOnTwoHostsSumInTwoLevelsAndEndAsOnOneHost) {
   if (geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
-  std::vector<std::string> pipeline = kLevelRun;
-  pipeline[1] = "pipeline";
-  pipeline.insert(pipeline.end(), {"--stages", "1", "--replicas", "4"});
-  two_hosts_against_one(pipeline, "stage 0's replicas sum in two levels, 2 hosts of 2 members");
+  two_hosts_against_one(level_run("pipeline", {"--stages", "1", "--replicas", "4"}),
+                        "stage 0's replicas sum in two levels, 2 hosts of 2 members");
 }
 
 }  // namespace

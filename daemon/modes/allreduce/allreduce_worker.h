@@ -116,8 +116,8 @@ class AllreduceWorker : public Worker {
   TrainingLoop& loop_;
   AllreduceWorkerOptions options_;
   std::unique_ptr<protocol::Group> group_;
-  std::unique_ptr<protocol::HostAwareCollectives>
-      ring_sum_;                          // group_'s collectives (says once if in two levels)
+  // group_'s collectives; they say once if they take two levels.
+  std::unique_ptr<protocol::HostAwareCollectives> ring_sum_;
   uint32_t view_id_ = 0;                  // the id of the view group_ was formed over
   std::unique_ptr<OuterMomentum> outer_;  // local SGD's outer step (--outer-momentum)
   protocol::ErrorFeedback feedback_;      // --compress: what this member's encodings rounded off
