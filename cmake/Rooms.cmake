@@ -15,6 +15,9 @@ endfunction()
 # nothing else links them all.
 function(gossipd_mode target)
   set_property(GLOBAL APPEND PROPERTY GOSSIPD_MODE_LIBRARIES ${target})
+  # Its folder's name: its tests, where it has any, are tests/modes/<name>/.
+  get_filename_component(folder ${CMAKE_CURRENT_SOURCE_DIR} NAME)
+  set_property(GLOBAL APPEND PROPERTY GOSSIPD_MODE_FOLDERS ${folder})
 endfunction()
 
 # gossipd_mode_tools(TARGET): TARGET holds a mode's own gossipctl commands

@@ -15,7 +15,7 @@
 #include "protocol/group_averages.h"
 #include "protocol/segment_inbox.h"
 #include "protocol/tags.h"
-#include "topology/groups.h"
+#include "topology/hierarchy.h"
 #include "topology/view.h"
 
 namespace gossipd::protocol {

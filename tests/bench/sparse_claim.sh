@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The sparse mode's serial inference (gossipctl sparse infer's kernels,
-# trainer/sparse) against SuiteSparse:GraphBLAS (issue 21), on the Sparse
+# daemon/modes/sparse/net) against SuiteSparse:GraphBLAS, on the Sparse
 # DNN Graph Challenge's networks as `gossipctl sparse generate` writes them
 # (RadiX-Net, 32 edges per neuron, inputs from Fashion-MNIST). One thread
 # each, the two timed alternately REPS times in one run

@@ -1,4 +1,4 @@
-// The serial sparse inference (trainer/sparse) against SuiteSparse:GraphBLAS
+// The serial sparse inference (daemon/modes/sparse/net) against SuiteSparse:GraphBLAS
 // on the same Sparse DNN Graph Challenge files, one thread each, timed
 // alternately in one run. GraphBLAS runs the challenge's reference form (as
 // LAGraph's dnn does it): per layer Y = Y·W (plus-times), Y = Y·diag(b)
@@ -22,9 +22,9 @@ extern "C" {  // GraphBLAS.h declares C functions without saying so to C++
 #include <tuple>
 #include <vector>
 
-#include "trainer/sparse/challenge_files.h"
-#include "trainer/sparse/radix_net.h"
-#include "trainer/sparse/sparse_infer.h"
+#include "daemon/modes/sparse/net/challenge_files.h"
+#include "daemon/modes/sparse/net/radix_net.h"
+#include "daemon/modes/sparse/net/sparse_infer.h"
 
 namespace {
 

@@ -9,10 +9,10 @@
 #include <string>
 
 #include "daemon/config/cli.h"
+#include "daemon/modes/grid/grid_shape.h"
 #include "daemon/modes/pipeline/pipeline_partition.h"
+#include "daemon/modes/pipeline/pipeline_schedule.h"
 #include "daemon/plan/layer_profile.h"
-#include "topology/grid.h"
-#include "topology/pipeline.h"
 
 using namespace gossipd;
 

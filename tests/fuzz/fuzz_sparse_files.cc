@@ -4,11 +4,11 @@
 #include <cassert>
 #include <string>
 
+#include "daemon/modes/sparse/net/challenge_files.h"
+#include "daemon/modes/sparse/net/radix_net.h"
+#include "daemon/modes/sparse/net/tsv_lines.h"
 #include "daemon/modes/sparse/partition_file.h"
 #include "trainer/errors.h"
-#include "trainer/sparse/challenge_files.h"
-#include "trainer/sparse/radix_net.h"
-#include "trainer/sparse/tsv_lines.h"
 
 using namespace gossipd::trainer;
 

@@ -13,6 +13,7 @@
 #include "daemon/cluster/state_transfer.h"
 #include "daemon/modes/groups/shard_wire.h"
 #include "daemon/modes/pipeline/pipeline_partition.h"
+#include "daemon/modes/sparse/net/radix_net.h"
 #include "daemon/modes/sparse/partition_file.h"
 #include "daemon/plan/layer_profile.h"
 #include "protocol/data_wire.h"
@@ -23,7 +24,6 @@
 #include "tests/fuzz/harness.h"
 #include "tests/support/envelope.h"
 #include "tests/support/temp_dir.h"
-#include "trainer/sparse/radix_net.h"
 
 using namespace gossipd;
 namespace fs = std::filesystem;

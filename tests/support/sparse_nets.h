@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "daemon/modes/sparse/net/sparse_net.h"
 #include "trainer/rng.h"
-#include "trainer/sparse/sparse_net.h"
 
 namespace gossipd::testing {
 

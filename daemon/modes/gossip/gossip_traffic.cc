@@ -4,7 +4,7 @@
 
 #include "topology/derangement.h"
 #include "topology/exponential_graph.h"
-#include "topology/groups.h"
+#include "topology/hierarchy.h"
 #include "topology/view.h"
 
 namespace gossipd::daemon {

@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "daemon/modes/grid/grid_shape.h"
 #include "protocol/group.h"
 #include "protocol/host_levels.h"
 #include "protocol/tensor_stream.h"
-#include "topology/grid.h"
 
 namespace gossipd::daemon {
 

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "daemon/modes/grid/grid_front.h"
+#include "daemon/modes/grid/grid_shape.h"
 #include "daemon/plan/plan_layers.h"
-#include "topology/grid.h"
 #include "trainer/dense.h"
 #include "trainer/elementwise.h"
 

@@ -4,9 +4,9 @@
 #include <string>
 #include <vector>
 
+#include "daemon/modes/grid/grid_shape.h"
 #include "daemon/plan/link_model.h"
 #include "daemon/plan/plan_layers.h"
-#include "topology/grid.h"
 
 namespace gossipd::daemon {
 

@@ -2,9 +2,9 @@
 
 #include <memory>
 
+#include "daemon/modes/grid/grid_shape.h"
 #include "daemon/worker/replica.h"
 #include "daemon/worker/worker.h"
-#include "topology/grid.h"
 
 namespace gossipd::daemon {
 

@@ -6,6 +6,7 @@
 #include "daemon/config/cli.h"
 #include "daemon/config/worker_values.h"
 #include "daemon/modes/allreduce/allreduce_worker.h"
+#include "daemon/modes/groups/compute_groups.h"
 #include "daemon/modes/groups/groups_report.h"
 #include "daemon/modes/groups/momentum_rule.h"
 #include "daemon/modes/groups/overlapped_exchange.h"
@@ -15,8 +16,7 @@
 #include "protocol/collectives.h"
 #include "protocol/compressed_allreduce.h"
 #include "protocol/tags.h"
-#include "topology/compute_groups.h"
-#include "topology/groups.h"
+#include "topology/hierarchy.h"
 
 namespace gossipd::daemon {
 namespace {

@@ -30,7 +30,7 @@ struct GroupsFlags {
 
 // --algo groups (Omnivore's compute groups, with the parameter server
 // sharded over the members, daemon/groups): the members in g groups
-// (topology/compute_groups.h). A group's step: its members compute the
+// (compute_groups.h). A group's step: its members compute the
 // gradient of their shares of the batch, reduce-scatter it over the group's
 // ring, push each shard of their slice to its owner, which applies every
 // group's gradient as it arrives, take the fresh values it answers with and

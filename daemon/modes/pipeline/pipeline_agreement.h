@@ -2,9 +2,9 @@
 
 #include <string>
 
+#include "daemon/modes/pipeline/pipeline_schedule.h"
 #include "daemon/modes/pipeline/pipeline_search.h"
 #include "protocol/group.h"
-#include "topology/pipeline.h"
 #include "trainer/model.h"
 #include "trainer/optimizer.h"
 

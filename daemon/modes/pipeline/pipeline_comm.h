@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "daemon/modes/pipeline/pipeline_schedule.h"
 #include "protocol/group.h"
 #include "protocol/host_levels.h"
 #include "protocol/tensor_stream.h"
-#include "topology/pipeline.h"
 
 namespace gossipd::daemon {
 

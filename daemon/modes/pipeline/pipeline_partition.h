@@ -4,7 +4,7 @@
 #include <string>
 
 #include "daemon/config/run_options.h"
-#include "topology/pipeline.h"
+#include "daemon/modes/pipeline/pipeline_schedule.h"
 
 namespace gossipd::daemon {
 

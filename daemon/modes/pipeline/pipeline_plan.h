@@ -3,9 +3,9 @@
 #include <string>
 #include <vector>
 
+#include "daemon/modes/pipeline/pipeline_schedule.h"
+#include "daemon/modes/pipeline/pipeline_timing.h"
 #include "daemon/plan/link_model.h"
-#include "topology/pipeline.h"
-#include "topology/pipeline_timing.h"
 #include "trainer/layer_timing.h"
 #include "trainer/optimizer.h"
 

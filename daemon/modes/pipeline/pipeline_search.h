@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "daemon/modes/pipeline/pipeline_plan.h"
+#include "daemon/modes/pipeline/pipeline_schedule.h"
 #include "daemon/plan/layer_profile.h"
 #include "daemon/plan/link_model.h"
-#include "topology/pipeline.h"
 
 namespace gossipd::daemon {
 

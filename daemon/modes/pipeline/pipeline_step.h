@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "daemon/modes/pipeline/pipeline_comm.h"
-#include "topology/pipeline.h"
+#include "daemon/modes/pipeline/pipeline_schedule.h"
 #include "trainer/loss.h"
 #include "trainer/optimizer.h"
 #include "trainer/stage.h"

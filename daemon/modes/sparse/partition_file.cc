@@ -3,9 +3,9 @@
 #include <charconv>
 #include <sstream>
 
+#include "daemon/modes/sparse/net/tsv_lines.h"
 #include "trainer/durable_file.h"
 #include "trainer/errors.h"
-#include "trainer/sparse/tsv_lines.h"
 
 namespace gossipd::daemon {
 namespace {

@@ -4,8 +4,8 @@
 #include <filesystem>
 #include <string>
 
+#include "daemon/modes/sparse/net/sparse_net.h"
 #include "daemon/modes/sparse/sparse_partition.h"
-#include "trainer/sparse/sparse_net.h"
 
 namespace gossipd::daemon {
 

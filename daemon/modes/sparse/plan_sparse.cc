@@ -6,11 +6,11 @@
 #include <filesystem>
 
 #include "daemon/config/cli.h"
+#include "daemon/modes/sparse/net/challenge_files.h"
+#include "daemon/modes/sparse/net/radix_net.h"
 #include "daemon/modes/sparse/partition_file.h"
 #include "daemon/modes/sparse/sparse_partition.h"
 #include "daemon/modes/sparse/sparse_traffic.h"
-#include "trainer/sparse/challenge_files.h"
-#include "trainer/sparse/radix_net.h"
 
 namespace gossipd::daemon {
 namespace {

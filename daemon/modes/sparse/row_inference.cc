@@ -4,10 +4,10 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "daemon/modes/sparse/net/sparse_kernel.h"
 #include "daemon/modes/sparse/row_exchange.h"
 #include "protocol/collectives.h"
 #include "protocol/tags.h"
-#include "trainer/sparse/sparse_kernel.h"
 
 namespace gossipd::daemon {
 

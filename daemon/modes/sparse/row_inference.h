@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
+#include "daemon/modes/sparse/net/sparse_infer.h"
 #include "daemon/modes/sparse/sparse_rows.h"
 #include "protocol/group.h"
 #include "protocol/tensor_stream.h"
-#include "trainer/sparse/sparse_infer.h"
 
 namespace gossipd::daemon {
 

@@ -5,11 +5,11 @@
 #include <string>
 #include <vector>
 
+#include "daemon/modes/sparse/net/sparse_train.h"
 #include "daemon/modes/sparse/row_exchange.h"
 #include "daemon/modes/sparse/sparse_rows.h"
 #include "protocol/group.h"
 #include "protocol/tensor_stream.h"
-#include "trainer/sparse/sparse_train.h"
 
 namespace gossipd::daemon {
 

@@ -13,13 +13,13 @@
 #include "daemon/bench/collective_ops.h"
 #include "daemon/config/cli.h"
 #include "daemon/ctl/compare_hosts.h"
+#include "daemon/modes/sparse/net/challenge_files.h"
+#include "daemon/modes/sparse/net/radix_net.h"
 #include "daemon/modes/sparse/partition_file.h"
 #include "daemon/modes/sparse/row_inference.h"
 #include "daemon/modes/sparse/sparse_bench_rank.h"
 #include "daemon/modes/sparse/sparse_command.h"
 #include "daemon/modes/sparse/sparse_traffic.h"
-#include "trainer/sparse/challenge_files.h"
-#include "trainer/sparse/radix_net.h"
 
 namespace gossipd::daemon {
 namespace {

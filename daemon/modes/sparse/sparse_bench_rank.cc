@@ -5,14 +5,14 @@
 #include <functional>
 
 #include "daemon/bench/collective_ops.h"
+#include "daemon/modes/sparse/net/challenge_files.h"
+#include "daemon/modes/sparse/net/sparse_train.h"
 #include "daemon/modes/sparse/partition_file.h"
 #include "daemon/modes/sparse/row_inference.h"
 #include "daemon/modes/sparse/row_training.h"
 #include "daemon/modes/sparse/sparse_traffic.h"
 #include "protocol/barrier.h"
 #include "protocol/tags.h"
-#include "trainer/sparse/challenge_files.h"
-#include "trainer/sparse/sparse_train.h"
 
 namespace gossipd::daemon {
 namespace {

@@ -4,9 +4,9 @@
 #include <vector>
 
 #include "daemon/bench/bench_workers.h"
+#include "daemon/modes/sparse/net/sparse_net.h"
 #include "daemon/modes/sparse/sparse_bench.h"
 #include "protocol/node.h"
-#include "trainer/sparse/sparse_net.h"
 
 namespace gossipd::daemon {
 

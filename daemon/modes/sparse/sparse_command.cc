@@ -6,11 +6,11 @@
 
 #include "daemon/config/cli.h"
 #include "daemon/config/train_flags.h"
+#include "daemon/modes/sparse/net/challenge_files.h"
+#include "daemon/modes/sparse/net/fashion_inputs.h"
+#include "daemon/modes/sparse/net/radix_net.h"
+#include "daemon/modes/sparse/net/sparse_infer.h"
 #include "trainer/dataset.h"
-#include "trainer/sparse/challenge_files.h"
-#include "trainer/sparse/fashion_inputs.h"
-#include "trainer/sparse/radix_net.h"
-#include "trainer/sparse/sparse_infer.h"
 
 namespace gossipd::daemon {
 namespace {

@@ -5,9 +5,9 @@
 #include <cstdio>
 
 #include "daemon/config/cli.h"
+#include "daemon/modes/sparse/net/radix_net.h"
 #include "daemon/modes/sparse/sparse_partition.h"
 #include "daemon/modes/sparse/sparse_worker.h"
-#include "trainer/sparse/radix_net.h"
 
 namespace gossipd::daemon {
 namespace {

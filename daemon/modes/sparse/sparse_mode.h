@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
+#include "daemon/modes/sparse/net/fashion_inputs.h"
 #include "daemon/modes/sparse/row_training.h"
 #include "daemon/modes/sparse/sparse_traffic.h"
 #include "daemon/worker/mode.h"
-#include "trainer/sparse/fashion_inputs.h"
 
 namespace gossipd::daemon {
 

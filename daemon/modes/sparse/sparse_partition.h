@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "daemon/modes/sparse/net/sparse_net.h"
 #include "daemon/modes/sparse/zoltan_hypergraph.h"
-#include "trainer/sparse/sparse_net.h"
 
 namespace gossipd::daemon {
 

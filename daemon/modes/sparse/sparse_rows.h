@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "trainer/sparse/sparse_net.h"
+#include "daemon/modes/sparse/net/sparse_net.h"
 
 namespace gossipd::daemon {
 

@@ -3,8 +3,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "daemon/modes/sparse/net/sparse_net.h"
 #include "daemon/modes/sparse/sparse_partition.h"
-#include "trainer/sparse/sparse_net.h"
 
 namespace gossipd::daemon {
 
