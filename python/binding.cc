@@ -128,6 +128,9 @@ PYBIND11_MODULE(_gossipd, m) {
           "end_step", [](HostedMember& h) { h.rendezvous().end_step(h.step_timeout()); },
           py::call_guard<py::gil_scoped_release>(), "Applied: returns once the protocol's round is done")
       .def("round", &HostedMember::round, "Training rounds (steps) done")
+      .def("one_replica", &HostedMember::one_replica,
+           "Whether every member holds the one model exactly: the buffers are then averaged with the "
+           "gradients")
       .def("close", &HostedMember::close, py::call_guard<py::gil_scoped_release>(),
            "Leaves the cluster and stops the member's threads");
 }

@@ -37,8 +37,7 @@ void add_run_command(CLI::App& app, RunCommandLine& line) {
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   cmd->add_option("--segment-deadline-ms", o.segment_deadline_ms,
-                  "A segment of an asynchronous exchange (gossip, between compute groups) later than this is "
-                  "skipped")
+                  "A segment of an asynchronous exchange later than this is skipped")
       ->check(CLI::Range(1, 3600000))
       ->capture_default_str();
   cmd->add_option("--id", o.id, "This worker's node id, unique in the cluster")->required();
@@ -164,8 +163,8 @@ void add_run_command(CLI::App& app, RunCommandLine& line) {
   o.cache_dir = default_cache_dir();
   cmd->add_option(
          "--cache-dir", o.cache_dir,
-         "What gossipd measures on this machine and keeps: the pipeline planner's layer profiles, one "
-         "file per model")
+         "What gossipd measures on this machine and keeps: the planners' layer profiles, one file per "
+         "model")
       ->capture_default_str();
   cmd->add_option("--checkpoint-every", o.checkpoint_every,
                   "Rounds between two checkpoints (0: only the one at the end of training)")

@@ -43,8 +43,7 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
   app.add_option("--epochs", f.epochs, "Passes over the training data")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
-  app.add_option("--batch", f.batch,
-                 "Mini-batch size per worker (--algo grid: the grid's batch, over its columns)")
+  app.add_option("--batch", f.batch, "Mini-batch size per worker")
       ->check(CLI::Range(size_t{1}, size_t{1} << 20))
       ->capture_default_str();
   app.add_option("--lr", f.lr, "Base learning rate")->check(CLI::NonNegativeNumber)->capture_default_str();

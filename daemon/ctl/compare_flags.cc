@@ -6,12 +6,25 @@
 #include "daemon/config/run_options.h"
 #include "daemon/ctl/compare_entry.h"
 #include "daemon/ctl/compare_hosts.h"
+#include "daemon/ctl/compare_presets.h"
 #include "daemon/ctl/compare_stragglers.h"
 #include "daemon/worker/mode_set.h"
 #include "trainer/models.h"
 
 // The flags of `gossipctl compare`, and those it shares with `gossipctl tune`.
 namespace gossipd::daemon {
+namespace {
+
+// --algos' help: every entry the registry offers (a mode says what its
+// argument means in add_compare_flags, with ModeFlags::describe).
+std::string algos_help(const ModeSet& modes) {
+  std::string offered;
+  for (const auto& m : modes.all())
+    if (!m->entry_syntax().empty()) offered += (offered.empty() ? "" : ", ") + m->entry_syntax();
+  return "Protocols to run, in order, each one of: " + offered;
+}
+
+}  // namespace
 
 void add_run_flags(CLI::App* cmd, CompareOptions& o, int max_workers) {
   cmd->add_option("--workers", o.workers, "gossipd processes per run")
@@ -72,11 +85,9 @@ CLI::App* add_compare_command(CLI::App& app, CompareOptions& o) {
 
 void add_compare_flags(CLI::App* cmd, CompareOptions& o, int max_workers) {
   add_run_flags(cmd, o, max_workers);
-  cmd->add_option("--algos", o.algos,
-                  "Protocols to run, in order: crossover, sgp, osgp, allreduce, or grid:PRxPC (one replica "
-                  "over --workers = PR x PC cells at --workers x --batch, the same global batch)")
+  cmd->add_option("--algos", o.algos, algos_help(*o.modes))
       ->delimiter(',')
-      ->check(CLI::Validator(compare_entry_error, "MODE|grid:PRxPC"))
+      ->check(CLI::Validator(compare_entry_error, "ENTRY"))
       ->capture_default_str();
   cmd->add_option("--lr", o.lr, "Learning rate (the same schedule for every protocol)")
       ->check(CLI::PositiveNumber)
@@ -88,11 +99,12 @@ void add_compare_flags(CLI::App* cmd, CompareOptions& o, int max_workers) {
   cmd->add_option("--compress", o.compress,
                   "How every protocol's exchanges travel: none, fp16, bf16, int8 or int8/BLOCK (values per "
                   "scale), for every protocol alike; or per protocol, ALGO=CODEC,... (the bare value for "
-                  "those not named: int8,allreduce=none)")
+                  "those not named: int8," +
+                      std::string(kDefaultMode) + "=none)")
       ->capture_default_str();
   cmd->add_option("--local-steps", o.local_steps,
                   "Exchange every H-th step, local steps between (gossipd run --local-steps): H for every "
-                  "protocol, or per protocol as for --compress (crossover=4,allreduce=1)")
+                  "protocol, or per protocol as for --compress (ALGO=H,...)")
       ->capture_default_str();
   cmd->add_option("--outer-momentum", o.outer_momentum,
                   "With --local-steps: Nesterov momentum M of an outer step on each exchange window's change "
@@ -118,7 +130,8 @@ void add_compare_flags(CLI::App* cmd, CompareOptions& o, int max_workers) {
          "--preset", o.preset,
          "large-batch: global batch x1, x4, x16 with the lr scaled; scaling: 4, 8, 16 workers at a fixed "
          "global batch (--batch x 4); stragglers: equal speed, then the last two workers computing 2x "
-         "slower, compute groups beside the protocols")
+         "slower, " +
+             stragglers_labels(*o.modes) + " beside the protocols")
       ->check(CLI::IsMember({"large-batch", "scaling", "stragglers"}));
   // The modes' own flags for their entries (--pace, --partition, ...).
   ModeFlags mode_flags(*cmd);

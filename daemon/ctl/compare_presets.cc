@@ -82,12 +82,18 @@ std::string preset_axis(const CompareOptions& o) {
   return "global batch";
 }
 
+std::string stragglers_labels(const ModeSet& modes) {
+  std::string labels;
+  for (const auto& m : modes.all())
+    if (!m->stragglers_entry().empty()) labels += (labels.empty() ? "" : ", ") + m->stragglers_label();
+  return labels;
+}
+
 std::string preset_description(const CompareOptions& o) {
   if (o.preset == "stragglers") {
     return "Every worker at the same speed, then stragglers" +
-           step_delays_setup(preset_runs(o).back().options) +
-           ": compute groups (groups:2, ranks in halves) beside the other protocols, each to " +
-           format("%g", o.target) + " test accuracy.";
+           step_delays_setup(preset_runs(o).back().options) + ": " + stragglers_labels(*o.modes) +
+           " beside the other protocols, each to " + format("%g", o.target) + " test accuracy.";
   }
   if (o.preset == "scaling") {
     return "Workers 4, 8 and 16 at a fixed global batch of " + std::to_string(o.batch * 4) + ".";

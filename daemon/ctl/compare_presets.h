@@ -32,6 +32,9 @@ std::string preset_axis(const CompareOptions& options);
 
 // The sentence that describes the preset on top of its report.
 std::string preset_description(const CompareOptions& options);
+// What the stragglers preset adds beside the entries given: each mode's
+// stragglers entry as the mode names it ("compute groups (groups:2, ...)").
+std::string stragglers_labels(const ModeSet& modes);
 
 // The large-batch recipe (preset large-batch): LARS with this trust
 // coefficient and this many epochs of warm-up, at every batch size.

@@ -92,6 +92,8 @@ HostedInfo HostedMember::info() const { return events_->info(); }
 
 uint64_t HostedMember::round() const { return member_->replica().round(); }
 
+bool HostedMember::one_replica() const { return mode_->one_replica(); }
+
 std::chrono::milliseconds HostedMember::step_timeout() const {
   return std::chrono::milliseconds(2 * line_.options.timeout_ms + eviction_bound_ms(line_.options) +
                                    line_.options.segment_deadline_ms);

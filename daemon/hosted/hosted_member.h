@@ -50,6 +50,9 @@ class HostedMember {
   HostedInfo wait_ready();
   HostedInfo info() const;
   uint64_t round() const;
+  // Whether every member holds the one model exactly (Mode::one_replica):
+  // the host's buffers then travel with the gradients, as its parameters do.
+  bool one_replica() const;
   // The host waits this long for a step's exchange: gossipd run's
   // --timeout-ms beyond the failure timeout (a re-formed ring included).
   std::chrono::milliseconds step_timeout() const;

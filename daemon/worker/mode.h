@@ -87,6 +87,8 @@ class Mode {
   // the others where none of its own is given ("" for none; the compute
   // groups' "groups:2", the slow workers in one group).
   virtual std::string stragglers_entry() const { return ""; }
+  // How the preset's description names that entry.
+  virtual std::string stragglers_label() const { return stragglers_entry(); }
   // gossipctl compare's flags for this mode's entries, stored in the mode
   // (its launch reads them); a name two modes add is one flag.
   virtual void add_compare_flags(ModeFlags& flags) { (void)flags; }

@@ -72,8 +72,6 @@ class DistributedOptimizer(torch.optim.Optimizer):
             raise ValueError(f"gossipd: parameter '{missing[0]}' is not in the optimizer: give it all of "
                              "model.parameters()")
         self._buffers = Buffers(model)
-        # AllReduce-SGD averages the buffers with the gradients (their run of the gradients' arena).
-        self._average_buffers = worker.algo == "allreduce" and self._buffers.floats > 0
         with torch.no_grad():
             initial = torch.cat([p.detach().reshape(-1).float() for _, p in self._params] + self._buffers.flat())
         params = [p for _, p in self._params]
@@ -82,6 +80,9 @@ class DistributedOptimizer(torch.optim.Optimizer):
         member = worker._start(_segments(model) + self._buffers.segments(), initial.numpy(),
                                max(1, len(self._keys)), start)
         self._arena = torch.from_numpy(member.params())
+        # A mode whose members hold the one model (AllReduce-SGD) averages the
+        # buffers with the gradients (their run of the gradients' arena).
+        self._average_buffers = member.one_replica() and self._buffers.floats > 0
         self._grads = torch.from_numpy(member.grads())
         self._state = torch.from_numpy(member.optimizer_state())
         self._mirror = ParamMirror(list(self._slices()), optimizer, self._keys)

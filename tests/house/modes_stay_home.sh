@@ -1,26 +1,52 @@
 #!/usr/bin/env bash
-# A mode is its folder: code outside daemon/modes/<name>/ (and the
+# A mode is its folder: code outside daemon/modes/ (and so outside the
 # registries daemon/modes/modes.cc and tools.cc) names no mode. Shared code
-# asks the mode (daemon/worker/mode.h) instead of spelling its name. Checked
-# in daemon/ and the Python module's binding and package:
+# asks the mode (daemon/worker/mode.h) instead of spelling its name. The
+# modes are the registry's, as `gossipd --help` lists them, so a new mode is
+# checked without this file knowing it. Checked in daemon/, protocol/,
+# topology/, trainer/, proto/ and the Python module (its binding and its
+# package; python/examples/ are a user's scripts and may name any mode):
 #   1. no include of a mode's folder (daemon/modes/<name>/...);
-#   2. no string literal that is a mode's name or a compare entry of one
-#      ("grid", "groups:2"), comments aside, unless listed below with why;
-#   3. the Python Worker's default mode is the daemon's (default_mode()),
+#   2. no string literal that names a mode, alone or as a word of a longer
+#      text ("grid", "groups:2", "--algo crossover", "algo == 'allreduce'"),
+#      comments aside, unless listed below with why; a flag's name
+#      ("--grid") is the flag, not the mode;
+#   3. no file or folder whose name holds a mode's name as a word
+#      (topology/grid.h, trainer/sparse/): a mode's code is in its folder;
+#   4. the Python Worker's default mode is the daemon's (default_mode()),
 #      not a literal.
 #
-#   tests/house/modes_stay_home.sh [ROOT]
+#   tests/house/modes_stay_home.sh [ROOT [GOSSIPD]]
 set -u
 root=${1:-$(cd "$(dirname "$0")/../.." && pwd)}
 cd "$root" || exit 2
+gossipd=${2:-$root/build/bin/gossipd}
 
-modes='allreduce|crossover|sgp|osgp|groups|grid|pipeline|sparse'
-# file|name|why: a literal that is the word but not the mode
+# The registry's modes: gossipd --help's first line ends "...: a, b, c".
+line=$("$gossipd" --help 2>/dev/null | head -n 1)
+names=$(sed -nE 's/.*modes \(gossipd run --algo\): (.*)$/\1/p' <<<"$line" | tr -d ' ' | tr ',' '\n' | grep -E '^[a-z][a-z0-9_-]*$')
+if [ -z "$names" ]; then
+  echo "modes_stay_home: no mode read from '$gossipd --help' (its first line: '$line'): build gossipd or name it"
+  exit 2
+fi
+modes=$(paste -sd'|' <<<"$names")
+
+# file|name|why: a literal that holds the word but not the mode, or a mode
+# named where it must be (each entry is checked to still be needed, below).
 allowed='
 daemon/config/run_options.h|allreduce|kDefaultMode: the one default mode, below the modes so that every command and the binding see it
 daemon/bench/collective_bench.h|allreduce|the collective benchmarked (gossipctl bench allreduce), not the mode
 daemon/bench/collective_bench.cc|allreduce|the collective benchmarked, not the mode
 daemon/bench/collective_ops.cc|allreduce|the collective benchmarked, not the mode
+protocol/*|allreduce|the collective (ring, doubling, two levels, compressed), which the modes share
+protocol/*|crossover|Crossover averaging, a gossip algorithm protocol/ holds for the gossip modes and the hosted member
+python/binding.cc|allreduce|the collective that averages the gradients, not the mode
+daemon/ctl/compare_report.cc|grid|gnuplot'"'"'s "set grid" (the plot'"'"'s grid lines)
+daemon/ctl/compare.cc|crossover|the setup line says what compare'"'"'s --groups does: hierarchical Crossover
+daemon/ctl/compare.cc|groups|the hierarchical Crossover'"'"'s groups of members (--groups), not the compute groups mode
+daemon/ctl/compare_flags.cc|groups|the hierarchical Crossover'"'"'s groups of members (--groups), not the compute groups mode
+daemon/plan/profile_cache.cc|pipeline|the layer profiles'"'"' file names and header on disk: renaming them would drop every cache made so far
+python/gossipd/torch.py|groups|torch'"'"'s parameter groups (optimizer.param_groups), not the mode
 '
 
 status=0
@@ -28,29 +54,85 @@ fail() {
   echo "modes_stay_home: $1"
   status=1
 }
+allowed_here() {  # FILE NAME: the list's file field may be a pattern (protocol/*)
+  local file name _
+  while IFS='|' read -r file name _; do
+    # shellcheck disable=SC2053
+    [[ -n "$file" && $1 == $file && $2 == "$name" ]] && return 0
+  done <<<"$allowed"
+  return 1
+}
 
-shared=$(find daemon python -type f \( -name '*.cc' -o -name '*.h' \) -not -path 'daemon/modes/*' | sort)
+# A literal's words: a mode's name between characters that are not part of
+# a name or a flag (letters, digits, '_', '-'), or followed by ':' (an entry).
+word="(^|[^A-Za-z0-9_-])($modes)([^A-Za-z0-9_-]|$)"
+
+# Python's string constants, docstrings aside (they document, as comments do).
+py_literals='
+import ast, sys
+tree = ast.parse(open(sys.argv[1]).read())
+docs = set()
+for node in ast.walk(tree):
+    body = getattr(node, "body", None)
+    if isinstance(body, list) and body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        docs.add(id(body[0].value))
+for node in ast.walk(tree):
+    if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
+        print(f"{node.lineno}:{node.value!r}".replace("\n", " "))
+'
+
+literals() {  # FILE: "line:literal" for each string literal, comments stripped
+  case "$1" in
+    *.py) python3 -c "$py_literals" "$1" ;;
+    *) sed -E 's#//.*$##' "$1" | grep -noE '"([^"\\]|\\.)*"' ;;
+  esac
+}
+
+shared=$({
+  find daemon -type f \( -name '*.cc' -o -name '*.h' \) -not -path 'daemon/modes/*'
+  find protocol topology trainer proto -type f \( -name '*.cc' -o -name '*.h' -o -name '*.proto' \)
+  find python -type f \( -name '*.cc' -o -name '*.h' -o -name '*.py' \) -not -path 'python/examples/*'
+} | sort)
+
 for f in $shared; do
-  while IFS=: read -r line text; do
-    fail "$f:$line: includes a mode's folder ($text): ask the Mode (daemon/worker/mode.h) or the registry"
+  while IFS=: read -r n text; do
+    fail "$f:$n: includes a mode's folder ($text): ask the Mode (daemon/worker/mode.h) or the registry"
   done < <(grep -nE '#include "daemon/modes/[a-z_]+/' "$f")
-  # Comments stripped; each literal that is a mode's name (or NAME:ARG).
-  while IFS=: read -r line word; do
-    name=${word%%:*}
-    grep -q "^$f|$name|" <<<"$allowed" && continue
-    fail "$f:$line: names the mode \"$word\" outside daemon/modes/$name/: make it a question the Mode answers"
-  done < <(sed -E 's#//.*$##' "$f" | grep -noE "\"($modes)(:[^\"]*)?\"" | tr -d '"')
+  while IFS=: read -r n text; do
+    for name in $(grep -oE "$word" <<<"$text" | grep -oE "$modes" | sort -u); do
+      allowed_here "$f" "$name" && continue
+      fail "$f:$n: names the mode \"$name\" ($text) outside daemon/modes/: make it a question the Mode answers, or build the text from the registry"
+    done
+  done < <(literals "$f" | grep -E "^[0-9]+:.*$word")  # only the literals that hold a name
 done
 
-while IFS=: read -r file line _; do
-  fail "$file:$line: the Python Worker's default algo is a literal: use default_mode() (one default, the daemon's)"
+# 3: a path outside daemon/modes/ (and the tests' mirror, tests/modes/)
+# that names a mode.
+while read -r path; do
+  base=$(basename "$path")
+  name=$(grep -oE "(^|[_.-])($modes)([_.-]|$)" <<<"$base" | head -n 1 | tr -d '_.-')
+  [ -n "$name" ] || continue
+  allowed_here "$path" "$name" && continue
+  fail "$path: a file or folder named for a mode outside daemon/modes/: move it into the mode's folder"
+done < <(find daemon protocol topology trainer proto python -not -path 'daemon/modes/*' -not -path 'python/examples*' \
+  -not -name CMakeLists.txt -not -name '*.md' | sort)
+
+while IFS=: read -r file n _; do
+  fail "$file:$n: the Python Worker's default algo is a literal: use default_mode() (one default, the daemon's)"
 done < <(grep -rnE 'def [a-z_]+\(.*algo="' python/gossipd)
 
 # The list names no literal that is gone (a stale reason reads as a rule).
 while IFS='|' read -r file name _; do
   [ -n "$file" ] || continue
-  sed -E 's#//.*$##' "$file" 2>/dev/null | grep -qE "\"$name\"" || fail "$file no longer spells \"$name\": take it off the list"
+  found=0
+  for f in $file; do  # a pattern's files
+    [ -f "$f" ] || continue
+    while IFS=: read -r _ text; do grep -qE "(^|[^A-Za-z0-9_-])$name([^A-Za-z0-9_-]|$)" <<<"$text" && found=1; done \
+      < <(literals "$f" 2>/dev/null)
+    grep -qE "(^|[_.-])$name([_.-]|$)" <<<"$(basename "$f")" && found=1
+  done
+  [ $found = 1 ] || fail "$file no longer spells \"$name\" in a literal or a name: take it off the list"
 done <<<"$allowed"
 
-[ $status = 0 ] && echo "modes_stay_home: no code outside daemon/modes/<name>/ and the registries names a mode"
+[ $status = 0 ] && echo "modes_stay_home: no code outside daemon/modes/ names a mode ($(tr '\n' ' ' <<<"$names"| sed 's/ $//'))"
 exit $status

@@ -41,6 +41,7 @@ class GossipMode : public Mode {
              "Measure the replicas' consensus distance every N rounds (0: never; gossip protocols)")
         ->capture_default_str();
     add_exchange_flags(f);
+    f.describe("--segment-deadline-ms", "gossip: a peer's segment, the own copy kept");
     if (algo_ == GossipAlgo::kOsgp) return;
     f.flag("--pace", flags_.pace,
            "crossover: send a segment only once its receiver has finished the last round (for "

@@ -23,6 +23,12 @@ class GridMode : public Mode {
              "--algo grid: PRxPC, Pr processes split every dense layer's rows and the images' rows, Pc "
              "columns split --batch (the grid's batch); rank r (members sorted by id) is row r mod Pr of "
              "column r / Pr");
+    f.describe("--batch", "--algo grid: the grid's batch, over its columns");
+  }
+  void add_compare_flags(ModeFlags& f) override {
+    f.describe("--algos",
+               "grid:PRxPC: one replica over --workers = PR x PC cells at --workers x --batch, the "
+               "same global batch");
   }
   void check_flags(const RunOptions&) const override {
     if (grid_.empty()) throw UsageError("--algo grid needs --grid PRxPC (e.g. --grid 2x2)");

@@ -23,6 +23,7 @@ class GroupsMode : public Mode {
   }
 
   void add_flags(ModeFlags& f) override {
+    f.describe("--segment-deadline-ms", "compute groups: an exchange between the groups");
     f.option("--compute-groups", flags_.compute_groups,
              "--algo groups: g compute groups of N/g workers (g divides N; rank r, members sorted by id, "
              "is in group r / (N/g)): every step a group reduces its gradient and pushes it to the owners "
@@ -74,6 +75,7 @@ class GroupsMode : public Mode {
   }
   std::string entry_syntax() const override { return "groups:G"; }
   std::string stragglers_entry() const override { return "groups:2"; }
+  std::string stragglers_label() const override { return "compute groups (groups:2, ranks in halves)"; }
 
   bool accepts_joins() const override { return false; }
   void check_model(const RunOptions& o, size_t members, const trainer::Model&) const override {
