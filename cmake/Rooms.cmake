@@ -28,12 +28,14 @@ function(gossipd_mode_tools target)
   set_property(GLOBAL APPEND PROPERTY GOSSIPD_MODE_TOOL_LIBRARIES ${target})
 endfunction()
 
-# gossipd_mode_status(TARGET PROTO): TARGET is a mode's own status message
-# (PROTO, in the mode's folder), compiled as
-# "daemon/modes/<name>/<name>_status.pb.h". It rides in the shared Status as
-# an Any (mode_status); its descriptor is in every binary that links the
-# mode, which is what reads and writes it as JSON.
-function(gossipd_mode_status target proto)
+# gossipd_mode_proto(TARGET PROTO): TARGET is a mode's own messages (PROTO,
+# in the mode's folder, package gossipd.proto), compiled as
+# "daemon/modes/<name>/<proto>.pb.h". The shared schema (proto/) carries them
+# without naming them: a status rides in Status.mode_status (an Any; its
+# descriptor is in every binary that links the mode, which is what reads and
+# writes it as JSON), a wire note in Envelope.mode_note (its bytes), a
+# tool's file is the tool's own.
+function(gossipd_mode_proto target proto)
   file(RELATIVE_PATH folder ${PROJECT_SOURCE_DIR} ${CMAKE_CURRENT_SOURCE_DIR})
   set(root ${CMAKE_BINARY_DIR}/include/${target})
   file(MAKE_DIRECTORY ${root}/${folder})

@@ -23,11 +23,10 @@ enum class User : uint8_t {
   kHierarchicalGroup,  // a group's collectives, per (view, group)
   kConsensus,          // consensus-distance measurements, per view
   kReformedRing,       // AllReduce's ring re-formed over a new view, per view
-  // Room for the synchronous modes, a range each.
-  kGrid,
-  kPipeline,
-  kSparse,
-  kComputeGroups,
+  // The modes' own: a block the modes' registry lays out, a range for each
+  // mode that asks (daemon/worker/mode_set.h), so that no list here names
+  // a mode.
+  kModes,
   kDataPath,    // direct data path announcements (one tag; seq = the group's tag)
   kHostLevels,  // a two-level allreduce's groups in and across hosts, per (parent tag, group)
   kCount
@@ -38,7 +37,7 @@ constexpr std::array<uint8_t, static_cast<size_t>(User::kCount)> kRangeBits{
     0,  0,  16, 16, 16,  // startup, allreduce, three gossip protocols
     24,                  // hierarchical groups: 2^16 views x 256 groups
     22, 22,              // consensus, re-formed rings: 2^22 views each
-    24, 24, 24, 24,      // grid, pipeline, sparse, compute groups
+    28,                  // the modes' block: room for sixteen ranges of 2^24
     0,                   // data path announcements
     24,                  // two-level groups: 2^16 parent tags x 256 groups
 };

@@ -25,6 +25,6 @@ std::vector<std::unique_ptr<Mode>> registered_modes() {
 
 // Declared with ModeSet (daemon/worker/mode_set.h): shared code makes a
 // ModeSet without including any mode.
-ModeSet::ModeSet() : modes_(registered_modes()) {}
+ModeSet::ModeSet() : ModeSet(registered_modes()) {}
 
 }  // namespace gossipd::daemon

@@ -15,6 +15,7 @@
 #include "daemon/worker/replica.h"
 #include "daemon/worker/round_traffic.h"
 #include "daemon/worker/worker.h"
+#include "protocol/tags.h"
 
 namespace gossipd::daemon {
 
@@ -153,11 +154,23 @@ class Mode {
     return {};
   }
 
+  // Its own collective tags: how many it needs (0: none beyond the shared
+  // users of protocol/tags.h), and the range the registry laid out for it in
+  // the modes' block (ModeSet, in registry order: every process of a
+  // cluster runs the same registry, so they agree). make_worker passes it
+  // on to what the worker builds.
+  virtual uint32_t tag_count() const { return 0; }
+  protocol::tags::Range tags() const { return tags_; }
+  void set_tags(protocol::tags::Range tags) { tags_ = tags; }
+
  protected:
   // The data-parallel load: the whole model, the member's shard of the data.
   std::unique_ptr<Replica> load_trained(const RunOptions& options, const Placement& where,
                                         std::unique_ptr<trainer::Model> model,
                                         trainer::SamplerOptions sampler) const;
+
+ private:
+  protocol::tags::Range tags_{0, 0};
 };
 
 // The initial members split the data into shards; a joiner samples the

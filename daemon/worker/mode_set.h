@@ -17,8 +17,10 @@ namespace gossipd::daemon {
 // no include runs up from it to the modes.
 class ModeSet {
  public:
-  ModeSet();  // every registered mode, in the order --help lists them (defined by the registry)
-  explicit ModeSet(std::vector<std::unique_ptr<Mode>> modes) : modes_(std::move(modes)) {}
+  // Every registered mode, in the order --help lists them (defined by the
+  // registry), or these; each mode's tags laid out (lay_out_tags).
+  ModeSet();
+  explicit ModeSet(std::vector<std::unique_ptr<Mode>> modes);
 
   // The mode called `name`; throws UsageError naming the modes there are.
   const Mode& find(std::string_view name) const;
@@ -32,6 +34,12 @@ class ModeSet {
   void add_compare_flags(ModeFlags& flags);
 
  private:
+  // Each mode that asks for tags (Mode::tag_count, rounded up to a power of
+  // two) gets a range of the modes' block (protocol/tags.h), in order, each
+  // aligned to its size, one after the other: they cannot meet. Throws
+  // std::logic_error where they do not fit the block.
+  void lay_out_tags();
+
   std::vector<std::unique_ptr<Mode>> modes_;
 };
 

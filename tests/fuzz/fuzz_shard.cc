@@ -17,11 +17,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   store.own({0});
   store.seed(0, std::vector<float>(10, 1.0f), 0);
   protocol::ChangeSignal done;
+  const daemon::ShardTags tags = daemon::shard_tags(protocol::tags::range(protocol::tags::User::kModes));
   daemon::ShardRequests requests(*h.node, store, {{"self", "cg0"}, {"m1", "cg0"}, {"m2", "cg1"}},
-                                 std::chrono::milliseconds(10), done);
-  h.each_valid(data, size, [&](protocol::Message& m) {
-    if (m.envelope.collective_tag() == daemon::kShardRequestTag) requests.handle(m);
-  });
+                                 std::chrono::milliseconds(10), done, tags.answer);
+  // Every valid message, whatever its tag (the service takes those of the
+  // request tag only): the tag is the registry's and the corpus may hold others.
+  h.each_valid(data, size, [&](protocol::Message& m) { requests.handle(m); });
   std::vector<float> values(10);
   const auto version = store.read(0, values);
   // Each applied push adds one; a push pulled at a later version than the

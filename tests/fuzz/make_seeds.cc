@@ -246,8 +246,9 @@ int main(int argc, char** argv) {
             daemon::ShardMessage m{kind, step, shard, {}};
             m.note.set_version(step > 0 ? step - 1 : 0);
             m.note.set_learning_rate(0.05f);
-            daemon::send_shard(from, "self", daemon::kShardRequestTag, m, std::vector<float>(n, 0.5f),
-                               std::chrono::seconds(1));
+            daemon::send_shard(
+                from, "self", daemon::shard_tags(protocol::tags::range(protocol::tags::User::kModes)).request,
+                m, std::vector<float>(n, 0.5f), std::chrono::seconds(1));
           };
           send(m1, proto::SHARD_PUSH, 1, 0, 10);
           send(m1, proto::SHARD_PUSH, 1, 0, 10);

@@ -11,15 +11,14 @@
 
 namespace gossipd::daemon {
 GroupGridComm::GroupGridComm(protocol::Node& node, const std::vector<std::string>& members,
-                             topology::GridShape shape, size_t rank, protocol::CollectiveOptions options)
+                             topology::GridShape shape, size_t rank, protocol::CollectiveOptions options,
+                             protocol::tags::Range grid)
     : node_(node) {
   if (members.size() != shape.procs()) {
     throw std::invalid_argument("grid " + shape.name() + " needs " + std::to_string(shape.procs()) +
                                 " members, got " + std::to_string(members.size()));
   }
-  namespace tags = protocol::tags;
   const topology::GridCoord at = topology::grid_coord(shape, rank);
-  const tags::Range grid = tags::range(tags::User::kGrid);
   const std::vector<std::string> column =
       protocol::members_at(members, topology::column_ranks(shape, at.col));
   column_ = std::make_unique<protocol::Group>(node, grid.at(4 * at.col), column, options);

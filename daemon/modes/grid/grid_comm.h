@@ -9,6 +9,7 @@
 #include "daemon/modes/grid/grid_shape.h"
 #include "protocol/group.h"
 #include "protocol/host_levels.h"
+#include "protocol/tags.h"
 #include "protocol/tensor_stream.h"
 
 namespace gossipd::daemon {
@@ -59,9 +60,12 @@ class GroupGridComm : public GridComm {
   // The index in the grid's tag range a worker's own all-grid group (its
   // start barrier) may take: no group here uses it.
   static constexpr uint64_t kStartTag = uint64_t{1} << 23;
+  // The tags the grid needs (Mode::tag_count): a range of 2^24.
+  static constexpr uint32_t kTagCount = uint32_t{1} << 24;
 
+  // `tags`: the grid's range (Mode::tags, kTagCount of them).
   GroupGridComm(protocol::Node& node, const std::vector<std::string>& members, topology::GridShape shape,
-                size_t rank, protocol::CollectiveOptions options);
+                size_t rank, protocol::CollectiveOptions options, protocol::tags::Range tags);
   void allgather_column(std::span<float> data, std::span<const size_t> counts) override;
   void reduce_scatter_column(std::span<float> data, std::span<const size_t> counts) override;
   void allreduce_row(std::span<float> data) override;

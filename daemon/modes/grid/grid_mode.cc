@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include "daemon/config/cli.h"
+#include "daemon/modes/grid/grid_comm.h"
 #include "daemon/modes/grid/grid_worker.h"
 
 namespace gossipd::daemon {
@@ -34,6 +35,7 @@ class GridMode : public Mode {
     if (grid_.empty()) throw UsageError("--algo grid needs --grid PRxPC (e.g. --grid 2x2)");
   }
 
+  uint32_t tag_count() const override { return GroupGridComm::kTagCount; }
   std::string entry_syntax() const override { return "grid:PRxPC"; }
   EntryLaunch launch(const std::string& label, const std::string& arg, const EntryContext& c) const override {
     if (arg.empty()) throw UsageError("--algos grid needs its shape: grid:PRxPC, e.g. grid:4x2");
@@ -69,7 +71,7 @@ class GridMode : public Mode {
   }
   bool one_replica() const override { return true; }
   std::unique_ptr<Worker> make_worker(WorkerContext& c) const override {
-    return make_grid_worker(c, topology::parse_grid_shape(grid_));
+    return make_grid_worker(c, topology::parse_grid_shape(grid_), tags());
   }
 
  private:

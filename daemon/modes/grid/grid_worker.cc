@@ -28,12 +28,13 @@ namespace {
 class GridWorker : public SyncWorker {
  public:
   // Keeps what it needs of `c` (the context lives only while the worker is made).
-  GridWorker(WorkerContext& c, topology::GridShape shape)
+  GridWorker(WorkerContext& c, topology::GridShape shape, protocol::tags::Range tags)
       : SyncWorker(c, "grid cell", "restart every cell with the same --grid"),
         shape_(shape),
+        tags_(tags),
         at_(topology::grid_coord(shape, rank_of(c))),
         model_(plan_layers(c.trainer().model()), shape, at_),
-        comm_(c.node, c.members, shape, rank_of(c), step_options(c.options)),
+        comm_(c.node, c.members, shape, rank_of(c), step_options(c.options), tags),
         timed_(comm_, c.loop()),
         step_(model_, timed_, c.options.train.label_smoothing),
         optimizer_(c.trainer().optimizer().options(), model_.segments(), model_.params().size()),
@@ -59,9 +60,7 @@ class GridWorker : public SyncWorker {
   }
 
   void run(std::stop_token stop) override {
-    const auto all = every_member_up(
-        node_, protocol::tags::range(protocol::tags::User::kGrid).at(GroupGridComm::kStartTag), members_,
-        options_, stop);
+    const auto all = every_member_up(node_, tags_.at(GroupGridComm::kStartTag), members_, options_, stop);
     // Every cell goes on from the newest round every cell has a checkpoint of.
     if (auto back = state_to_go_back_to(*all, options_.checkpoint_dir, trainer_.step_count(), node_.id(),
                                         header_.layout(), model_.params().size()))
@@ -164,6 +163,7 @@ class GridWorker : public SyncWorker {
   }
 
   topology::GridShape shape_;
+  protocol::tags::Range tags_;
   topology::GridCoord at_;
   GridModel model_;
   GroupGridComm comm_;
@@ -212,8 +212,9 @@ StateLayout grid_state_layout(topology::GridShape shape, const Placement& where,
   return {cell_name(shape, at), n, n};  // the optimizer's state: a velocity per parameter
 }
 
-std::unique_ptr<Worker> make_grid_worker(WorkerContext& c, topology::GridShape shape) {
-  return std::make_unique<GridWorker>(c, shape);
+std::unique_ptr<Worker> make_grid_worker(WorkerContext& c, topology::GridShape shape,
+                                         protocol::tags::Range tags) {
+  return std::make_unique<GridWorker>(c, shape, tags);
 }
 
 }  // namespace gossipd::daemon

@@ -5,13 +5,16 @@
 #include "daemon/modes/grid/grid_shape.h"
 #include "daemon/worker/replica.h"
 #include "daemon/worker/worker.h"
+#include "protocol/tags.h"
 
 namespace gossipd::daemon {
 
 // --algo grid: this process is one cell of a Pr x Pc grid holding one model
 // replica (daemon/grid). Every member samples the same batches (the grid's
 // batch --batch), its grid column trains on its slice of each.
-std::unique_ptr<Worker> make_grid_worker(WorkerContext& context, topology::GridShape shape);
+// `tags`: the grid mode's range (Mode::tags).
+std::unique_ptr<Worker> make_grid_worker(WorkerContext& context, topology::GridShape shape,
+                                         protocol::tags::Range tags);
 
 // The grid's checks once the members and the model are known: the shape
 // parses, has as many cells as there are members, and the model and batch split into it

@@ -6,6 +6,7 @@
 #include "daemon/config/cli.h"
 #include "daemon/modes/groups/groups_status.pb.h"
 #include "daemon/modes/groups/groups_worker.h"
+#include "daemon/modes/groups/shard_wire.h"
 #include "daemon/observe/message_json.h"
 
 namespace gossipd::daemon {
@@ -73,6 +74,7 @@ class GroupsMode : public Mode {
     l.flags.insert(l.flags.end(), compress.begin(), compress.end());
     return l;
   }
+  uint32_t tag_count() const override { return kGroupsTagCount; }
   std::string entry_syntax() const override { return "groups:G"; }
   std::string stragglers_entry() const override { return "groups:2"; }
   std::string stragglers_label() const override { return "compute groups (groups:2, ranks in halves)"; }
@@ -82,7 +84,7 @@ class GroupsMode : public Mode {
     check_groups(flags_, members, o);
   }
   std::unique_ptr<Worker> make_worker(WorkerContext& c) const override {
-    return make_groups_worker(c, flags_);
+    return make_groups_worker(c, flags_, tags());
   }
   std::vector<std::string> final_report(const proto::Status& s) const override;
 

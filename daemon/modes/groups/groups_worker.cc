@@ -23,13 +23,12 @@ namespace {
 
 // A tag per ring (its members), inside the compute groups' range after the
 // shards' two (daemon/modes/groups/shard_wire.h).
-uint32_t ring_tag(const std::vector<std::string>& members) {
+uint32_t ring_tag(protocol::tags::Range range, const std::vector<std::string>& members) {
   uint64_t h = 1469598103934665603ull;  // FNV-1a over the ids, each ended by a 0
   for (const auto& id : members) {
     for (char c : id) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
     h *= 1099511628211ull;
   }
-  const auto range = protocol::tags::range(protocol::tags::User::kComputeGroups);
   return range.at(2 + h % (range.count - 2));
 }
 
@@ -59,7 +58,8 @@ trainer::OptimizerOptions owners_optimizer(const WorkerContext& c, const GroupsF
 
 class GroupsWorker : public Worker {
  public:
-  GroupsWorker(WorkerContext& c, const GroupsFlags& o, std::map<std::string, std::string> labels)
+  GroupsWorker(WorkerContext& c, const GroupsFlags& o, std::map<std::string, std::string> labels,
+               protocol::tags::Range tags)
       : node_(c.node),
         membership_(c.membership),
         trainer_(c.trainer()),
@@ -68,9 +68,9 @@ class GroupsWorker : public Worker {
         store_(ShardLayout(trainer_.model().params().size(), c.members), owners_optimizer(c, o, groups_)),
         codec_(checked_codec(o.compress)),
         service_(c.node, alive_members(c.membership), c.membership.changes(), store_, labels_,
-                 std::chrono::milliseconds(c.options.timeout_ms), codec_),
+                 std::chrono::milliseconds(c.options.timeout_ms), shard_tags(tags), codec_),
         client_(c.node, alive_members(c.membership), store_, service_, labels_.at(c.node.id()),
-                client_options(c, codec_)),
+                client_options(c, shard_tags(tags), codec_)),
         scattered_(codec_),
         gathered_(codec_),
         rule_{momentum_auto(c.options), o.target_momentum, o.momentum_floor},
@@ -83,12 +83,12 @@ class GroupsWorker : public Worker {
     // long before it calls the member dead (waiting only the first, a ring
     // mate that finished its own exchange sooner timed out on one that met
     // the dead owner).
-    w.timeout = client_options(c).give_up + std::chrono::milliseconds(c.options.timeout_ms);
+    w.timeout = client_options(c, shard_tags(tags)).give_up + std::chrono::milliseconds(c.options.timeout_ms);
     w.ring_of = [this](const topology::View& view) {
       const topology::Groups groups(view, labels_);
       return groups.members(*groups.group_of(node_.id()));
     };
-    w.ring_tag = &ring_tag;
+    w.ring_tag = [tags](const std::vector<std::string>& members) { return ring_tag(tags, members); };
     w.update = [this](protocol::Group& ring, protocol::HostAwareCollectives& levels, uint64_t round) {
       step(ring, levels, round);
     };
@@ -107,9 +107,11 @@ class GroupsWorker : public Worker {
   }
 
  private:
-  static ShardClientOptions client_options(const WorkerContext& c, protocol::CodecSpec codec = {}) {
+  static ShardClientOptions client_options(const WorkerContext& c, ShardTags tags,
+                                           protocol::CodecSpec codec = {}) {
     ShardClientOptions o;
     o.codec = codec;
+    o.tags = tags;
     o.give_up = std::chrono::milliseconds(c.options.timeout_ms + eviction_bound_ms(c.options));
     o.send_timeout = std::chrono::milliseconds(c.options.timeout_ms);
     return o;
@@ -226,10 +228,11 @@ void check_groups(const GroupsFlags& o, size_t members, const RunOptions& option
   }
 }
 
-std::unique_ptr<Worker> make_groups_worker(WorkerContext& c, const GroupsFlags& o) {
+std::unique_ptr<Worker> make_groups_worker(WorkerContext& c, const GroupsFlags& o,
+                                           protocol::tags::Range tags) {
   try {
     const auto labels = topology::compute_group_labels(c.members, o.compute_groups, comma_list(o.order));
-    return std::make_unique<GroupsWorker>(c, o, labels);
+    return std::make_unique<GroupsWorker>(c, o, labels, tags);
   } catch (const std::invalid_argument& e) {
     throw UsageError("--compute-group-order: " + std::string(e.what()));
   }

@@ -6,6 +6,7 @@
 #include "daemon/config/run_options.h"
 #include "daemon/worker/compress_flags.h"
 #include "daemon/worker/worker.h"
+#include "protocol/tags.h"
 #include "trainer/model.h"
 
 namespace gossipd::daemon {
@@ -40,7 +41,9 @@ struct GroupsFlags {
 // the answers travel in the codec (protocol::CompressedRing: a group's
 // members still take the same values); the shards' seeds and versions stay
 // exact.
-std::unique_ptr<Worker> make_groups_worker(WorkerContext& context, const GroupsFlags& flags);
+// `tags`: the compute groups' range (Mode::tags).
+std::unique_ptr<Worker> make_groups_worker(WorkerContext& context, const GroupsFlags& flags,
+                                           protocol::tags::Range tags);
 
 // Throws UsageError when --compute-groups is missing or does not divide the
 // members, or the optimizer is not element-wise (an owner updates a shard,

@@ -49,7 +49,7 @@ void ShardClient::push(const Step& s, Pending& p) {
   m.note.set_version(s.pushed_at(p.shard, versions_));
   m.note.set_learning_rate(s.lr);
   if (options_.codec.lossless()) {
-    send_shard(node_, p.owner, kShardRequestTag, m, piece(s.grads, p.shard), options_.send_timeout);
+    send_shard(node_, p.owner, options_.tags.request, m, piece(s.grads, p.shard), options_.send_timeout);
     return;
   }
   if (!p.push.bytes) {  // encoded once: its rounding is carried whether this send or a resend lands
@@ -57,13 +57,13 @@ void ShardClient::push(const Step& s, Pending& p) {
     p.push = feedback_.encode(offset, piece(s.grads, p.shard));
     feedback_.sent(offset, piece(s.grads, p.shard), p.push);
   }
-  send_encoded_shard(node_, p.owner, kShardRequestTag, m, p.push, options_.send_timeout);
+  send_encoded_shard(node_, p.owner, options_.tags.request, m, p.push, options_.send_timeout);
 }
 
 void ShardClient::seed(const Step& s, const Pending& p) {
   ShardMessage m{proto::SHARD_SEED, s.step, static_cast<uint32_t>(p.shard), {}};
   m.note.set_version(versions_[p.shard]);
-  send_shard(node_, p.owner, kShardRequestTag, m, piece(s.params, p.shard), options_.send_timeout);
+  send_shard(node_, p.owner, options_.tags.request, m, piece(s.params, p.shard), options_.send_timeout);
 }
 
 void ShardClient::exchange(uint64_t step, float lr, std::pair<size_t, size_t> shards,
@@ -81,7 +81,7 @@ void ShardClient::exchange(uint64_t step, float lr, std::pair<size_t, size_t> sh
   while (!pending.empty()) {
     const auto due = std::min_element(pending.begin(), pending.end(),
                                       [](const Pending& a, const Pending& b) { return a.resend < b.resend; });
-    auto m = node_.mailbox().pop_tag(kShardAnswerTag, due->resend, stop);
+    auto m = node_.mailbox().pop_tag(options_.tags.answer, due->resend, stop);
     if (stop.stop_requested()) throw protocol::Aborted(node_.id(), "pulling parameter shards");
     if (m) {
       take(s, *m, pending);

@@ -23,6 +23,7 @@ struct ShardClientOptions {
   std::chrono::milliseconds give_up{13000};     // an owner still in the view silent this long fails the step
   std::chrono::milliseconds send_timeout{1000};
   protocol::CodecSpec codec{};  // --compress: pushes go and answers come in it (shard_wire.h)
+  ShardTags tags{};             // the compute groups' (shard_tags of Mode::tags)
 };
 
 // A group member's side of the parameter shards: pushes the group's

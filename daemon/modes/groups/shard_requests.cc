@@ -24,7 +24,7 @@ void ShardRequests::handle(const protocol::Message& m) {
   } else if (known && msg->kind == proto::SHARD_SEED) {
     store_.seed(msg->shard, shard_values(m), msg->note.version());
   } else if (known && msg->kind == proto::SHARD_PUSH) {
-    push(m, group->second, msg->step, msg->shard);
+    push(m, group->second, *msg);
   } else {
     node_.reject_log().reject(from, protocol::RejectReason::kUnexpected,
                               "shard message of kind " + std::to_string(msg->kind) +
@@ -32,10 +32,11 @@ void ShardRequests::handle(const protocol::Message& m) {
   }
 }
 
-void ShardRequests::push(const protocol::Message& m, const std::string& group, uint64_t step,
-                         uint32_t shard) {
+void ShardRequests::push(const protocol::Message& m, const std::string& group, const ShardMessage& msg) {
+  const uint64_t step = msg.step;
+  const uint32_t shard = msg.shard;
   const std::string& from = m.envelope.sender();
-  const proto::ShardNote& note = m.envelope.shard_note();
+  const proto::ShardNote& note = msg.note;
   const std::vector<float> grad = shard_values(m);
   const ShardPush push{group, step, note.version(), note.learning_rate(), shard, grad};
   switch (store_.push(push)) {
@@ -57,7 +58,7 @@ void ShardRequests::push(const protocol::Message& m, const std::string& group, u
                                     std::to_string(push.grad.size()) + " elements");
       return;
     case PushOutcome::kUnseeded:
-      send_shard(node_, from, kShardAnswerTag, {proto::SHARD_UNSEEDED, step, shard, {}}, {}, send_timeout_);
+      send_shard(node_, from, answer_tag_, {proto::SHARD_UNSEEDED, step, shard, {}}, {}, send_timeout_);
       return;
   }
   answer(from, step, shard);
@@ -70,14 +71,14 @@ void ShardRequests::answer(const std::string& to, uint64_t step, uint32_t shard)
   ShardMessage fresh{proto::SHARD_FRESH, step, shard, {}};
   fresh.note.set_version(*version);
   if (codec_.lossless()) {
-    send_shard(node_, to, kShardAnswerTag, fresh, values, send_timeout_);
+    send_shard(node_, to, answer_tag_, fresh, values, send_timeout_);
     return;
   }
   // The store's values are exact: each answer rounds them afresh, nothing to carry.
   const protocol::EncodedSegment encoded{
       codec_, values.size(),
       std::make_shared<const std::vector<std::byte>>(protocol::encode(codec_, values))};
-  send_encoded_shard(node_, to, kShardAnswerTag, fresh, encoded, send_timeout_);
+  send_encoded_shard(node_, to, answer_tag_, fresh, encoded, send_timeout_);
 }
 
 }  // namespace gossipd::daemon

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "daemon/modes/groups/shard_store.h"
+#include "daemon/modes/groups/shard_wire.h"
 #include "protocol/change_signal.h"
 #include "protocol/codec.h"
 #include "protocol/message.h"
@@ -27,14 +28,16 @@ namespace gossipd::daemon {
 // another is dropped and counted (codec).
 class ShardRequests {
  public:
+  // Answers go on `answer_tag` (ShardTags).
   ShardRequests(protocol::Node& node, ShardStore& store, std::map<std::string, std::string> labels,
-                std::chrono::milliseconds send_timeout, protocol::ChangeSignal& changes,
+                std::chrono::milliseconds send_timeout, protocol::ChangeSignal& changes, uint32_t answer_tag,
                 protocol::CodecSpec codec = {})
       : node_(node),
         store_(store),
         labels_(std::move(labels)),
         send_timeout_(send_timeout),
         changes_(changes),
+        answer_tag_(answer_tag),
         codec_(codec) {}
 
   void handle(const protocol::Message& m);
@@ -42,7 +45,7 @@ class ShardRequests {
   bool finished(const std::string& id) const;
 
  private:
-  void push(const protocol::Message& m, const std::string& group, uint64_t step, uint32_t shard);
+  void push(const protocol::Message& m, const std::string& group, const ShardMessage& msg);
   void answer(const std::string& to, uint64_t step, uint32_t shard);
 
   protocol::Node& node_;
@@ -50,6 +53,7 @@ class ShardRequests {
   std::map<std::string, std::string> labels_;
   std::chrono::milliseconds send_timeout_;
   protocol::ChangeSignal& changes_;
+  uint32_t answer_tag_;
   protocol::CodecSpec codec_;
   mutable std::mutex mu_;
   std::set<std::string> finished_;

@@ -11,13 +11,14 @@ namespace gossipd::daemon {
 
 ShardService::ShardService(protocol::Node& node, AliveMembers alive, protocol::ChangeSignal& changes,
                            ShardStore& store, std::map<std::string, std::string> labels,
-                           std::chrono::milliseconds send_timeout, protocol::CodecSpec codec)
+                           std::chrono::milliseconds send_timeout, ShardTags tags, protocol::CodecSpec codec)
     : node_(node),
       alive_(std::move(alive)),
       changes_(changes),
       store_(store),
       send_timeout_(send_timeout),
-      requests_(node, store, std::move(labels), send_timeout, changes, codec),
+      tags_(tags),
+      requests_(node, store, std::move(labels), send_timeout, changes, tags.answer, codec),
       thread_([this](std::stop_token stop) { loop(stop); }) {}
 
 ShardService::~ShardService() { thread_.request_stop(); }
@@ -28,7 +29,7 @@ void ShardService::loop(std::stop_token stop) {
   while (!stop.stop_requested()) {
     follow_view();
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(50);
-    auto m = node_.mailbox().pop_tag(kShardRequestTag, deadline, stop);
+    auto m = node_.mailbox().pop_tag(tags_.request, deadline, stop);
     if (!m) continue;
     try {
       requests_.handle(*m);
@@ -49,7 +50,7 @@ void ShardService::finish(std::stop_token stop) {
     // The note at once, then every second until everyone is done: a note may be lost.
     for (const auto& id : alive_())
       if (id != node_.id())
-        send_shard(node_, id, kShardRequestTag, {proto::SHARD_DONE, 0, 0, {}}, {}, send_timeout_);
+        send_shard(node_, id, tags_.request, {proto::SHARD_DONE, 0, 0, {}}, {}, send_timeout_);
     if (changes_.wait_until(everyone_done, std::chrono::steady_clock::now() + std::chrono::seconds(1), stop))
       return;
     if (stop.stop_requested())

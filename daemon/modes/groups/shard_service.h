@@ -29,9 +29,10 @@ class ShardService {
  public:
   // `changes` is notified when the view changes (Membership::changes());
   // the service notifies it too when a member says it is done.
+  // Requests come on `tags.request`, answers go on `tags.answer`.
   ShardService(protocol::Node& node, AliveMembers alive, protocol::ChangeSignal& changes, ShardStore& store,
                std::map<std::string, std::string> labels, std::chrono::milliseconds send_timeout,
-               protocol::CodecSpec codec = {});
+               ShardTags tags, protocol::CodecSpec codec = {});
   ~ShardService();  // stops the thread
   ShardService(const ShardService&) = delete;
   ShardService& operator=(const ShardService&) = delete;
@@ -53,6 +54,7 @@ class ShardService {
   protocol::ChangeSignal& changes_;
   ShardStore& store_;
   std::chrono::milliseconds send_timeout_;
+  ShardTags tags_;
   ShardRequests requests_;
   std::jthread thread_;  // last: stops before the members it uses
 };

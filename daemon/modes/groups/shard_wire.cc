@@ -21,7 +21,7 @@ bool send_frames(protocol::Node& node, const std::string& peer, uint32_t tag, co
   env.set_count(count);
   env.set_dtype(protocol::codec_dtype(spec.codec));
   if (spec.codec == protocol::Codec::kInt8) env.set_codec_block(spec.block);
-  *env.mutable_shard_note() = m.note;
+  env.set_mode_note(m.note.SerializeAsString());
   const size_t bytes = payload.size;
   std::vector<protocol::OutFrame> frames;
   frames.push_back(protocol::envelope_frame(env));
@@ -57,7 +57,8 @@ protocol::CodecSpec shard_codec(proto::ShardKind kind, const protocol::CodecSpec
 std::optional<ShardMessage> read_shard(protocol::Node& node, const protocol::Message& m,
                                        const protocol::CodecSpec& codec) {
   const proto::Envelope& e = m.envelope;
-  if (!e.has_shard_note() || !proto::ShardKind_IsValid(e.step()) ||
+  proto::ShardNote note;
+  if (!e.has_mode_note() || !note.ParseFromString(e.mode_note()) || !proto::ShardKind_IsValid(e.step()) ||
       e.step() == proto::SHARD_KIND_UNSPECIFIED || m.payload.size() != 1) {
     node.reject_log().reject(e.sender(), protocol::RejectReason::kUnexpected,
                              "compute-group shard message of kind " + std::to_string(e.step()) +
@@ -73,7 +74,7 @@ std::optional<ShardMessage> read_shard(protocol::Node& node, const protocol::Mes
                                  std::to_string(e.dtype()) + ", agreed on " + protocol::spec_name(agreed));
     return std::nullopt;
   }
-  return ShardMessage{kind, e.collective_seq(), e.chunk(), e.shard_note()};
+  return ShardMessage{kind, e.collective_seq(), e.chunk(), note};
 }
 
 std::vector<float> shard_values(const protocol::Message& m) {

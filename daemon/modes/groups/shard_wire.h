@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/modes/groups/groups_wire.pb.h"
 #include "proto/gossip.pb.h"
 #include "protocol/codec.h"
 #include "protocol/message.h"
@@ -17,11 +18,17 @@
 namespace gossipd::daemon {
 
 // The parameter shards' messages: COLLECTIVE_CHUNKs on two tags of the
-// compute groups' range, pushes and seeds to an owner on one, its answers on
-// the other (the rest of the range is the groups' rings). seq is the
-// group's step, `step` the ShardKind, `chunk` the shard.
-constexpr uint32_t kShardRequestTag = protocol::tags::range(protocol::tags::User::kComputeGroups).at(0);
-constexpr uint32_t kShardAnswerTag = protocol::tags::range(protocol::tags::User::kComputeGroups).at(1);
+// compute groups' range (Mode::tags), pushes and seeds to an owner on one,
+// its answers on the other (the rest of the range is the groups' rings).
+// seq is the group's step, `step` the ShardKind, `chunk` the shard.
+struct ShardTags {
+  uint32_t request = 0;
+  uint32_t answer = 0;
+};
+constexpr ShardTags shard_tags(protocol::tags::Range groups) { return {groups.at(0), groups.at(1)}; }
+// The tags the compute groups need (Mode::tag_count): a range of 2^24, the
+// rings' tags hashed into it.
+constexpr uint32_t kGroupsTagCount = uint32_t{1} << 24;
 
 struct ShardMessage {
   proto::ShardKind kind = proto::SHARD_KIND_UNSPECIFIED;

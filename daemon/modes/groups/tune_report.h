@@ -6,6 +6,7 @@
 #include "daemon/ctl/mean_curve.h"
 #include "daemon/modes/groups/tune.h"
 #include "daemon/modes/groups/tune_model.h"
+#include "daemon/modes/groups/tune_summary.pb.h"
 #include "proto/gossip.pb.h"
 
 namespace gossipd::daemon {

@@ -11,7 +11,8 @@ namespace gossipd::daemon {
 // Tags: pipeline d's tensors 3d, its collectives 3d + 1 (a tensor stream's
 // group takes no collectives); stage k's replica group 3k + 2.
 PipelineComm::PipelineComm(protocol::Node& node, const std::vector<std::string>& members,
-                           topology::PipelineShape shape, size_t rank, protocol::CollectiveOptions options)
+                           topology::PipelineShape shape, size_t rank, protocol::CollectiveOptions options,
+                           protocol::tags::Range range)
     : node_(node), shape_(shape), at_(topology::pipeline_coord(shape, rank)) {
   if (members.size() != shape.procs()) {
     throw std::invalid_argument("a pipeline of " + std::to_string(shape.stages) + " stages x " +
@@ -19,8 +20,6 @@ PipelineComm::PipelineComm(protocol::Node& node, const std::vector<std::string>&
                                 std::to_string(shape.procs()) + " members, got " +
                                 std::to_string(members.size()));
   }
-  namespace tags = protocol::tags;
-  const tags::Range range = tags::range(tags::User::kPipeline);
   const std::vector<std::string> pipeline =
       protocol::members_at(members, topology::pipeline_ranks(shape, at_.replica));
   pipeline_ = std::make_unique<protocol::Group>(node, range.at(3 * at_.replica), pipeline, options);

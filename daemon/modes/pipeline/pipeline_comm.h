@@ -10,6 +10,7 @@
 #include "daemon/modes/pipeline/pipeline_schedule.h"
 #include "protocol/group.h"
 #include "protocol/host_levels.h"
+#include "protocol/tags.h"
 #include "protocol/tensor_stream.h"
 
 namespace gossipd::daemon {
@@ -37,11 +38,14 @@ class PipelineComm {
   // The index in the pipeline's tag range a worker's all-member group (its
   // start barrier) may take: no group here uses it.
   static constexpr uint64_t kStartTag = uint64_t{1} << 23;
+  // The tags the pipeline needs (Mode::tag_count): a range of 2^24.
+  static constexpr uint32_t kTagCount = uint32_t{1} << 24;
 
   using SendHandle = protocol::TensorStream::SendHandle;
 
+  // `tags`: the pipeline's range (Mode::tags, kTagCount of them).
   PipelineComm(protocol::Node& node, const std::vector<std::string>& members, topology::PipelineShape shape,
-               size_t rank, protocol::CollectiveOptions options);
+               size_t rank, protocol::CollectiveOptions options, protocol::tags::Range tags);
 
   topology::PipelineShape shape() const { return shape_; }
   topology::PipelineCoord at() const { return at_; }

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include "daemon/config/cli.h"
+#include "daemon/modes/pipeline/pipeline_comm.h"
 #include "daemon/modes/pipeline/pipeline_worker.h"
 
 namespace gossipd::daemon {
@@ -43,6 +44,7 @@ class PipelineMode : public Mode {
     pipeline_limits(counts, 0);
   }
 
+  uint32_t tag_count() const override { return PipelineComm::kTagCount; }
   std::string entry_syntax() const override { return "pipeline[:K[xD]]"; }
   EntryLaunch launch(const std::string& label, const std::string& arg, const EntryContext& c) const override;
 
@@ -62,7 +64,7 @@ class PipelineMode : public Mode {
   }
   bool one_replica() const override { return true; }
   std::unique_ptr<Worker> make_worker(WorkerContext& c) const override {
-    return make_pipeline_worker(c, flags_);
+    return make_pipeline_worker(c, flags_, tags());
   }
 
  private:

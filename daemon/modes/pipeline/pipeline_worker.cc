@@ -26,25 +26,25 @@ namespace {
 
 class PipelineWorker : public SyncWorker {
  public:
-  PipelineWorker(WorkerContext& c, const PipelineFlags& flags)
+  PipelineWorker(WorkerContext& c, const PipelineFlags& flags, protocol::tags::Range tags)
       : SyncWorker(c, "pipeline stage",
                    "restart every stage with the same flags (from checkpoints: they keep their shape and "
                    "partition)"),
         p_(flags),
         rank_(rank_of(c)),
+        tags_(tags),
         metrics_(c.metrics) {
     if (c.resume_state) resume_ = *c.resume_state;
   }
 
   void run(std::stop_token stop) override {
-    const auto all = every_member_up(
-        node_, protocol::tags::range(protocol::tags::User::kPipeline).at(PipelineComm::kStartTag), members_,
-        options_, stop);
+    const auto all = every_member_up(node_, tags_.at(PipelineComm::kStartTag), members_, options_, stop);
     const size_t layers = trainer_.model().layers().size();
     const PlanLimits limits = resumed_limits(options_, pipeline_limits(p_, layers), layers);
     setup_ = agree_on_plan(*all, rank_, trainer_.model(), trainer_.optimizer().options(),
                            {options_.train.batch, members_.size(), limits, link(), options_.cache_dir});
-    comm_ = std::make_unique<PipelineComm>(node_, members_, setup_.shape, rank_, step_options(options_));
+    comm_ =
+        std::make_unique<PipelineComm>(node_, members_, setup_.shape, rank_, step_options(options_), tags_);
     trainer::SamplerOptions shard = trainer_.options().sampler;
     shard.worker_index = static_cast<int>(comm_->at().replica);
     shard.worker_count = static_cast<int>(setup_.shape.replicas);
@@ -200,6 +200,7 @@ class PipelineWorker : public SyncWorker {
 
   PipelineFlags p_;
   size_t rank_;
+  protocol::tags::Range tags_;
   MetricsRegistry& metrics_;
   PipelineSetup setup_;
   std::unique_ptr<PipelineComm> comm_;
@@ -217,8 +218,9 @@ class PipelineWorker : public SyncWorker {
 
 }  // namespace
 
-std::unique_ptr<Worker> make_pipeline_worker(WorkerContext& c, const PipelineFlags& flags) {
-  return std::make_unique<PipelineWorker>(c, flags);
+std::unique_ptr<Worker> make_pipeline_worker(WorkerContext& c, const PipelineFlags& flags,
+                                             protocol::tags::Range tags) {
+  return std::make_unique<PipelineWorker>(c, flags, tags);
 }
 
 }  // namespace gossipd::daemon

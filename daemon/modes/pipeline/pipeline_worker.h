@@ -4,6 +4,7 @@
 
 #include "daemon/modes/pipeline/pipeline_flags.h"
 #include "daemon/worker/worker.h"
+#include "protocol/tags.h"
 
 namespace gossipd::daemon {
 
@@ -13,6 +14,8 @@ namespace gossipd::daemon {
 // (pipeline_agreement.h) or as the flags fix it. The processes of a
 // pipeline sample the same batches (their shard of the data, batch / D
 // each), the first stage reads the samples, the last the labels.
-std::unique_ptr<Worker> make_pipeline_worker(WorkerContext& context, const PipelineFlags& flags);
+// `tags`: the pipeline mode's range (Mode::tags).
+std::unique_ptr<Worker> make_pipeline_worker(WorkerContext& context, const PipelineFlags& flags,
+                                             protocol::tags::Range tags);
 
 }  // namespace gossipd::daemon

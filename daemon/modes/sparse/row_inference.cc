@@ -17,9 +17,6 @@ namespace {
 
 size_t round_up(size_t n) { return (n + sp::kLaneChunk - 1) / sp::kLaneChunk * sp::kLaneChunk; }
 
-// The stream's tensors and the allgather's pieces on tags of their own.
-uint32_t sparse_tag(uint32_t k) { return protocol::tags::range(protocol::tags::User::kSparse).at(k); }
-
 }  // namespace
 
 // One block of samples through every layer: the whole layer's activations
@@ -181,12 +178,13 @@ class RowInference::Block {
 };
 
 RowInference::RowInference(protocol::Node& node, const std::vector<std::string>& members, RowShare share,
-                           uint32_t neurons, protocol::CollectiveOptions options)
+                           uint32_t neurons, protocol::CollectiveOptions options, protocol::tags::Range tags)
     : node_(node),
       share_(std::move(share)),
       neurons_(neurons),
-      rows_(std::make_unique<protocol::Group>(node, sparse_tag(0), members, options)),
-      maxima_(std::make_unique<protocol::Group>(node, sparse_tag(1), members, options)),
+      // The stream's tensors and the allgather's pieces on tags of their own.
+      rows_(std::make_unique<protocol::Group>(node, tags.at(kInferRowsTag), members, options)),
+      maxima_(std::make_unique<protocol::Group>(node, tags.at(kInferMaximaTag), members, options)),
       stream_(std::make_unique<protocol::TensorStream>(*rows_)) {}
 
 RowInference::~RowInference() = default;

@@ -8,6 +8,7 @@
 #include "daemon/modes/sparse/net/sparse_infer.h"
 #include "daemon/modes/sparse/sparse_rows.h"
 #include "protocol/group.h"
+#include "protocol/tags.h"
 #include "protocol/tensor_stream.h"
 
 namespace gossipd::daemon {
@@ -42,9 +43,9 @@ struct RowInferResult {
 class RowInference {
  public:
   // `members` in rank order; this node's rank is its process number in the
-  // partition. Tags from the sparse mode's range.
+  // partition. Tags from the sparse mode's range `tags` (SparseTag).
   RowInference(protocol::Node& node, const std::vector<std::string>& members, RowShare share,
-               uint32_t neurons, protocol::CollectiveOptions options);
+               uint32_t neurons, protocol::CollectiveOptions options, protocol::tags::Range tags);
   ~RowInference();
 
   RowInferResult run(const trainer::sparse::SparseInputs& inputs,

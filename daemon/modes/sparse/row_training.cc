@@ -12,9 +12,6 @@ namespace sp = trainer::sparse;
 
 namespace {
 
-// The inference holds the range's first two tags; the training the next two.
-uint32_t training_tag(uint32_t k) { return protocol::tags::range(protocol::tags::User::kSparse).at(2 + k); }
-
 // `m`'s head columns of the given last-layer neurons.
 sp::HeadShare head_share(const sp::SparseModel& m, const std::vector<uint32_t>& neurons) {
   sp::HeadShare h;
@@ -38,13 +35,14 @@ RowModel share_model(const sp::SparseModel& m, const std::vector<std::vector<uin
 }
 
 RowTraining::RowTraining(protocol::Node& node, const std::vector<std::string>& members, RowModel model,
-                         uint32_t neurons, trainer::OptimizerOptions o, protocol::CollectiveOptions options)
+                         uint32_t neurons, trainer::OptimizerOptions o, protocol::CollectiveOptions options,
+                         protocol::tags::Range tags)
     : node_(node),
       m_(std::move(model)),
       neurons_(neurons),
       update_(o),
-      rows_(std::make_unique<protocol::Group>(node, training_tag(0), members, options)),
-      logits_group_(std::make_unique<protocol::Group>(node, training_tag(1), members, options)),
+      rows_(std::make_unique<protocol::Group>(node, tags.at(kTrainRowsTag), members, options)),
+      logits_group_(std::make_unique<protocol::Group>(node, tags.at(kTrainLogitsTag), members, options)),
       stream_(std::make_unique<protocol::TensorStream>(*rows_)),
       exchange_(*stream_) {
   if (o.kind == trainer::OptimizerKind::kLars)

@@ -9,6 +9,7 @@
 #include "daemon/modes/sparse/row_exchange.h"
 #include "daemon/modes/sparse/sparse_rows.h"
 #include "protocol/group.h"
+#include "protocol/tags.h"
 #include "protocol/tensor_stream.h"
 
 namespace gossipd::daemon {
@@ -51,8 +52,9 @@ class RowTraining {
  public:
   // `o`: the update of every parameter vector (element by element, as the
   // serial trainer's; LARS's norms would need the whole layer: refused).
+  // Tags from the sparse mode's range `tags` (SparseTag).
   RowTraining(protocol::Node& node, const std::vector<std::string>& members, RowModel model, uint32_t neurons,
-              trainer::OptimizerOptions o, protocol::CollectiveOptions options);
+              trainer::OptimizerOptions o, protocol::CollectiveOptions options, protocol::tags::Range tags);
   ~RowTraining();
 
   trainer::sparse::SparseStep step(const trainer::sparse::SparseBatch& b, float lr);

@@ -24,9 +24,10 @@ double bench_seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-// The bench's own tag (the sparse range's 0-3 are the inference's and the
-// training's, 4 the sparse mode's workers').
-uint32_t bench_tag() { return protocol::tags::range(protocol::tags::User::kSparse).at(5); }
+// The bench's processes run the sparse rows alone (no mode beside them): the
+// modes' block is theirs, and its first tags are the sparse ones (SparseTag).
+const protocol::tags::Range kBenchTags = protocol::tags::range(protocol::tags::User::kModes);
+uint32_t bench_tag() { return kBenchTags.at(kBenchTag); }
 
 // What both kinds of run need: the members, the partition and its price.
 struct RankSetup {
@@ -77,7 +78,7 @@ WorkerReport bench_inference(protocol::Node& node, size_t rank, const RankSetup&
                              const SparseBenchOptions& o, const SparseProblem& p) {
   const std::vector<uint32_t> truth = sp::read_categories(o.categories_file, p.inputs.count());
   RowInference rows(node, s.ids, share_rows(p.net, s.owners, s.procs, static_cast<uint32_t>(rank)),
-                    p.net.neurons, s.options);
+                    p.net.neurons, s.options, kBenchTags);
   const auto reference = [&](int) { return sp::infer(p.net, p.inputs).categories == truth; };
   const auto parallel = [&](int) {
     const RowInferResult r = rows.run(p.inputs, {.block = o.block});
@@ -106,7 +107,7 @@ WorkerReport bench_training(protocol::Node& node, size_t rank, const RankSetup& 
   std::unique_ptr<sp::SparseTrainer> serial;
   if (rank == 0) serial = std::make_unique<sp::SparseTrainer>(start, update);
   RowTraining rows(node, s.ids, share_model(start, s.owners, s.procs, static_cast<uint32_t>(rank)),
-                   p.net.neurons, update, s.options);
+                   p.net.neurons, update, s.options, kBenchTags);
   double serial_loss = 0;
   const auto reference = [&](int k) {
     serial_loss = serial->step(batch(k), kBenchRate).loss;

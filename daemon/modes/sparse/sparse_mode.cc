@@ -7,6 +7,7 @@
 #include "daemon/config/cli.h"
 #include "daemon/modes/sparse/net/radix_net.h"
 #include "daemon/modes/sparse/sparse_partition.h"
+#include "daemon/modes/sparse/sparse_rows.h"
 #include "daemon/modes/sparse/sparse_worker.h"
 
 namespace gossipd::daemon {
@@ -26,6 +27,7 @@ class SparseMode : public Mode {
   void add_flags(ModeFlags& f) override;
   void check_flags(const RunOptions& o) const override;
 
+  uint32_t tag_count() const override { return kSparseTagCount; }
   std::string entry_syntax() const override { return ""; }
   std::string why_not_in_compare() const override {
     return "--algos sparse: compare does not run the sparse mode (its network is not the MLP or CNN the "
@@ -40,7 +42,7 @@ class SparseMode : public Mode {
   bool writes_checkpoints() const override { return false; }
   bool one_replica() const override { return true; }
   std::unique_ptr<Worker> make_worker(WorkerContext& c) const override {
-    return make_sparse_worker(c, static_cast<SparseReplica&>(c.replica));
+    return make_sparse_worker(c, static_cast<SparseReplica&>(c.replica), tags());
   }
 
  private:

@@ -7,6 +7,19 @@
 
 namespace gossipd::daemon {
 
+// The sparse mode's tags, as indices in its range (Mode::tags): the
+// inference's rows and maxima, the training's rows and logits, the workers'
+// start barrier, gossipctl bench sparse's own.
+enum SparseTag : uint32_t {
+  kInferRowsTag,
+  kInferMaximaTag,
+  kTrainRowsTag,
+  kTrainLogitsTag,
+  kWorkerStartTag,
+  kBenchTag,
+  kSparseTagCount
+};
+
 // What one process of the sparse mode does in one product Y_l = Y_(l-1)·W_l
 // (row-parallel, Demirci and Ferhatosmanoglu): it computes the neurons of
 // layer l it owns, after sending to every other process the entries of

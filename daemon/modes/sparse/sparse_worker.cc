@@ -24,10 +24,11 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 
 class SparseWorker : public Worker {
  public:
-  SparseWorker(WorkerContext& c, SparseReplica& r)
+  SparseWorker(WorkerContext& c, SparseReplica& r, protocol::tags::Range tags)
       : c_(c),
         o_(c.options),
         r_(r),
+        tags_(tags),
         report_(c.state, c.metrics, c.log, c.on_evaluation),
         gone_{c_.membership,
               c_.members,
@@ -47,6 +48,7 @@ class SparseWorker : public Worker {
   WorkerContext c_;  // a copy: the context lives only while the worker is made
   const RunOptions& o_;
   SparseReplica& r_;
+  protocol::tags::Range tags_;  // the sparse mode's (SparseTag)
   EpochReport report_;
   GoneMember gone_;
   Clock::time_point start_;
@@ -54,13 +56,12 @@ class SparseWorker : public Worker {
 };
 
 void SparseWorker::run(std::stop_token stop) {
-  const uint32_t tag = protocol::tags::range(protocol::tags::User::kSparse).at(4);
-  every_member_up(c_.node, tag, c_.members, o_, stop);
+  every_member_up(c_.node, tags_.at(kWorkerStartTag), c_.members, o_, stop);
   c_.membership.arm();  // failure detection from now: every member is up
   protocol::CollectiveOptions copts = step_options(o_);
   copts.stop = stop;
   RowTraining rows(c_.node, c_.members, std::move(r_.share), r_.neurons, trainer_options(o_.train).optimizer,
-                   copts);
+                   copts, tags_);
   describe(rows);
   start_ = Clock::now();
   for (uint32_t e = 0; e < static_cast<uint32_t>(o_.train.epochs); ++e) train_epoch(e, rows, stop);
@@ -175,8 +176,8 @@ void SparseWorker::publish_step(const RowTraining& rows, double loss, uint64_t b
 
 }  // namespace
 
-std::unique_ptr<Worker> make_sparse_worker(WorkerContext& c, SparseReplica& r) {
-  return std::make_unique<SparseWorker>(c, r);
+std::unique_ptr<Worker> make_sparse_worker(WorkerContext& c, SparseReplica& r, protocol::tags::Range tags) {
+  return std::make_unique<SparseWorker>(c, r, tags);
 }
 
 }  // namespace gossipd::daemon

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <mutex>
 
+#include "daemon/modes/grid/grid_comm.h"
 #include "daemon/modes/grid/grid_plan.h"
 #include "tests/protocol/test_cluster.h"
 #include "tests/support/synthetic_data.h"
@@ -19,6 +20,10 @@
 
 namespace gossipd::daemon {
 namespace {
+
+// A range of the modes' block, as the registry gives the grid one (Mode::tags).
+const protocol::tags::Range kGridTags{protocol::tags::first(protocol::tags::User::kModes),
+                                      GroupGridComm::kTagCount};
 
 using topology::GridShape;
 
@@ -99,7 +104,7 @@ Trajectory grid_run(const Data& d, const trainer::ModelOptions& mo, const traine
     model.load(reference->params());
     protocol::CollectiveOptions co;
     co.timeout = std::chrono::seconds(20);
-    GroupGridComm comm(cluster.node(r), cluster.ids(), shape, r, co);
+    GroupGridComm comm(cluster.node(r), cluster.ids(), shape, r, co, kGridTags);
     GridStep step(model, comm);
     trainer::Optimizer opt(oo, model.segments(), model.params().size());
     const topology::BlockRange slice = topology::block_range(kBatch, shape.cols, at.col);
@@ -196,7 +201,7 @@ TEST_P(GridBytesAsPredicted, TransportCountsMatchThePlanWithinOnePercent) {
     model.load(reference->params());
     protocol::CollectiveOptions co;
     co.timeout = std::chrono::seconds(60);
-    GroupGridComm comm(cluster.node(r), cluster.ids(), c.shape, r, co);
+    GroupGridComm comm(cluster.node(r), cluster.ids(), c.shape, r, co, kGridTags);
     GridStep step(model, comm);
     const topology::BlockRange slice = topology::block_range(c.batch, c.shape.cols, at.col);
     step.train(x.data() + slice.begin * kInput, {y.data() + slice.begin, slice.size()}, c.batch);

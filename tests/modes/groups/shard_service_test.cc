@@ -18,6 +18,10 @@
 namespace gossipd::daemon {
 namespace {
 
+// The shards' tags as the registry lays out the compute groups' range (the
+// first mode that asks for tags: the start of the modes' block).
+constexpr ShardTags kTags = shard_tags(protocol::tags::range(protocol::tags::User::kModes));
+
 using namespace std::chrono_literals;
 using protocol::testing::TestCluster;
 
@@ -56,10 +60,10 @@ struct Member {
   Member(protocol::Node& node, View& view, const ShardLayout& layout,
          std::map<std::string, std::string> labels, protocol::CodecSpec codec = {})
       : store(layout, served_sgd()),
-        service(
-            std::make_unique<ShardService>(node, view.alive(), view.changes, store, labels, 1000ms, codec)),
+        service(std::make_unique<ShardService>(node, view.alive(), view.changes, store, labels, 1000ms, kTags,
+                                               codec)),
         client(node, view.alive(), store, *service, labels.at(node.id()),
-               ShardClientOptions{50ms, 10000ms, 1000ms, codec}) {}
+               ShardClientOptions{50ms, 10000ms, 1000ms, codec, kTags}) {}
   ShardStore store;
   std::unique_ptr<ShardService> service;
   ShardClient client;
@@ -117,17 +121,17 @@ TEST(ShardService, PushesNotOwnedMisSizedOrRepeatedAreRefusedAndCountedAndServin
   auto push = [&](uint64_t step, uint32_t shard, size_t n) {
     ShardMessage msg{proto::SHARD_PUSH, step, shard, {}};
     msg.note.set_learning_rate(kLr);
-    return send_shard(from, "n1", kShardRequestTag, msg, std::vector<float>(n, 1.0f), 1000ms);
+    return send_shard(from, "n1", kTags.request, msg, std::vector<float>(n, 1.0f), 1000ms);
   };
   ASSERT_TRUE(push(1, 0, 4));                      // shard 0 is n0's
   ASSERT_TRUE(push(1, 1, 3));                      // shard 1 has 4 elements
   ASSERT_TRUE(push(1, 1, 4));                      // applied
   ASSERT_TRUE(push(1, 1, 4));                      // a repeat: answered, not applied
   ShardMessage odd{proto::SHARD_FRESH, 1, 1, {}};  // an answer sent to the request tag
-  ASSERT_TRUE(send_shard(from, "n1", kShardRequestTag, odd, std::vector<float>(4, 0.0f), 1000ms));
+  ASSERT_TRUE(send_shard(from, "n1", kTags.request, odd, std::vector<float>(4, 0.0f), 1000ms));
   ASSERT_TRUE(push(2, 1, 4));  // applied: the owner went on
   int answers = 0;
-  while (auto a = from.mailbox().pop_tag(kShardAnswerTag, std::chrono::steady_clock::now() + 5s, {})) {
+  while (auto a = from.mailbox().pop_tag(kTags.answer, std::chrono::steady_clock::now() + 5s, {})) {
     EXPECT_EQ(a->envelope.step(), static_cast<uint32_t>(proto::SHARD_FRESH));
     if (++answers == 3) break;
   }
@@ -163,13 +167,13 @@ TEST(ShardService, InACodecPushesAndAnswersTravelInItAndAnotherCodecIsCountedAnd
   ShardMessage msg{proto::SHARD_PUSH, 1, 1, {}};
   msg.note.set_learning_rate(kLr);
   const uint64_t before = c.node(1).counters().get(protocol::RejectReason::kCodec);
-  ASSERT_TRUE(send_shard(from, "n1", kShardRequestTag, msg, std::vector<float>(32, 1.0f), 1000ms));
+  ASSERT_TRUE(send_shard(from, "n1", kTags.request, msg, std::vector<float>(32, 1.0f), 1000ms));
   const std::vector<float> grad(32, 1.0f);
   const protocol::EncodedSegment encoded{
       int8, grad.size(), std::make_shared<const std::vector<std::byte>>(protocol::encode(int8, grad))};
   msg.step = 2;
-  ASSERT_TRUE(send_encoded_shard(from, "n1", kShardRequestTag, msg, encoded, 1000ms));
-  const auto answer = from.mailbox().pop_tag(kShardAnswerTag, std::chrono::steady_clock::now() + 5s, {});
+  ASSERT_TRUE(send_encoded_shard(from, "n1", kTags.request, msg, encoded, 1000ms));
+  const auto answer = from.mailbox().pop_tag(kTags.answer, std::chrono::steady_clock::now() + 5s, {});
   ASSERT_TRUE(answer);
   EXPECT_EQ(answer->envelope.collective_seq(), 2u) << "the float32 push of step 1 was not answered";
   EXPECT_EQ(answer->envelope.dtype(), proto::DTYPE_INT8_BLOCKS);

@@ -7,6 +7,7 @@
 #include <regex>
 
 #include "daemon/ctl/child_process.h"
+#include "daemon/modes/groups/tune_summary.pb.h"
 #include "tests/support/process.h"
 #include "tests/support/records.h"
 #include "tests/support/temp_dir.h"

@@ -19,6 +19,10 @@
 namespace gossipd::daemon {
 namespace {
 
+// A range of the modes' block, as the registry gives the pipeline one (Mode::tags).
+const protocol::tags::Range kPipelineTags{protocol::tags::first(protocol::tags::User::kModes),
+                                          PipelineComm::kTagCount};
+
 using topology::PipelineSchedule;
 
 constexpr size_t kSamples = 96, kInput = 28 * 28, kBatch = 8, kMicros = 4, kSteps = 100;
@@ -107,7 +111,7 @@ PipelineRun pipeline_run(const Data& d, const trainer::ModelOptions& mo, Pipelin
     trainer::Optimizer opt(sgd(), stage.segments(), stage.params().size());
     protocol::CollectiveOptions co;
     co.timeout = std::chrono::seconds(20);
-    PipelineComm comm(cluster.node(r), cluster.ids(), {k, replicas}, r, co);
+    PipelineComm comm(cluster.node(r), cluster.ids(), {k, replicas}, r, co, kPipelineTags);
     PipelineStepOptions o;
     o.schedule = schedule;
     o.micros = kMicros;
@@ -265,7 +269,7 @@ TEST(PipelineAsync, KeepsThePipelineFullAcrossBatchesAndTrains) {
     trainer::Optimizer opt(sgd(), stage.segments(), stage.params().size());
     protocol::CollectiveOptions co;
     co.timeout = std::chrono::seconds(20);
-    PipelineComm comm(cluster.node(r), cluster.ids(), {2, 1}, r, co);
+    PipelineComm comm(cluster.node(r), cluster.ids(), {2, 1}, r, co, kPipelineTags);
     PipelineStepOptions o;
     o.schedule = PipelineSchedule::kOneFOneBAsync;
     o.micros = kMicros;

@@ -8,8 +8,13 @@
 #include <string>
 
 #include "daemon/modes/sparse/sparse_partition.h"
+#include "protocol/tags.h"
 
 namespace gossipd::testing {
+
+// The modes' block: the tests' nodes run the sparse rows alone (a run
+// takes the registry's range, Mode::tags).
+inline const protocol::tags::Range kSparseTags = protocol::tags::range(protocol::tags::User::kModes);
 
 using daemon::NeuronPartitioner;
 using daemon::partitioner_names;

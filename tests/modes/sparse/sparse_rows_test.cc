@@ -30,7 +30,8 @@ std::vector<RowInferResult> run_rows(const sp::SparseNet& net, const NeuronOwner
   std::vector<RowInferResult> got(procs);
   protocol::testing::expect_no_errors(cluster.run([&](size_t r) {
     RowInference rows(cluster.node(r), cluster.ids(),
-                      share_rows(net, owners, procs, static_cast<uint32_t>(r)), net.neurons, {});
+                      share_rows(net, owners, procs, static_cast<uint32_t>(r)), net.neurons, {},
+                      testing::kSparseTags);
     got[r] = rows.run(in, o);
   }));
   return got;
@@ -156,7 +157,8 @@ TEST(SparseRowInference, AMemberThatNeverComesStopsTheOthersNamingIt) {
   cluster.run(
       [&](size_t r) {
         RowInference rows(cluster.node(r), cluster.ids(),
-                          share_rows(net, owners, 3, static_cast<uint32_t>(r)), net.neurons, o);
+                          share_rows(net, owners, 3, static_cast<uint32_t>(r)), net.neurons, o,
+                          testing::kSparseTags);
         try {
           rows.run(in);
         } catch (const protocol::TransportError& e) {

@@ -85,9 +85,9 @@ TEST_P(SparseRowTraining, HundredStepsGiveTheSerialParametersAndMoveThePlannedBy
   std::vector<std::unique_ptr<RowTraining>> rows(procs);
   std::vector<std::vector<double>> loss(procs);
   protocol::testing::expect_no_errors(cluster.run([&](size_t r) {
-    rows[r] = std::make_unique<RowTraining>(cluster.node(r), cluster.ids(),
-                                            share_model(start, owners, procs, static_cast<uint32_t>(r)),
-                                            pattern.neurons, update, protocol::CollectiveOptions{});
+    rows[r] = std::make_unique<RowTraining>(
+        cluster.node(r), cluster.ids(), share_model(start, owners, procs, static_cast<uint32_t>(r)),
+        pattern.neurons, update, protocol::CollectiveOptions{}, testing::kSparseTags);
     for (size_t s = 0; s < kSteps; ++s) loss[r].push_back(rows[r]->step(batch(s), 0.02f).loss);
   }));
   for (uint32_t r = 0; r < procs; ++r) {
@@ -129,7 +129,7 @@ TEST(SparseRowTraining, AMemberThatNeverComesStopsTheOthersNamingIt) {
       [&](size_t r) {
         RowTraining rows(cluster.node(r), cluster.ids(),
                          share_model(start, owners, 3, static_cast<uint32_t>(r)), pattern.neurons,
-                         trainer::OptimizerOptions{}, o);
+                         trainer::OptimizerOptions{}, o, testing::kSparseTags);
         try {
           rows.step({in, labels, 0, in.count()}, 0.05f);
         } catch (const protocol::TransportError& e) {
