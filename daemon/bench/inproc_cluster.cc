@@ -36,7 +36,7 @@ InProcCluster::InProcCluster(size_t n, const MembershipOptions& options, const S
       std::lock_guard lock(lost_mu_);
       *lost = why;
     };
-    m.membership = std::make_unique<Membership>(*m.node, self, peers, o, m.state, m.metrics);
+    m.membership = std::make_unique<Membership>(*m.node, self, peers, o, m.delegate, m.metrics);
   }
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "daemon/cluster/membership.h"
+#include "daemon/cluster/status_delegate.h"
 #include "daemon/observe/metrics.h"
 #include "daemon/observe/worker_state.h"
 #include "protocol/inproc_transport.h"
@@ -62,6 +63,7 @@ class InProcCluster {
  private:
   struct Member {
     WorkerState state;
+    StatusDelegate delegate{state};
     MetricsRegistry metrics;
     std::unique_ptr<protocol::Node> node;
     std::unique_ptr<Membership> membership;

@@ -13,7 +13,7 @@ using Clock = std::chrono::steady_clock;
 
 Membership::Membership(protocol::Node& node, proto::Member self,
                        const std::map<std::string, std::string>& peers, MembershipOptions options,
-                       WorkerState& state, MetricsRegistry& metrics)
+                       MembershipDelegate& delegate, MetricsRegistry& metrics)
     : Membership(
           node, std::move(self),
           [&] {
@@ -25,14 +25,14 @@ Membership::Membership(protocol::Node& node, proto::Member self,
             }
             return list;
           }(),
-          options, state, metrics) {}
+          options, delegate, metrics) {}
 
 Membership::Membership(protocol::Node& node, proto::Member self, const proto::MemberList& admitted,
-                       MembershipOptions options, WorkerState& state, MetricsRegistry& metrics)
+                       MembershipOptions options, MembershipDelegate& delegate, MetricsRegistry& metrics)
     : node_(node),
       self_(std::move(self)),
       options_(options),
-      state_(state),
+      delegate_(delegate),
       members_gauge_(metrics.gauge("gossipd_members", "Members in the current view")),
       evictions_(
           metrics.counter("gossipd_members_evicted_total", "Members evicted after the failure timeout")),
@@ -209,12 +209,7 @@ void Membership::publish() {
     published_view_ = v.id();
   }
   members_gauge_.set(static_cast<double>(v.size()));
-  state_.update([&](proto::Status& s) {
-    s.clear_members();
-    for (const auto& m : v.members()) s.add_members(m);
-    s.set_view_changes(changes);
-    s.set_view_id(v.id());
-  });
+  delegate_.view_published(v, changes);
   changed_.notify();
 }
 

@@ -14,11 +14,11 @@
 #include <vector>
 
 #include "daemon/cluster/departed_set.h"
+#include "daemon/cluster/membership_delegate.h"
 #include "daemon/cluster/probe_order.h"
 #include "daemon/cluster/state_transfer.h"
 #include "daemon/cluster/update_queue.h"
 #include "daemon/observe/metrics.h"
-#include "daemon/observe/worker_state.h"
 #include "protocol/change_signal.h"
 #include "protocol/node.h"
 #include "topology/view.h"
@@ -112,11 +112,12 @@ struct JoinPolicy {
 class Membership {
  public:
   // The members started together (every one from round 0).
+  // `delegate` (the member's: its pace, where views go) outlives it.
   Membership(protocol::Node& node, proto::Member self, const std::map<std::string, std::string>& peers,
-             MembershipOptions options, WorkerState& state, MetricsRegistry& metrics);
+             MembershipOptions options, MembershipDelegate& delegate, MetricsRegistry& metrics);
   // A joiner, with the table it was admitted with (it contains `self`).
   Membership(protocol::Node& node, proto::Member self, const proto::MemberList& admitted,
-             MembershipOptions options, WorkerState& state, MetricsRegistry& metrics);
+             MembershipOptions options, MembershipDelegate& delegate, MetricsRegistry& metrics);
   ~Membership();
   Membership(const Membership&) = delete;
   Membership& operator=(const Membership&) = delete;
@@ -285,7 +286,7 @@ class Membership {
   protocol::Node& node_;
   proto::Member self_;
   MembershipOptions options_;
-  WorkerState& state_;
+  MembershipDelegate& delegate_;
   Gauge& members_gauge_;
   Counter& evictions_;
   Counter& joins_;

@@ -35,7 +35,7 @@ void Membership::handle_hello(const std::string& id, const proto::Hello& hello) 
         announce_to.push_back(id);  // already admitted: the announcement crossed its retry
         reply = table();
       } else if (j != joiners_.end() && !j->second.refused && j->second.state_sent) {
-        const double rate = std::max(state_.snapshot().rounds_per_second(), 0.0);
+        const double rate = std::max(delegate_.rounds_per_second(), 0.0);
         const auto ahead = static_cast<uint64_t>(
             std::ceil(rate * std::chrono::duration<double>(options_.admit_ahead).count()));
         const uint64_t since = last_round_ + std::max<uint64_t>(ahead, 3);

@@ -11,6 +11,7 @@
 #include "daemon/cluster/checkpoint.h"
 #include "daemon/cluster/join.h"
 #include "daemon/cluster/membership.h"
+#include "daemon/cluster/status_delegate.h"
 #include "daemon/config/run_options.h"
 #include "daemon/member/member_events.h"
 #include "daemon/observe/http_server.h"
@@ -112,6 +113,7 @@ class Member {
   std::unique_ptr<protocol::Node> node_;
   proto::Member self_;
   WorkerState state_;
+  StatusDelegate status_delegate_{state_};  // membership's view of this member: its /status
   MetricsRegistry metrics_;
   std::unique_ptr<HttpServer> http_;
   proto::Hello mine_;

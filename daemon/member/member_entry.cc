@@ -79,14 +79,15 @@ void Member::adopt(const JoinResult& joined, std::stop_token stop) {
   events_.joined(joined.contact, joined.since_round, steps_ * static_cast<uint64_t>(epochs_),
                  (joined.since_round - 1) / steps_ + 1);
   if (resume_) events_.left_checkpoint(resume_->state.header.step());
-  membership_ =
-      std::make_unique<Membership>(*node_, self_, joined.admitted, membership_options_, state_, metrics_);
+  membership_ = std::make_unique<Membership>(*node_, self_, joined.admitted, membership_options_,
+                                             status_delegate_, metrics_);
   sleep_unless_stopped(joined.start_at - std::chrono::steady_clock::now(), stop);
   if (stop.stop_requested()) throw protocol::Aborted(o_.id, "waiting for the round it enters at");
 }
 
 void Member::start_or_resume() {
-  membership_ = std::make_unique<Membership>(*node_, self_, peers_, membership_options_, state_, metrics_);
+  membership_ =
+      std::make_unique<Membership>(*node_, self_, peers_, membership_options_, status_delegate_, metrics_);
   if (!resume_) return;
   trainer::Trainer& trainer = trained().trainer();
   const proto::StateHeader& h = resume_->state.header;

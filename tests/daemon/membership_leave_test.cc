@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "daemon/cluster/membership.h"
+#include "daemon/cluster/status_delegate.h"
 
 namespace gossipd::daemon {
 namespace {
@@ -58,10 +59,11 @@ bool b_sees_the_leave_of_a_gone_node() {
   auto a = node("a", "b");
   auto b = node("b", "a");
   WorkerState state_a, state_b;
+  StatusDelegate delegate_a(state_a), delegate_b(state_b);
   MetricsRegistry metrics_a, metrics_b;
-  Membership mb(*b, member("b", *b), {{"a", a->endpoint()}}, no_eviction(), state_b, metrics_b);
+  Membership mb(*b, member("b", *b), {{"a", a->endpoint()}}, no_eviction(), delegate_b, metrics_b);
   {
-    Membership ma(*a, member("a", *a), {{"b", b->endpoint()}}, no_eviction(), state_a, metrics_a);
+    Membership ma(*a, member("a", *a), {{"b", b->endpoint()}}, no_eviction(), delegate_a, metrics_a);
     EXPECT_TRUE(mb.view().contains("a"));
     queue_payloads(*a, "b");
     ma.leave();

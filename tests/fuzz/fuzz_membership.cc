@@ -5,6 +5,7 @@
 #include <cassert>
 
 #include "daemon/cluster/membership.h"
+#include "daemon/cluster/status_delegate.h"
 #include "tests/fuzz/harness.h"
 
 using namespace gossipd;
@@ -13,6 +14,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::Harness h;
   h.node->validator().set_open_types({proto::HELLO});
   daemon::WorkerState state;
+  daemon::StatusDelegate delegate(state);
   daemon::MetricsRegistry metrics;
   daemon::MembershipOptions o;
   o.heartbeat_interval = std::chrono::hours(1);
@@ -24,7 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   self.set_id("self");
   self.set_endpoint("inproc-hub://self");
   daemon::Membership membership(*h.node, self, {{"m1", "inproc-hub://m1"}, {"m2", "inproc-hub://m2"}}, o,
-                                state, metrics);
+                                delegate, metrics);
   membership.set_join_policy(daemon::JoinPolicy{
       [](const proto::Hello& hello) { return hello.algo() == "crossover" ? "" : "another --algo"; }, 7});
   uint64_t round = 0;
