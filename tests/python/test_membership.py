@@ -196,10 +196,12 @@ def test_a_killed_python_member_is_evicted_and_the_other_trains_on(tmp_path, clo
         assert sorted(members()) == ["a", "b"]
         proc.kill()
         proc.wait()
-        killed = time.monotonic()
-        while "b" in members():  # each step waits at most a segment deadline for b
-            step()
-            assert time.monotonic() - killed < 20, "b was never evicted"
+
+        def evicted():  # else one more step (it waits at most a segment deadline for b)
+            return "b" not in members() or step()
+
+        # The eviction is the event; 60 s only guards against its never coming.
+        wait_for("a to evict the killed b", evicted, timeout=60)
         before = a.round()
         for _ in range(10):
             step()
@@ -303,12 +305,16 @@ def test_a_python_member_evicted_while_stopped_ends_with_one_line_instead_of_tra
 
 def test_allreduce_members_stopping_a_moment_apart_leave_the_others_a_ring_at_once(closing):
     # Every script's end: hosts close one after another. The others' ring
-    # follows each newer view at once instead of waiting out (here 11 s) a
-    # barrier for members that have left.
-    workers = static_cluster(5, "allreduce", timeout_ms=10000)
+    # follows each newer view at once instead of waiting out a barrier for
+    # members that have left. That barrier waits the timeout plus the
+    # failure timeout: at timeout_ms of an hour, the last two finishing
+    # their step inside run_threads' 60 s guard is the re-form following the
+    # views (waiting it out would fail the guard as a hang), whatever the
+    # machine's speed.
+    workers = static_cluster(5, "allreduce", timeout_ms=3600000)
     for w in workers:
         closing(w)
-    met, first_close, after = threading.Barrier(5), [], {}
+    met, after = threading.Barrier(5), {}
 
     def member(i):
         w, model = workers[i], small_model(seed=1)
@@ -325,18 +331,15 @@ def test_allreduce_members_stopping_a_moment_apart_leave_the_others_a_ring_at_on
             step()
         met.wait()
         if i < 3:
-            time.sleep(0.4 * i)
-            first_close.append(time.monotonic())
+            time.sleep(0.4 * i)  # the point: they close a moment apart, each a view change
             w.close()
             return
         step()
-        after[i] = (time.monotonic(), w.round(), flat(model))
+        after[i] = (w.round(), flat(model))
 
     run_threads([lambda i=i: member(i) for i in range(5)])
-    assert [after[i][1] for i in (3, 4)] == [4, 4]
-    assert torch.equal(after[3][2], after[4][2])
-    waited = max(after[i][0] for i in (3, 4)) - min(first_close)
-    assert waited < 5, f"the last two took {waited:.1f} s to re-form after the others left"
+    assert [after[i][0] for i in (3, 4)] == [4, 4]
+    assert torch.equal(after[3][1], after[4][1])
 
 
 GOSSIPD = os.environ.get("GOSSIPD_BIN", str(Path(__file__).resolve().parents[2] / "build/bin/gossipd"))
