@@ -17,6 +17,7 @@
 #include "protocol/segment_inbox.h"
 #include "protocol/tags.h"
 #include "tests/protocol/test_cluster.h"
+#include "topology/derangement.h"
 
 namespace gossipd::protocol {
 namespace {
@@ -290,8 +291,8 @@ TEST_P(SilentPeer, CostsSkippedSegmentsNotAHang) {
   opts.segment_deadline = std::chrono::milliseconds(300);
   opts.pace = GetParam();  // paced: the silent peer's notes never come either
   std::vector<RoundStats> stats(3);
-  const auto start = std::chrono::steady_clock::now();
-  // Rank 2 never takes part.
+  // Rank 2 never takes part. The round returning at all is the point (a
+  // hang is the test's own timeout); what it cost is counted below.
   testing::expect_no_errors(cluster.run(
       [&](size_t rank) {
         auto x = initial(rank);
@@ -299,11 +300,25 @@ TEST_P(SilentPeer, CostsSkippedSegmentsNotAHang) {
         stats[rank] = g.run_round(view, 0, x);
       },
       2));
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
-  // With 3 members every derangement is a 3-cycle: each live member expects
-  // some segments from the silent one.
-  EXPECT_GT(stats[0].segments_skipped + stats[1].segments_skipped, 0u);
-  EXPECT_EQ(stats[0].segments_skipped + stats[0].segments_received, kSegments.size());
+  // The segments each live member expects from the silent one, from the
+  // round's derangements (with 3 members every one is a 3-cycle).
+  const size_t silent = *view.index_of(cluster.node(2).id());
+  size_t expected_from_silent = 0;
+  for (size_t rank = 0; rank < 2; ++rank) {
+    const size_t self = *view.index_of(cluster.node(rank).id());
+    size_t from_silent = 0;
+    for (uint32_t s = 0; s < kSegments.size(); ++s) {
+      if (topology::crossover_exchange(view, self, opts.seed, 0, s)->receive_from == silent) ++from_silent;
+    }
+    expected_from_silent += from_silent;
+    // Every one of them was skipped (a segment from the live member may be
+    // skipped too when it comes past the deadline: at least, not exactly),
+    // and every segment was either received or skipped: the round ended.
+    EXPECT_GE(stats[rank].segments_skipped, from_silent) << "rank " << rank;
+    EXPECT_EQ(stats[rank].segments_skipped + stats[rank].segments_received, kSegments.size())
+        << "rank " << rank;
+  }
+  EXPECT_GT(expected_from_silent, 0u) << "the derangements route no segment through the silent member";
 }
 
 INSTANTIATE_TEST_SUITE_P(Crossover, SilentPeer, ::testing::Bool(),
@@ -354,10 +369,13 @@ TEST_P(LostNote, IsRepeatedByTheWaitingReceiver) {
     EXPECT_FALSE(got);
     return;
   }
-  EXPECT_TRUE(ready);
+  // The event: the receiver's repeat reached the sender before the
+  // sender's await deadline (1 s after the first note was lost), so the
+  // segment went out instead of being skipped. Not before renudge: it was
+  // the repeat, not the first note.
+  EXPECT_TRUE(ready) << "no repeated note before the sender's deadline";
   EXPECT_GE(waited, renudge - std::chrono::milliseconds(5))
       << "the ready came from the repeat, not the first note";
-  EXPECT_LT(waited, std::chrono::milliseconds(900));
   ASSERT_TRUE(got) << "the segment never arrived";
   EXPECT_EQ(got->envelope.count(), kSegments[0].length);
 }
