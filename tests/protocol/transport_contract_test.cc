@@ -116,10 +116,10 @@ TEST_P(TransportContract, SendToAPeerNeverConnectedThrowsPeerGone) {
 TEST_P(TransportContract, ReceiveGivesNothingAfterItsTimeout) {
   auto a = make("a");
   const auto t0 = Clock::now();
+  // It returned, empty (a receive that never returned would be the test's
+  // own timeout), and not before its timeout.
   EXPECT_FALSE(a->receive(200ms));
-  const auto took = Clock::now() - t0;
-  EXPECT_GE(took, 190ms);
-  EXPECT_LT(took, 5s);
+  EXPECT_GE(Clock::now() - t0, 190ms);
 }
 
 TEST_P(TransportContract, DisconnectForgetsThePeer) {
