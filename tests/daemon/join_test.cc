@@ -75,47 +75,63 @@ TEST_P(Join, AFifthWorkerJoinsWithoutStallingTheOthers) {
 
   std::vector<std::string> joiner_args = args;
   joiner_args.insert(joiner_args.end(), {"--metrics-out", dir.file("w4")});
+  // Each old member's round as the joiner starts.
+  std::vector<uint64_t> launch_round(4);
+  for (int i = 0; i < 4; ++i) launch_round[i] = fetch_status(ports[i]).round();
   const auto launched = Clock::now();
   const int j = c.join("w4", 1, joiner_args);
   const uint16_t joiner_port = c.http_port(j);
   ASSERT_GT(joiner_port, 0) << c.proc(j).err();
 
-  // Watch every old member's round until the joiner has evaluated once.
+  // Watch every old member's round until all five list five members and
+  // the joiner has evaluated once (60 s: a guard against a hang, not a
+  // bound). The time to the listing and the longest an old member went
+  // without a round are measured and printed below, not asserted: a slow
+  // machine makes both longer without anything being wrong.
   std::vector<uint64_t> last_round(4, 0);
   std::vector<Clock::time_point> last_change(4, Clock::now());
   std::vector<Clock::duration> worst_gap(4, Clock::duration::zero());
   std::optional<Clock::duration> all_listed_after;
+  std::vector<uint64_t> listed_round(4, 0);  // each old member's round when all five listed five
   bool joiner_evaluated = false;
   const auto deadline = Clock::now() + 60s;
   while (Clock::now() < deadline && !(joiner_evaluated && all_listed_after)) {
     bool all_five = true;
+    std::vector<uint64_t> round(4);
     for (int i = 0; i < 4; ++i) {
       const proto::Status s = fetch_status(ports[i]);
       const auto now = Clock::now();
-      const uint64_t r = s.round();
-      if (r != last_round[i]) {
-        last_round[i] = r;
+      round[i] = s.round();
+      if (round[i] != last_round[i]) {
+        last_round[i] = round[i];
         last_change[i] = now;
       }
       worst_gap[i] = std::max(worst_gap[i], now - last_change[i]);
       all_five = all_five && s.members_size() == 5;
     }
     all_five = all_five && fetch_status(joiner_port).members_size() == 5;
-    if (all_five && !all_listed_after) all_listed_after = Clock::now() - launched;
+    if (all_five && !all_listed_after) {
+      all_listed_after = Clock::now() - launched;
+      listed_round = round;
+    }
     joiner_evaluated = !accuracies(dir.file("w4")).empty();
-    // A sampling loop (it measures the round gaps), not a wait: the period
-    // bounds how finely a gap is seen.
     std::this_thread::sleep_for(20ms);
   }
   ASSERT_TRUE(all_listed_after) << "not every worker lists five members: " << c.proc(j).err();
-  EXPECT_LT(*all_listed_after, 10s)
-      << "took " << std::chrono::duration_cast<std::chrono::milliseconds>(*all_listed_after).count() << " ms";
-  for (int i = 0; i < 4; ++i) {
-    EXPECT_LT(worst_gap[i], 2s) << "worker " << i << " made no round for "
-                                << std::chrono::duration_cast<std::chrono::milliseconds>(worst_gap[i]).count()
-                                << " ms during the join";
-  }
   ASSERT_TRUE(joiner_evaluated) << c.proc(j).err();
+  // Nobody stalled for the joiner, in events rather than a clock: the
+  // joiner entered at a round its contact announced ahead, past the
+  // snapshot it downloaded; every old member made rounds of its own through
+  // the join, and listed the joiner only once it had reached that round
+  // (the view changes at the announced round, which the old members reach
+  // at their own pace, not once the joiner is there).
+  const proto::JoinRecord entry = fetch_status(joiner_port).joined();
+  const uint64_t since = entry.since_round();
+  EXPECT_GT(since, entry.state_step()) << entry.DebugString();
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_GT(listed_round[i], launch_round[i]) << "worker " << i << " made no round during the join";
+    EXPECT_GE(listed_round[i] + 1, since) << "worker " << i << " listed the joiner before its entry round";
+  }
 
   // The model the joiner downloaded, evaluated before it entered, against each old member's last evaluation
   // at or before the round of the snapshot. A model taken between two SGD steps mid-epoch is noisier than one
@@ -163,15 +179,20 @@ TEST_P(Join, AFifthWorkerJoinsWithoutStallingTheOthers) {
                                 << each << ")";
   EXPECT_GT(epoch, 2) << "the joiner continues the cluster's epochs, not from zero";
   Clock::duration worst = *std::max_element(worst_gap.begin(), worst_gap.end());
+  std::string through;  // each old member's rounds from the launch to the listing
+  for (int i = 0; i < 4; ++i)
+    through.append(i ? " " : "").append(std::to_string(listed_round[i] - launch_round[i]));
   std::printf(
       "[ measured ] %s: all five listed %lld ms after launch; longest round gap of an old member %lld ms; "
+      "snapshot at round %llu, entered at %llu; old members' rounds from launch to listing %s; "
       "downloaded model %.4f (old members before it >= %.4f); "
       "joiner's first evaluation (epoch %d) %.4f vs the others' %.4f (%s)\n",
       GetParam().c_str(),
       static_cast<long long>(
           std::chrono::duration_cast<std::chrono::milliseconds>(*all_listed_after).count()),
       static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(worst).count()),
-      downloaded, lowest_before, epoch, acc, others, each.c_str());
+      static_cast<unsigned long long>(entry.state_step()), static_cast<unsigned long long>(since),
+      through.c_str(), downloaded, lowest_before, epoch, acc, others, each.c_str());
   EXPECT_NE(c.proc(j).out().find("joined through w1"), std::string::npos) << c.proc(j).out();
   // The state came in shares from several members at once (up to
   // --join-donors 4; SGP's as many as its segments allow), w1's first,
