@@ -1,9 +1,9 @@
 // The tools registry (declared in daemon/ctl/mode_tools.h).
 #include "daemon/ctl/mode_tools.h"
 #include "daemon/modes/allreduce/two_level_bench.h"
-#include "daemon/modes/grid/plan_grid.h"
+#include "daemon/modes/grid/grid_plan_command.h"
 #include "daemon/modes/groups/tune.h"
-#include "daemon/modes/pipeline/plan_pipeline.h"
+#include "daemon/modes/pipeline/pipeline_plan_command.h"
 #include "daemon/modes/sparse/sparse_tools.h"
 
 namespace gossipd::daemon {

@@ -2,9 +2,9 @@
 
 #include <CLI/CLI.hpp>
 
-#include "daemon/modes/sparse/plan_sparse.h"
 #include "daemon/modes/sparse/sparse_bench.h"
 #include "daemon/modes/sparse/sparse_command.h"
+#include "daemon/modes/sparse/sparse_plan_command.h"
 
 namespace gossipd::daemon {
 namespace {

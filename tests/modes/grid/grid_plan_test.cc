@@ -8,7 +8,7 @@
 #include <stdexcept>
 
 #include "daemon/config/cli.h"
-#include "daemon/modes/grid/plan_grid.h"
+#include "daemon/modes/grid/grid_plan_command.h"
 #include "protocol/collectives.h"
 #include "trainer/models.h"
 

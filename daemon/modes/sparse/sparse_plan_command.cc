@@ -1,4 +1,4 @@
-#include "daemon/modes/sparse/plan_sparse.h"
+#include "daemon/modes/sparse/sparse_plan_command.h"
 
 #include <CLI/CLI.hpp>
 #include <chrono>

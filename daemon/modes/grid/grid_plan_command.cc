@@ -1,4 +1,4 @@
-#include "daemon/modes/grid/plan_grid.h"
+#include "daemon/modes/grid/grid_plan_command.h"
 
 #include <CLI/CLI.hpp>
 #include <cstdio>

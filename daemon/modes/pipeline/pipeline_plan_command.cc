@@ -1,4 +1,4 @@
-#include "daemon/modes/pipeline/plan_pipeline.h"
+#include "daemon/modes/pipeline/pipeline_plan_command.h"
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
