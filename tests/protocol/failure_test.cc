@@ -2,8 +2,8 @@
 // error, within about twice the timeout - never a hang.
 #include <gtest/gtest.h>
 
-#include "protocol/errors.h"
-#include "protocol/ring_collectives.h"
+#include "protocol/collectives/ring.h"
+#include "protocol/wire/errors.h"
 #include "tests/protocol/test_cluster.h"
 
 namespace gossipd::protocol {
