@@ -10,7 +10,7 @@
 
 #include "daemon/bench/collective_ops.h"
 #include "daemon/config/cli.h"
-#include "protocol/curve.h"
+#include "protocol/transport/curve.h"
 
 namespace gossipd::daemon {
 namespace {

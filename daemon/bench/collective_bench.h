@@ -5,7 +5,7 @@
 
 #include "daemon/bench/bench_workers.h"
 #include "daemon/config/cli.h"  // CLI::App, declared
-#include "protocol/data_socket.h"
+#include "protocol/transport/data_socket.h"
 
 namespace gossipd::daemon {
 

@@ -8,12 +8,12 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "protocol/barrier.h"
-#include "protocol/butterfly_collectives.h"
-#include "protocol/collective_channel.h"
-#include "protocol/collectives.h"
-#include "protocol/doubling_allreduce.h"
-#include "protocol/ring_collectives.h"
+#include "protocol/collectives/barrier.h"
+#include "protocol/collectives/butterfly.h"
+#include "protocol/collectives/collective_channel.h"
+#include "protocol/collectives/collectives.h"
+#include "protocol/collectives/doubling.h"
+#include "protocol/collectives/ring.h"
 
 namespace gossipd::daemon {
 

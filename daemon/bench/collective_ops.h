@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "daemon/bench/collective_bench.h"
-#include "protocol/group.h"
+#include "protocol/collectives/group.h"
 
 namespace gossipd::daemon {
 

@@ -1,6 +1,6 @@
 #include "daemon/bench/inproc_cluster.h"
 
-#include "protocol/dispatcher.h"
+#include "protocol/transport/dispatcher.h"
 
 namespace gossipd::daemon {
 

@@ -12,8 +12,8 @@
 #include "daemon/cluster/status_delegate.h"
 #include "daemon/observe/metrics.h"
 #include "daemon/observe/worker_state.h"
-#include "protocol/inproc_transport.h"
-#include "protocol/node.h"
+#include "protocol/transport/inproc_transport.h"
+#include "protocol/transport/node.h"
 
 namespace gossipd::daemon {
 

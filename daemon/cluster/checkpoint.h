@@ -14,7 +14,7 @@
 
 #include "daemon/cluster/state_transfer.h"
 #include "proto/gossip.pb.h"
-#include "protocol/errors.h"
+#include "protocol/wire/errors.h"
 
 namespace gossipd::daemon {
 

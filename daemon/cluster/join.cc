@@ -7,7 +7,7 @@
 #include <functional>
 #include <random>
 
-#include "protocol/errors.h"
+#include "protocol/wire/errors.h"
 
 namespace gossipd::daemon {
 namespace {

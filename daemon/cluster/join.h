@@ -9,8 +9,8 @@
 #include "daemon/cluster/share_download.h"
 #include "daemon/cluster/state_transfer.h"
 #include "proto/gossip.pb.h"
-#include "protocol/errors.h"
-#include "protocol/node.h"
+#include "protocol/transport/node.h"
+#include "protocol/wire/errors.h"
 
 namespace gossipd::daemon {
 

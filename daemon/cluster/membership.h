@@ -19,8 +19,8 @@
 #include "daemon/cluster/state_transfer.h"
 #include "daemon/cluster/update_queue.h"
 #include "daemon/observe/metrics.h"
-#include "protocol/change_signal.h"
-#include "protocol/node.h"
+#include "protocol/transport/change_signal.h"
+#include "protocol/transport/node.h"
 #include "topology/view.h"
 
 namespace gossipd::daemon {

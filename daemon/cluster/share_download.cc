@@ -6,7 +6,7 @@
 #include <set>
 
 #include "daemon/cluster/state_transfer.h"
-#include "protocol/errors.h"
+#include "protocol/wire/errors.h"
 
 namespace gossipd::daemon {
 namespace {

@@ -9,7 +9,7 @@
 
 #include "daemon/cluster/replica_state.h"
 #include "daemon/cluster/state_share.h"
-#include "protocol/node.h"
+#include "protocol/transport/node.h"
 
 namespace gossipd::daemon {
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "protocol/validator.h"
+#include "protocol/wire/validator.h"
 
 namespace gossipd::daemon {
 namespace {

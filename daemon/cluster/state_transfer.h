@@ -8,8 +8,8 @@
 #include "daemon/cluster/replica_state.h"
 #include "daemon/cluster/state_share.h"
 #include "proto/gossip.pb.h"
-#include "protocol/errors.h"
-#include "protocol/node.h"
+#include "protocol/transport/node.h"
+#include "protocol/wire/errors.h"
 
 namespace gossipd::daemon {
 

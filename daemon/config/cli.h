@@ -7,7 +7,7 @@
 #include <stop_token>
 #include <string>
 
-#include "protocol/errors.h"
+#include "protocol/wire/errors.h"
 
 // Declared only: CLI11's header costs seconds per translation unit, so only
 // the files that define flags include <CLI/CLI.hpp>.

@@ -4,8 +4,8 @@
 #include <regex>
 
 #include "daemon/config/cli.h"
-#include "protocol/data_link.h"
-#include "protocol/endpoint.h"
+#include "protocol/collectives/data_link.h"
+#include "protocol/wire/endpoint.h"
 
 // The checks of `gossipd run`'s options that need no data, model or socket.
 namespace gossipd::daemon {

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "daemon/config/train_flags.h"
-#include "protocol/data_socket.h"
-#include "protocol/transport.h"
+#include "protocol/transport/data_socket.h"
+#include "protocol/transport/transport.h"
 
 namespace gossipd::daemon {
 

@@ -13,7 +13,7 @@
 #include "daemon/ctl/mode_tools.h"
 #include "daemon/ctl/plan_command.h"
 #include "daemon/ctl/simulate_command.h"
-#include "protocol/curve.h"
+#include "protocol/transport/curve.h"
 #include "trainer/models.h"
 
 namespace {

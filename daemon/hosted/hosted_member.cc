@@ -1,7 +1,7 @@
 #include "daemon/hosted/hosted_member.h"
 
 #include "daemon/config/cli.h"
-#include "protocol/errors.h"
+#include "protocol/wire/errors.h"
 
 namespace gossipd::daemon {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "daemon/worker/training_loop.h"
-#include "protocol/errors.h"
+#include "protocol/wire/errors.h"
 
 namespace gossipd::daemon {
 

@@ -4,7 +4,7 @@
 
 #include "daemon/config/run_options.h"
 #include "proto/gossip.pb.h"
-#include "protocol/segment_table.h"
+#include "protocol/collectives/segment_table.h"
 #include "trainer/trainer.h"
 
 namespace gossipd::daemon {

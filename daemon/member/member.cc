@@ -8,8 +8,8 @@
 #include "daemon/member/join_policy.h"
 #include "daemon/member/node_setup.h"
 #include "daemon/member/run_files.h"
-#include "protocol/curve.h"
-#include "protocol/errors.h"
+#include "protocol/transport/curve.h"
+#include "protocol/wire/errors.h"
 
 namespace gossipd::daemon {
 namespace {

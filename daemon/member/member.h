@@ -20,7 +20,7 @@
 #include "daemon/observe/worker_state.h"
 #include "daemon/worker/mode.h"
 #include "daemon/worker/training_loop.h"
-#include "protocol/node.h"
+#include "protocol/transport/node.h"
 
 namespace gossipd::daemon {
 

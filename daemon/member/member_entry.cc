@@ -4,7 +4,7 @@
 
 #include "daemon/config/cli.h"
 #include "daemon/member/member.h"
-#include "protocol/errors.h"
+#include "protocol/wire/errors.h"
 
 // How a member enters the cluster: through a join, or as one of the members
 // started together (from round 0 or from its checkpoint).

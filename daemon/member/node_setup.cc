@@ -3,7 +3,7 @@
 #include <functional>
 
 #include "daemon/observe/metrics_log.h"
-#include "protocol/curve.h"
+#include "protocol/transport/curve.h"
 
 namespace gossipd::daemon {
 

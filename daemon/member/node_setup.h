@@ -4,7 +4,7 @@
 #include "daemon/observe/http_server.h"
 #include "daemon/observe/metrics.h"
 #include "daemon/observe/worker_state.h"
-#include "protocol/node.h"
+#include "protocol/transport/node.h"
 
 namespace gossipd::daemon {
 

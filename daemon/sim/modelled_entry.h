@@ -6,7 +6,7 @@
 
 #include "daemon/ctl/simulate_command.h"
 #include "daemon/sim/time_model.h"
-#include "protocol/modelled_losses.h"
+#include "protocol/transport/modelled_losses.h"
 
 namespace gossipd::daemon {
 

@@ -25,7 +25,7 @@ using Clock = std::chrono::steady_clock;
 // would fire on a busy machine running every member at once are pushed out
 // of the way (a member is never slow for a reason the simulation means);
 // the segments the time model skips at their deadline the members skip
-// (protocol/modelled_losses.h). Flags an entry sets win.
+// (protocol/transport/modelled_losses.h). Flags an entry sets win.
 const std::vector<std::pair<std::string, std::string>> kPatientFlags = {
     {"--segment-deadline-ms", "3600000"},
     {"--failure-timeout-ms", "3600000"},

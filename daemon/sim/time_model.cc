@@ -5,7 +5,7 @@
 #include <limits>
 #include <stdexcept>
 
-#include "protocol/collectives.h"
+#include "protocol/collectives/collectives.h"
 
 namespace gossipd::daemon {
 namespace {

@@ -10,7 +10,7 @@
 #include "daemon/cmd/run_command.h"
 #include "daemon/cmd/run_flags.h"
 #include "daemon/member/member.h"
-#include "protocol/inproc_transport.h"
+#include "protocol/transport/inproc_transport.h"
 
 namespace gossipd::daemon {
 namespace {

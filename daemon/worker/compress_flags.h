@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "protocol/codec.h"
+#include "protocol/wire/codec.h"
 
 namespace gossipd::daemon {
 

@@ -7,7 +7,7 @@
 
 #include "daemon/cluster/membership.h"
 #include "daemon/config/run_options.h"
-#include "protocol/errors.h"
+#include "protocol/wire/errors.h"
 
 namespace gossipd::daemon {
 

@@ -15,7 +15,7 @@
 #include "daemon/worker/replica.h"
 #include "daemon/worker/round_traffic.h"
 #include "daemon/worker/worker.h"
-#include "protocol/tags.h"
+#include "protocol/wire/tags.h"
 
 namespace gossipd::daemon {
 
@@ -155,7 +155,7 @@ class Mode {
   }
 
   // Its own collective tags: how many it needs (0: none beyond the shared
-  // users of protocol/tags.h), and the range the registry laid out for it in
+  // users of protocol/wire/tags.h), and the range the registry laid out for it in
   // the modes' block (ModeSet, in registry order: every process of a
   // cluster runs the same registry, so they agree). make_worker passes it
   // on to what the worker builds.

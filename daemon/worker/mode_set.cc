@@ -18,7 +18,7 @@ void ModeSet::lay_out_tags() {
     while (size < m->tag_count()) size *= 2;
     next = (next + size - 1) / size * size;  // aligned to its size
     if (next + size > uint64_t{block.first} + block.count)
-      throw std::logic_error("the modes' tags do not fit their block (protocol/tags.h): " + m->name() +
+      throw std::logic_error("the modes' tags do not fit their block (protocol/wire/tags.h): " + m->name() +
                              " asks for " + std::to_string(m->tag_count()));
     m->set_tags({static_cast<uint32_t>(next), static_cast<uint32_t>(size)});
     next += size;

@@ -35,7 +35,7 @@ class ModeSet {
 
  private:
   // Each mode that asks for tags (Mode::tag_count, rounded up to a power of
-  // two) gets a range of the modes' block (protocol/tags.h), in order, each
+  // two) gets a range of the modes' block (protocol/wire/tags.h), in order, each
   // aligned to its size, one after the other: they cannot meet. Throws
   // std::logic_error where they do not fit the block.
   void lay_out_tags();

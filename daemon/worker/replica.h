@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "protocol/segment_table.h"
+#include "protocol/collectives/segment_table.h"
 #include "trainer/dataset.h"
 #include "trainer/trainer.h"
 

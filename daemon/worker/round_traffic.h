@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "protocol/codec.h"
-#include "protocol/segment_table.h"
+#include "protocol/collectives/segment_table.h"
+#include "protocol/wire/codec.h"
 
 namespace gossipd::daemon {
 

@@ -5,7 +5,7 @@
 
 #include "daemon/config/cli.h"
 #include "daemon/worker/round_floats.h"
-#include "protocol/ring_collectives.h"
+#include "protocol/collectives/ring.h"
 
 namespace gossipd::daemon {
 namespace {

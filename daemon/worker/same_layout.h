@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string>
 
-#include "protocol/group.h"
+#include "protocol/collectives/group.h"
 #include "trainer/trainer.h"
 
 namespace gossipd::daemon {

@@ -1,7 +1,7 @@
 #include "daemon/worker/segments.h"
 
 #include "daemon/config/cli.h"
-#include "protocol/group.h"
+#include "protocol/collectives/group.h"
 
 namespace gossipd::daemon {
 

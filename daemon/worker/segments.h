@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "protocol/segment_inbox.h"
+#include "protocol/collectives/segment_inbox.h"
 #include "trainer/model.h"
 
 namespace gossipd::daemon {

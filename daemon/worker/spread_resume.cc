@@ -7,7 +7,7 @@
 #include "daemon/cluster/checkpoint.h"
 #include "daemon/config/cli.h"
 #include "daemon/worker/round_floats.h"
-#include "protocol/collectives.h"
+#include "protocol/collectives/collectives.h"
 
 namespace gossipd::daemon {
 namespace {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "daemon/cluster/checkpoint.h"
-#include "protocol/group.h"
+#include "protocol/collectives/group.h"
 
 namespace gossipd::daemon {
 

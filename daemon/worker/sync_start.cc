@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "protocol/barrier.h"
+#include "protocol/collectives/barrier.h"
 
 namespace gossipd::daemon {
 

@@ -9,7 +9,7 @@
 #include "daemon/config/run_options.h"
 #include "daemon/worker/gone_member.h"
 #include "daemon/worker/worker.h"
-#include "protocol/group.h"
+#include "protocol/collectives/group.h"
 
 namespace gossipd::daemon {
 

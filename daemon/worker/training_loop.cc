@@ -5,7 +5,7 @@
 #include <mutex>
 #include <thread>
 
-#include "protocol/errors.h"
+#include "protocol/wire/errors.h"
 
 namespace gossipd::daemon {
 

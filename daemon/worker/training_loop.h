@@ -13,7 +13,7 @@
 #include "daemon/observe/worker_state.h"
 #include "daemon/worker/background_eval.h"
 #include "daemon/worker/epoch_report.h"
-#include "protocol/errors.h"
+#include "protocol/wire/errors.h"
 #include "trainer/trainer.h"
 
 namespace gossipd::daemon {

@@ -14,8 +14,8 @@
 #include "daemon/worker/epoch_report.h"
 #include "daemon/worker/replica.h"
 #include "daemon/worker/training_loop.h"
-#include "protocol/node.h"
-#include "protocol/segment_table.h"
+#include "protocol/collectives/segment_table.h"
+#include "protocol/transport/node.h"
 #include "trainer/trainer.h"
 
 namespace gossipd::daemon {

@@ -14,7 +14,7 @@
 #include "daemon/cluster/join.h"
 #include "daemon/cluster/state_transfer.h"
 #include "daemon/ctl/compare_hosts.h"
-#include "protocol/errors.h"
+#include "protocol/wire/errors.h"
 #include "tests/daemon/sync_run.h"
 #include "tests/support/process.h"
 #include "tests/support/records.h"

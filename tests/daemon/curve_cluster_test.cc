@@ -4,7 +4,7 @@
 // the cluster trains on.
 #include <gtest/gtest.h>
 
-#include "protocol/curve.h"
+#include "protocol/transport/curve.h"
 #include "tests/support/cluster.h"
 #include "tests/support/http_client.h"
 #include "tests/support/temp_dir.h"

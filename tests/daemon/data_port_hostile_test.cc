@@ -9,8 +9,8 @@
 #include <memory>
 #include <vector>
 
-#include "protocol/data_wire.h"
-#include "protocol/message.h"
+#include "protocol/wire/data_wire.h"
+#include "protocol/wire/message.h"
 #include "tests/daemon/sync_run.h"
 #include "tests/support/raw_tcp_client.h"
 

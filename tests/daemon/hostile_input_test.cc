@@ -8,7 +8,7 @@
 #include <zmq.hpp>
 
 #include "proto/gossip.pb.h"
-#include "protocol/message.h"
+#include "protocol/wire/message.h"
 #include "tests/support/cluster.h"
 #include "tests/support/envelope.h"
 #include "tests/support/http_client.h"

@@ -1,12 +1,12 @@
 // The modes' collective tags: each mode that asks gets a range of its own,
 // laid out by the registry (ModeSet) in the modes' block of the allocator
-// (protocol/tags.h), so that no list outside a mode names it.
+// (protocol/wire/tags.h), so that no list outside a mode names it.
 #include <gtest/gtest.h>
 
 #include <stdexcept>
 
 #include "daemon/worker/mode_set.h"
-#include "protocol/tags.h"
+#include "protocol/wire/tags.h"
 
 namespace gossipd::daemon {
 namespace {

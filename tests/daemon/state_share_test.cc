@@ -11,9 +11,9 @@
 
 #include "daemon/cluster/share_download.h"
 #include "daemon/cluster/state_transfer.h"
-#include "protocol/errors.h"
-#include "protocol/inproc_transport.h"
-#include "protocol/node.h"
+#include "protocol/transport/inproc_transport.h"
+#include "protocol/transport/node.h"
+#include "protocol/wire/errors.h"
 
 namespace gossipd::testing {
 namespace {

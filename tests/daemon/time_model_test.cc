@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "daemon/worker/mode_set.h"
-#include "protocol/collectives.h"
+#include "protocol/collectives/collectives.h"
 #include "topology/derangement.h"
 #include "topology/view.h"
 

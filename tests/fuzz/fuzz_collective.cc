@@ -4,8 +4,8 @@
 // write outside its buffer.
 #include <vector>
 
-#include "protocol/errors.h"
-#include "protocol/ring_collectives.h"
+#include "protocol/collectives/ring.h"
+#include "protocol/wire/errors.h"
 #include "tests/fuzz/harness.h"
 
 using namespace gossipd;

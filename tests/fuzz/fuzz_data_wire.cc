@@ -1,5 +1,5 @@
-// The direct data path's bytes from outside (protocol/data_wire.h,
-// protocol/data_link.h): the input is decoded as a frame header, a Hello and
+// The direct data path's bytes from outside (protocol/wire/data_wire.h,
+// protocol/collectives/data_link.h): the input is decoded as a frame header, a Hello and
 // an announcement, and streamed into a DataLink over a socketpair: whole,
 // in 7-byte writes, and in 5-byte writes with a posted receive (copying, then
 // adding) waiting for the first float32 frame of the first header's size.
@@ -7,10 +7,10 @@
 // link yields is whole and valid; how the bytes were cut into writes changes
 // nothing a link yields; a posted receive gets exactly the frame the inbox
 // would have had (added: its floats added to zeros), and only that one.
-// The input is also the content of a shared-memory ring (protocol/shm_ring.h)
+// The input is also the content of a shared-memory ring (protocol/shm/shm_ring.h)
 // as another process may have written it: every frame the reader takes lies
 // inside the ring, or the reader refuses it. And it is a payload descriptor
-// (protocol/payload_ring.h) as a peer on this host sends it: one that
+// (protocol/shm/payload_ring.h) as a peer on this host sends it: one that
 // decodes re-encodes to the same bytes, and read against a real ring it is
 // refused or yields exactly the length it names.
 #include <sys/socket.h>
@@ -22,12 +22,12 @@
 #include <span>
 #include <vector>
 
-#include "protocol/codec.h"
-#include "protocol/data_link.h"
-#include "protocol/data_wire.h"
-#include "protocol/payload_ring.h"
-#include "protocol/shm_pipe.h"
-#include "protocol/shm_ring.h"
+#include "protocol/collectives/data_link.h"
+#include "protocol/shm/payload_ring.h"
+#include "protocol/shm/shm_pipe.h"
+#include "protocol/shm/shm_ring.h"
+#include "protocol/wire/codec.h"
+#include "protocol/wire/data_wire.h"
 
 using namespace gossipd;
 using namespace gossipd::protocol;

@@ -3,7 +3,7 @@
 // message must keep the promises the handlers rely on.
 #include <cassert>
 
-#include "protocol/codec.h"
+#include "protocol/wire/codec.h"
 #include "tests/fuzz/harness.h"
 
 using namespace gossipd;

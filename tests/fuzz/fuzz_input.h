@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "protocol/message.h"
+#include "protocol/wire/message.h"
 
 namespace gossipd::fuzz {
 

@@ -5,9 +5,9 @@
 #include <cassert>
 #include <vector>
 
-#include "protocol/codec.h"
-#include "protocol/collective_channel.h"
-#include "protocol/segment_inbox.h"
+#include "protocol/collectives/collective_channel.h"
+#include "protocol/collectives/segment_inbox.h"
+#include "protocol/wire/codec.h"
 #include "tests/fuzz/harness.h"
 
 using namespace gossipd;

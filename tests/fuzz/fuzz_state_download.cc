@@ -4,7 +4,7 @@
 #include <cassert>
 
 #include "daemon/cluster/share_download.h"
-#include "protocol/errors.h"
+#include "protocol/wire/errors.h"
 #include "tests/fuzz/harness.h"
 
 using namespace gossipd;

@@ -11,7 +11,7 @@
 #include <memory>
 #include <string>
 
-#include "protocol/node.h"
+#include "protocol/transport/node.h"
 #include "tests/fuzz/fuzz_input.h"
 
 namespace gossipd::fuzz {

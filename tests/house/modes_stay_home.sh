@@ -38,8 +38,8 @@ daemon/config/run_options.h|allreduce|kDefaultMode: the one default mode, below 
 daemon/bench/collective_bench.h|allreduce|the collective benchmarked (gossipctl bench allreduce), not the mode
 daemon/bench/collective_bench.cc|allreduce|the collective benchmarked, not the mode
 daemon/bench/collective_ops.cc|allreduce|the collective benchmarked, not the mode
-protocol/*|allreduce|the collective (ring, doubling, two levels, compressed), which the modes share
-protocol/*|crossover|Crossover averaging, a gossip algorithm protocol/ holds for the gossip modes and the hosted member
+protocol/*/*|allreduce|the collective (ring, doubling, two levels, compressed), which the modes share
+protocol/*/*|crossover|Crossover averaging, a gossip algorithm protocol/ holds for the gossip modes and the hosted member
 python/binding.cc|allreduce|the collective that averages the gradients, not the mode
 daemon/ctl/compare_report.cc|grid|gnuplot'"'"'s "set grid" (the plot'"'"'s grid lines)
 daemon/ctl/compare.cc|crossover|the setup line says what compare'"'"'s --groups does: hierarchical Crossover
@@ -54,7 +54,7 @@ fail() {
   echo "modes_stay_home: $1"
   status=1
 }
-allowed_here() {  # FILE NAME: the list's file field may be a pattern (protocol/*)
+allowed_here() {  # FILE NAME: the list's file field may be a pattern (protocol/*/*)
   local file name _
   while IFS='|' read -r file name _; do
     # shellcheck disable=SC2053

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # No loop in daemon/ or python/ sleeps and looks again for something
 # membership signals (a view, labels, a LEAVE on the wire): those waits are
-# Membership::wait_until (protocol/change_signal.h). Every sleep left in
+# Membership::wait_until (protocol/transport/change_signal.h). Every sleep left in
 # the tree is listed below with what it is for; a new one fails this check
 # until it is either replaced by a wait on an event or listed here with
 # its reason.

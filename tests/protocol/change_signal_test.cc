@@ -1,6 +1,6 @@
 // ChangeSignal: what the daemon's loops wait on instead of sleeping and
 // looking again (a view, labels, a peer's note).
-#include "protocol/change_signal.h"
+#include "protocol/transport/change_signal.h"
 
 #include <gtest/gtest.h>
 

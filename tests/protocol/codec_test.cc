@@ -1,7 +1,7 @@
 // The codecs of --compress, value by value: half and bfloat16 against the
 // compiler's own conversions, int8's rounding bound, the wire sizes, hostile
 // payloads, and error feedback's promise (what rounding takes comes back).
-#include "protocol/codec.h"
+#include "protocol/wire/codec.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <limits>
 #include <random>
 
-#include "protocol/error_feedback.h"
+#include "protocol/collectives/error_feedback.h"
 
 namespace gossipd::protocol {
 namespace {

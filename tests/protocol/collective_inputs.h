@@ -3,7 +3,7 @@
 #include <chrono>
 #include <vector>
 
-#include "protocol/group.h"
+#include "protocol/collectives/group.h"
 
 namespace gossipd::protocol::testing {
 

@@ -9,9 +9,9 @@
 #include <numeric>
 #include <tuple>
 
-#include "protocol/butterfly_collectives.h"
-#include "protocol/collectives.h"
-#include "protocol/errors.h"
+#include "protocol/collectives/butterfly.h"
+#include "protocol/collectives/collectives.h"
+#include "protocol/wire/errors.h"
 #include "tests/protocol/collective_inputs.h"
 #include "tests/protocol/test_cluster.h"
 

@@ -6,9 +6,9 @@
 #include <mutex>
 #include <tuple>
 
-#include "protocol/barrier.h"
-#include "protocol/broadcast_ring.h"
-#include "protocol/ring_collectives.h"
+#include "protocol/collectives/barrier.h"
+#include "protocol/collectives/broadcast_ring.h"
+#include "protocol/collectives/ring.h"
 #include "tests/protocol/collective_inputs.h"
 #include "tests/protocol/test_cluster.h"
 

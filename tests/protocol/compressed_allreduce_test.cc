@@ -1,15 +1,14 @@
 // The compressed ring allreduce (--compress for AllReduce-SGD) on both data
 // paths, ranks as threads: every rank ends with the same bits, near the
 // exact sum, in fewer bytes, and the residual makes repeated calls unbiased.
-#include "protocol/compressed_allreduce.h"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <tuple>
 
-#include "protocol/collective_channel.h"
-#include "protocol/ring_collectives.h"
+#include "protocol/collectives/collective_channel.h"
+#include "protocol/collectives/compressed.h"
+#include "protocol/collectives/ring.h"
 #include "tests/protocol/collective_inputs.h"
 #include "tests/protocol/test_cluster.h"
 

@@ -10,9 +10,9 @@
 #include <map>
 #include <random>
 
-#include "protocol/crossover.h"
-#include "protocol/push_sum.h"
-#include "protocol/segment_inbox.h"
+#include "protocol/collectives/segment_inbox.h"
+#include "protocol/gossip/crossover.h"
+#include "protocol/gossip/push_sum.h"
 #include "tests/protocol/test_cluster.h"
 
 namespace gossipd::protocol::compressed {

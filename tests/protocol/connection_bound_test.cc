@@ -9,8 +9,8 @@
 #include <set>
 #include <vector>
 
-#include "protocol/errors.h"
-#include "protocol/zmq_transport.h"
+#include "protocol/transport/zmq_transport.h"
+#include "protocol/wire/errors.h"
 #include "tests/protocol/test_cluster.h"
 
 namespace gossipd::protocol {

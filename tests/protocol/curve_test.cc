@@ -1,14 +1,14 @@
 // CURVE on: only holders of the cluster key can connect and deliver.
-#include "protocol/curve.h"
+#include "protocol/transport/curve.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <zmq.hpp>
 
-#include "protocol/barrier.h"
-#include "protocol/errors.h"
-#include "protocol/ring_collectives.h"
+#include "protocol/collectives/barrier.h"
+#include "protocol/collectives/ring.h"
+#include "protocol/wire/errors.h"
 #include "tests/protocol/test_cluster.h"
 #include "tests/support/temp_dir.h"
 

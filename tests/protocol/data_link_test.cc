@@ -1,7 +1,7 @@
-// DataLink's posted receives (protocol/data_link.h) over a socketpair: which
+// DataLink's posted receives (protocol/collectives/data_link.h) over a socketpair: which
 // frame lands in which post, what goes to the inbox instead, float adds
 // split between reads, and a post withdrawn half way.
-#include "protocol/data_link.h"
+#include "protocol/collectives/data_link.h"
 
 #include <gtest/gtest.h>
 #include <sys/socket.h>

@@ -17,8 +17,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "protocol/data_wire.h"
-#include "protocol/ring_collectives.h"
+#include "protocol/collectives/ring.h"
+#include "protocol/wire/data_wire.h"
 #include "tests/protocol/collective_inputs.h"
 #include "tests/protocol/test_cluster.h"
 #include "tests/support/raw_tcp_client.h"

@@ -1,4 +1,4 @@
-// Collectives over the direct data path (protocol/group_wire.h) where it is
+// Collectives over the direct data path (protocol/collectives/group_wire.h) where it is
 // hard: injected faults, CURVE turning it off, groups in flight at once, a
 // peer that dies, and agreement with the ZeroMQ path bit for bit.
 #include <gtest/gtest.h>
@@ -12,10 +12,10 @@
 #include <optional>
 #include <random>
 
-#include "protocol/curve.h"
-#include "protocol/data_socket.h"
-#include "protocol/errors.h"
-#include "protocol/ring_collectives.h"
+#include "protocol/collectives/ring.h"
+#include "protocol/transport/curve.h"
+#include "protocol/transport/data_socket.h"
+#include "protocol/wire/errors.h"
 #include "tests/protocol/collective_inputs.h"
 #include "tests/protocol/test_cluster.h"
 #include "tests/support/temp_dir.h"

@@ -3,8 +3,8 @@
 // hang (that would be the test's own timeout).
 #include <gtest/gtest.h>
 
-#include "protocol/errors.h"
-#include "protocol/ring_collectives.h"
+#include "protocol/collectives/ring.h"
+#include "protocol/wire/errors.h"
 #include "tests/protocol/test_cluster.h"
 
 namespace gossipd::protocol {

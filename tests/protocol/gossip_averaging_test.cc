@@ -9,13 +9,13 @@
 #include <random>
 #include <thread>
 
-#include "protocol/consensus.h"
-#include "protocol/crossover.h"
-#include "protocol/overlapped_round.h"
-#include "protocol/push_sum.h"
-#include "protocol/ring_collectives.h"
-#include "protocol/segment_inbox.h"
-#include "protocol/tags.h"
+#include "protocol/collectives/consensus.h"
+#include "protocol/collectives/ring.h"
+#include "protocol/collectives/segment_inbox.h"
+#include "protocol/gossip/crossover.h"
+#include "protocol/gossip/overlapped_round.h"
+#include "protocol/gossip/push_sum.h"
+#include "protocol/wire/tags.h"
 #include "tests/protocol/test_cluster.h"
 #include "topology/derangement.h"
 

@@ -1,15 +1,14 @@
-// The two-level allreduce (protocol/host_levels.h): the host layout it
+// The two-level allreduce (protocol/collectives/two_levels.h): the host layout it
 // reads, and its sum bit for bit against the serial one on integer-valued
 // inputs, hosts given explicitly (all ranks are threads on loopback here;
 // the netns bench puts them on hosts of their own).
-#include "protocol/host_levels.h"
-
 #include <gtest/gtest.h>
 
 #include <tuple>
 
-#include "protocol/collectives.h"
-#include "protocol/errors.h"
+#include "protocol/collectives/collectives.h"
+#include "protocol/collectives/two_levels.h"
+#include "protocol/wire/errors.h"
 #include "tests/protocol/collective_inputs.h"
 #include "tests/protocol/test_cluster.h"
 

@@ -1,7 +1,7 @@
 // Which inbound connections a member asks their senders to close
 // (InboundConnections): past the bound, the least recently used, each once
 // until its time to ask again has passed.
-#include "protocol/inbound_connections.h"
+#include "protocol/transport/inbound_connections.h"
 
 #include <gtest/gtest.h>
 

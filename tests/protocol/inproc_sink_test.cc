@@ -9,10 +9,10 @@
 #include <future>
 #include <thread>
 
-#include "protocol/dispatcher.h"
-#include "protocol/errors.h"
-#include "protocol/inproc_transport.h"
-#include "protocol/node.h"
+#include "protocol/transport/dispatcher.h"
+#include "protocol/transport/inproc_transport.h"
+#include "protocol/transport/node.h"
+#include "protocol/wire/errors.h"
 
 namespace gossipd::protocol {
 namespace {

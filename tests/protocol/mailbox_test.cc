@@ -1,10 +1,10 @@
 // The mailbox: every sender bounded in bytes, chunks drained by tag,
 // late segments counted as stale and late pacing notes not.
-#include "protocol/mailbox.h"
+#include "protocol/transport/mailbox.h"
 
 #include <gtest/gtest.h>
 
-#include "protocol/tags.h"
+#include "protocol/wire/tags.h"
 
 namespace gossipd::protocol {
 namespace {

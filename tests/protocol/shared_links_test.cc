@@ -1,5 +1,5 @@
 // Direct connections between members on one host through shared memory
-// (DataLink's pipes, protocol/shm_pipe.h): every pair switches both ways and
+// (DataLink's pipes, protocol/shm/shm_pipe.h): every pair switches both ways and
 // the collectives give what the sockets give; a /dev/shm without room keeps
 // the sockets with one warning; offers and switches a peer should not send
 // are refused or break the link, counted; names of makers that died go.
@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "protocol/data_link.h"
-#include "protocol/group_wire.h"
-#include "protocol/ring_collectives.h"
+#include "protocol/collectives/data_link.h"
+#include "protocol/collectives/group_wire.h"
+#include "protocol/collectives/ring.h"
 #include "tests/protocol/collective_inputs.h"
 #include "tests/protocol/test_cluster.h"
 #include "tests/support/captured_log.h"

@@ -1,5 +1,5 @@
 // TensorStream through shared memory between members on one host
-// (TensorStream::share_memory, protocol/shm_ring.h): what arrives, what
+// (TensorStream::share_memory, protocol/shm/shm_ring.h): what arrives, what
 // falls back to the sockets, what a ring that cannot be the writer's, a
 // silent member or a stop do.
 #include <gtest/gtest.h>
@@ -9,9 +9,9 @@
 #include <set>
 #include <stop_token>
 
-#include "protocol/errors.h"
-#include "protocol/shm_ring.h"
-#include "protocol/tensor_stream.h"
+#include "protocol/collectives/tensor_stream.h"
+#include "protocol/shm/shm_ring.h"
+#include "protocol/wire/errors.h"
 #include "tests/protocol/collective_inputs.h"
 #include "tests/protocol/test_cluster.h"
 #include "tests/support/wait.h"

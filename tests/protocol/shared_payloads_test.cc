@@ -1,5 +1,5 @@
 // Payloads between members on one host through shared memory
-// (protocol/payload_ring.h, protocol/shared_payload_transport.h): slots
+// (protocol/shm/payload_ring.h, protocol/transport/shared_payload_transport.h): slots
 // taken in any order give their space back, a slot whose descriptor never
 // came is reclaimed and its late reader refused, descriptors that do not
 // match their ring are refused; between transports on loopback big frames
@@ -12,9 +12,9 @@
 #include <filesystem>
 #include <thread>
 
-#include "protocol/payload_ring.h"
-#include "protocol/shared_payload_transport.h"
-#include "protocol/zmq_transport.h"
+#include "protocol/shm/payload_ring.h"
+#include "protocol/transport/shared_payload_transport.h"
+#include "protocol/transport/zmq_transport.h"
 #include "tests/protocol/test_cluster.h"
 #include "tests/support/captured_log.h"
 #include "tests/support/file_size_limit.h"

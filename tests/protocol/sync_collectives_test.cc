@@ -8,14 +8,14 @@
 #include <numeric>
 #include <tuple>
 
-#include "protocol/collective_channel.h"
-#include "protocol/data_wire.h"
-#include "protocol/doubling_allreduce.h"
-#include "protocol/errors.h"
-#include "protocol/group_wire.h"
-#include "protocol/message.h"
-#include "protocol/ring_collectives.h"
-#include "protocol/tensor_stream.h"
+#include "protocol/collectives/collective_channel.h"
+#include "protocol/collectives/doubling.h"
+#include "protocol/collectives/group_wire.h"
+#include "protocol/collectives/ring.h"
+#include "protocol/collectives/tensor_stream.h"
+#include "protocol/wire/data_wire.h"
+#include "protocol/wire/errors.h"
+#include "protocol/wire/message.h"
 #include "tests/protocol/collective_inputs.h"
 #include "tests/protocol/test_cluster.h"
 

@@ -1,4 +1,4 @@
-#include "protocol/tags.h"
+#include "protocol/wire/tags.h"
 
 #include <gtest/gtest.h>
 

@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "protocol/node.h"
+#include "protocol/transport/node.h"
 #include "tests/support/wait.h"
 
 namespace gossipd::protocol::testing {

@@ -1,4 +1,4 @@
-// The contract protocol/transport.h documents, checked on every
+// The contract protocol/transport/transport.h documents, checked on every
 // implementation: the ZeroMQ transport (tcp://127.0.0.1), the same with big
 // payloads through shared memory (SharedPayloadTransport, as a Node on
 // loopback runs it), and the in-process one that tests put in its place.
@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "protocol/errors.h"
-#include "protocol/inproc_transport.h"
-#include "protocol/shared_payload_transport.h"
-#include "protocol/zmq_transport.h"
+#include "protocol/transport/inproc_transport.h"
+#include "protocol/transport/shared_payload_transport.h"
+#include "protocol/transport/zmq_transport.h"
+#include "protocol/wire/errors.h"
 #include "tests/support/wait.h"
 
 namespace gossipd::protocol {

@@ -8,9 +8,9 @@
 #include <cstdio>
 #include <thread>
 
-#include "protocol/errors.h"
-#include "protocol/fault_injection.h"
-#include "protocol/zmq_transport.h"
+#include "protocol/transport/fault_injection.h"
+#include "protocol/transport/zmq_transport.h"
+#include "protocol/wire/errors.h"
 #include "tests/protocol/test_cluster.h"
 #include "tests/support/temp_dir.h"
 

@@ -5,8 +5,8 @@
 #include <set>
 #include <zmq.hpp>
 
-#include "protocol/endpoint.h"
-#include "protocol/ring_collectives.h"
+#include "protocol/collectives/ring.h"
+#include "protocol/wire/endpoint.h"
 #include "tests/protocol/test_cluster.h"
 #include "tests/support/envelope.h"
 

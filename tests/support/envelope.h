@@ -6,7 +6,7 @@
 #include <string>
 
 #include "proto/gossip.pb.h"
-#include "protocol/message.h"
+#include "protocol/wire/message.h"
 
 namespace gossipd::testing {
 

@@ -7,14 +7,14 @@
 
 #include "daemon/worker/round_floats.h"
 #include "daemon/worker/same_layout.h"
-#include "protocol/barrier.h"
-#include "protocol/broadcast_ring.h"
-#include "protocol/collectives.h"
-#include "protocol/compressed_allreduce.h"
-#include "protocol/errors.h"
-#include "protocol/host_levels.h"
-#include "protocol/ring_collectives.h"
-#include "protocol/tags.h"
+#include "protocol/collectives/barrier.h"
+#include "protocol/collectives/broadcast_ring.h"
+#include "protocol/collectives/collectives.h"
+#include "protocol/collectives/compressed.h"
+#include "protocol/collectives/ring.h"
+#include "protocol/collectives/two_levels.h"
+#include "protocol/wire/errors.h"
+#include "protocol/wire/tags.h"
 
 namespace gossipd::daemon {
 namespace {

@@ -12,10 +12,10 @@
 #include "daemon/worker/outer_momentum.h"
 #include "daemon/worker/training_loop.h"
 #include "daemon/worker/worker.h"
-#include "protocol/error_feedback.h"
-#include "protocol/group.h"
-#include "protocol/host_levels.h"
-#include "protocol/node.h"
+#include "protocol/collectives/error_feedback.h"
+#include "protocol/collectives/group.h"
+#include "protocol/collectives/two_levels.h"
+#include "protocol/transport/node.h"
 
 namespace gossipd::daemon {
 

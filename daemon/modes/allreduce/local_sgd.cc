@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "daemon/modes/allreduce/allreduce_worker.h"
-#include "protocol/collectives.h"
-#include "protocol/errors.h"
+#include "protocol/collectives/collectives.h"
+#include "protocol/wire/errors.h"
 
 namespace gossipd::daemon {
 

@@ -12,9 +12,9 @@
 #include "daemon/bench/collective_ops.h"
 #include "daemon/config/cli.h"
 #include "daemon/ctl/compare_hosts.h"
-#include "protocol/barrier.h"
-#include "protocol/collectives.h"
-#include "protocol/host_levels.h"
+#include "protocol/collectives/barrier.h"
+#include "protocol/collectives/collectives.h"
+#include "protocol/collectives/two_levels.h"
 
 namespace gossipd::daemon {
 namespace {

@@ -6,7 +6,7 @@
 #include "daemon/config/per_protocol.h"
 #include "daemon/modes/gossip/gossip_traffic.h"
 #include "daemon/worker/outer_momentum.h"
-#include "protocol/codec.h"
+#include "protocol/wire/codec.h"
 
 namespace gossipd::daemon {
 namespace {

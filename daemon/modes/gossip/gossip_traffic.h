@@ -9,7 +9,7 @@ namespace gossipd::daemon {
 
 // What a round of the gossip protocols sends, for gossipctl simulate's time
 // model, drawn by the topology functions the protocols call
-// (protocol/crossover.cc, protocol/push_sum.cc):
+// (protocol/gossip/crossover.cc, protocol/gossip/push_sum.cc):
 //   flat Crossover-SGD: segment s to the member the derangement of (seed,
 //     round, s) names, every segment, each member's in segment order;
 //   hierarchical: a ring allreduce of the model in each group, each segment

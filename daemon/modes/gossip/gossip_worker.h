@@ -13,9 +13,9 @@
 #include "daemon/worker/outer_momentum.h"
 #include "daemon/worker/training_loop.h"
 #include "daemon/worker/worker.h"
-#include "protocol/crossover.h"
-#include "protocol/node.h"
-#include "protocol/push_sum.h"
+#include "protocol/gossip/crossover.h"
+#include "protocol/gossip/push_sum.h"
+#include "protocol/transport/node.h"
 
 namespace gossipd::daemon {
 

@@ -5,9 +5,9 @@
 #include <optional>
 #include <stdexcept>
 
-#include "protocol/barrier.h"
-#include "protocol/collectives.h"
-#include "protocol/tags.h"
+#include "protocol/collectives/barrier.h"
+#include "protocol/collectives/collectives.h"
+#include "protocol/wire/tags.h"
 
 namespace gossipd::daemon {
 GroupGridComm::GroupGridComm(protocol::Node& node, const std::vector<std::string>& members,

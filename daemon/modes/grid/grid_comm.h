@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "daemon/modes/grid/grid_shape.h"
-#include "protocol/group.h"
-#include "protocol/host_levels.h"
-#include "protocol/tags.h"
-#include "protocol/tensor_stream.h"
+#include "protocol/collectives/group.h"
+#include "protocol/collectives/tensor_stream.h"
+#include "protocol/collectives/two_levels.h"
+#include "protocol/wire/tags.h"
 
 namespace gossipd::daemon {
 

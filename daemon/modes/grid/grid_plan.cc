@@ -3,7 +3,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "protocol/collectives.h"
+#include "protocol/collectives/collectives.h"
 #include "topology/split.h"
 
 namespace gossipd::daemon {

@@ -33,7 +33,7 @@ struct GridPlanInput {
 };
 
 // One shape, priced: words from the collectives the grid mode runs (the
-// same schedules, protocol/collectives.h), time from the alpha-beta model of
+// same schedules, protocol/collectives/collectives.h), time from the alpha-beta model of
 // ring collectives and the compute from `flops_per_s` per process.
 struct GridPlan {
   topology::GridShape shape;

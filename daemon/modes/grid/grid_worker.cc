@@ -17,10 +17,10 @@
 #include "daemon/worker/gone_member.h"
 #include "daemon/worker/spread_resume.h"
 #include "daemon/worker/sync_start.h"
-#include "protocol/barrier.h"
-#include "protocol/collectives.h"
-#include "protocol/errors.h"
-#include "protocol/tags.h"
+#include "protocol/collectives/barrier.h"
+#include "protocol/collectives/collectives.h"
+#include "protocol/wire/errors.h"
+#include "protocol/wire/tags.h"
 
 namespace gossipd::daemon {
 namespace {

@@ -5,7 +5,7 @@
 #include "daemon/modes/grid/grid_shape.h"
 #include "daemon/worker/replica.h"
 #include "daemon/worker/worker.h"
-#include "protocol/tags.h"
+#include "protocol/wire/tags.h"
 
 namespace gossipd::daemon {
 

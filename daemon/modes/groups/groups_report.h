@@ -9,7 +9,7 @@
 #include "daemon/modes/groups/shard_store.h"
 #include "daemon/observe/metrics.h"
 #include "daemon/observe/worker_state.h"
-#include "protocol/group.h"
+#include "protocol/collectives/group.h"
 
 namespace gossipd::daemon {
 

@@ -13,9 +13,9 @@
 #include "daemon/modes/groups/shard_client.h"
 #include "daemon/modes/groups/shard_service.h"
 #include "daemon/modes/groups/shard_store.h"
-#include "protocol/collectives.h"
-#include "protocol/compressed_allreduce.h"
-#include "protocol/tags.h"
+#include "protocol/collectives/collectives.h"
+#include "protocol/collectives/compressed.h"
+#include "protocol/wire/tags.h"
 #include "topology/hierarchy.h"
 
 namespace gossipd::daemon {

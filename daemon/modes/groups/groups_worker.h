@@ -6,7 +6,7 @@
 #include "daemon/config/run_options.h"
 #include "daemon/worker/compress_flags.h"
 #include "daemon/worker/worker.h"
-#include "protocol/tags.h"
+#include "protocol/wire/tags.h"
 #include "trainer/model.h"
 
 namespace gossipd::daemon {

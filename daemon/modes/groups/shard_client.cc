@@ -4,8 +4,8 @@
 #include <cstring>
 
 #include "daemon/modes/groups/shard_wire.h"
-#include "protocol/collectives.h"
-#include "protocol/errors.h"
+#include "protocol/collectives/collectives.h"
+#include "protocol/wire/errors.h"
 
 namespace gossipd::daemon {
 

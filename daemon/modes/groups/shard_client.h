@@ -12,9 +12,9 @@
 
 #include "daemon/modes/groups/shard_service.h"
 #include "daemon/modes/groups/shard_store.h"
-#include "protocol/error_feedback.h"
-#include "protocol/group.h"
-#include "protocol/node.h"
+#include "protocol/collectives/error_feedback.h"
+#include "protocol/collectives/group.h"
+#include "protocol/transport/node.h"
 
 namespace gossipd::daemon {
 

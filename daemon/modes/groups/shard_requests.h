@@ -8,10 +8,10 @@
 
 #include "daemon/modes/groups/shard_store.h"
 #include "daemon/modes/groups/shard_wire.h"
-#include "protocol/change_signal.h"
-#include "protocol/codec.h"
-#include "protocol/message.h"
-#include "protocol/node.h"
+#include "protocol/transport/change_signal.h"
+#include "protocol/transport/node.h"
+#include "protocol/wire/codec.h"
+#include "protocol/wire/message.h"
 
 namespace gossipd::daemon {
 

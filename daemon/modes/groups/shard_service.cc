@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "daemon/modes/groups/shard_wire.h"
-#include "protocol/errors.h"
+#include "protocol/wire/errors.h"
 
 namespace gossipd::daemon {
 

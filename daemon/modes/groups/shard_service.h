@@ -11,9 +11,9 @@
 
 #include "daemon/modes/groups/shard_requests.h"
 #include "daemon/modes/groups/shard_store.h"
-#include "protocol/codec.h"
-#include "protocol/message.h"
-#include "protocol/node.h"
+#include "protocol/transport/node.h"
+#include "protocol/wire/codec.h"
+#include "protocol/wire/message.h"
 
 namespace gossipd::daemon {
 

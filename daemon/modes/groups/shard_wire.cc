@@ -3,7 +3,7 @@
 #include <cstring>
 #include <vector>
 
-#include "protocol/errors.h"
+#include "protocol/wire/errors.h"
 
 namespace gossipd::daemon {
 

@@ -9,11 +9,11 @@
 
 #include "daemon/modes/groups/groups_wire.pb.h"
 #include "proto/gossip.pb.h"
-#include "protocol/codec.h"
-#include "protocol/message.h"
-#include "protocol/node.h"
-#include "protocol/segment_inbox.h"
-#include "protocol/tags.h"
+#include "protocol/collectives/segment_inbox.h"
+#include "protocol/transport/node.h"
+#include "protocol/wire/codec.h"
+#include "protocol/wire/message.h"
+#include "protocol/wire/tags.h"
 
 namespace gossipd::daemon {
 

@@ -6,7 +6,7 @@
 
 #include "daemon/config/cli.h"
 #include "daemon/plan/layer_profile.h"
-#include "protocol/collectives.h"
+#include "protocol/collectives/collectives.h"
 
 namespace gossipd::daemon {
 namespace {

@@ -4,7 +4,7 @@
 
 #include "daemon/modes/pipeline/pipeline_schedule.h"
 #include "daemon/modes/pipeline/pipeline_search.h"
-#include "protocol/group.h"
+#include "protocol/collectives/group.h"
 #include "trainer/model.h"
 #include "trainer/optimizer.h"
 

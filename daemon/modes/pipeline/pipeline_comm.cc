@@ -4,8 +4,8 @@
 
 #include <stdexcept>
 
-#include "protocol/collectives.h"
-#include "protocol/tags.h"
+#include "protocol/collectives/collectives.h"
+#include "protocol/wire/tags.h"
 
 namespace gossipd::daemon {
 // Tags: pipeline d's tensors 3d, its collectives 3d + 1 (a tensor stream's

@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "daemon/modes/pipeline/pipeline_schedule.h"
-#include "protocol/group.h"
-#include "protocol/host_levels.h"
-#include "protocol/tags.h"
-#include "protocol/tensor_stream.h"
+#include "protocol/collectives/group.h"
+#include "protocol/collectives/tensor_stream.h"
+#include "protocol/collectives/two_levels.h"
+#include "protocol/wire/tags.h"
 
 namespace gossipd::daemon {
 

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "protocol/tensor_stream.h"
+#include "protocol/collectives/tensor_stream.h"
 
 namespace gossipd::daemon {
 

@@ -6,8 +6,8 @@
 
 #include "daemon/modes/sparse/net/sparse_kernel.h"
 #include "daemon/modes/sparse/row_exchange.h"
-#include "protocol/collectives.h"
-#include "protocol/tags.h"
+#include "protocol/collectives/collectives.h"
+#include "protocol/wire/tags.h"
 
 namespace gossipd::daemon {
 

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "protocol/collectives.h"
-#include "protocol/tags.h"
+#include "protocol/collectives/collectives.h"
+#include "protocol/wire/tags.h"
 
 namespace gossipd::daemon {
 

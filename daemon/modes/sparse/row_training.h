@@ -8,9 +8,9 @@
 #include "daemon/modes/sparse/net/sparse_train.h"
 #include "daemon/modes/sparse/row_exchange.h"
 #include "daemon/modes/sparse/sparse_rows.h"
-#include "protocol/group.h"
-#include "protocol/tags.h"
-#include "protocol/tensor_stream.h"
+#include "protocol/collectives/group.h"
+#include "protocol/collectives/tensor_stream.h"
+#include "protocol/wire/tags.h"
 
 namespace gossipd::daemon {
 

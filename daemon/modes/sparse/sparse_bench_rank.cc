@@ -11,8 +11,8 @@
 #include "daemon/modes/sparse/row_inference.h"
 #include "daemon/modes/sparse/row_training.h"
 #include "daemon/modes/sparse/sparse_traffic.h"
-#include "protocol/barrier.h"
-#include "protocol/tags.h"
+#include "protocol/collectives/barrier.h"
+#include "protocol/wire/tags.h"
 
 namespace gossipd::daemon {
 namespace {

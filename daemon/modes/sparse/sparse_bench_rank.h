@@ -6,7 +6,7 @@
 #include "daemon/bench/bench_workers.h"
 #include "daemon/modes/sparse/net/sparse_net.h"
 #include "daemon/modes/sparse/sparse_bench.h"
-#include "protocol/node.h"
+#include "protocol/transport/node.h"
 
 namespace gossipd::daemon {
 

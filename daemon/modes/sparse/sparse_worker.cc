@@ -8,7 +8,7 @@
 #include "daemon/worker/epoch_report.h"
 #include "daemon/worker/gone_member.h"
 #include "daemon/worker/sync_start.h"
-#include "protocol/tags.h"
+#include "protocol/wire/tags.h"
 #include "trainer/lr_schedule.h"
 #include "trainer/rng.h"
 

@@ -4,7 +4,7 @@
 
 #include "daemon/modes/sparse/sparse_mode.h"
 #include "daemon/worker/worker.h"
-#include "protocol/tags.h"
+#include "protocol/wire/tags.h"
 
 namespace gossipd::daemon {
 

@@ -9,7 +9,7 @@
 
 #include "daemon/config/cli.h"
 #include "daemon/modes/grid/grid_plan_command.h"
-#include "protocol/collectives.h"
+#include "protocol/collectives/collectives.h"
 #include "trainer/models.h"
 
 namespace gossipd::daemon {

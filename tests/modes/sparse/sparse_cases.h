@@ -8,7 +8,7 @@
 #include <string>
 
 #include "daemon/modes/sparse/sparse_partition.h"
-#include "protocol/tags.h"
+#include "protocol/wire/tags.h"
 
 namespace gossipd::testing {
 

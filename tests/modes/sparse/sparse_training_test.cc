@@ -13,7 +13,7 @@
 #include "daemon/modes/sparse/row_training.h"
 #include "daemon/modes/sparse/sparse_partition.h"
 #include "daemon/modes/sparse/sparse_traffic.h"
-#include "protocol/errors.h"
+#include "protocol/wire/errors.h"
 #include "tests/modes/sparse/sparse_cases.h"
 #include "tests/protocol/test_cluster.h"
 #include "tests/support/sparse_nets.h"

@@ -1,0 +1,199 @@
+#include "protocol/gossip/crossover.h"
+
+#include <algorithm>
+#include <set>
+
+#include "protocol/collectives/collective_channel.h"
+#include "protocol/collectives/group.h"
+#include "protocol/collectives/ring.h"
+#include "protocol/wire/errors.h"
+#include "topology/derangement.h"
+
+namespace gossipd::protocol {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// x ← ½·(x + y), with y the received payload.
+void average_into(std::span<float> x, const Message& msg) {
+  add_floats(x.data(), msg.payload.at(0).data(), x.size());
+  for (float& v : x) v *= 0.5f;
+}
+
+// Sends x (the parameters at `offset`) as segment s through the codec.
+size_t send_segment(SegmentInbox& inbox, ErrorFeedback& feedback, const std::string& to, uint32_t s,
+                    size_t offset, std::span<const float> x, std::chrono::milliseconds timeout) {
+  const EncodedSegment data = feedback.encode(offset, x);
+  const size_t bytes = inbox.send(to, s, data, std::nullopt, timeout);
+  if (bytes > 0) feedback.sent(offset, x, data);
+  return bytes;
+}
+
+size_t self_index(const topology::View& view, const Node& node) {
+  auto self = view.index_of(node.id());
+  if (!self) throw ProtocolConfigError("node '" + node.id() + "' is not in the view it gossips over");
+  return *self;
+}
+
+}  // namespace
+
+RoundStats& RoundStats::operator+=(const RoundStats& o) {
+  segments_sent += o.segments_sent;
+  segments_received += o.segments_received;
+  segments_skipped += o.segments_skipped;
+  bytes_sent += o.bytes_sent;
+  bytes_received += o.bytes_received;
+  return *this;
+}
+
+CrossoverGossip::CrossoverGossip(Node& node, SegmentTable segments, GossipOptions options)
+    : node_(node), segments_(std::move(segments)), options_(options), feedback_(options.codec) {
+  register_segments(node_, segments_);
+}
+
+RoundStats CrossoverGossip::run_round(const topology::View& view, uint64_t round, std::span<float> params) {
+  check_segment_table(segments_, params.size());
+  RoundStats stats;
+  const size_t self = self_index(view, node_);
+  if (view.size() < 2) return stats;
+  const auto deadline = Clock::now() + options_.segment_deadline;
+  SegmentInbox inbox(node_, kTag, round, true, options_.codec);
+  std::vector<topology::Exchange> plan(segments_.size());
+  for (uint32_t s = 0; s < segments_.size(); ++s) {
+    plan[s] = *topology::crossover_exchange(view, self, options_.seed, round, s);
+  }
+  std::chrono::milliseconds renudge{0};
+  if (options_.pace) {
+    std::set<std::string> senders, receivers;
+    for (const auto& p : plan) {
+      senders.insert(view.member(p.receive_from));
+      receivers.insert(view.member(p.send_to));
+    }
+    // "I finished the last round": to this round's senders (they may send
+    // now) and to the last round's (what they sent me has arrived).
+    const bool follows = has_last_ && last_round_ + options_.rounds_apart == round;
+    std::set<std::string> notify = senders;
+    if (follows) notify.insert(last_senders_.begin(), last_senders_.end());
+    for (const auto& peer : notify) inbox.announce_ready(peer);
+    renudge = std::max(std::chrono::milliseconds(1), options_.segment_deadline / 8);
+    // Our last round's segments should have reached their receivers before
+    // this round's go out behind them on the same link. Nobody repeats these
+    // notes, so a lost one is waited for at most `renudge`.
+    if (follows) {
+      const auto until = std::min(deadline, Clock::now() + renudge);
+      for (const auto& peer : last_receivers_) {
+        if (!view.index_of(peer)) continue;  // left since
+        if (!inbox.await_ready(peer, until, options_.stop, renudge) && options_.stop.stop_requested()) {
+          throw Aborted(node_.id(), "crossover round");
+        }
+      }
+    }
+    has_last_ = true;
+    last_round_ = round;
+    last_senders_ = std::move(senders);
+    last_receivers_ = std::move(receivers);
+  }
+  for (uint32_t s = 0; s < segments_.size(); ++s) {
+    const auto& seg = segments_[s];
+    const std::string& to = view.member(plan[s].send_to);
+    if (options_.pace && !inbox.await_ready(to, deadline, options_.stop, renudge)) {
+      if (options_.stop.stop_requested()) throw Aborted(node_.id(), "crossover round");
+      continue;  // gone, or a whole deadline behind: it skips this segment anyway
+    }
+    const size_t bytes = send_segment(inbox, feedback_, to, s, seg.offset,
+                                      params.subspan(seg.offset, seg.length), options_.segment_deadline);
+    stats.segments_sent += bytes > 0;
+    stats.bytes_sent += bytes;
+  }
+  for (uint32_t s = 0; s < segments_.size(); ++s) {
+    const auto& seg = segments_[s];
+    auto msg =
+        inbox.receive(view.member(plan[s].receive_from), s, seg.length, deadline, options_.stop, renudge);
+    if (!msg) {
+      if (options_.stop.stop_requested()) throw Aborted(node_.id(), "crossover round");
+      ++stats.segments_skipped;
+      continue;
+    }
+    average_into(params.subspan(seg.offset, seg.length), *msg);
+    ++stats.segments_received;
+    stats.bytes_received += seg.length * sizeof(float);
+  }
+  return stats;
+}
+
+HierarchicalCrossover::HierarchicalCrossover(Node& node, SegmentTable segments, GossipOptions options,
+                                             topology::GroupSpread spread)
+    : node_(node),
+      segments_(std::move(segments)),
+      options_(options),
+      spread_(spread),
+      feedback_(options.codec),
+      averages_(options.codec) {
+  register_segments(node_, segments_);
+}
+
+RoundStats HierarchicalCrossover::run_round(const topology::View& view,
+                                            const std::map<std::string, std::string>& labels, uint64_t round,
+                                            std::span<float> params) {
+  check_segment_table(segments_, params.size());
+  self_index(view, node_);
+  RoundStats stats;
+  const topology::Groups groups(view, labels);
+  const size_t g = *groups.group_of(node_.id());
+  Group& group = group_for(groups, g, view.id());
+
+  // The groups' collectives count what they send on the node; a round's
+  // bytes are theirs and the segments'.
+  const uint64_t collective_bytes = node_.payload_bytes_sent();
+  averages_.average(group, params);  // (1) the group's average
+
+  const auto deadline = Clock::now() + options_.segment_deadline;
+  SegmentInbox inbox(node_, kTag, round, true, options_.codec);
+  std::vector<std::optional<topology::GroupExchange>> plan(segments_.size());
+  for (uint32_t s = 0; s < segments_.size(); ++s) {  // (2) crossover between groups
+    plan[s] = topology::inter_group_exchange(groups, view.id(), node_.id(), options_.seed, round, s, spread_);
+    if (!plan[s]) continue;
+    const auto& seg = segments_[s];
+    const size_t bytes = send_segment(inbox, feedback_, plan[s]->send_to, s, seg.offset,
+                                      params.subspan(seg.offset, seg.length), options_.segment_deadline);
+    stats.segments_sent += bytes > 0;
+    stats.bytes_sent += bytes;
+  }
+  std::vector<BlockRange> owned;
+  for (uint32_t s = 0; s < segments_.size(); ++s) {
+    const auto& seg = segments_[s];
+    if (groups.segment_owner(g, s, spread_) != node_.id()) continue;
+    auto mine = params.subspan(seg.offset, seg.length);
+    if (plan[s]) {
+      auto msg = inbox.receive(plan[s]->receive_from, s, seg.length, deadline, options_.stop);
+      if (msg) {
+        average_into(mine, *msg);
+        ++stats.segments_received;
+        stats.bytes_received += seg.length * sizeof(float);
+      } else {
+        if (options_.stop.stop_requested()) throw Aborted(node_.id(), "hierarchical crossover round");
+        ++stats.segments_skipped;
+      }
+    }
+    owned.push_back({seg.offset, seg.offset + seg.length});
+  }
+  averages_.share(group, params, owned);  // (3) every segment as its owner left it
+  stats.bytes_sent += node_.payload_bytes_sent() - collective_bytes;
+  return stats;
+}
+
+Group& HierarchicalCrossover::group_for(const topology::Groups& groups, size_t g, uint32_t view_id) {
+  if (group_ && group_view_ == view_id && group_->members() == groups.members(g)) return *group_;
+  CollectiveOptions copts;
+  copts.timeout = options_.segment_deadline;
+  copts.stop = options_.stop;
+  // A tag per (view, group): groups never mix, and a new view starts
+  // fresh sequence numbers without meeting the old view's stale ones.
+  const uint32_t tag = tags::range(tags::User::kHierarchicalGroup).at(uint64_t{view_id} << 8 | (g & 0xff));
+  group_ = std::make_unique<Group>(node_, tag, groups.members(g), copts);
+  group_view_ = view_id;
+  averages_.reset();  // a new group: no start its members are known to share
+  return *group_;
+}
+
+}  // namespace gossipd::protocol

@@ -1,0 +1,122 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <span>
+#include <stop_token>
+#include <string>
+
+#include "protocol/collectives/error_feedback.h"
+#include "protocol/collectives/group.h"
+#include "protocol/collectives/segment_inbox.h"
+#include "protocol/gossip/group_averages.h"
+#include "protocol/wire/codec.h"
+#include "protocol/wire/tags.h"
+#include "topology/hierarchy.h"
+#include "topology/view.h"
+
+namespace gossipd::protocol {
+
+struct GossipOptions {
+  uint64_t seed = 1;
+  // A segment that has not arrived this long after the round started is
+  // skipped (own copy kept): gossip never blocks on one peer.
+  std::chrono::milliseconds segment_deadline{2000};
+  // Pacing: each round a worker tells the senders of this round and of the
+  // last one that it has finished the last round (a small note each), and
+  // sends a segment only once its receiver has said so (for the last
+  // round's receivers, waiting at most deadline / 8). On a bandwidth-bound
+  // network a worker that ran ahead would otherwise push next-round segments
+  // onto links that still carry the ones the others wait for, and the rounds
+  // drift apart (measured in tests/bench/README.md, "Pace"). Whoever is still
+  // waiting repeats its notes every deadline / 8, so a lost note costs time,
+  // not the segment.
+  bool pace = false;
+  // How segments travel (--compress); lossy codecs carry their rounding
+  // into the next exchange (error_feedback.h). Every member must agree.
+  CodecSpec codec;
+  // The rounds a member exchanges in are this far apart (--local-steps H:
+  // every H-th step); pacing and OSGP's fold look back this far.
+  uint64_t rounds_apart = 1;
+  std::stop_token stop;
+};
+
+// What one round did, for /status and the metrics.
+struct RoundStats {
+  size_t segments_sent = 0;
+  size_t segments_received = 0;
+  size_t segments_skipped = 0;
+  size_t bytes_sent = 0;
+  size_t bytes_received = 0;
+  RoundStats& operator+=(const RoundStats& o);
+};
+
+// Crossover-SGD (Yeo et al.): every round, for every segment s, a fresh
+// derangement of the view (topology::crossover_exchange) names whom this
+// member sends s to and whom it receives s from; then x_s ← ½·x_s + ½·y_s.
+// The mixing matrix is doubly stochastic, so the mean of the replicas is
+// kept exactly (up to rounding) and no push-sum weight is needed.
+class CrossoverGossip {
+ public:
+  CrossoverGossip(Node& node, SegmentTable segments, GossipOptions options);
+  // One round over `view` (which must contain this node) on `params`.
+  RoundStats run_round(const topology::View& view, uint64_t round, std::span<float> params);
+
+  static constexpr uint32_t kTag = tags::first(tags::User::kCrossover);
+
+ private:
+  Node& node_;
+  SegmentTable segments_;
+  GossipOptions options_;
+  ErrorFeedback feedback_;
+  // Pacing: who this node sent to and heard from in the last round it ran.
+  uint64_t last_round_ = 0;
+  bool has_last_ = false;
+  std::set<std::string> last_receivers_, last_senders_;
+};
+
+// Hierarchical Crossover-SGD: (1) exact average inside each group with the
+// ring allreduce; (2) crossover gossip between groups, where the member of a
+// group that owns segment s (topology::GroupSpread) exchanges it with the
+// owner of s in the group the derangement over groups names; (3) the group
+// shares the owners' results (an allreduce of a buffer in which each member
+// holds only the segments it owns), so members of a group end every round
+// with identical replicas. The global mean is kept exactly when the groups
+// are of equal size; with unequal groups every group weighs the same in the
+// inter-group average, so replicas converge to the mean of the group means.
+// With a codec (--compress) (1) and (3) travel in it as changes from points
+// the group shares (group_averages.h); the members still end identical.
+class HierarchicalCrossover {
+ public:
+  HierarchicalCrossover(Node& node, SegmentTable segments, GossipOptions options,
+                        topology::GroupSpread spread = topology::GroupSpread::kSpread);
+  // `labels`: member id -> group label, as learned from the members.
+  RoundStats run_round(const topology::View& view, const std::map<std::string, std::string>& labels,
+                       uint64_t round, std::span<float> params);
+  // After a round failed (a group member timed out): the group's collective
+  // sequence may differ between members now, so the next round builds it anew.
+  void reset() {
+    group_.reset();
+    averages_.reset();
+  }
+
+  static constexpr uint32_t kTag = tags::first(tags::User::kHierarchical);
+
+ private:
+  Group& group_for(const topology::Groups& groups, size_t g, uint32_t view_id);
+
+  Node& node_;
+  SegmentTable segments_;
+  GossipOptions options_;
+  topology::GroupSpread spread_;
+  ErrorFeedback feedback_;
+  GroupAverages averages_;  // (1) and (3), in the run's codec
+  // Kept across rounds: its collective sequence numbers must keep counting.
+  std::unique_ptr<Group> group_;
+  uint32_t group_view_ = 0;  // the id of the view group_ was built for
+};
+
+}  // namespace gossipd::protocol

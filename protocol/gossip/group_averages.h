@@ -1,0 +1,43 @@
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "protocol/collectives/error_feedback.h"
+#include "protocol/collectives/group.h"
+#include "protocol/wire/codec.h"
+
+namespace gossipd::protocol {
+
+// Hierarchical Crossover-SGD's two collectives inside a group (crossover.h),
+// in float32 or in the run's codec. float32: the ring allreduce of the
+// parameters, exact. In a codec, each travels as a change from a point
+// every member of the group holds, bit for bit, so the codec rounds small
+// numbers (protocol::CompressedAllreduce, which ends every member with the
+// same bits, with error feedback per collective):
+//   average: the change since the group's last shared result (start), until
+//            a group has one (its first round, a new group, a failed round):
+//            then float32;
+//   share:   each owner's change to its segments since the average (base).
+class GroupAverages {
+ public:
+  explicit GroupAverages(CodecSpec codec) : codec_(codec), mean_(codec), shared_(codec) {}
+
+  // (1) params ← the group's mean.
+  void average(Group& group, std::span<float> params);
+  // (3) params ← the average's result with each member's `owned` ranges as
+  // that member left them (each element is owned by one member, or none).
+  void share(Group& group, std::span<float> params, const std::vector<BlockRange>& owned);
+  // A new group, or a round that failed part way: the members' starts may
+  // differ, and the residuals are owed against parameters no longer held.
+  void reset();
+
+ private:
+  CodecSpec codec_;
+  ErrorFeedback mean_, shared_;
+  std::vector<float> start_;  // the group's last shared result (empty: none known)
+  std::vector<float> base_;   // the average's result this round
+  std::vector<float> buffer_;
+};
+
+}  // namespace gossipd::protocol

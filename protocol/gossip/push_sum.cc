@@ -1,0 +1,158 @@
+#include "protocol/gossip/push_sum.h"
+
+#include <cmath>
+#include <optional>
+
+#include "protocol/collectives/collective_channel.h"
+#include "protocol/wire/errors.h"
+#include "topology/exponential_graph.h"
+
+namespace gossipd::protocol {
+PushSumGossip::PushSumGossip(Node& node, SegmentTable segments, GossipOptions options, size_t peers,
+                             bool overlap)
+    : node_(node),
+      segments_(std::move(segments)),
+      options_(options),
+      feedback_(options.codec),
+      peers_(std::max<size_t>(peers, 1)),
+      overlap_(overlap),
+      weights_(segments_.size(), 1.0) {
+  register_segments(node_, segments_);
+}
+
+void PushSumGossip::set_weights(std::vector<double> weights) {
+  if (weights.size() != segments_.size()) throw ProtocolConfigError("push-sum: one weight per segment");
+  weights_ = std::move(weights);
+}
+
+void PushSumGossip::debias(std::span<const float> x, std::span<float> z) const {
+  for (size_t s = 0; s < segments_.size(); ++s) {
+    const auto& seg = segments_[s];
+    const float inv = static_cast<float>(1.0 / weights_[s]);
+    for (size_t i = seg.offset; i < seg.offset + seg.length; ++i) z[i] = x[i] * inv;
+  }
+}
+
+void PushSumGossip::rebias(std::span<const float> z, std::span<float> x) const {
+  for (size_t s = 0; s < segments_.size(); ++s) {
+    const auto& seg = segments_[s];
+    const float w = static_cast<float>(weights_[s]);
+    for (size_t i = seg.offset; i < seg.offset + seg.length; ++i) x[i] = z[i] * w;
+  }
+}
+
+void PushSumGossip::keep_weights_up(std::span<float> x) {
+  for (size_t s = 0; s < segments_.size(); ++s) {
+    double& w = weights_[s];
+    if (!(w > 0.0)) continue;
+    int doublings = 0;
+    while (w < kMinWeight) {
+      w *= 2.0;
+      ++doublings;
+    }
+    if (doublings == 0) continue;
+    const float factor = std::ldexp(1.0f, doublings);
+    for (float& v : x.subspan(segments_[s].offset, segments_[s].length)) v *= factor;
+    feedback_.scale(segments_[s].offset, segments_[s].length, factor);
+  }
+}
+
+RoundStats PushSumGossip::run_round(const topology::View& view, uint64_t round, std::span<float> x) {
+  check_segment_table(segments_, x.size());
+  RoundStats stats;
+  auto self = view.index_of(node_.id());
+  if (!self) throw ProtocolConfigError("node '" + node_.id() + "' is not in the view it gossips over");
+  if (view.size() < 2) return stats;
+  // Plain SGP receives this round (opened first, so that with pacing its
+  // in-peers hear at once that they may push); OSGP folds the previous one.
+  std::optional<SegmentInbox> receiving;
+  if (!overlap_) {
+    receiving.emplace(node_, kTag, round, true, options_.codec);
+    if (pacing()) {
+      for (size_t from : topology::exponential_in_peers(view.size(), *self, round, peers_)) {
+        receiving->announce_ready(view.member(from));
+      }
+    }
+  }
+  push(view, round, x, Clock::now() + options_.segment_deadline, stats);
+  // OSGP folds the previous round only where this member took part in it:
+  // nobody pushed to it before its first round (round 1, a joiner's first,
+  // a resumed member's), and waiting a deadline there only to skip cost 2 s.
+  const bool follows = pushed_ && last_pushed_ + options_.rounds_apart == round;
+  pushed_ = true;
+  last_pushed_ = round;
+  // What is folded in gets a deadline of its own from here.
+  if (receiving) {
+    fold_in(view, *receiving, x, Clock::now() + options_.segment_deadline, stats);
+  } else if (follows) {
+    SegmentInbox previous(node_, kTag, round - options_.rounds_apart, true, options_.codec);
+    fold_in(view, previous, x, Clock::now() + options_.segment_deadline, stats);
+  }
+  keep_weights_up(x);
+  return stats;
+}
+
+void PushSumGossip::push(const topology::View& view, uint64_t round, std::span<float> x,
+                         Clock::time_point deadline, RoundStats& stats) {
+  const size_t self = *view.index_of(node_.id());
+  const auto out = topology::exponential_out_peers(view.size(), self, round, peers_);
+  const float share = 1.0f / static_cast<float>(out.size() + 1);
+  // The receiving side finishes the round (fold_in), not the sender.
+  SegmentInbox sender(node_, kTag, round, /*finish=*/false);
+  std::vector<bool> ready(out.size(), !pacing());
+  for (uint32_t s = 0; s < segments_.size(); ++s) {
+    const auto& seg = segments_[s];
+    auto xs = x.subspan(seg.offset, seg.length);
+    for (float& v : xs) v *= share;  // keep our share; push the same share
+    weights_[s] *= share;
+    const EncodedSegment data = feedback_.encode(seg.offset, xs);  // one payload for every out-peer
+    size_t failed = 0;
+    for (size_t k = 0; k < out.size(); ++k) {
+      const std::string& to = view.member(out[k]);
+      // Pacing: push only once the receiver is in this round (or a whole
+      // deadline has passed: it skips the segment anyway, and we keep it).
+      if (!ready[k]) ready[k] = sender.await_ready(to, deadline, options_.stop, renudge());
+      if (!ready[k] && options_.stop.stop_requested()) throw Aborted(node_.id(), "push-sum round");
+      const size_t bytes = ready[k] ? sender.send(to, s, data, weights_[s], options_.segment_deadline) : 0;
+      stats.segments_sent += bytes > 0;
+      stats.bytes_sent += bytes;
+      failed += bytes == 0;
+    }
+    if (failed < out.size()) feedback_.sent(seg.offset, xs, data);
+    if (failed > 0) {  // a push that could not leave stays with us: no mass is lost
+      const float keep = static_cast<float>(1 + failed);
+      for (float& v : xs) v *= keep;
+      weights_[s] *= keep;
+    }
+  }
+}
+
+void PushSumGossip::fold_in(const topology::View& view, SegmentInbox& inbox, std::span<float> x,
+                            Clock::time_point deadline, RoundStats& stats) {
+  const size_t self = *view.index_of(node_.id());
+  const auto in = topology::exponential_in_peers(view.size(), self, inbox.round(), peers_);
+  for (uint32_t s = 0; s < segments_.size(); ++s) {
+    const auto& seg = segments_[s];
+    for (size_t from : in) {
+      auto msg = inbox.receive(view.member(from), s, seg.length, deadline, options_.stop, renudge());
+      if (!msg) {
+        if (options_.stop.stop_requested()) throw Aborted(node_.id(), "push-sum round");
+        ++stats.segments_skipped;
+        continue;
+      }
+      const double w = msg->envelope.push_sum_weight();
+      if (!msg->envelope.has_push_sum_weight() || !(w > 0.0) || !std::isfinite(w)) {
+        node_.reject_log().reject(view.member(from), RejectReason::kSegment,
+                                  "push-sum segment without a weight");
+        ++stats.segments_skipped;
+        continue;
+      }
+      add_floats(x.data() + seg.offset, msg->payload.at(0).data(), seg.length);
+      weights_[s] += msg->envelope.push_sum_weight();
+      ++stats.segments_received;
+      stats.bytes_received += seg.length * sizeof(float);
+    }
+  }
+}
+
+}  // namespace gossipd::protocol

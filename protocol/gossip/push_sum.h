@@ -1,0 +1,82 @@
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <span>
+#include <vector>
+
+#include "protocol/collectives/error_feedback.h"
+#include "protocol/gossip/crossover.h"
+#include "protocol/wire/tags.h"
+
+namespace gossipd::protocol {
+
+// Stochastic Gradient Push (Assran et al. 2019): push-sum over SGP's
+// time-varying directed exponential graph. Each member holds numerators x
+// (the buffer the optimizer updates) and a weight per segment; every round
+// it keeps a share 1/(k+1) of both and pushes the same share to each of its
+// k out-peers (topology::exponential_out_peers), then adds what its in-peers
+// pushed. Gradients are taken at the de-biased z = x / w. Weights are per
+// segment so that a skipped segment (the sender's and receiver's sums stay
+// in step) never biases another. With `overlap` (OSGP) a round sends
+// without waiting and folds in the previous round's messages instead.
+//
+// Pacing (GossipOptions::pace, plain SGP only): a member tells this round's
+// in-peers that it is in the round, and pushes to an out-peer only once that
+// one has said so; on a bandwidth-bound network a member that ran ahead
+// would otherwise push onto links that still carry the round the others
+// wait for. Whoever still waits repeats its notes every deadline / 8.
+//
+// Lost messages take their mass with them: under loss the weights shrink
+// round after round (by 5% a round at 10% loss). Two things keep training
+// sound then: the worker takes its optimizer step on z and stores x = w z
+// (rebias), so the step on the model is the learning rate whatever w is;
+// and a segment whose weight falls below kMinWeight doubles its numerators
+// and weight (z unchanged, exact in floating point), so weights stay within
+// a factor of a few of each other and never underflow. Without loss no
+// weight ever gets there.
+class PushSumGossip {
+ public:
+  PushSumGossip(Node& node, SegmentTable segments, GossipOptions options, size_t peers = 1,
+                bool overlap = false);
+
+  RoundStats run_round(const topology::View& view, uint64_t round, std::span<float> x);
+
+  // z = x / w, segment by segment.
+  void debias(std::span<const float> x, std::span<float> z) const;
+  // x = w z, segment by segment (after a step taken on z).
+  void rebias(std::span<const float> z, std::span<float> x) const;
+  const std::vector<double>& weights() const { return weights_; }
+  // For a joiner taking a snapshot, or after a view change re-weights.
+  void set_weights(std::vector<double> weights);
+
+  static constexpr uint32_t kTag = tags::first(tags::User::kPushSum);
+  static constexpr double kMinWeight = 0.25;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  bool pacing() const { return options_.pace && !overlap_; }
+  std::chrono::milliseconds renudge() const {
+    return pacing() ? std::max(std::chrono::milliseconds(1), options_.segment_deadline / 8)
+                    : std::chrono::milliseconds(0);
+  }
+  // This round's pushes: a share of every segment to each out-peer.
+  void push(const topology::View& view, uint64_t round, std::span<float> x, Clock::time_point deadline,
+            RoundStats& stats);
+  // Adds what the in-peers of `inbox`'s round pushed.
+  void fold_in(const topology::View& view, SegmentInbox& inbox, std::span<float> x,
+               Clock::time_point deadline, RoundStats& stats);
+  void keep_weights_up(std::span<float> x);
+
+  Node& node_;
+  SegmentTable segments_;
+  GossipOptions options_;
+  ErrorFeedback feedback_;
+  size_t peers_;
+  bool overlap_;
+  bool pushed_ = false;  // this member has pushed in a round (OSGP: last_pushed_ is it)
+  uint64_t last_pushed_ = 0;
+  std::vector<double> weights_;
+};
+
+}  // namespace gossipd::protocol
