@@ -293,7 +293,9 @@ proto::CompareResult run_compare_entry(const CompareOptions& o, const std::strin
   return Comparison(o, stop, hosts).run(entry);
 }
 
-int run_compare(const CompareOptions& o) {
+int run_compare(const CompareOptions& given) {
+  CompareOptions o = given;
+  resolve_step_delays(o);
   std::stop_source stop;
   SignalWatcher signals(stop);
   check_compare_entries(o);

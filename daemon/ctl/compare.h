@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/config/per_worker.h"
 #include "daemon/ctl/compare_entry.h"
 #include "daemon/worker/mode_set.h"
 #include "proto/gossip.pb.h"
@@ -46,9 +47,12 @@ struct CompareOptions {
   // every host's link in both directions.
   bool netns = false;
   std::string bandwidth;
-  int delay_ms = 0;            // injected in the workers' transport (the kernel has no netem)
-  std::string step_delays;     // "w3=40,w7=40": slower workers (compare_stragglers.h)
-  std::string step_slowdowns;  // "w6=2,w7=2": workers computing that many times slower
+  int delay_ms = 0;  // injected in the workers' transport (the kernel has no netem)
+  // "w3=40,w7=40": slower workers, ms a step (compare_stragglers.h); and
+  // "w6=2,w7=2": workers computing that many times slower. Typed by
+  // resolve_step_delays where the command reads its flags.
+  PerWorker<int> step_delays;
+  PerWorker<double> step_slowdowns;
   // gossipd run --send-buffer-kb for every worker of every protocol; 0: with
   // `bandwidth`, link_send_buffer_kb of it, else the daemon's default.
   int send_buffer_kb = 0;

@@ -127,7 +127,6 @@ std::vector<std::string> load_failure_timeout_args(int workers, unsigned cores) 
 }
 
 void check_compare_entries(const CompareOptions& o) {
-  straggler_args(o, 0);  // a bad delay or slowdown is refused before anything runs
   if (o.groups > o.workers)
     throw UsageError("--groups " + std::to_string(o.groups) + " is more than --workers");
   // Refusals first: an entry's, then a mode's flag no entry honours.

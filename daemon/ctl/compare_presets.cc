@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "daemon/config/cli.h"
 #include "daemon/ctl/compare_entry.h"
 #include "daemon/ctl/compare_report.h"
 #include "daemon/ctl/compare_stragglers.h"
@@ -35,12 +36,16 @@ std::vector<PresetRun> straggler_runs(const CompareOptions& o) {
   CompareOptions slowed = base;
   if (o.step_delays.empty() && o.step_slowdowns.empty()) {
     const std::string k = format("%g", kStragglerSlowdown);
-    slowed.step_slowdowns = name("w", o.workers - 2) + "=" + k + "," + name("w", o.workers - 1) + "=" + k;
+    if (o.workers < 2)
+      throw UsageError("--preset stragglers slows the last two workers: give --workers 2 or more");
+    const auto last = static_cast<size_t>(o.workers - 1);
+    slowed.step_slowdowns = {name("w", o.workers - 2) + "=" + k + "," + name("w", o.workers - 1) + "=" + k,
+                             {{last - 1, kStragglerSlowdown}, {last, kStragglerSlowdown}}};
   }
-  base.step_delays.clear();
-  base.step_slowdowns.clear();
+  base.step_delays = {};
+  base.step_slowdowns = {};
   const auto slow =
-      static_cast<double>(compare_step_delays(slowed).size() + compare_step_slowdowns(slowed).size());
+      static_cast<double>(slowed.step_delays.values.size() + slowed.step_slowdowns.values.size());
   return {{"equal", base, 0}, {"stragglers", slowed, slow}};
 }
 

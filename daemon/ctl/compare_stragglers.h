@@ -18,11 +18,11 @@ struct CompareOptions;
 // that much longer), so a cluster of unequal speed is reproduced on one
 // machine. (simulate models slow workers with --stragglers.)
 void add_step_delays_flag(CLI::App* cmd, CompareOptions& options);
-// The delays by worker index, checked: UsageError in one line for a worker
-// that is not among --workers or a delay that is not 0 to 60000 ms.
-std::map<size_t, int> compare_step_delays(const CompareOptions& options);
-// The slowdowns by worker index, checked alike (a factor from 1 to 100).
-std::map<size_t, double> compare_step_slowdowns(const CompareOptions& options);
+// Types both flags once their text is read (PerWorker::values), at the top
+// of each command that takes them: UsageError in one line for a worker that
+// is not among --workers, a delay that is not 0 to 60000 ms or a slowdown
+// that is not a factor from 1 to 100.
+void resolve_step_delays(CompareOptions& options);
 // gossipd run's flags for worker `index`: its delay and its slowdown, if any.
 std::vector<std::string> straggler_args(const CompareOptions& options, size_t index);
 // ", steps w3 +40 ms (--inject-step-delay-ms)" and ", w6 x2 (--inject-step-slowdown)"

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "daemon/config/cli.h"  // CLI::App, declared
+#include "daemon/config/per_worker.h"
 #include "daemon/ctl/compare.h"
 
 // gossipctl simulate's entry points, declared here (gossipctl's main
@@ -22,13 +23,18 @@ struct SimulateOptions {
   double step_ms = 0;                     // a training step's compute; 0: from the layer profile
   double latency_ms = 0.05;               // every link's, per message
   double burst_kb = 0;                    // every link direction's token bucket (tc tbf's burst), KiB
-  std::string stragglers;                 // "w3=2.5,w7=4": compute multipliers
-  std::string slow_links;                 // "w2=10mbit": those hosts' links
+  PerWorker<double> stragglers;           // "w3=2.5,w7=4": compute multipliers
+  PerWorker<double> slow_links;           // "w2=10mbit": those hosts' links, bytes/s
   int workers_per_host = 1;               // worker i on host i mod ceil(N / K)
   std::string host_bandwidth = "24gbit";  // between two workers on one host
-  double drop_rate = 0;                   // of gossip messages
-  bool no_train = false;                  // time only: no replicas
-  uint64_t rounds = 100;                  // with --no-train
+  // The bandwidths in bytes/s, typed by resolve_simulate_flags (modelled_hosts.h):
+  // every link's (compare's --bandwidth, else kDefaultSimulatedBandwidth) and
+  // --host-bandwidth.
+  double link_bytes_per_s = 0;
+  double host_bytes_per_s = 0;
+  double drop_rate = 0;   // of gossip messages
+  bool no_train = false;  // time only: no replicas
+  uint64_t rounds = 100;  // with --no-train
 };
 constexpr const char* kDefaultSimulatedBandwidth = "10gbit";
 

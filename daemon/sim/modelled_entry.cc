@@ -105,8 +105,8 @@ std::string time_model_words(const SimulateOptions& o, const ModelledEntry& e) {
     << ", every link " << (o.compare.bandwidth.empty() ? kDefaultSimulatedBandwidth : o.compare.bandwidth)
     << " with " << format("%g", o.latency_ms) << " ms per message"
     << (o.burst_kb > 0 ? " and bursts of " + format("%g", o.burst_kb) + " KiB" : "")
-    << (o.slow_links.empty() ? "" : " (slower: " + o.slow_links + ")") << "; " << e.step
-    << (o.stragglers.empty() ? "" : "; stragglers " + o.stragglers)
+    << (o.slow_links.empty() ? "" : " (slower: " + o.slow_links.text + ")") << "; " << e.step
+    << (o.stragglers.empty() ? "" : "; stragglers " + o.stragglers.text)
     << (o.drop_rate > 0 ? "; " + format("%g", o.drop_rate) + " of gossip messages lost" : "")
     << "; segment deadline " << format("%g", e.time.deadline_s * 1e3) << " ms; evaluations take no time";
   return s.str();

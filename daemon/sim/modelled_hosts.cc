@@ -6,7 +6,7 @@
 #include <stdexcept>
 
 #include "daemon/config/cli.h"
-#include "daemon/config/worker_values.h"
+#include "daemon/ctl/compare_stragglers.h"
 
 namespace gossipd::daemon {
 namespace {
@@ -28,14 +28,12 @@ double bandwidth(const std::string& text, const std::string& flag) {
   }
 }
 
-std::string simulated_bandwidth(const SimulateOptions& o) {
-  return o.compare.bandwidth.empty() ? kDefaultSimulatedBandwidth : o.compare.bandwidth;
-}
-
 }  // namespace
 
-void check_time_flags(const SimulateOptions& o) {
-  bandwidth(simulated_bandwidth(o), "--bandwidth");
+void resolve_simulate_flags(SimulateOptions& o) {
+  resolve_step_delays(o.compare);
+  o.link_bytes_per_s = bandwidth(
+      o.compare.bandwidth.empty() ? kDefaultSimulatedBandwidth : o.compare.bandwidth, "--bandwidth");
   if (!(o.latency_ms >= 0) || !std::isfinite(o.latency_ms))
     throw UsageError("--latency-ms must be 0 or more (milliseconds per message)");
   if (!(o.burst_kb >= 0) || !std::isfinite(o.burst_kb))
@@ -44,24 +42,26 @@ void check_time_flags(const SimulateOptions& o) {
     throw UsageError("--step-ms must be 0 (profile the model) or more");
   if (!(o.drop_rate >= 0 && o.drop_rate < 1))
     throw UsageError("--drop-rate must be in [0, 1): the share of gossip messages lost");
-  for (const auto& [k, v] : worker_values(o.stragglers, "--stragglers", o.compare.workers))
-    factor(v, "w" + std::to_string(k) + "=" + v);
-  for (const auto& [k, v] : worker_values(o.slow_links, "--slow-links", o.compare.workers))
-    bandwidth(v, "--slow-links w" + std::to_string(k));
+  resolve(o.stragglers, "--stragglers", o.compare.workers, factor);
+  resolve(o.slow_links, "--slow-links", o.compare.workers,
+          [](const std::string& text, const std::string& item) {
+            return bandwidth(text, "--slow-links " + item.substr(0, item.find('=')));
+          });
   if (o.workers_per_host < 1 || o.workers_per_host > o.compare.workers)
     throw UsageError("--workers-per-host " + std::to_string(o.workers_per_host) + ": give 1 to --workers (" +
                      std::to_string(o.compare.workers) + ")");
-  bandwidth(o.host_bandwidth, "--host-bandwidth");
+  o.host_bytes_per_s = bandwidth(o.host_bandwidth, "--host-bandwidth");
 }
 
 ModelledHosts modelled_hosts(const SimulateOptions& o, const std::vector<std::string>& members) {
-  check_time_flags(o);
+  if (!(o.link_bytes_per_s > 0 && o.host_bytes_per_s > 0))
+    throw std::logic_error("modelled_hosts: the simulate flags were not resolved (resolve_simulate_flags)");
   const size_t n = members.size(), per_host = static_cast<size_t>(o.workers_per_host);
   const size_t hosts = (n + per_host - 1) / per_host;
-  const LinkModel link{o.latency_ms / 1e3, bandwidth(simulated_bandwidth(o), "--bandwidth"), 0};
+  const LinkModel link{o.latency_ms / 1e3, o.link_bytes_per_s, 0};
   ModelledHosts h{std::vector<LinkModel>(hosts, link),
                   {},
-                  LinkModel{kHostLatencyS, bandwidth(o.host_bandwidth, "--host-bandwidth"), 0},
+                  LinkModel{kHostLatencyS, o.host_bytes_per_s, 0},
                   std::vector<double>(n, 1.0)};
   std::map<std::string, size_t> index;
   for (size_t i = 0; i < n; ++i) {
@@ -69,10 +69,8 @@ ModelledHosts modelled_hosts(const SimulateOptions& o, const std::vector<std::st
     h.host.push_back(static_cast<uint32_t>(std::stoul(members[i].substr(1)) % hosts));
   }
   const auto at = [&](size_t k) { return index.at("w" + std::to_string(k)); };
-  for (const auto& [k, v] : worker_values(o.stragglers, "--stragglers", o.compare.workers))
-    h.compute[at(k)] = factor(v, v);
-  for (const auto& [k, v] : worker_values(o.slow_links, "--slow-links", o.compare.workers))
-    h.links[h.host[at(k)]].bytes_per_s = bandwidth(v, "--slow-links");
+  for (const auto& [k, f] : o.stragglers.values) h.compute[at(k)] = f;
+  for (const auto& [k, rate] : o.slow_links.values) h.links[h.host[at(k)]].bytes_per_s = rate;
   return h;
 }
 

@@ -28,14 +28,15 @@ struct ModelledHosts {
 // (5.5 us at best, tests/bench/README.md's collectives table).
 constexpr double kHostLatencyS = 5e-6;
 
-// `members`: the worker ids ("w0", ...) in the order the model indexes them.
-// Throws UsageError, in one line, for a bandwidth that is not a positive
-// rate, a worker that does not exist, a factor that is not a positive
-// number, a negative latency or a drop rate outside [0, 1).
+// `members`: the worker ids ("w0", ...) in the order the model indexes them;
+// `options` resolved (resolve_simulate_flags).
 ModelledHosts modelled_hosts(const SimulateOptions& options, const std::vector<std::string>& members);
 
-// The same checks without building anything: for run_simulate, before any
-// protocol runs.
-void check_time_flags(const SimulateOptions& options);
+// Types the time model's flags once, where run_simulate reads them (the
+// bandwidths, --stragglers, --slow-links; compare's per-worker flags too):
+// UsageError, in one line, for a bandwidth that is not a positive rate, a
+// worker that does not exist, a factor that is not a positive number, a
+// negative latency or a drop rate outside [0, 1).
+void resolve_simulate_flags(SimulateOptions& options);
 
 }  // namespace gossipd::daemon

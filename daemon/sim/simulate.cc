@@ -142,9 +142,9 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateOptions& o) {
       ->capture_default_str();
   cmd->add_option("--step-ms", o.step_ms,
                   "A training step's compute (default: priced by the model's layer profile)");
-  cmd->add_option("--stragglers", o.stragglers,
+  cmd->add_option("--stragglers", o.stragglers.text,
                   "Workers computing slower: w3=2.5,w7=4 (their steps take 2.5x, 4x)");
-  cmd->add_option("--slow-links", o.slow_links,
+  cmd->add_option("--slow-links", o.slow_links.text,
                   "Hosts with other links, named by a worker on them: w2=10mbit,w5=1gbit");
   cmd->add_option("--workers-per-host", o.workers_per_host,
                   "Workers sharing a host and its link: worker i on host i mod ceil(workers / K), so "
@@ -163,12 +163,13 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateOptions& o) {
   return cmd;
 }
 
-int run_simulate(const SimulateOptions& so) {
+int run_simulate(const SimulateOptions& given) {
+  SimulateOptions so = given;
   const CompareOptions& o = so.compare;
   std::stop_source stop;
   SignalWatcher signals(stop);
   refuse_process_flags(o);
-  check_time_flags(so);
+  resolve_simulate_flags(so);
   check_compare_entries(o);
   set_blas_threads(o.threads);  // process-wide: every member's, and the profile's
   if (so.no_train) return run_time_only(so);

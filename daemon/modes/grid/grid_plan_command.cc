@@ -52,12 +52,12 @@ void print_table(const PlanGridOptions& o, const std::string& net, const std::ve
   }
 }
 
-void print_json(const PlanGridOptions& o, const std::vector<Row>& rows, size_t fastest, double flops) {
+void print_json(const PlanGridOptions& o, const LinkModel& link, const std::vector<Row>& rows, size_t fastest,
+                double flops) {
   std::printf(
       "{\"plan\":\"grid\",\"model\":\"%s\",\"batch\":%zu,\"procs\":%zu,\"bandwidth_bytes_per_s\":%.0f,"
       "\"latency_s\":%.9f,\"flops_per_s\":%.0f,\"input_gradient\":\"%s\",\"shapes\":[",
-      o.model.c_str(), o.batch, o.procs, parse_bandwidth(o.bandwidth), o.latency_us * 1e-6, flops,
-      o.input_gradient.c_str());
+      o.model.c_str(), o.batch, o.procs, link.bytes_per_s, link.latency_s, flops, o.input_gradient.c_str());
   for (size_t i = 0; i < rows.size(); ++i) {
     const Row& r = rows[i];
     std::printf("%s{\"grid\":\"%s\",\"rows\":%zu,\"cols\":%zu,", i ? "," : "", r.shape.name().c_str(),
@@ -144,7 +144,7 @@ int run_plan_grid(const PlanGridOptions& o) {
                      rows.back().refused + ")");
   }
   if (o.json) {
-    print_json(o, rows, fastest, flops);
+    print_json(o, link, rows, fastest, flops);
   } else {
     print_table(o, describe(in.layers), rows, fastest, flops);
   }

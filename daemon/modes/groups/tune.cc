@@ -15,6 +15,7 @@
 #include "daemon/ctl/compare_entry.h"
 #include "daemon/ctl/compare_hosts.h"
 #include "daemon/ctl/compare_report.h"
+#include "daemon/ctl/compare_stragglers.h"
 #include "daemon/modes/groups/tune_model.h"
 #include "daemon/modes/groups/tune_report.h"
 #include "daemon/modes/groups/tune_speeds.h"
@@ -215,7 +216,9 @@ void validate(const TuneOptions& o) {
 
 }  // namespace
 
-int run_tune(const TuneOptions& o) {
+int run_tune(const TuneOptions& given) {
+  TuneOptions o = given;
+  resolve_step_delays(o.run);
   validate(o);
   std::stop_source stop;
   SignalWatcher signals(stop);
