@@ -15,10 +15,12 @@
 #      (topology/grid.h, trainer/sparse/): a mode's code is in its folder;
 #   4. the Python Worker's default mode is the daemon's (default_mode()),
 #      not a literal.
+# The literals are read by mode_literals.py, one process for all files.
 #
 #   tests/house/modes_stay_home.sh [ROOT [GOSSIPD]]
 set -u
-root=${1:-$(cd "$(dirname "$0")/../.." && pwd)}
+here=$(cd "$(dirname "$0")" && pwd)
+root=${1:-$(cd "$here/../.." && pwd)}
 cd "$root" || exit 2
 gossipd=${2:-$root/build/bin/gossipd}
 
@@ -54,38 +56,14 @@ fail() {
   echo "modes_stay_home: $1"
   status=1
 }
+declare -A used  # the list's entries that excused something
 allowed_here() {  # FILE NAME: the list's file field may be a pattern (protocol/*/*)
   local file name _
   while IFS='|' read -r file name _; do
     # shellcheck disable=SC2053
-    [[ -n "$file" && $1 == $file && $2 == "$name" ]] && return 0
+    [[ -n "$file" && $1 == $file && $2 == "$name" ]] && used["$file|$name"]=1 && return 0
   done <<<"$allowed"
   return 1
-}
-
-# A literal's words: a mode's name between characters that are not part of
-# a name or a flag (letters, digits, '_', '-'), or followed by ':' (an entry).
-word="(^|[^A-Za-z0-9_-])($modes)([^A-Za-z0-9_-]|$)"
-
-# Python's string constants, docstrings aside (they document, as comments do).
-py_literals='
-import ast, sys
-tree = ast.parse(open(sys.argv[1]).read())
-docs = set()
-for node in ast.walk(tree):
-    body = getattr(node, "body", None)
-    if isinstance(body, list) and body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-        docs.add(id(body[0].value))
-for node in ast.walk(tree):
-    if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
-        print(f"{node.lineno}:{node.value!r}".replace("\n", " "))
-'
-
-literals() {  # FILE: "line:literal" for each string literal, comments stripped
-  case "$1" in
-    *.py) python3 -c "$py_literals" "$1" ;;
-    *) sed -E 's#//.*$##' "$1" | grep -noE '"([^"\\]|\\.)*"' ;;
-  esac
 }
 
 shared=$({
@@ -94,17 +72,14 @@ shared=$({
   find python -type f \( -name '*.cc' -o -name '*.h' -o -name '*.py' \) -not -path 'python/examples/*'
 } | sort)
 
-for f in $shared; do
-  while IFS=: read -r n text; do
+while IFS='|' read -r f n name text; do
+  if [ "$name" = include ]; then
     fail "$f:$n: includes a mode's folder ($text): ask the Mode (daemon/worker/mode.h) or the registry"
-  done < <(grep -nE '#include "daemon/modes/[a-z_]+/' "$f")
-  while IFS=: read -r n text; do
-    for name in $(grep -oE "$word" <<<"$text" | grep -oE "$modes" | sort -u); do
-      allowed_here "$f" "$name" && continue
-      fail "$f:$n: names the mode \"$name\" ($text) outside daemon/modes/: make it a question the Mode answers, or build the text from the registry"
-    done
-  done < <(literals "$f" | grep -E "^[0-9]+:.*$word")  # only the literals that hold a name
-done
+    continue
+  fi
+  allowed_here "$f" "$name" && continue
+  fail "$f:$n: names the mode \"$name\" ($text) outside daemon/modes/: make it a question the Mode answers, or build the text from the registry"
+done < <(python3 "$here/mode_literals.py" "$modes" <<<"$shared")
 
 # 3: a path outside daemon/modes/ (and the tests' mirror, tests/modes/)
 # that names a mode.
@@ -121,17 +96,11 @@ while IFS=: read -r file n _; do
   fail "$file:$n: the Python Worker's default algo is a literal: use default_mode() (one default, the daemon's)"
 done < <(grep -rnE 'def [a-z_]+\(.*algo="' python/gossipd)
 
-# The list names no literal that is gone (a stale reason reads as a rule).
+# The list names no literal that is gone (a stale reason reads as a rule):
+# each entry excused a literal or a name above.
 while IFS='|' read -r file name _; do
   [ -n "$file" ] || continue
-  found=0
-  for f in $file; do  # a pattern's files
-    [ -f "$f" ] || continue
-    while IFS=: read -r _ text; do grep -qE "(^|[^A-Za-z0-9_-])$name([^A-Za-z0-9_-]|$)" <<<"$text" && found=1; done \
-      < <(literals "$f" 2>/dev/null)
-    grep -qE "(^|[_.-])$name([_.-]|$)" <<<"$(basename "$f")" && found=1
-  done
-  [ $found = 1 ] || fail "$file no longer spells \"$name\" in a literal or a name: take it off the list"
+  [ -n "${used["$file|$name"]:-}" ] || fail "$file no longer spells \"$name\" in a literal or a name: take it off the list"
 done <<<"$allowed"
 
 [ $status = 0 ] && echo "modes_stay_home: no code outside daemon/modes/ names a mode ($(tr '\n' ' ' <<<"$names"| sed 's/ $//'))"
