@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "daemon/cluster/departed_set.h"
+#include "daemon/cluster/local_health.h"
 #include "daemon/cluster/membership_delegate.h"
 #include "daemon/cluster/probe_order.h"
 #include "daemon/cluster/state_transfer.h"
@@ -335,9 +336,9 @@ class Membership {
   Counter& reunions_;
   Counter& shares_abandoned_;
   // Lifeguard's local health score (MembershipOptions::max_local_health), under mu_.
-  size_t health_ = 0;
+  LocalHealth health_{options_.max_local_health};
   Gauge& health_gauge_;
-  void adjust_health(int delta);             // under mu_
+  void adjust_health(int delta);             // health_ and its gauge; under mu_
   std::chrono::milliseconds period() const;  // the protocol period, stretched by local health; under mu_
   std::chrono::milliseconds push_pull_period() const;  // push_pull_interval scaled past 32 members; under mu_
 

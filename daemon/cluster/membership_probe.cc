@@ -13,7 +13,7 @@ namespace gossipd::daemon {
 std::chrono::milliseconds Membership::probe_timeout() const {
   const auto base =
       options_.probe_timeout.count() > 0 ? options_.probe_timeout : options_.heartbeat_interval / 2;
-  return base * static_cast<int64_t>(1 + health_);
+  return health_.scale(base);
 }
 
 std::chrono::milliseconds Membership::push_pull_period() const {
@@ -21,14 +21,11 @@ std::chrono::milliseconds Membership::push_pull_period() const {
   return options_.push_pull_interval * static_cast<int64_t>(scale);
 }
 
-std::chrono::milliseconds Membership::period() const {
-  return options_.heartbeat_interval * static_cast<int64_t>(1 + health_);
-}
+std::chrono::milliseconds Membership::period() const { return health_.scale(options_.heartbeat_interval); }
 
 void Membership::adjust_health(int delta) {
-  if (delta < 0 && health_ > 0) --health_;
-  if (delta > 0 && health_ < options_.max_local_health) ++health_;
-  health_gauge_.set(static_cast<double>(health_));
+  health_.adjust(delta);
+  health_gauge_.set(static_cast<double>(health_.score()));
 }
 
 const std::vector<std::string>& Membership::peer_ids() {
