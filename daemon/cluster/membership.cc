@@ -40,7 +40,7 @@ Membership::Membership(protocol::Node& node, proto::Member self, const proto::Me
           metrics.counter("gossipd_joins_admitted_total", "Joiners this member admitted as their contact")),
       order_(std::hash<std::string>{}(self_.id())),
       rng_(std::hash<std::string>{}(self_.id()) ^ 0x9e3779b97f4a7c15ull),
-      suspicions_(
+      suspected_(
           metrics.counter("gossipd_members_suspected_total",
                           "Members this member suspected (a probe and its indirect probes unanswered)")),
       refutations_(
@@ -169,7 +169,7 @@ void Membership::arm() {
   const auto now = Clock::now();
   heard_ = now;
   armed_at_ = now;
-  for (auto& [id, e] : entries_) e.suspect = false;  // start-up's silence is not held against anyone
+  suspicions_.clear();  // start-up's silence is not held against anyone
   armed_ = true;
   node_.arm_faults();  // injected loss starts with training, not during start-up
 }
@@ -220,6 +220,7 @@ void Membership::drop(const std::string& id, const std::string& why, bool evicte
     auto it = entries_.find(id);
     if (it == entries_.end()) return;
     departed_.record(id, it->second.since_round);
+    suspicions_.refute(id);
     if (evicted && parted_.size() < kDepartedPerMember * options_.max_members)
       parted_[id] = Parted{it->second.endpoint, Clock::now()};
     entries_.erase(it);
@@ -253,13 +254,17 @@ void Membership::merge(const proto::MemberList& list) {
         if (m.since_round() > e.since_round) {  // a newer incarnation (it restarted and rejoined)
           departed_.record(m.id(), e.since_round);
           e = Entry::of(m);
+          suspicions_.refute(m.id());
           connect(m.id(), m.endpoint());
           ++changes_;
           changed = true;
           continue;
         }
         if (m.since_round() < e.since_round) continue;
-        if (m.incarnation() > e.incarnation) e.incarnation = m.incarnation(), e.suspect = false;
+        if (m.incarnation() > e.incarnation) {
+          e.incarnation = m.incarnation();
+          suspicions_.refute(m.id());
+        }
         if (e.group.empty() && !m.group().empty()) {
           e.group = m.group();
           labelled = true;
@@ -305,7 +310,7 @@ void Membership::handle(const protocol::Message& m) {
     std::lock_guard lock(mu_);
     if (auto it = entries_.find(env.sender()); it != entries_.end() && env.type() != proto::REUNION) {
       heard_ = Clock::now();
-      it->second.suspect = false;
+      suspicions_.refute(env.sender());
       // Probes and tables come only from a member whose view holds this
       // one (a donor's share may come before the donor has it as a member).
       const auto t = env.type();

@@ -18,6 +18,7 @@
 #include "daemon/cluster/membership_delegate.h"
 #include "daemon/cluster/probe_order.h"
 #include "daemon/cluster/state_transfer.h"
+#include "daemon/cluster/suspicions.h"
 #include "daemon/cluster/update_queue.h"
 #include "daemon/observe/metrics.h"
 #include "protocol/transport/change_signal.h"
@@ -190,12 +191,10 @@ class Membership {
     std::string group;
     uint64_t since_round = 0;
     uint64_t incarnation = 0;
-    bool suspect = false;
-    Clock::time_point suspect_deadline{};  // evicted then unless it refutes
-    bool knows_us = false;                 // a probe or table from it since this member started
+    bool knows_us = false;  // a probe or table from it since this member started
 
     static Entry of(const proto::Member& m) {
-      return Entry{m.endpoint(), m.group(), m.since_round(), m.incarnation(), false, {}, false};
+      return Entry{m.endpoint(), m.group(), m.since_round(), m.incarnation(), false};
     }
   };
   struct Joiner {
@@ -310,10 +309,11 @@ class Membership {
   std::optional<Probe> probe_;
   std::map<uint64_t, Relay> relays_;  // this member's PING number -> the PING_REQ it serves
   uint64_t next_seq_ = 1;
-  // Whether an entry may be suspected (set with every suspicion, cleared by
-  // a scan that finds none), and the number of changes_ as of which every
-  // entry had a label: the per-period checks skip their scans of the table.
-  bool maybe_suspects_ = false;
+  // The entries suspected, each with its eviction deadline; an entry that
+  // leaves the table leaves it too.
+  Suspicions suspicions_;
+  // The number of changes_ as of which every entry had a label: the
+  // per-period check skips its scan of the table.
   uint32_t all_labelled_at_ = ~0u;
   std::vector<std::string> peer_ids_;  // entries_' ids as of table change
   uint32_t peer_ids_at_ = ~0u;         // ... number changes_
@@ -329,7 +329,7 @@ class Membership {
   };
   std::map<std::string, Parted> parted_;
   std::string next_parted_;  // the next one looked for (round robin)
-  Counter& suspicions_;
+  Counter& suspected_;
   Counter& refutations_;
   Counter& indirect_probes_;
   Counter& stale_updates_;

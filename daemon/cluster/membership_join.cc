@@ -39,7 +39,8 @@ void Membership::handle_hello(const std::string& id, const proto::Hello& hello) 
         const auto ahead = static_cast<uint64_t>(
             std::ceil(rate * std::chrono::duration<double>(options_.admit_ahead).count()));
         const uint64_t since = last_round_ + std::max<uint64_t>(ahead, 3);
-        entries_[id] = Entry{j->second.endpoint, j->second.group, since, 0, false, {}, false};
+        entries_[id] = Entry{j->second.endpoint, j->second.group, since, 0, false};
+        suspicions_.refute(id);
         joiners_.erase(j);
         queue_update(proto::MemberUpdate::ALIVE, id);  // the probes carry it on, beside the announcement
         ++changes_;
@@ -83,6 +84,7 @@ void Membership::handle_hello(const std::string& id, const proto::Hello& hello) 
       if (e != entries_.end() && why.empty()) {
         // A member that says HELLO again restarted: its old incarnation is gone.
         departed_.record(id, e->second.since_round);
+        suspicions_.refute(id);
         entries_.erase(e);
         ++changes_;
         restarted = true;

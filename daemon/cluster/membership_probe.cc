@@ -106,7 +106,7 @@ void Membership::excuse_pause(Clock::duration late) {
     std::lock_guard lock(mu_);
     if (!armed_) return;
     heard_ += late;
-    for (auto& [id, e] : entries_) e.suspect_deadline += late;
+    suspicions_.postpone(late);
     adjust_health(+1);  // its own period came late: this member is the slow one
     probe_.reset();     // its ACK may be queued here, unread
     relays_.clear();
@@ -160,11 +160,8 @@ bool Membership::end_probe(Clock::time_point now) {
   if (unknown_to_it) {
     spdlog::debug("node '{}': '{}' did not answer a probe, but may not know this member yet", node_.id(),
                   probe_->target);
-  } else if (it != entries_.end() && !it->second.suspect) {
-    it->second.suspect = true;
-    maybe_suspects_ = true;
-    it->second.suspect_deadline = now + options_.failure_timeout;
-    suspicions_.add();
+  } else if (it != entries_.end() && suspicions_.mark(probe_->target, now + options_.failure_timeout)) {
+    suspected_.add();
     queue_update(proto::MemberUpdate::SUSPECT, probe_->target);
     spdlog::info("node '{}': member '{}' did not answer a probe; suspected", node_.id(), probe_->target);
   }
@@ -176,18 +173,7 @@ void Membership::expire_suspicions(Clock::time_point now) {
   std::vector<std::string> dead;
   {
     std::lock_guard lock(mu_);
-    // Scanning every entry every period would cost O(N²) across the cluster
-    // for nothing: only while some entry may be suspected.
-    if (!maybe_suspects_) return;
-    size_t pending = 0;
-    for (const auto& [id, e] : entries_) {
-      if (!e.suspect) continue;
-      if (now >= e.suspect_deadline)
-        dead.push_back(id);
-      else
-        ++pending;
-    }
-    maybe_suspects_ = pending > 0 || !dead.empty();
+    dead = suspicions_.expired(now);  // the suspects only, not a scan of the table
     for (const auto& id : dead) queue_update(proto::MemberUpdate::DEAD, id);
   }
   for (const auto& id : dead) {
