@@ -96,15 +96,14 @@ void Membership::start() {
                   options_.heartbeat_interval * std::uniform_real_distribution<double>(2.0, 4.0)(rng_)));
   }
   publish();
-  transfer_thread_ = std::jthread([this](std::stop_token stop) { transfer_loop(stop); });
+  shares_.start();
   thread_ = std::jthread([this](std::stop_token stop) { loop(stop); });
 }
 
 Membership::~Membership() {
   thread_.request_stop();
   if (thread_.joinable()) thread_.join();
-  transfer_thread_.request_stop();
-  if (transfer_thread_.joinable()) transfer_thread_.join();
+  shares_.stop();
 }
 
 topology::View Membership::view_locked(uint64_t round) const {
@@ -176,7 +175,7 @@ void Membership::arm() {
 
 void Membership::set_join_policy(JoinPolicy policy) {
   std::lock_guard lock(mu_);
-  policy_ = std::move(policy);
+  admission_.set_policy(std::move(policy));
 }
 
 proto::MemberList Membership::members() const {
@@ -279,7 +278,7 @@ void Membership::merge(const proto::MemberList& list) {
       }
       if (!connect(m.id(), m.endpoint())) continue;
       entries_[m.id()] = Entry::of(m);
-      joiners_.erase(m.id());
+      admission_.forget(m.id());
       ++changes_;
       changed = true;
       spdlog::info("node '{}': member '{}' enters the view at round {}", node_.id(), m.id(), m.since_round());
@@ -357,16 +356,9 @@ void Membership::expire_joiners() {
   std::vector<std::string> expired;
   {
     std::lock_guard lock(mu_);
-    const auto now = Clock::now();
-    for (auto it = joiners_.begin(); it != joiners_.end();) {
-      if (now < it->second.deadline) {
-        ++it;
-        continue;
-      }
-      if (!it->second.refused)
-        spdlog::warn("node '{}': joiner '{}' never got ready; forgotten", node_.id(), it->first);
-      if (!entries_.count(it->first)) expired.push_back(it->first);
-      it = joiners_.erase(it);
+    for (const auto& j : admission_.expire(Clock::now())) {
+      if (!j.refused) spdlog::warn("node '{}': joiner '{}' never got ready; forgotten", node_.id(), j.id);
+      if (!entries_.count(j.id)) expired.push_back(j.id);
     }
   }
   for (const auto& id : expired) node_.remove_peer(id);

@@ -1,8 +1,6 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -13,10 +11,12 @@
 #include <thread>
 #include <vector>
 
+#include "daemon/cluster/admission.h"
 #include "daemon/cluster/departed_set.h"
 #include "daemon/cluster/local_health.h"
 #include "daemon/cluster/membership_delegate.h"
 #include "daemon/cluster/probe_order.h"
+#include "daemon/cluster/share_queue.h"
 #include "daemon/cluster/state_transfer.h"
 #include "daemon/cluster/suspicions.h"
 #include "daemon/cluster/update_queue.h"
@@ -74,13 +74,6 @@ struct MembershipOptions {
   // Most members in the table, this node included: joiners beyond it are
   // refused ("the cluster is full"), entries beyond it in a list ignored.
   size_t max_members = 1024;
-};
-
-// What a contact checks before it admits a joiner, and tells it.
-struct JoinPolicy {
-  // "" to admit; otherwise why not, in one line (sent back to the joiner).
-  std::function<std::string(const proto::Hello&)> refuse;
-  uint64_t topology_seed = 1;
 };
 
 // The live view. Every member keeps a table of members, each with the round
@@ -173,7 +166,7 @@ class Membership {
   // a joiner waiting for a share of the state (the whole state for a joiner
   // that asks for no share) gets `snapshot(span)` (taken here, on the
   // worker's thread, so the state is consistent; SGP splits its mass of the
-  // span's segments with the joiner), the span streamed by the transfer thread.
+  // span's segments with the joiner), the span streamed by the share queue's thread.
   void at_step(uint64_t round, const std::function<ReplicaState(const ShareSpan&)>& snapshot);
 
   // Applies one validated control message (PING, ACK, PING_REQ,
@@ -183,9 +176,6 @@ class Membership {
 
  private:
   using Clock = std::chrono::steady_clock;
-  struct Joiner;
-  // Queues the share `hello` asks for (the whole state when it asks none).
-  static void want_share(Joiner& j, const proto::Hello& hello);
   struct Entry {
     std::string endpoint;
     std::string group;
@@ -196,27 +186,6 @@ class Membership {
     static Entry of(const proto::Member& m) {
       return Entry{m.endpoint(), m.group(), m.since_round(), m.incarnation(), false};
     }
-  };
-  struct Joiner {
-    std::string endpoint;
-    std::string group;
-    Clock::time_point deadline;
-    bool refused = false;
-    bool state_sent = false;  // a share (or the whole state) went out: it may be admitted here
-    // What it asked for: the shares not yet snapshot (index, of), and its
-    // sizes to cut them (state_share.h).
-    std::vector<std::pair<uint32_t, uint32_t>> wanted;
-    std::vector<uint32_t> asked;
-    std::vector<uint64_t> segment_lengths;  // share_cut_lengths
-    size_t param_floats = 0;
-    size_t optimizer_floats = 0;
-    // Its endpoint is connected: only then may at_step queue its state (a
-    // contact stepping faster than the connect would send to no one).
-    bool connected = false;
-    // The snapshot its first share came from, kept while it joins when its
-    // shares split no mass (cut anywhere: segment_lengths empty): a share it
-    // asks for later goes out at once, not at the next step boundary.
-    std::shared_ptr<const ReplicaState> held;
   };
   // This period's probe: its target, number, when it went out, whether the
   // indirect probes went out too, and whether an ACK came.
@@ -251,7 +220,7 @@ class Membership {
   void send_list(const std::string& to, const proto::MemberList& list);
   proto::MemberList table() const;  // with mu_ held
   topology::View view_locked(uint64_t round) const;
-  void transfer_loop(std::stop_token stop);
+  void send_share(const ShareTransfer& job);  // on the share queue's thread
   void expire_joiners();
 
   // SWIM (membership_probe.cc).
@@ -294,8 +263,8 @@ class Membership {
   std::map<std::string, Entry> entries_;           // peers only
   static constexpr size_t kDepartedPerMember = 4;  // tombstones kept per place in the table
   DepartedSet departed_{kDepartedPerMember * options_.max_members};
-  std::map<std::string, Joiner> joiners_;  // HELLO received, not yet in the table
-  std::optional<JoinPolicy> policy_;
+  // HELLOs received, not yet in the table (membership_join.cc).
+  Admission admission_{options_.max_pending_joiners, options_.join_timeout};
   uint64_t last_round_ = 0;
   uint32_t changes_ = 0;
   uint32_t published_view_ = 0;  // the id of the view last published
@@ -342,20 +311,8 @@ class Membership {
   std::chrono::milliseconds period() const;  // the protocol period, stretched by local health; under mu_
   std::chrono::milliseconds push_pull_period() const;  // push_pull_interval scaled past 32 members; under mu_
 
-  std::mutex transfer_mu_;
-  std::condition_variable_any transfer_cv_;
-  struct Transfer {
-    std::string to;
-    uint32_t index = 0;
-    ShareSpan span;
-    std::shared_ptr<const ReplicaState> state;
-  };
-  // Queues `t` for the transfer thread.
-  void queue_transfer(Transfer t);
-  // The shares `j` asked for that its held snapshot can serve now (emptied from `wanted`).
-  static std::vector<Transfer> from_held(const std::string& id, Joiner& j);
-  std::deque<Transfer> transfers_;
-  std::jthread transfer_thread_;
+  // The joiners' shares, sent one at a time on a thread of their own.
+  ShareQueue shares_{[this](const ShareTransfer& job) { send_share(job); }};
   std::jthread thread_;
 };
 

@@ -71,7 +71,7 @@ bool Membership::apply_one(const proto::MemberUpdate& u) {
     }
     if (entries_.size() + 1 >= options_.max_members || !connect(m.id(), m.endpoint())) return false;
     entries_[m.id()] = Entry::of(m);
-    joiners_.erase(m.id());
+    admission_.forget(m.id());
     ++changes_;
     updates_.add(u);
     spdlog::info("node '{}': member '{}' enters the view at round {}", node_.id(), m.id(), m.since_round());
