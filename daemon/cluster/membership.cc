@@ -38,7 +38,7 @@ Membership::Membership(protocol::Node& node, proto::Member self, const proto::Me
           metrics.counter("gossipd_members_evicted_total", "Members evicted after the failure timeout")),
       joins_(
           metrics.counter("gossipd_joins_admitted_total", "Joiners this member admitted as their contact")),
-      order_(std::hash<std::string>{}(self_.id())),
+      prober_(std::hash<std::string>{}(self_.id())),
       rng_(std::hash<std::string>{}(self_.id()) ^ 0x9e3779b97f4a7c15ull),
       suspected_(
           metrics.counter("gossipd_members_suspected_total",

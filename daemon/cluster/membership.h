@@ -15,7 +15,7 @@
 #include "daemon/cluster/departed_set.h"
 #include "daemon/cluster/local_health.h"
 #include "daemon/cluster/membership_delegate.h"
-#include "daemon/cluster/probe_order.h"
+#include "daemon/cluster/prober.h"
 #include "daemon/cluster/share_queue.h"
 #include "daemon/cluster/state_transfer.h"
 #include "daemon/cluster/suspicions.h"
@@ -104,6 +104,15 @@ struct MembershipOptions {
 // again with `ready`; the contact names a round admit_ahead in the future and
 // announces the new table to everyone, so every member switches at that
 // round and nobody waits for the joiner.
+//
+// Membership keeps the table, the view, the lock and the thread; its parts
+// are types of their own, as memberlist splits it, none of which knows
+// Membership: Prober (prober.h: the failure detector, a state machine that
+// returns the probes to send) with ProbeOrder, Suspicions (the suspicion
+// timers), LocalHealth (Lifeguard's score), UpdateQueue (dissemination),
+// DepartedSet (tombstones), Admission (the joiners and the join policy) and
+// ShareQueue (their downloads), and MembershipDelegate for what it knows of
+// the member.
 class Membership {
  public:
   // The members started together (every one from round 0).
@@ -187,22 +196,6 @@ class Membership {
       return Entry{m.endpoint(), m.group(), m.since_round(), m.incarnation(), false};
     }
   };
-  // This period's probe: its target, number, when it went out, whether the
-  // indirect probes went out too, and whether an ACK came.
-  struct Probe {
-    std::string target;
-    uint64_t seq = 0;
-    Clock::time_point sent;
-    bool indirect = false;
-    bool acked = false;
-  };
-  // A PING this member sent for another's PING_REQ: whose, and its number.
-  struct Relay {
-    std::string requester;
-    uint64_t seq = 0;
-    Clock::time_point expires;
-  };
-
   void start();
   void loop(std::stop_token stop);
   void handle_hello(const std::string& id, const proto::Hello& hello);
@@ -246,7 +239,7 @@ class Membership {
   void apply(const proto::Probe& probe);
   bool apply_about_self(const proto::MemberUpdate& u);  // with mu_ held
   bool apply_one(const proto::MemberUpdate& u);         // with mu_ held; true: the table changed
-  void send_probe(proto::MessageType type, const std::string& to, uint64_t seq, const std::string& target);
+  void send_probe(const Prober::Send& s);               // with this member's updates piggybacked
   void queue_update(proto::MemberUpdate::Kind kind, const std::string& id);  // with mu_ held
   const std::vector<std::string>& peer_ids();                                // with mu_ held
   Clock::time_point next_wake() const;
@@ -272,12 +265,9 @@ class Membership {
   Clock::time_point armed_at_{};  // when it started (arm): a newcomer's grace for probes unanswered
   protocol::ChangeSignal changed_;
   // SWIM's state (membership_probe.cc).
-  ProbeOrder order_;
+  Prober prober_;  // this period's probe and the PINGs sent for others' PING_REQs
   std::mt19937_64 rng_;
   UpdateQueue updates_;
-  std::optional<Probe> probe_;
-  std::map<uint64_t, Relay> relays_;  // this member's PING number -> the PING_REQ it serves
-  uint64_t next_seq_ = 1;
   // The entries suspected, each with its eviction deadline; an entry that
   // leaves the table leaves it too.
   Suspicions suspicions_;
