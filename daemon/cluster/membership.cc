@@ -220,8 +220,7 @@ void Membership::drop(const std::string& id, const std::string& why, bool evicte
     if (it == entries_.end()) return;
     departed_.record(id, it->second.since_round);
     suspicions_.refute(id);
-    if (evicted && parted_.size() < kDepartedPerMember * options_.max_members)
-      parted_[id] = Parted{it->second.endpoint, Clock::now()};
+    if (evicted) parted_.evicted(id, it->second.endpoint, Clock::now());
     entries_.erase(it);
     ++changes_;
     left = entries_.size() + 1;

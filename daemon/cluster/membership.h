@@ -15,6 +15,7 @@
 #include "daemon/cluster/departed_set.h"
 #include "daemon/cluster/local_health.h"
 #include "daemon/cluster/membership_delegate.h"
+#include "daemon/cluster/parted_members.h"
 #include "daemon/cluster/prober.h"
 #include "daemon/cluster/share_queue.h"
 #include "daemon/cluster/state_transfer.h"
@@ -110,7 +111,8 @@ struct MembershipOptions {
 // Membership: Prober (prober.h: the failure detector, a state machine that
 // returns the probes to send) with ProbeOrder, Suspicions (the suspicion
 // timers), LocalHealth (Lifeguard's score), UpdateQueue (dissemination),
-// DepartedSet (tombstones), Admission (the joiners and the join policy) and
+// DepartedSet (tombstones), PartedMembers (those evicted for silence, looked
+// for after a partition), Admission (the joiners and the join policy) and
 // ShareQueue (their downloads), and MembershipDelegate for what it knows of
 // the member.
 class Membership {
@@ -280,14 +282,10 @@ class Membership {
   Clock::time_point next_push_pull_;
   Clock::time_point heard_;  // the last message from any peer
   bool lost_ = false;
-  // Members evicted for silence in the last kReunionWindow: their endpoint
-  // and when; a REUNION goes to one of them each period (membership_reunion.cc).
-  struct Parted {
-    std::string endpoint;
-    Clock::time_point since;
-  };
-  std::map<std::string, Parted> parted_;
-  std::string next_parted_;  // the next one looked for (round robin)
+  // Members evicted for silence in the last kReunionWindow; a REUNION goes
+  // to one of them each period (membership_reunion.cc).
+  static constexpr auto kReunionWindow = std::chrono::minutes(10);
+  PartedMembers parted_{kDepartedPerMember * options_.max_members, kReunionWindow};
   Counter& suspected_;
   Counter& refutations_;
   Counter& indirect_probes_;
