@@ -38,9 +38,9 @@ Membership::Membership(protocol::Node& node, proto::Member self, const proto::Me
           metrics.counter("gossipd_members_evicted_total", "Members evicted after the failure timeout")),
       joins_(
           metrics.counter("gossipd_joins_admitted_total", "Joiners this member admitted as their contact")),
-      order_(std::hash<std::string>{}(self_.id())),
+      prober_(std::hash<std::string>{}(self_.id())),
       rng_(std::hash<std::string>{}(self_.id()) ^ 0x9e3779b97f4a7c15ull),
-      suspicions_(
+      suspected_(
           metrics.counter("gossipd_members_suspected_total",
                           "Members this member suspected (a probe and its indirect probes unanswered)")),
       refutations_(
@@ -96,15 +96,14 @@ void Membership::start() {
                   options_.heartbeat_interval * std::uniform_real_distribution<double>(2.0, 4.0)(rng_)));
   }
   publish();
-  transfer_thread_ = std::jthread([this](std::stop_token stop) { transfer_loop(stop); });
+  shares_.start();
   thread_ = std::jthread([this](std::stop_token stop) { loop(stop); });
 }
 
 Membership::~Membership() {
   thread_.request_stop();
   if (thread_.joinable()) thread_.join();
-  transfer_thread_.request_stop();
-  if (transfer_thread_.joinable()) transfer_thread_.join();
+  shares_.stop();
 }
 
 topology::View Membership::view_locked(uint64_t round) const {
@@ -169,14 +168,14 @@ void Membership::arm() {
   const auto now = Clock::now();
   heard_ = now;
   armed_at_ = now;
-  for (auto& [id, e] : entries_) e.suspect = false;  // start-up's silence is not held against anyone
+  suspicions_.clear();  // start-up's silence is not held against anyone
   armed_ = true;
   node_.arm_faults();  // injected loss starts with training, not during start-up
 }
 
 void Membership::set_join_policy(JoinPolicy policy) {
   std::lock_guard lock(mu_);
-  policy_ = std::move(policy);
+  admission_.set_policy(std::move(policy));
 }
 
 proto::MemberList Membership::members() const {
@@ -220,8 +219,8 @@ void Membership::drop(const std::string& id, const std::string& why, bool evicte
     auto it = entries_.find(id);
     if (it == entries_.end()) return;
     departed_.record(id, it->second.since_round);
-    if (evicted && parted_.size() < kDepartedPerMember * options_.max_members)
-      parted_[id] = Parted{it->second.endpoint, Clock::now()};
+    suspicions_.refute(id);
+    if (evicted) parted_.evicted(id, it->second.endpoint, Clock::now());
     entries_.erase(it);
     ++changes_;
     left = entries_.size() + 1;
@@ -253,13 +252,17 @@ void Membership::merge(const proto::MemberList& list) {
         if (m.since_round() > e.since_round) {  // a newer incarnation (it restarted and rejoined)
           departed_.record(m.id(), e.since_round);
           e = Entry::of(m);
+          suspicions_.refute(m.id());
           connect(m.id(), m.endpoint());
           ++changes_;
           changed = true;
           continue;
         }
         if (m.since_round() < e.since_round) continue;
-        if (m.incarnation() > e.incarnation) e.incarnation = m.incarnation(), e.suspect = false;
+        if (m.incarnation() > e.incarnation) {
+          e.incarnation = m.incarnation();
+          suspicions_.refute(m.id());
+        }
         if (e.group.empty() && !m.group().empty()) {
           e.group = m.group();
           labelled = true;
@@ -274,7 +277,7 @@ void Membership::merge(const proto::MemberList& list) {
       }
       if (!connect(m.id(), m.endpoint())) continue;
       entries_[m.id()] = Entry::of(m);
-      joiners_.erase(m.id());
+      admission_.forget(m.id());
       ++changes_;
       changed = true;
       spdlog::info("node '{}': member '{}' enters the view at round {}", node_.id(), m.id(), m.since_round());
@@ -305,7 +308,7 @@ void Membership::handle(const protocol::Message& m) {
     std::lock_guard lock(mu_);
     if (auto it = entries_.find(env.sender()); it != entries_.end() && env.type() != proto::REUNION) {
       heard_ = Clock::now();
-      it->second.suspect = false;
+      suspicions_.refute(env.sender());
       // Probes and tables come only from a member whose view holds this
       // one (a donor's share may come before the donor has it as a member).
       const auto t = env.type();
@@ -352,16 +355,9 @@ void Membership::expire_joiners() {
   std::vector<std::string> expired;
   {
     std::lock_guard lock(mu_);
-    const auto now = Clock::now();
-    for (auto it = joiners_.begin(); it != joiners_.end();) {
-      if (now < it->second.deadline) {
-        ++it;
-        continue;
-      }
-      if (!it->second.refused)
-        spdlog::warn("node '{}': joiner '{}' never got ready; forgotten", node_.id(), it->first);
-      if (!entries_.count(it->first)) expired.push_back(it->first);
-      it = joiners_.erase(it);
+    for (const auto& j : admission_.expire(Clock::now())) {
+      if (!j.refused) spdlog::warn("node '{}': joiner '{}' never got ready; forgotten", node_.id(), j.id);
+      if (!entries_.count(j.id)) expired.push_back(j.id);
     }
   }
   for (const auto& id : expired) node_.remove_peer(id);

@@ -1,8 +1,6 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -13,10 +11,15 @@
 #include <thread>
 #include <vector>
 
+#include "daemon/cluster/admission.h"
 #include "daemon/cluster/departed_set.h"
+#include "daemon/cluster/local_health.h"
 #include "daemon/cluster/membership_delegate.h"
-#include "daemon/cluster/probe_order.h"
+#include "daemon/cluster/parted_members.h"
+#include "daemon/cluster/prober.h"
+#include "daemon/cluster/share_queue.h"
 #include "daemon/cluster/state_transfer.h"
+#include "daemon/cluster/suspicions.h"
 #include "daemon/cluster/update_queue.h"
 #include "daemon/observe/metrics.h"
 #include "protocol/transport/change_signal.h"
@@ -74,13 +77,6 @@ struct MembershipOptions {
   size_t max_members = 1024;
 };
 
-// What a contact checks before it admits a joiner, and tells it.
-struct JoinPolicy {
-  // "" to admit; otherwise why not, in one line (sent back to the joiner).
-  std::function<std::string(const proto::Hello&)> refuse;
-  uint64_t topology_seed = 1;
-};
-
 // The live view. Every member keeps a table of members, each with the round
 // from which it is in the view (`since_round`: 0 for the members started
 // together, the announced round for a joiner); the view for round r is
@@ -109,6 +105,16 @@ struct JoinPolicy {
 // again with `ready`; the contact names a round admit_ahead in the future and
 // announces the new table to everyone, so every member switches at that
 // round and nobody waits for the joiner.
+//
+// Membership keeps the table, the view, the lock and the thread; its parts
+// are types of their own, as memberlist splits it, none of which knows
+// Membership: Prober (prober.h: the failure detector, a state machine that
+// returns the probes to send) with ProbeOrder, Suspicions (the suspicion
+// timers), LocalHealth (Lifeguard's score), UpdateQueue (dissemination),
+// DepartedSet (tombstones), PartedMembers (those evicted for silence, looked
+// for after a partition), Admission (the joiners and the join policy) and
+// ShareQueue (their downloads), and MembershipDelegate for what it knows of
+// the member.
 class Membership {
  public:
   // The members started together (every one from round 0).
@@ -171,7 +177,7 @@ class Membership {
   // a joiner waiting for a share of the state (the whole state for a joiner
   // that asks for no share) gets `snapshot(span)` (taken here, on the
   // worker's thread, so the state is consistent; SGP splits its mass of the
-  // span's segments with the joiner), the span streamed by the transfer thread.
+  // span's segments with the joiner), the span streamed by the share queue's thread.
   void at_step(uint64_t round, const std::function<ReplicaState(const ShareSpan&)>& snapshot);
 
   // Applies one validated control message (PING, ACK, PING_REQ,
@@ -181,59 +187,17 @@ class Membership {
 
  private:
   using Clock = std::chrono::steady_clock;
-  struct Joiner;
-  // Queues the share `hello` asks for (the whole state when it asks none).
-  static void want_share(Joiner& j, const proto::Hello& hello);
   struct Entry {
     std::string endpoint;
     std::string group;
     uint64_t since_round = 0;
     uint64_t incarnation = 0;
-    bool suspect = false;
-    Clock::time_point suspect_deadline{};  // evicted then unless it refutes
-    bool knows_us = false;                 // a probe or table from it since this member started
+    bool knows_us = false;  // a probe or table from it since this member started
 
     static Entry of(const proto::Member& m) {
-      return Entry{m.endpoint(), m.group(), m.since_round(), m.incarnation(), false, {}, false};
+      return Entry{m.endpoint(), m.group(), m.since_round(), m.incarnation(), false};
     }
   };
-  struct Joiner {
-    std::string endpoint;
-    std::string group;
-    Clock::time_point deadline;
-    bool refused = false;
-    bool state_sent = false;  // a share (or the whole state) went out: it may be admitted here
-    // What it asked for: the shares not yet snapshot (index, of), and its
-    // sizes to cut them (state_share.h).
-    std::vector<std::pair<uint32_t, uint32_t>> wanted;
-    std::vector<uint32_t> asked;
-    std::vector<uint64_t> segment_lengths;  // share_cut_lengths
-    size_t param_floats = 0;
-    size_t optimizer_floats = 0;
-    // Its endpoint is connected: only then may at_step queue its state (a
-    // contact stepping faster than the connect would send to no one).
-    bool connected = false;
-    // The snapshot its first share came from, kept while it joins when its
-    // shares split no mass (cut anywhere: segment_lengths empty): a share it
-    // asks for later goes out at once, not at the next step boundary.
-    std::shared_ptr<const ReplicaState> held;
-  };
-  // This period's probe: its target, number, when it went out, whether the
-  // indirect probes went out too, and whether an ACK came.
-  struct Probe {
-    std::string target;
-    uint64_t seq = 0;
-    Clock::time_point sent;
-    bool indirect = false;
-    bool acked = false;
-  };
-  // A PING this member sent for another's PING_REQ: whose, and its number.
-  struct Relay {
-    std::string requester;
-    uint64_t seq = 0;
-    Clock::time_point expires;
-  };
-
   void start();
   void loop(std::stop_token stop);
   void handle_hello(const std::string& id, const proto::Hello& hello);
@@ -251,7 +215,7 @@ class Membership {
   void send_list(const std::string& to, const proto::MemberList& list);
   proto::MemberList table() const;  // with mu_ held
   topology::View view_locked(uint64_t round) const;
-  void transfer_loop(std::stop_token stop);
+  void send_share(const ShareTransfer& job);  // on the share queue's thread
   void expire_joiners();
 
   // SWIM (membership_probe.cc).
@@ -277,7 +241,7 @@ class Membership {
   void apply(const proto::Probe& probe);
   bool apply_about_self(const proto::MemberUpdate& u);  // with mu_ held
   bool apply_one(const proto::MemberUpdate& u);         // with mu_ held; true: the table changed
-  void send_probe(proto::MessageType type, const std::string& to, uint64_t seq, const std::string& target);
+  void send_probe(const Prober::Send& s);               // with this member's updates piggybacked
   void queue_update(proto::MemberUpdate::Kind kind, const std::string& id);  // with mu_ held
   const std::vector<std::string>& peer_ids();                                // with mu_ held
   Clock::time_point next_wake() const;
@@ -294,8 +258,8 @@ class Membership {
   std::map<std::string, Entry> entries_;           // peers only
   static constexpr size_t kDepartedPerMember = 4;  // tombstones kept per place in the table
   DepartedSet departed_{kDepartedPerMember * options_.max_members};
-  std::map<std::string, Joiner> joiners_;  // HELLO received, not yet in the table
-  std::optional<JoinPolicy> policy_;
+  // HELLOs received, not yet in the table (membership_join.cc).
+  Admission admission_{options_.max_pending_joiners, options_.join_timeout};
   uint64_t last_round_ = 0;
   uint32_t changes_ = 0;
   uint32_t published_view_ = 0;  // the id of the view last published
@@ -303,16 +267,14 @@ class Membership {
   Clock::time_point armed_at_{};  // when it started (arm): a newcomer's grace for probes unanswered
   protocol::ChangeSignal changed_;
   // SWIM's state (membership_probe.cc).
-  ProbeOrder order_;
+  Prober prober_;  // this period's probe and the PINGs sent for others' PING_REQs
   std::mt19937_64 rng_;
   UpdateQueue updates_;
-  std::optional<Probe> probe_;
-  std::map<uint64_t, Relay> relays_;  // this member's PING number -> the PING_REQ it serves
-  uint64_t next_seq_ = 1;
-  // Whether an entry may be suspected (set with every suspicion, cleared by
-  // a scan that finds none), and the number of changes_ as of which every
-  // entry had a label: the per-period checks skip their scans of the table.
-  bool maybe_suspects_ = false;
+  // The entries suspected, each with its eviction deadline; an entry that
+  // leaves the table leaves it too.
+  Suspicions suspicions_;
+  // The number of changes_ as of which every entry had a label: the
+  // per-period check skips its scan of the table.
   uint32_t all_labelled_at_ = ~0u;
   std::vector<std::string> peer_ids_;  // entries_' ids as of table change
   uint32_t peer_ids_at_ = ~0u;         // ... number changes_
@@ -320,41 +282,25 @@ class Membership {
   Clock::time_point next_push_pull_;
   Clock::time_point heard_;  // the last message from any peer
   bool lost_ = false;
-  // Members evicted for silence in the last kReunionWindow: their endpoint
-  // and when; a REUNION goes to one of them each period (membership_reunion.cc).
-  struct Parted {
-    std::string endpoint;
-    Clock::time_point since;
-  };
-  std::map<std::string, Parted> parted_;
-  std::string next_parted_;  // the next one looked for (round robin)
-  Counter& suspicions_;
+  // Members evicted for silence in the last kReunionWindow; a REUNION goes
+  // to one of them each period (membership_reunion.cc).
+  static constexpr auto kReunionWindow = std::chrono::minutes(10);
+  PartedMembers parted_{kDepartedPerMember * options_.max_members, kReunionWindow};
+  Counter& suspected_;
   Counter& refutations_;
   Counter& indirect_probes_;
   Counter& stale_updates_;
   Counter& reunions_;
   Counter& shares_abandoned_;
   // Lifeguard's local health score (MembershipOptions::max_local_health), under mu_.
-  size_t health_ = 0;
+  LocalHealth health_{options_.max_local_health};
   Gauge& health_gauge_;
-  void adjust_health(int delta);             // under mu_
+  void adjust_health(int delta);             // health_ and its gauge; under mu_
   std::chrono::milliseconds period() const;  // the protocol period, stretched by local health; under mu_
   std::chrono::milliseconds push_pull_period() const;  // push_pull_interval scaled past 32 members; under mu_
 
-  std::mutex transfer_mu_;
-  std::condition_variable_any transfer_cv_;
-  struct Transfer {
-    std::string to;
-    uint32_t index = 0;
-    ShareSpan span;
-    std::shared_ptr<const ReplicaState> state;
-  };
-  // Queues `t` for the transfer thread.
-  void queue_transfer(Transfer t);
-  // The shares `j` asked for that its held snapshot can serve now (emptied from `wanted`).
-  static std::vector<Transfer> from_held(const std::string& id, Joiner& j);
-  std::deque<Transfer> transfers_;
-  std::jthread transfer_thread_;
+  // The joiners' shares, sent one at a time on a thread of their own.
+  ShareQueue shares_{[this](const ShareTransfer& job) { send_share(job); }};
   std::jthread thread_;
 };
 

@@ -1,7 +1,9 @@
 // Membership's failure detection and dissemination, SWIM's: a probe per
 // period, indirect probes, suspicion and refutation, updates piggybacked on
 // the probes, anti-entropy by push-pull, and the member that finds itself
-// cut off (membership.h).
+// cut off (membership.h). The probes' state is Prober's (prober.h), the
+// suspicion timers Suspicions' (suspicions.h), the score that stretches the
+// period LocalHealth's (local_health.h): here they meet the table and the wire.
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -13,7 +15,7 @@ namespace gossipd::daemon {
 std::chrono::milliseconds Membership::probe_timeout() const {
   const auto base =
       options_.probe_timeout.count() > 0 ? options_.probe_timeout : options_.heartbeat_interval / 2;
-  return base * static_cast<int64_t>(1 + health_);
+  return health_.scale(base);
 }
 
 std::chrono::milliseconds Membership::push_pull_period() const {
@@ -21,14 +23,11 @@ std::chrono::milliseconds Membership::push_pull_period() const {
   return options_.push_pull_interval * static_cast<int64_t>(scale);
 }
 
-std::chrono::milliseconds Membership::period() const {
-  return options_.heartbeat_interval * static_cast<int64_t>(1 + health_);
-}
+std::chrono::milliseconds Membership::period() const { return health_.scale(options_.heartbeat_interval); }
 
 void Membership::adjust_health(int delta) {
-  if (delta < 0 && health_ > 0) --health_;
-  if (delta > 0 && health_ < options_.max_local_health) ++health_;
-  health_gauge_.set(static_cast<double>(health_));
+  health_.adjust(delta);
+  health_gauge_.set(static_cast<double>(health_.score()));
 }
 
 const std::vector<std::string>& Membership::peer_ids() {
@@ -43,7 +42,7 @@ const std::vector<std::string>& Membership::peer_ids() {
 Membership::Clock::time_point Membership::next_wake() const {
   std::lock_guard lock(mu_);
   auto wake = next_tick_;
-  if (probe_ && !probe_->acked && !probe_->indirect) wake = std::min(wake, probe_->sent + probe_timeout());
+  if (const auto at = prober_.indirect_at(probe_timeout())) wake = std::min(wake, *at);
   return wake;
 }
 
@@ -65,22 +64,21 @@ void Membership::queue_update(proto::MemberUpdate::Kind kind, const std::string&
   updates_.add(u);
 }
 
-void Membership::send_probe(proto::MessageType type, const std::string& to, uint64_t seq,
-                            const std::string& target) {
-  proto::Envelope env = node_.envelope(type);
+void Membership::send_probe(const Prober::Send& s) {
+  proto::Envelope env = node_.envelope(s.type);
   proto::Probe& p = *env.mutable_probe();
-  p.set_seq(seq);
-  if (!target.empty()) p.set_target(target);
+  p.set_seq(s.seq);
+  if (!s.target.empty()) p.set_target(s.target);
   {
     std::lock_guard lock(mu_);
     for (auto& u : updates_.take(options_.max_piggyback, retransmit_limit(entries_.size() + 1)))
       *p.add_updates() = std::move(u);
   }
   try {
-    node_.transport().send(to, {protocol::envelope_frame(env)}, std::chrono::milliseconds(0));
+    node_.transport().send(s.to, {protocol::envelope_frame(env)}, std::chrono::milliseconds(0));
   } catch (const std::exception& e) {
     // A full queue to a silent peer: its probe goes unanswered, and it is suspected.
-    spdlog::debug("node '{}': {} to '{}' not sent: {}", node_.id(), proto::MessageType_Name(type), to,
+    spdlog::debug("node '{}': {} to '{}' not sent: {}", node_.id(), proto::MessageType_Name(s.type), s.to,
                   e.what());
   }
 }
@@ -109,10 +107,9 @@ void Membership::excuse_pause(Clock::duration late) {
     std::lock_guard lock(mu_);
     if (!armed_) return;
     heard_ += late;
-    for (auto& [id, e] : entries_) e.suspect_deadline += late;
+    suspicions_.postpone(late);
     adjust_health(+1);  // its own period came late: this member is the slow one
-    probe_.reset();     // its ACK may be queued here, unread
-    relays_.clear();
+    prober_.reset();    // its ACK may be queued here, unread
   }
   spdlog::warn(
       "node '{}': membership was paused for {:.1f} s (this process did not run); that silence is "
@@ -142,18 +139,15 @@ bool Membership::cut_off(Clock::time_point now) {
 }
 
 // The probe out: answered, it is done; unanswered, its indirect probes get
-// a period of their own (their ACK takes four hops), then no ACK, direct or
-// relayed, makes its target a suspect. True when the next probe may go.
+// a period of their own (Prober::end), then no ACK, direct or relayed, makes
+// its target a suspect. True when the next probe may go.
 bool Membership::end_probe(Clock::time_point now) {
   std::lock_guard lock(mu_);
-  if (!probe_ || probe_->acked || !armed_) {
-    if (probe_ && probe_->acked) adjust_health(-1);
-    probe_.reset();
-    return true;
-  }
-  if (now < probe_->sent + 2 * period()) return false;
+  const auto end = prober_.end(now, period(), armed_);
+  if (end.outcome == Prober::Outcome::kAcked) adjust_health(-1);
+  if (end.outcome != Prober::Outcome::kUnanswered) return end.outcome != Prober::Outcome::kWaiting;
   adjust_health(+1);  // no ACK, direct or relayed: the fault may as well be this member's
-  auto it = entries_.find(probe_->target);
+  auto it = entries_.find(end.target);
   // A member that has just entered (a joiner, one that rejoined) is not yet
   // known everywhere: a peer that has not heard of it drops its probe as
   // from an unknown sender. Within its first failure timeout it suspects
@@ -162,16 +156,12 @@ bool Membership::end_probe(Clock::time_point now) {
       it != entries_.end() && !it->second.knows_us && now < armed_at_ + options_.failure_timeout;
   if (unknown_to_it) {
     spdlog::debug("node '{}': '{}' did not answer a probe, but may not know this member yet", node_.id(),
-                  probe_->target);
-  } else if (it != entries_.end() && !it->second.suspect) {
-    it->second.suspect = true;
-    maybe_suspects_ = true;
-    it->second.suspect_deadline = now + options_.failure_timeout;
-    suspicions_.add();
-    queue_update(proto::MemberUpdate::SUSPECT, probe_->target);
-    spdlog::info("node '{}': member '{}' did not answer a probe; suspected", node_.id(), probe_->target);
+                  end.target);
+  } else if (it != entries_.end() && suspicions_.mark(end.target, now + options_.failure_timeout)) {
+    suspected_.add();
+    queue_update(proto::MemberUpdate::SUSPECT, end.target);
+    spdlog::info("node '{}': member '{}' did not answer a probe; suspected", node_.id(), end.target);
   }
-  probe_.reset();
   return true;
 }
 
@@ -179,18 +169,7 @@ void Membership::expire_suspicions(Clock::time_point now) {
   std::vector<std::string> dead;
   {
     std::lock_guard lock(mu_);
-    // Scanning every entry every period would cost O(N²) across the cluster
-    // for nothing: only while some entry may be suspected.
-    if (!maybe_suspects_) return;
-    size_t pending = 0;
-    for (const auto& [id, e] : entries_) {
-      if (!e.suspect) continue;
-      if (now >= e.suspect_deadline)
-        dead.push_back(id);
-      else
-        ++pending;
-    }
-    maybe_suspects_ = pending > 0 || !dead.empty();
+    dead = suspicions_.expired(now);  // the suspects only, not a scan of the table
     for (const auto& id : dead) queue_update(proto::MemberUpdate::DEAD, id);
   }
   for (const auto& id : dead) {
@@ -200,37 +179,26 @@ void Membership::expire_suspicions(Clock::time_point now) {
 }
 
 void Membership::start_probe(Clock::time_point now) {
-  std::string target;
-  uint64_t seq = 0;
+  std::optional<Prober::Send> ping;
   {
     std::lock_guard lock(mu_);
-    const auto next =
-        order_.next(peer_ids(), [this](const std::string& id) { return entries_.count(id) > 0; });
-    if (!next) return;
-    target = *next;
-    seq = next_seq_++;
-    probe_ = Probe{target, seq, now};
-    for (auto it = relays_.begin(); it != relays_.end();)
-      it = now >= it->second.expires ? relays_.erase(it) : std::next(it);
+    ping = prober_.start(now, peer_ids(), [this](const std::string& id) { return entries_.count(id) > 0; });
   }
-  send_probe(proto::PING, target, seq, "");
+  if (ping) send_probe(*ping);
 }
 
 // No ACK within the probe timeout: k others ping the target for this member.
 void Membership::probe_indirectly() {
   std::vector<std::string> helpers;
-  std::string target;
-  uint64_t seq = 0;
+  std::optional<Prober::Indirect> due;
   {
     std::lock_guard lock(mu_);
-    if (!probe_ || probe_->acked || probe_->indirect || Clock::now() < probe_->sent + probe_timeout()) return;
-    probe_->indirect = true;
-    target = probe_->target;
-    seq = probe_->seq;
-    helpers = draw_others(peer_ids(), target, options_.indirect_probes, rng_);
+    due = prober_.indirect(Clock::now(), probe_timeout());
+    if (!due) return;
+    helpers = draw_others(peer_ids(), due->target, options_.indirect_probes, rng_);
   }
   if (!helpers.empty()) indirect_probes_.add();
-  for (const auto& h : helpers) send_probe(proto::PING_REQ, h, seq, target);
+  for (const auto& h : helpers) send_probe({proto::PING_REQ, h, due->seq, due->target});
 }
 
 void Membership::push_pull(Clock::time_point now) {
@@ -262,37 +230,31 @@ void Membership::push_pull(Clock::time_point now) {
 
 void Membership::on_ping(const protocol::Message& m) {
   apply(m.envelope.probe());
-  send_probe(proto::ACK, m.envelope.sender(), m.envelope.probe().seq(), "");
+  send_probe({proto::ACK, m.envelope.sender(), m.envelope.probe().seq(), ""});
 }
 
 void Membership::on_ack(const protocol::Message& m) {
   const proto::Probe& p = m.envelope.probe();
   apply(p);
-  std::optional<Relay> relay;
+  std::optional<Prober::Send> relayed;
   {
     std::lock_guard lock(mu_);
-    if (auto r = relays_.find(p.seq()); r != relays_.end()) {
-      relay = r->second;
-      relays_.erase(r);
-    } else if (probe_ && probe_->seq == p.seq() &&
-               (p.target().empty() ? m.envelope.sender() : p.target()) == probe_->target) {
-      probe_->acked = true;
-    }
+    relayed = prober_.ack(p.seq(), m.envelope.sender(), p.target());
   }
-  if (relay) send_probe(proto::ACK, relay->requester, relay->seq, m.envelope.sender());
+  if (relayed) send_probe(*relayed);
 }
 
 void Membership::on_ping_req(const protocol::Message& m) {
   const proto::Probe& p = m.envelope.probe();
   apply(p);
-  uint64_t seq = 0;
+  Prober::Send ping;
   {
     std::lock_guard lock(mu_);
     if (!entries_.count(p.target())) return;
-    seq = next_seq_++;
-    relays_[seq] = Relay{m.envelope.sender(), p.seq(), Clock::now() + options_.heartbeat_interval};
+    ping =
+        prober_.relay(m.envelope.sender(), p.seq(), p.target(), Clock::now() + options_.heartbeat_interval);
   }
-  send_probe(proto::PING, p.target(), seq, "");
+  send_probe(ping);
 }
 
 }  // namespace gossipd::daemon

@@ -1,7 +1,8 @@
 // A partition's two sides finding each other again. Each side evicts the
 // other after the failure timeout and trains on. A member keeps the
-// endpoints of the members it evicted for silence (for kReunionWindow) and
-// each period sends one of them a REUNION. One that gets a REUNION from a
+// endpoints of the members it evicted for silence (for kReunionWindow:
+// PartedMembers, parted_members.h) and each period sends one of them a
+// REUNION. One that gets a REUNION from a
 // member it evicted answers with its part of the cluster as it is then (its
 // ids, how many, the lowest): a REUNION sent during the partition waits in a
 // queue and arrives when the links come back, describing the part as it was,
@@ -21,8 +22,6 @@
 namespace gossipd::daemon {
 namespace {
 
-constexpr auto kReunionWindow = std::chrono::minutes(10);
-
 // The transport's name for the connection a REUNION goes out on (the member
 // is no peer any more).
 std::string reunion_peer(const std::string& id) { return "reunion:" + id; }
@@ -41,19 +40,10 @@ void Membership::seek_reunion(Clock::time_point now) {
   {
     std::lock_guard lock(mu_);
     if (!armed_ || lost_) return;
-    for (auto it = parted_.begin(); it != parted_.end();) {  // back in the view, or gone too long
-      if (entries_.count(it->first) || now - it->second.since > kReunionWindow) {
-        forgotten.push_back(it->first);
-        it = parted_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    if (!parted_.empty()) {
-      auto it = parted_.upper_bound(next_parted_);
-      if (it == parted_.end()) it = parted_.begin();
-      to = next_parted_ = it->first;
-      endpoint = it->second.endpoint;
+    forgotten = parted_.forget(now, [this](const std::string& id) { return entries_.count(id) > 0; });
+    if (const auto next = parted_.next()) {
+      to = next->id;
+      endpoint = next->endpoint;
     }
   }
   for (const auto& id : forgotten) node_.transport().disconnect(reunion_peer(id));
@@ -89,21 +79,18 @@ void Membership::on_reunion(const protocol::Message& m) {
   {
     std::lock_guard lock(mu_);
     if (!armed_ || lost_) return;
-    auto p = parted_.find(from);
-    if (p == parted_.end() || entries_.count(from)) {
+    const auto parted = parted_.endpoint(from);
+    if (!parted || entries_.count(from)) {
       // Only a member this one evicted for silence speaks for another part.
       stale_updates_.add();
       return;
     }
     reunions_.add();
-    endpoint = p->second.endpoint;
+    endpoint = *parted;
     if (theirs.answer()) why = yield_to(from, theirs, endpoint);
     if (!why.empty()) {
       lost_ = true;
-      contacts.push_back(endpoint);
-      for (const auto& [id, q] : parted_) {
-        if (id != from) contacts.push_back(q.endpoint);
-      }
+      contacts = parted_.contacts(from);
     }
   }
   if (!theirs.answer()) {

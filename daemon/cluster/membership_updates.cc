@@ -71,7 +71,7 @@ bool Membership::apply_one(const proto::MemberUpdate& u) {
     }
     if (entries_.size() + 1 >= options_.max_members || !connect(m.id(), m.endpoint())) return false;
     entries_[m.id()] = Entry::of(m);
-    joiners_.erase(m.id());
+    admission_.forget(m.id());
     ++changes_;
     updates_.add(u);
     spdlog::info("node '{}': member '{}' enters the view at round {}", node_.id(), m.id(), m.since_round());
@@ -86,15 +86,14 @@ bool Membership::apply_one(const proto::MemberUpdate& u) {
     if (e.group.empty() && !m.group().empty()) e.group = m.group();
     if (m.incarnation() == e.incarnation) return false;
     e.incarnation = m.incarnation();
-    e.suspect = false;  // refuted
+    suspicions_.refute(m.id());
     updates_.add(u);
     return false;
   }
-  if (u.kind() == proto::MemberUpdate::SUSPECT && (!e.suspect || m.incarnation() > e.incarnation)) {
+  if (u.kind() == proto::MemberUpdate::SUSPECT &&
+      (!suspicions_.suspected(m.id()) || m.incarnation() > e.incarnation)) {
     e.incarnation = m.incarnation();
-    if (!e.suspect) e.suspect_deadline = Clock::now() + options_.failure_timeout;
-    e.suspect = true;
-    maybe_suspects_ = true;
+    suspicions_.mark(m.id(), Clock::now() + options_.failure_timeout);  // a suspect's first deadline holds
     updates_.add(u);
   }
   return false;
