@@ -91,6 +91,14 @@ void register_transport_metrics(MetricsRegistry& metrics, protocol::Node& node) 
                     }
                     return out;
                   });
+  metrics.sampled("gossipd_non_finite_rejected_total",
+                  "Tensors refused for holding NaN or an infinity, by the member that sent them", "counter",
+                  [&node] {
+                    std::vector<std::pair<Labels, double>> out;
+                    for (const auto& [peer, count] : node.counters().against())
+                      out.push_back({{{"peer", peer}}, static_cast<double>(count)});
+                    return out;
+                  });
   metrics.sampled(
       "gossipd_faults_injected_total", "Outbound messages hit by --inject-* faults", "counter", [&node] {
         const protocol::FaultCounts f = node.fault_counts();

@@ -98,6 +98,14 @@ size_t SegmentInbox::send_frame(const std::string& peer, uint32_t segment, size_
   return bytes;
 }
 
+std::optional<Message> SegmentInbox::finite(const std::string& peer, uint32_t segment, Message msg) {
+  if (all_finite(msg.bytes())) return msg;
+  node_.reject_log().reject(peer, RejectReason::kNonFinite,
+                            "segment " + std::to_string(segment) +
+                                " holding NaN or an infinity (skipped, and held against its sender)");
+  return std::nullopt;
+}
+
 std::optional<Message> SegmentInbox::accept(const std::string& peer, uint32_t segment, size_t count,
                                             Message msg) {
   const std::string what = "segment " + std::to_string(segment);
@@ -138,7 +146,7 @@ std::optional<Message> SegmentInbox::receive(const std::string& peer, uint32_t s
   if (auto it = early_.find({peer, segment}); it != early_.end()) {
     Message m = std::move(it->second);
     early_.erase(it);
-    if (auto ok = accept(peer, segment, count, std::move(m))) return ok;
+    if (auto ok = accept(peer, segment, count, std::move(m))) return finite(peer, segment, std::move(*ok));
   }
   const ChunkKey key{tag_, round_, peer};
   for (;;) {
@@ -152,7 +160,8 @@ std::optional<Message> SegmentInbox::receive(const std::string& peer, uint32_t s
       if (got > segment) return std::nullopt;  // sent in order: `segment` is not coming
       continue;
     }
-    if (auto ok = accept(peer, segment, count, std::move(*msg))) return ok;
+    // Its one segment `segment` this round: a refused one is not coming again.
+    if (auto ok = accept(peer, segment, count, std::move(*msg))) return finite(peer, segment, std::move(*ok));
   }
 }
 

@@ -33,6 +33,8 @@ struct EncodedSegment {
 // dropped and counted as stale (a late pacing note only dropped). Segments
 // in a codec other than `codec` (what the run agreed to) are dropped and
 // counted (kCodec); compressed ones are handed out decoded, as float32.
+// A segment holding NaN or an infinity is dropped, as if lost, and held
+// against its sender (kNonFinite): one would spread to every replica.
 class SegmentInbox {
  public:
   // `finish` false: leave the round open on destruction (a sender whose
@@ -83,6 +85,9 @@ class SegmentInbox {
   // `msg` if it is segment `segment` of `count` values in the agreed codec
   // (decoded); else rejected and counted.
   std::optional<Message> accept(const std::string& peer, uint32_t segment, size_t count, Message msg);
+  // An accepted `msg` if its values are all finite; else rejected as
+  // kNonFinite (held against `peer`) and nullopt: the segment is skipped.
+  std::optional<Message> finite(const std::string& peer, uint32_t segment, Message msg);
   // The next message of `key`, repeating our notes every `renudge` meanwhile.
   std::optional<Message> pop(const ChunkKey& key, std::chrono::steady_clock::time_point deadline,
                              std::stop_token stop, std::chrono::milliseconds renudge);

@@ -252,4 +252,17 @@ uint16_t to_bfloat16(float f) {
 
 float from_bfloat16(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
 
+bool all_finite(std::span<const std::byte> values) {
+  // Exponent bits all set: an infinity or a NaN. Or-ed over the whole span
+  // with no early exit, so that the loop vectorizes.
+  constexpr uint32_t kExponent = 0x7f800000u;
+  uint32_t bad = 0;
+  for (size_t at = 0; at + sizeof(uint32_t) <= values.size(); at += sizeof(uint32_t)) {
+    uint32_t bits;
+    std::memcpy(&bits, values.data() + at, sizeof bits);
+    bad |= static_cast<uint32_t>((bits & kExponent) == kExponent);
+  }
+  return bad == 0;
+}
+
 }  // namespace gossipd::protocol

@@ -63,6 +63,12 @@ std::vector<std::byte> encode(const CodecSpec& spec, std::span<const float> x,
 // non-negative number.
 bool decode(const CodecSpec& spec, std::span<const std::byte> in, std::span<float> out);
 
+// True when every float32 in `values` (read as bytes: a frame's payload need
+// not be aligned) is a finite number, no NaN and no infinity. What a
+// receiver checks before it averages a tensor in: one such value would
+// spread to every replica.
+bool all_finite(std::span<const std::byte> values);
+
 // One value each way, for tests and the codec's own loops.
 uint16_t to_half(float f);
 float from_half(uint16_t h);

@@ -40,6 +40,8 @@ std::string_view reject_reason_name(RejectReason reason) {
       return "queue_full";
     case RejectReason::kCodec:
       return "codec";
+    case RejectReason::kNonFinite:
+      return "non_finite";
     case RejectReason::kCount_:
       break;
   }
@@ -60,8 +62,22 @@ std::array<std::pair<std::string_view, uint64_t>, kRejectReasonCount> RejectCoun
   return out;
 }
 
+bool held_against_sender(RejectReason reason) { return reason == RejectReason::kNonFinite; }
+
+void RejectCounters::add_against(const std::string& peer) {
+  std::lock_guard lock(against_mu_);
+  if (against_.size() >= kMaxPeers && !against_.contains(peer)) against_.clear();
+  ++against_[peer];
+}
+
+std::map<std::string, uint64_t> RejectCounters::against() const {
+  std::lock_guard lock(against_mu_);
+  return against_;
+}
+
 void RejectLog::reject(const std::string& peer, RejectReason reason, std::string_view detail) {
   counters_.add(reason);
+  if (held_against_sender(reason)) counters_.add_against(peer);
   const auto now = std::chrono::steady_clock::now();
   uint64_t suppressed = 0;
   {

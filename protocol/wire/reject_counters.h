@@ -33,6 +33,7 @@ enum class RejectReason : size_t {
   kBadBody,         // a control body that cannot be applied: an endpoint nobody can connect to, a
                     // member id ZeroMQ cannot route to, more members than max_members
   kCodec,           // a tensor in a codec (--compress) other than the one the run agreed to
+  kNonFinite,       // a tensor holding NaN or an infinity: held against its sender (RejectCounters::against)
   kCount_,
 };
 
@@ -40,7 +41,13 @@ constexpr size_t kRejectReasonCount = static_cast<size_t>(RejectReason::kCount_)
 
 std::string_view reject_reason_name(RejectReason reason);
 
-// Thread-safe counters, one per reason.
+// Whether a rejection for `reason` is the sender's own doing, not the
+// network's or a version's: a well-formed message from a member of the view
+// whose content no correct member sends (kNonFinite).
+bool held_against_sender(RejectReason reason);
+
+// Thread-safe counters, one per reason, and for the reasons held against
+// the sender, one per sender.
 class RejectCounters {
  public:
   void add(RejectReason reason) {
@@ -51,8 +58,17 @@ class RejectCounters {
   // (reason name, count) for every reason, zeros included, for /metrics.
   std::array<std::pair<std::string_view, uint64_t>, kRejectReasonCount> snapshot() const;
 
+  // One more rejection held against `peer` (held_against_sender). At most
+  // kMaxPeers senders are kept: past them the table starts again.
+  void add_against(const std::string& peer);
+  // The rejections held against each sender so far.
+  std::map<std::string, uint64_t> against() const;
+  static constexpr size_t kMaxPeers = 4096;
+
  private:
   std::array<std::atomic<uint64_t>, kRejectReasonCount> counts_{};
+  mutable std::mutex against_mu_;
+  std::map<std::string, uint64_t> against_;
 };
 
 // Counts every rejection and logs at most once per (peer, reason) per

@@ -2,9 +2,11 @@
 
 #include <asio.hpp>
 
+#include "daemon/member/node_setup.h"
 #include "daemon/observe/http_client.h"
 #include "daemon/observe/http_server.h"
 #include "daemon/observe/metrics.h"
+#include "protocol/transport/node.h"
 #include "tests/support/http_client.h"
 
 namespace gossipd::daemon {
@@ -80,6 +82,26 @@ TEST(Metrics, RendersPrometheusText) {
   EXPECT_NE(text.find("# TYPE gossipd_members gauge\ngossipd_members 5\n"), std::string::npos);
   EXPECT_NE(text.find("gossipd_bytes_sent_total{peer=\"b\\\"1\"} 1024\n"), std::string::npos) << text;
   EXPECT_THROW(m.gauge("gossipd_rounds_total", "x"), std::logic_error);
+}
+
+// A segment of NaN refused by the node shows in /metrics twice: as one more
+// rejection of reason non_finite, and held against the member that sent it.
+TEST(Metrics, ANonFiniteRejectionIsCountedAgainstItsSender) {
+  protocol::NodeOptions o;
+  o.id = "w0";
+  protocol::Node node(o);
+  MetricsRegistry m;
+  register_transport_metrics(m, node);
+  EXPECT_EQ(m.render().find("gossipd_non_finite_rejected_total{"), std::string::npos) << "nobody blamed yet";
+  node.reject_log().reject("w3", protocol::RejectReason::kNonFinite, "segment 0");
+  node.reject_log().reject("w3", protocol::RejectReason::kNonFinite, "segment 1");
+  node.reject_log().reject("w2", protocol::RejectReason::kCodec, "segment 0 in fp16");
+  const std::string text = m.render();
+  EXPECT_NE(text.find("gossipd_non_finite_rejected_total{peer=\"w3\"} 2\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("gossipd_non_finite_rejected_total{peer=\"w2\"}"), std::string::npos)
+      << "a codec mismatch is not held against its sender";
+  EXPECT_NE(text.find("gossipd_messages_rejected_total{reason=\"non_finite\"} 2\n"), std::string::npos)
+      << text;
 }
 
 }  // namespace
