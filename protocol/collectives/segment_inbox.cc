@@ -100,6 +100,7 @@ size_t SegmentInbox::send_frame(const std::string& peer, uint32_t segment, size_
 
 std::optional<Message> SegmentInbox::finite(const std::string& peer, uint32_t segment, Message msg) {
   if (all_finite(msg.bytes())) return msg;
+  refused_.insert({peer, segment});
   node_.reject_log().reject(peer, RejectReason::kNonFinite,
                             "segment " + std::to_string(segment) +
                                 " holding NaN or an infinity (skipped, and held against its sender)");

@@ -68,6 +68,11 @@ class SegmentInbox {
                                  std::chrono::milliseconds renudge = std::chrono::milliseconds(0));
 
   uint64_t round() const { return round_; }
+  // Whether `peer`'s segment `segment` was refused for holding NaN or an
+  // infinity (receive returned nullopt for it).
+  bool refused_non_finite(const std::string& peer, uint32_t segment) const {
+    return refused_.contains({peer, segment});
+  }
 
   // Pacing (GossipOptions::pace): tells `peer` that this node is in this
   // round, so it may send its segments now.
@@ -98,8 +103,9 @@ class SegmentInbox {
   bool finish_;
   CodecSpec codec_;
   std::map<std::pair<std::string, uint32_t>, Message> early_;
-  std::set<std::string> ready_;      // peers that announced this round
-  std::set<std::string> announced_;  // peers this node announced this round to
+  std::set<std::string> ready_;                         // peers that announced this round
+  std::set<std::string> announced_;                     // peers this node announced this round to
+  std::set<std::pair<std::string, uint32_t>> refused_;  // (peer, segment) refused as non-finite
 };
 
 }  // namespace gossipd::protocol

@@ -1,6 +1,7 @@
 #include "protocol/gossip/crossover.h"
 
 #include <algorithm>
+#include <cstring>
 #include <set>
 
 #include "protocol/collectives/collective_channel.h"
@@ -20,9 +21,12 @@ void average_into(std::span<float> x, const Message& msg) {
   for (float& v : x) v *= 0.5f;
 }
 
-// Sends x (the parameters at `offset`) as segment s through the codec.
+// Sends x (the parameters at `offset`) as segment s through the codec;
+// an attacker (--inject-byzantine) sends what its attack makes of x.
 size_t send_segment(SegmentInbox& inbox, ErrorFeedback& feedback, const std::string& to, uint32_t s,
-                    size_t offset, std::span<const float> x, std::chrono::milliseconds timeout) {
+                    size_t offset, std::span<const float> x, std::chrono::milliseconds timeout,
+                    std::optional<SegmentAttack>& attack) {
+  if (attack) x = attack->apply(s, inbox.round(), x);
   const EncodedSegment data = feedback.encode(offset, x);
   const size_t bytes = inbox.send(to, s, data, std::nullopt, timeout);
   if (bytes > 0) feedback.sent(offset, x, data);
@@ -43,12 +47,33 @@ RoundStats& RoundStats::operator+=(const RoundStats& o) {
   segments_skipped += o.segments_skipped;
   bytes_sent += o.bytes_sent;
   bytes_received += o.bytes_received;
+  segments_clipped += o.segments_clipped;
+  named.insert(named.end(), o.named.begin(), o.named.end());
   return *this;
 }
 
 CrossoverGossip::CrossoverGossip(Node& node, SegmentTable segments, GossipOptions options)
     : node_(node), segments_(std::move(segments)), options_(options), feedback_(options.codec) {
   register_segments(node_, segments_);
+  if (options_.attack) attack_.emplace(*options_.attack);
+  if (options_.clip) clip_ = std::make_unique<ClippedGossip>(*options_.clip);
+}
+
+void CrossoverGossip::mix(const std::string& peer, uint32_t s, std::span<float> x, const Message& msg,
+                          RoundStats& stats) {
+  if (clip_ && clip_->named(peer)) {  // named Byzantine: skipped as a lost segment
+    ++stats.segments_skipped;
+    return;
+  }
+  if (clip_) {
+    received_.resize(x.size());
+    std::memcpy(received_.data(), msg.payload.at(0).data(), x.size() * sizeof(float));
+    stats.segments_clipped += clip_->mix(peer, s, x, received_);
+  } else {
+    average_into(x, msg);
+  }
+  ++stats.segments_received;
+  stats.bytes_received += x.size() * sizeof(float);
 }
 
 RoundStats CrossoverGossip::run_round(const topology::View& view, uint64_t round, std::span<float> params) {
@@ -100,24 +125,25 @@ RoundStats CrossoverGossip::run_round(const topology::View& view, uint64_t round
       if (options_.stop.stop_requested()) throw Aborted(node_.id(), "crossover round");
       continue;  // gone, or a whole deadline behind: it skips this segment anyway
     }
-    const size_t bytes = send_segment(inbox, feedback_, to, s, seg.offset,
-                                      params.subspan(seg.offset, seg.length), options_.segment_deadline);
+    const size_t bytes =
+        send_segment(inbox, feedback_, to, s, seg.offset, params.subspan(seg.offset, seg.length),
+                     options_.segment_deadline, attack_);
     stats.segments_sent += bytes > 0;
     stats.bytes_sent += bytes;
   }
   for (uint32_t s = 0; s < segments_.size(); ++s) {
     const auto& seg = segments_[s];
-    auto msg =
-        inbox.receive(view.member(plan[s].receive_from), s, seg.length, deadline, options_.stop, renudge);
+    const std::string& from = view.member(plan[s].receive_from);
+    auto msg = inbox.receive(from, s, seg.length, deadline, options_.stop, renudge);
     if (!msg) {
       if (options_.stop.stop_requested()) throw Aborted(node_.id(), "crossover round");
       ++stats.segments_skipped;
+      if (clip_ && inbox.refused_non_finite(from, s)) clip_->refused(from);
       continue;
     }
-    average_into(params.subspan(seg.offset, seg.length), *msg);
-    ++stats.segments_received;
-    stats.bytes_received += seg.length * sizeof(float);
+    mix(from, s, params.subspan(seg.offset, seg.length), *msg, stats);
   }
+  if (clip_) stats.named = clip_->end_round();
   return stats;
 }
 
@@ -154,8 +180,10 @@ RoundStats HierarchicalCrossover::run_round(const topology::View& view,
     plan[s] = topology::inter_group_exchange(groups, view.id(), node_.id(), options_.seed, round, s, spread_);
     if (!plan[s]) continue;
     const auto& seg = segments_[s];
-    const size_t bytes = send_segment(inbox, feedback_, plan[s]->send_to, s, seg.offset,
-                                      params.subspan(seg.offset, seg.length), options_.segment_deadline);
+    std::optional<SegmentAttack> honest;  // the daemon refuses --inject-byzantine with --hierarchical
+    const size_t bytes =
+        send_segment(inbox, feedback_, plan[s]->send_to, s, seg.offset,
+                     params.subspan(seg.offset, seg.length), options_.segment_deadline, honest);
     stats.segments_sent += bytes > 0;
     stats.bytes_sent += bytes;
   }

@@ -4,15 +4,19 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <span>
 #include <stop_token>
 #include <string>
+#include <vector>
 
 #include "protocol/collectives/error_feedback.h"
 #include "protocol/collectives/group.h"
 #include "protocol/collectives/segment_inbox.h"
 #include "protocol/gossip/group_averages.h"
+#include "protocol/robust/attack.h"
+#include "protocol/robust/clipped_gossip.h"
 #include "protocol/wire/codec.h"
 #include "protocol/wire/tags.h"
 #include "topology/hierarchy.h"
@@ -41,6 +45,12 @@ struct GossipOptions {
   // The rounds a member exchanges in are this far apart (--local-steps H:
   // every H-th step); pacing and OSGP's fold look back this far.
   uint64_t rounds_apart = 1;
+  // Fault injection (--inject-byzantine): this member sends these values in
+  // place of its own (robust/attack.h). Flat crossover only.
+  std::optional<AttackSpec> attack;
+  // --robust clip: received segments are mixed by ClippedGossip
+  // (robust/clipped_gossip.h) instead of averaged. Flat crossover only.
+  std::optional<ClipSpec> clip;
   std::stop_token stop;
 };
 
@@ -51,6 +61,8 @@ struct RoundStats {
   size_t segments_skipped = 0;
   size_t bytes_sent = 0;
   size_t bytes_received = 0;
+  size_t segments_clipped = 0;     // --robust clip
+  std::vector<std::string> named;  // --robust clip: peers named Byzantine this round
   RoundStats& operator+=(const RoundStats& o);
 };
 
@@ -67,11 +79,20 @@ class CrossoverGossip {
 
   static constexpr uint32_t kTag = tags::first(tags::User::kCrossover);
 
+  // --robust clip's record of each peer; nullptr without it.
+  const ClippedGossip* clipping() const { return clip_.get(); }
+
  private:
+  // Mixes the received segment s of `peer` into x; counts it in `stats`.
+  void mix(const std::string& peer, uint32_t s, std::span<float> x, const Message& msg, RoundStats& stats);
+
   Node& node_;
   SegmentTable segments_;
   GossipOptions options_;
   ErrorFeedback feedback_;
+  std::optional<SegmentAttack> attack_;
+  std::unique_ptr<ClippedGossip> clip_;
+  std::vector<float> received_;  // --robust clip: a segment's values, aligned
   // Pacing: who this node sent to and heard from in the last round it ran.
   uint64_t last_round_ = 0;
   bool has_last_ = false;

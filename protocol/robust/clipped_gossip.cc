@@ -1,0 +1,112 @@
+#include "protocol/robust/clipped_gossip.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "protocol/wire/errors.h"
+
+namespace gossipd::protocol {
+namespace {
+
+double norm(std::span<const float> x) {
+  double s = 0;
+  for (float v : x) s += double(v) * v;
+  return std::sqrt(s);
+}
+
+double distance(std::span<const float> x, std::span<const float> y) {
+  double s = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double d = double(y[i]) - x[i];
+    s += d * d;
+  }
+  return std::sqrt(s);
+}
+
+// The value at `q` of the way up the sorted `v` (rounded down).
+double quantile(std::vector<double> v, double q) {
+  const auto at = v.begin() + static_cast<std::ptrdiff_t>(q * double(v.size() - 1));
+  std::nth_element(v.begin(), at, v.end());
+  return *at;
+}
+
+}  // namespace
+
+ClippedGossip::ClippedGossip(ClipSpec spec) : spec_(spec) {
+  if (!(spec_.tau >= 0) || !(spec_.kappa > 0) || !(spec_.quantile >= 0 && spec_.quantile <= 1) ||
+      spec_.window == 0 || spec_.min_history == 0 || !(spec_.cold > 0) || !(spec_.far >= 1) ||
+      spec_.name_after == 0)
+    throw ProtocolConfigError(
+        "clipped gossip: tau must be >= 0 (0: adaptive), kappa and cold > 0, quantile in [0, 1], far >= 1, "
+        "window, min_history and name_after >= 1");
+}
+
+double ClippedGossip::tau(uint32_t segment, double own_norm) const {
+  if (spec_.tau > 0) return spec_.tau;
+  const auto it = distances_.find(segment);
+  if (it == distances_.end() || it->second.size() < spec_.min_history) return spec_.cold * own_norm;
+  return spec_.kappa * quantile({it->second.begin(), it->second.end()}, spec_.quantile);
+}
+
+void ClippedGossip::remember(uint32_t segment, double d) {
+  auto& w = distances_[segment];
+  w.push_back(d);
+  if (w.size() > spec_.window) w.pop_front();
+}
+
+bool ClippedGossip::mix(const std::string& peer, uint32_t segment, std::span<float> x,
+                        std::span<const float> y, float weight) {
+  const double d = distance(x, y);
+  const double t = tau(segment, spec_.tau > 0 ? 0 : norm(x));
+  const bool judged = distances_[segment].size() >= spec_.name_history;
+  remember(segment, t > 0 ? std::min(d, spec_.far * t) : d);
+  const bool clipped = d > t;
+  const float scale = clipped ? static_cast<float>(weight * (t / d)) : weight;
+  for (size_t i = 0; i < x.size(); ++i) x[i] += scale * (y[i] - x[i]);
+  if (judged) {
+    Tally& tally = round_[peer];
+    ++tally.heard;
+    tally.far += d >= spec_.far * t && d > 0;
+  }
+  std::lock_guard lock(mu_);
+  PeerClipping& p = peers_[peer];
+  ++p.received;
+  p.clipped += clipped;
+  return clipped;
+}
+
+void ClippedGossip::refused(const std::string& peer) {
+  Tally& tally = round_[peer];
+  ++tally.heard;
+  ++tally.far;
+  std::lock_guard lock(mu_);
+  ++peers_[peer].refused;
+}
+
+std::vector<std::string> ClippedGossip::end_round() {
+  std::vector<std::string> named;
+  std::lock_guard lock(mu_);
+  for (const auto& [peer, tally] : round_) {
+    PeerClipping& p = peers_[peer];
+    p.far_rounds = 2 * tally.far > tally.heard ? p.far_rounds + 1 : 0;
+    if (!p.named && p.far_rounds >= spec_.name_after) {
+      p.named = true;
+      named.push_back(peer);
+    }
+  }
+  round_.clear();
+  return named;
+}
+
+bool ClippedGossip::named(const std::string& peer) const {
+  std::lock_guard lock(mu_);
+  const auto it = peers_.find(peer);
+  return it != peers_.end() && it->second.named;
+}
+
+std::map<std::string, PeerClipping> ClippedGossip::peers() const {
+  std::lock_guard lock(mu_);
+  return peers_;
+}
+
+}  // namespace gossipd::protocol
