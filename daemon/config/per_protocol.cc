@@ -39,7 +39,7 @@ std::string per_protocol_value(const std::string& flag, const std::string& spec,
 
 const std::vector<std::pair<std::string, std::string>>& per_protocol_flags() {
   static const std::vector<std::pair<std::string, std::string>> flags = {
-      {"--compress", "none"}, {"--local-steps", "1"}, {"--outer-momentum", "0"}};
+      {"--compress", "none"}, {"--local-steps", "1"}, {"--outer-momentum", "0"}, {"--robust", "none"}};
   return flags;
 }
 

@@ -20,6 +20,7 @@
 #include "daemon/config/train_flags.h"
 #include "daemon/ctl/child_process.h"
 #include "daemon/ctl/compare_args.h"
+#include "daemon/ctl/compare_byzantine.h"
 #include "daemon/ctl/compare_entry.h"
 #include "daemon/ctl/compare_hosts.h"
 #include "daemon/ctl/compare_presets.h"
@@ -263,7 +264,7 @@ std::string compare_setup(const CompareOptions& o, const std::string& where) {
   s << o.workers << where
     << (o.delay_ms > 0 ? ", " + std::to_string(o.delay_ms) + " ms injected latency per message"
                        : std::string())
-    << step_delays_setup(o)
+    << step_delays_setup(o) << byzantine_setup(o)
     << (send_buffer_kb(o) > 0 ? ", " + std::to_string(send_buffer_kb(o)) + " KiB send buffers"
                               : std::string())
     << ", model " << o.model << (o.hidden.empty() ? std::string() : " --hidden " + join_widths(o.hidden))
@@ -296,6 +297,7 @@ proto::CompareResult run_compare_entry(const CompareOptions& o, const std::strin
 int run_compare(const CompareOptions& given) {
   CompareOptions o = given;
   resolve_step_delays(o);
+  resolve_byzantine(o);
   std::stop_source stop;
   SignalWatcher signals(stop);
   check_compare_entries(o);

@@ -53,6 +53,10 @@ struct CompareOptions {
   // resolve_step_delays where the command reads its flags.
   PerWorker<int> step_delays;
   PerWorker<double> step_slowdowns;
+  // "w3=scaled": Byzantine workers (compare_byzantine.h), typed by
+  // resolve_byzantine; and --robust, for every entry or per protocol.
+  PerWorker<std::string> byzantine;
+  std::string robust = "none";
   // gossipd run --send-buffer-kb for every worker of every protocol; 0: with
   // `bandwidth`, link_send_buffer_kb of it, else the daemon's default.
   int send_buffer_kb = 0;

@@ -25,8 +25,11 @@ EntryContext entry_context(const CompareOptions& o, size_t train_samples) {
   c.train_samples = train_samples;
   c.hierarchy_groups = static_cast<size_t>(std::max(o.groups, 1));
   c.links_capped = !o.bandwidth.empty();
-  c.per_protocol = {
-      {"--compress", o.compress}, {"--local-steps", o.local_steps}, {"--outer-momentum", o.outer_momentum}};
+  c.per_protocol = {{"--compress", o.compress},
+                    {"--local-steps", o.local_steps},
+                    {"--outer-momentum", o.outer_momentum},
+                    {"--robust", o.robust}};
+  c.byzantine = o.byzantine.values;
   return c;
 }
 

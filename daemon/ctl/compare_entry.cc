@@ -18,6 +18,15 @@ void refuse_unpassed(const EntryLaunch& launch, const std::string& mode, const s
                    spec + "," + mode + "=" + plain + ") or leave it out of --algos");
 }
 
+// compare --inject-byzantine for a mode whose launch did not pass it on.
+void refuse_honest(const EntryLaunch& launch, const std::string& mode, const EntryContext& context) {
+  if (context.byzantine.empty()) return;
+  for (const auto& own : launch.per_worker)
+    if (std::find(own.begin(), own.end(), "--inject-byzantine") != own.end()) return;
+  throw UsageError("--inject-byzantine: " + mode +
+                   " cannot send Byzantine values yet; leave it out of --algos");
+}
+
 }  // namespace
 
 std::string entry_dir(std::string label) {
@@ -46,6 +55,7 @@ CompareEntry parse_compare_entry(const std::string& text, const EntryContext& co
         own.per_protocol[flag] =
             per_protocol_value(flag, context.value_of(flag, ""), m->name(), modes.names(), plain);
       e.launch = m->launch(text, arg, own);
+      refuse_honest(e.launch, m->name(), context);
       for (const auto& [flag, plain] : per_protocol_flags())
         refuse_unpassed(e.launch, m->name(), flag, context.value_of(flag, ""), own.value_of(flag, plain),
                         plain);

@@ -4,6 +4,7 @@
 
 #include "daemon/config/mode_flags.h"
 #include "daemon/config/run_options.h"
+#include "daemon/ctl/compare_byzantine.h"
 #include "daemon/ctl/compare_entry.h"
 #include "daemon/ctl/compare_hosts.h"
 #include "daemon/ctl/compare_presets.h"
@@ -85,6 +86,7 @@ CLI::App* add_compare_command(CLI::App& app, CompareOptions& o) {
 
 void add_compare_flags(CLI::App* cmd, CompareOptions& o, int max_workers) {
   add_run_flags(cmd, o, max_workers);
+  add_byzantine_flags(cmd, o);
   cmd->add_option("--algos", o.algos, algos_help(*o.modes))
       ->delimiter(',')
       ->check(CLI::Validator(compare_entry_error, "ENTRY"))

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "daemon/config/cli.h"
+#include "daemon/ctl/compare_byzantine.h"
 #include "daemon/ctl/compare_stragglers.h"
 
 namespace gossipd::daemon {
@@ -32,6 +33,7 @@ double bandwidth(const std::string& text, const std::string& flag) {
 
 void resolve_simulate_flags(SimulateOptions& o) {
   resolve_step_delays(o.compare);
+  resolve_byzantine(o.compare);
   o.link_bytes_per_s = bandwidth(
       o.compare.bandwidth.empty() ? kDefaultSimulatedBandwidth : o.compare.bandwidth, "--bandwidth");
   if (!(o.latency_ms >= 0) || !std::isfinite(o.latency_ms))

@@ -33,6 +33,10 @@ struct EntryContext {
   // takes one passes it on in its launch's flags, and compare refuses a
   // value other than the default that a mode's launch did not pass on.
   std::map<std::string, std::string> per_protocol{};
+  // compare --inject-byzantine: each Byzantine worker's attack (KIND[:X]);
+  // a mode that takes it adds gossipd run --inject-byzantine to that
+  // worker's flags, and compare refuses it for a mode that does not.
+  std::map<size_t, std::string> byzantine{};
   // per_protocol's value of `flag`, or `plain` where it has none.
   std::string value_of(const std::string& flag, const std::string& plain) const {
     const auto it = per_protocol.find(flag);

@@ -230,6 +230,17 @@ TEST_F(CompareTest, AStepDelayForNoSuchWorkerOrOfNoDurationIsOneLine) {
     expect_refused({"--inject-step-slowdown", value}, needle);
 }
 
+TEST_F(CompareTest, AByzantineWorkerOrDefenceThatCannotRunIsOneLine) {
+  for (const auto& [args, needle] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--inject-byzantine", "w4=scaled"}, "there is no worker w4 among --workers 4"},
+           {{"--inject-byzantine", "w1=flip"}, "w1=flip: --inject-byzantine 'flip': 'flip' is not an attack"},
+           {{"--algos", "sgp", "--inject-byzantine", "w1=scaled"}, "sgp cannot send Byzantine values yet"},
+           {{"--algos", "sgp", "--robust", "clip"}, "--robust: sgp takes only none"},
+           {{"--algos", "crossover", "--robust", "clip:-1"},
+            "--robust 'clip:-1': '-1' is not a number above 0"}})
+    expect_refused(args, needle);
+}
+
 // --preset stragglers: the same entries at equal speed, then with the last
 // two workers computing 2x slower, compute groups added beside them; each
 // configuration its report, the slow workers named in the second's.

@@ -59,6 +59,12 @@ class GossipMode : public Mode {
     checked_codec(flags_.compress);
     if (flags_.hierarchical && flags_.overlap)
       throw UsageError("--hierarchical and --overlap do not combine yet; pick one");
+    if (flags_.hierarchical && robust_given(flags_.robust))
+      throw UsageError(
+          "--inject-byzantine and --robust are for flat --algo crossover: the groups' exact averages of "
+          "--hierarchical have no defence yet");
+    checked_attack(flags_.robust, 0);
+    checked_defence(flags_.robust);
     if (flags_.pace && !can_pace(flags_.hierarchical))
       throw UsageError("--pace is for flat --algo crossover and sgp (not osgp, allreduce or --hierarchical)");
   }
@@ -89,6 +95,7 @@ class GossipMode : public Mode {
     if (const std::string m = c.value_of("--outer-momentum", "0");
         m != "0" && algo_ == GossipAlgo::kCrossover)
       l.flags.insert(l.flags.end(), {"--outer-momentum", checked_outer_momentum(m)});
+    if (algo_ == GossipAlgo::kCrossover && !hierarchical) add_robust_launch(l, c);
     if (compare_pace_ == "on" && !l.paced && can_pace(false))
       l.unmet = "--pace on is for flat crossover and sgp: drop --groups or --pace";
     return l;
@@ -114,6 +121,20 @@ class GossipMode : public Mode {
   }
 
  private:
+  // compare --robust and --inject-byzantine, for flat crossover's launch.
+  static void add_robust_launch(EntryLaunch& l, const EntryContext& c) {
+    if (const std::string r = c.value_of("--robust", "none"); r != "none") {
+      RobustFlags flags;
+      flags.robust = r;
+      checked_defence(flags);
+      l.flags.insert(l.flags.end(), {"--robust", r});
+    }
+    if (c.byzantine.empty()) return;
+    l.per_worker.resize(c.workers);
+    for (const auto& [k, attack] : c.byzantine)
+      l.per_worker.at(k).insert(l.per_worker.at(k).end(), {"--inject-byzantine", attack});
+  }
+
   // The one pacing rule: flat crossover and plain SGP pace.
   bool can_pace(bool hierarchical) const {
     return (algo_ == GossipAlgo::kCrossover && !hierarchical) || algo_ == GossipAlgo::kSgp;
@@ -132,6 +153,7 @@ class GossipMode : public Mode {
     f.refusal("--overlap",
               "--overlap is for --algo crossover (for SGP use --algo osgp; allreduce is synchronous)");
     add_outer_momentum_flag(f, flags_.outer_momentum);
+    add_robust_flags(f, flags_.robust, "gossip segments");
     f.flag("--hierarchical", flags_.hierarchical,
            "crossover: exact averages inside each --group, crossover gossip between groups");
     f.option("--group-owner", flags_.group_owner,

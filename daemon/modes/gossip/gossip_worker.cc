@@ -42,6 +42,7 @@ GossipWorker::GossipWorker(protocol::Node& node, std::vector<std::string> member
       trainer_(trainer),
       loop_(loop),
       state_(state),
+      metrics_(metrics),
       options_(std::move(options)),
       skipped_(metrics.counter("gossipd_segments_skipped_total", "Segments that missed their deadline")),
       bytes_sent_(metrics.counter("gossipd_gossip_bytes_sent_total", "Gossip bytes sent")),
@@ -68,6 +69,8 @@ class GossipWorker::Protocol {
   virtual std::span<const float> replica() = 0;
   // Before an evaluation and at the end: the model holds the replica.
   virtual protocol::RoundStats settle() { return {}; }
+  // --robust clip's record of the peers (nullptr: no defence).
+  virtual const protocol::ClippedGossip* clipping() const { return nullptr; }
 };
 
 namespace {
@@ -101,6 +104,7 @@ class CrossoverProtocol : public GossipWorker::Protocol {
   protocol::RoundStats settle() override {
     return overlapped_ ? overlapped_->drain(params_) : protocol::RoundStats{};
   }
+  const protocol::ClippedGossip* clipping() const override { return flat_.clipping(); }
 
  private:
   protocol::RoundStats hierarchical(uint64_t round) {
@@ -205,6 +209,39 @@ void GossipWorker::maybe_measure(uint64_t round, Protocol& protocol) {
   });
 }
 
+void GossipWorker::report_robustness(const Protocol& p, const std::vector<std::string>& named,
+                                     uint64_t round) {
+  const protocol::ClippedGossip* clip = p.clipping();
+  if (!clip) return;
+  for (const std::string& peer : named) {
+    spdlog::warn(
+        "node '{}': member '{}' is named Byzantine in round {}: most of its segments were beyond the "
+        "clipping radius (or not finite) in {} of its rounds in a row; they are no longer mixed",
+        node_.id(), peer, round, clip->spec().name_after);
+  }
+  const auto peers = clip->peers();
+  for (const auto& [peer, now] : peers) {
+    protocol::PeerClipping& was = clip_reported_[peer];
+    const Labels labels{{"peer", peer}};
+    metrics_.counter("gossipd_segments_clipped_total", "Segments --robust clip clipped, by sender", labels)
+        .add(double(now.clipped - was.clipped));
+    metrics_.gauge("gossipd_byzantine_named", "1 for a member --robust named Byzantine", labels)
+        .set(now.named ? 1 : 0);
+    was = now;
+  }
+  state_.update([&](proto::Status& s) {
+    s.clear_robustness();
+    for (const auto& [peer, now] : peers) {
+      proto::PeerRobustness* r = s.add_robustness();
+      r->set_peer(peer);
+      r->set_segments_mixed(now.received);
+      r->set_segments_clipped(now.clipped);
+      r->set_segments_refused(now.refused);
+      r->set_named(now.named);
+    }
+  });
+}
+
 void GossipWorker::account(const protocol::RoundStats& stats) {
   skipped_.add(static_cast<double>(stats.segments_skipped));
   bytes_sent_.add(static_cast<double>(stats.bytes_sent));
@@ -248,6 +285,8 @@ std::unique_ptr<GossipWorker::Protocol> GossipWorker::make_protocol() {
   g.pace = options_.pace;
   g.codec = options_.codec;
   g.rounds_apart = options_.local_steps;
+  g.attack = options_.attack;
+  g.clip = options_.clip;
   if (options_.algo == GossipAlgo::kCrossover) {
     return std::make_unique<CrossoverProtocol>(node_, membership_, trainer_, options_, g);
   }
@@ -297,7 +336,9 @@ trainer::StepResult GossipWorker::step(Protocol& p, OuterMomentum& outer, std::s
   const uint64_t round = trainer_.step_count();
   if (round % options_.local_steps == 0) {  // --local-steps: the others are local steps
     TrainingLoop::CommTimer comm(loop_);
-    account(p.exchange(round));
+    const protocol::RoundStats stats = p.exchange(round);
+    account(stats);
+    report_robustness(p, stats.named, round);
     outer.step(p.state());
   }
   maybe_measure(round, p);
@@ -341,6 +382,9 @@ std::unique_ptr<Worker> make_gossip_worker(WorkerContext& c, GossipAlgo algo, co
   w.codec = checked_codec(o.compress);
   w.local_steps = o.local_steps;
   w.outer_momentum = o.outer_momentum;
+  // An attacker's noise differs from member to member and from run to run.
+  w.attack = checked_attack(o.robust, c.topology_seed ^ std::hash<std::string>{}(c.node.id()));
+  w.clip = checked_defence(o.robust);
   w.hierarchical = o.hierarchical;
   w.spread = o.group_owner == "root" ? topology::GroupSpread::kRoot : topology::GroupSpread::kSpread;
   w.consensus_every = o.consensus_every;

@@ -1,7 +1,9 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <memory>
+#include <optional>
 #include <stop_token>
 #include <string>
 #include <vector>
@@ -11,6 +13,7 @@
 #include "daemon/observe/metrics.h"
 #include "daemon/worker/compress_flags.h"
 #include "daemon/worker/outer_momentum.h"
+#include "daemon/worker/robust_flags.h"
 #include "daemon/worker/training_loop.h"
 #include "daemon/worker/worker.h"
 #include "protocol/gossip/crossover.h"
@@ -31,6 +34,7 @@ struct GossipFlags {
   CompressFlags compress{};     // --compress, --compress-block
   uint32_t local_steps = 1;     // exchange every H-th step
   float outer_momentum = 0.0f;  // crossover: the outer step over each exchange window
+  RobustFlags robust{};         // flat crossover: --inject-byzantine, --robust
 };
 
 struct GossipWorkerOptions {
@@ -48,6 +52,9 @@ struct GossipWorkerOptions {
   protocol::CodecSpec codec;    // how segments travel (--compress)
   uint32_t local_steps = 1;     // --local-steps: a round every H-th step
   float outer_momentum = 0.0f;  // --outer-momentum (crossover)
+  // Flat crossover: --inject-byzantine (this member attacks) and --robust clip.
+  std::optional<protocol::AttackSpec> attack;
+  std::optional<protocol::ClipSpec> clip;
   // Crossover: exact averages inside groups of members with the same
   // --group label, crossover between groups (protocol::HierarchicalCrossover).
   bool hierarchical = false;
@@ -94,6 +101,9 @@ class GossipWorker : public Worker {
   // Every member is up, resumed members agree on the round, labels are known.
   void start(std::stop_token stop);
   void account(const protocol::RoundStats& stats);
+  // --robust: the peers named this round in the log, and what this member
+  // saw of each peer in /status and /metrics.
+  void report_robustness(const Protocol& protocol, const std::vector<std::string>& named, uint64_t round);
   // Every member calls it after the same rounds (they run in step). A
   // measurement that fails (a member just died) is skipped, never fatal.
   void maybe_measure(uint64_t round, Protocol& protocol);
@@ -116,6 +126,7 @@ class GossipWorker : public Worker {
   trainer::Trainer& trainer_;
   TrainingLoop& loop_;
   WorkerState& state_;
+  MetricsRegistry& metrics_;
   GossipWorkerOptions options_;
   Counter& skipped_;
   Counter& bytes_sent_;
@@ -123,8 +134,9 @@ class GossipWorker : public Worker {
   Gauge& consensus_;
   Counter& measure_failures_;
   std::stop_token stop_;
-  std::unique_ptr<protocol::Group> consensus_group_;  // over the view it was built for
-  uint32_t consensus_view_ = 0;                       // the id of the view consensus_group_ was built for
+  std::map<std::string, protocol::PeerClipping> clip_reported_;  // per peer, as last put in the metrics
+  std::unique_ptr<protocol::Group> consensus_group_;             // over the view it was built for
+  uint32_t consensus_view_ = 0;  // the id of the view consensus_group_ was built for
 };
 
 // gossipd run's factory for --algo crossover, sgp and osgp.

@@ -12,6 +12,7 @@
 
 #include "daemon/config/cli.h"
 #include "daemon/ctl/compare.h"
+#include "daemon/ctl/compare_byzantine.h"
 #include "daemon/ctl/compare_entry.h"
 #include "daemon/ctl/compare_hosts.h"
 #include "daemon/ctl/compare_report.h"
@@ -219,6 +220,7 @@ void validate(const TuneOptions& o) {
 int run_tune(const TuneOptions& given) {
   TuneOptions o = given;
   resolve_step_delays(o.run);
+  resolve_byzantine(o.run);
   validate(o);
   std::stop_source stop;
   SignalWatcher signals(stop);

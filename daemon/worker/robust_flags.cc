@@ -1,0 +1,85 @@
+#include "daemon/worker/robust_flags.h"
+
+#include <cmath>
+
+#include "daemon/config/cli.h"
+#include "daemon/config/mode_flags.h"
+
+namespace gossipd::daemon {
+namespace {
+
+// "KIND:VALUE" split at the first colon; the value empty when there is none.
+std::pair<std::string, std::string> split(const std::string& text) {
+  const auto colon = text.find(':');
+  if (colon == std::string::npos) return {text, ""};
+  return {text.substr(0, colon), text.substr(colon + 1)};
+}
+
+// `text` as a finite number above zero, or UsageError naming `flag`.
+double positive(const std::string& flag, const std::string& given, const std::string& text) {
+  double v = 0;
+  size_t used = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || !std::isfinite(v) || v <= 0)
+    throw UsageError(flag + " '" + given + "': '" + text + "' is not a number above 0");
+  return v;
+}
+
+// "sign_flip, scaled, ...": the attacks, for help and errors.
+std::string attack_list() {
+  std::string kinds;
+  for (const std::string& k : protocol::attack_names()) kinds += (kinds.empty() ? "" : ", ") + k;
+  return kinds;
+}
+
+}  // namespace
+
+void add_robust_flags(ModeFlags& f, RobustFlags& into, const std::string& what) {
+  f.option("--inject-byzantine", into.inject_byzantine,
+           "Fault injection: this member sends Byzantine " + what + ": KIND[:MAGNITUDE], KIND one of " +
+               attack_list() +
+               " (scaled: the factor, default 1000; noise: the standard deviation, default 1). It trains and "
+               "mixes as an honest member does");
+  f.option("--robust", into.robust,
+           "How received " + what +
+               " are mixed: none (averaged as they come), clip (ClippedGossip: each peer's difference "
+               "clipped to an adaptive radius; a peer far beyond it round after round is named and no "
+               "longer mixed) or clip:TAU (a fixed radius, the L2 norm of a segment's difference)")
+      ->capture_default_str();
+}
+
+std::optional<protocol::AttackSpec> checked_attack(const RobustFlags& flags, uint64_t seed) {
+  if (flags.inject_byzantine.empty()) return std::nullopt;
+  const auto [name, value] = split(flags.inject_byzantine);
+  const auto kind = protocol::attack_from_name(name);
+  if (!kind)
+    throw UsageError("--inject-byzantine '" + flags.inject_byzantine + "': '" + name +
+                     "' is not an attack; use one of " + attack_list());
+  protocol::AttackSpec spec{*kind, 0, seed};
+  if (value.empty()) return spec;
+  if (protocol::default_magnitude(*kind) == 0)
+    throw UsageError("--inject-byzantine '" + flags.inject_byzantine + "': " + name +
+                     " takes no value (scaled and noise do)");
+  spec.magnitude = positive("--inject-byzantine", flags.inject_byzantine, value);
+  return spec;
+}
+
+std::optional<protocol::ClipSpec> checked_defence(const RobustFlags& flags) {
+  const auto [name, value] = split(flags.robust);
+  if (name == "none" && value.empty()) return std::nullopt;
+  if (name != "clip")
+    throw UsageError("--robust '" + flags.robust + "' is not a defence; use none, clip or clip:TAU");
+  protocol::ClipSpec spec;
+  if (!value.empty()) spec.tau = positive("--robust", flags.robust, value);
+  return spec;
+}
+
+bool robust_given(const RobustFlags& flags) {
+  return !flags.inject_byzantine.empty() || flags.robust != "none";
+}
+
+}  // namespace gossipd::daemon

@@ -1,0 +1,33 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "protocol/robust/attack.h"
+#include "protocol/robust/clipped_gossip.h"
+
+namespace gossipd::daemon {
+
+class ModeFlags;
+
+// gossipd run's --inject-byzantine and --robust, as the modes that average
+// what members send take them (flat Crossover-SGD so far).
+struct RobustFlags {
+  std::string inject_byzantine;  // KIND[:MAGNITUDE]; empty: an honest member
+  std::string robust = "none";   // none | clip | clip:TAU
+};
+
+// Adds both flags, stored in `into`; `what` names what an attacker sends
+// ("gossip segments").
+void add_robust_flags(ModeFlags& flags, RobustFlags& into, const std::string& what);
+// The attack --inject-byzantine names (nullopt: none), its noise keyed by
+// `seed`; UsageError in one line for an unknown kind or a bad magnitude.
+std::optional<protocol::AttackSpec> checked_attack(const RobustFlags& flags, uint64_t seed);
+// The defence --robust names (nullopt: none); UsageError in one line for an
+// unknown one or τ <= 0.
+std::optional<protocol::ClipSpec> checked_defence(const RobustFlags& flags);
+// Either flag given.
+bool robust_given(const RobustFlags& flags);
+
+}  // namespace gossipd::daemon
