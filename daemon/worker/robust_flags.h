@@ -12,7 +12,7 @@ namespace gossipd::daemon {
 class ModeFlags;
 
 // gossipd run's --inject-byzantine and --robust, as the modes that average
-// what members send take them (flat Crossover-SGD so far).
+// what members send take them (flat Crossover-SGD, SGP and OSGP so far).
 struct RobustFlags {
   std::string inject_byzantine;  // KIND[:MAGNITUDE]; empty: an honest member
   std::string robust = "none";   // none | clip | clip:TAU

@@ -46,10 +46,10 @@ struct GossipOptions {
   // every H-th step); pacing and OSGP's fold look back this far.
   uint64_t rounds_apart = 1;
   // Fault injection (--inject-byzantine): this member sends these values in
-  // place of its own (robust/attack.h). Flat crossover only.
+  // place of its own (robust/attack.h). Flat crossover, SGP and OSGP.
   std::optional<AttackSpec> attack;
   // --robust clip: received segments are mixed by ClippedGossip
-  // (robust/clipped_gossip.h) instead of averaged. Flat crossover only.
+  // (robust/clipped_gossip.h) instead of averaged. Flat crossover, SGP and OSGP.
   std::optional<ClipSpec> clip;
   std::stop_token stop;
 };

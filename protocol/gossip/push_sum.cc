@@ -1,6 +1,7 @@
 #include "protocol/gossip/push_sum.h"
 
 #include <cmath>
+#include <cstring>
 #include <optional>
 
 #include "protocol/collectives/collective_channel.h"
@@ -18,6 +19,37 @@ PushSumGossip::PushSumGossip(Node& node, SegmentTable segments, GossipOptions op
       overlap_(overlap),
       weights_(segments_.size(), 1.0) {
   register_segments(node_, segments_);
+  if (options_.attack) attack_.emplace(*options_.attack);
+  if (options_.clip) clip_ = std::make_unique<ClippedGossip>(*options_.clip);
+}
+
+std::span<const float> PushSumGossip::outbound(uint32_t s, uint64_t round, std::span<const float> xs) {
+  if (!attack_) return xs;
+  const double w = weights_[s];
+  scratch_.resize(xs.size());
+  for (size_t i = 0; i < xs.size(); ++i) scratch_[i] = static_cast<float>(xs[i] / w);
+  const auto z = attack_->apply(s, round, scratch_);
+  for (size_t i = 0; i < xs.size(); ++i) scratch_[i] = static_cast<float>(z[i] * w);
+  return scratch_;
+}
+
+void PushSumGossip::mix_clipped(const std::string& peer, uint32_t s, std::span<float> xs, const Message& msg,
+                                double w, RoundStats& stats) {
+  if (clip_->named(peer)) {  // named Byzantine: skipped as a lost segment
+    ++stats.segments_skipped;
+    return;
+  }
+  const double own = weights_[s];
+  const double in = std::min(w, own);
+  received_.resize(xs.size());
+  std::memcpy(received_.data(), msg.payload.at(0).data(), xs.size() * sizeof(float));
+  for (float& v : received_) v = static_cast<float>(v / w);
+  for (float& v : xs) v = static_cast<float>(v / own);
+  stats.segments_clipped += clip_->mix(peer, s, xs, received_, static_cast<float>(in / (own + in)));
+  weights_[s] = own + in;
+  for (float& v : xs) v = static_cast<float>(v * weights_[s]);
+  ++stats.segments_received;
+  stats.bytes_received += xs.size() * sizeof(float);
 }
 
 void PushSumGossip::set_weights(std::vector<double> weights) {
@@ -89,6 +121,7 @@ RoundStats PushSumGossip::run_round(const topology::View& view, uint64_t round, 
     fold_in(view, previous, x, Clock::now() + options_.segment_deadline, stats);
   }
   keep_weights_up(x);
+  if (clip_) stats.named = clip_->end_round();
   return stats;
 }
 
@@ -105,7 +138,8 @@ void PushSumGossip::push(const topology::View& view, uint64_t round, std::span<f
     auto xs = x.subspan(seg.offset, seg.length);
     for (float& v : xs) v *= share;  // keep our share; push the same share
     weights_[s] *= share;
-    const EncodedSegment data = feedback_.encode(seg.offset, xs);  // one payload for every out-peer
+    const std::span<const float> pushed = outbound(s, round, xs);
+    const EncodedSegment data = feedback_.encode(seg.offset, pushed);  // one payload for every out-peer
     size_t failed = 0;
     for (size_t k = 0; k < out.size(); ++k) {
       const std::string& to = view.member(out[k]);
@@ -118,7 +152,7 @@ void PushSumGossip::push(const topology::View& view, uint64_t round, std::span<f
       stats.bytes_sent += bytes;
       failed += bytes == 0;
     }
-    if (failed < out.size()) feedback_.sent(seg.offset, xs, data);
+    if (failed < out.size()) feedback_.sent(seg.offset, pushed, data);
     if (failed > 0) {  // a push that could not leave stays with us: no mass is lost
       const float keep = static_cast<float>(1 + failed);
       for (float& v : xs) v *= keep;
@@ -134,10 +168,12 @@ void PushSumGossip::fold_in(const topology::View& view, SegmentInbox& inbox, std
   for (uint32_t s = 0; s < segments_.size(); ++s) {
     const auto& seg = segments_[s];
     for (size_t from : in) {
-      auto msg = inbox.receive(view.member(from), s, seg.length, deadline, options_.stop, renudge());
+      const std::string& peer = view.member(from);
+      auto msg = inbox.receive(peer, s, seg.length, deadline, options_.stop, renudge());
       if (!msg) {
         if (options_.stop.stop_requested()) throw Aborted(node_.id(), "push-sum round");
         ++stats.segments_skipped;
+        if (clip_ && inbox.refused_non_finite(peer, s)) clip_->refused(peer);
         continue;
       }
       const double w = msg->envelope.push_sum_weight();
@@ -145,6 +181,10 @@ void PushSumGossip::fold_in(const topology::View& view, SegmentInbox& inbox, std
         node_.reject_log().reject(view.member(from), RejectReason::kSegment,
                                   "push-sum segment without a weight");
         ++stats.segments_skipped;
+        continue;
+      }
+      if (clip_) {
+        mix_clipped(peer, s, x.subspan(seg.offset, seg.length), *msg, w, stats);
         continue;
       }
       add_floats(x.data() + seg.offset, msg->payload.at(0).data(), seg.length);

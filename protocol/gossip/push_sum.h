@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
+#include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "protocol/collectives/error_feedback.h"
@@ -35,6 +38,12 @@ namespace gossipd::protocol {
 // and weight (z unchanged, exact in floating point), so weights stay within
 // a factor of a few of each other and never underflow. Without loss no
 // weight ever gets there.
+//
+// --robust clip (GossipOptions::clip): a pushed segment is mixed in the
+// de-biased values, z ← z + ω/(w + ω)·clip(z_j − z, τ) with w this
+// member's weight and ω the one pushed (ClippedGossip), and ω counts for at
+// most w: a member cannot buy weight. An attacker (GossipOptions::attack)
+// pushes its attack on z, times its weight.
 class PushSumGossip {
  public:
   PushSumGossip(Node& node, SegmentTable segments, GossipOptions options, size_t peers = 1,
@@ -49,6 +58,9 @@ class PushSumGossip {
   const std::vector<double>& weights() const { return weights_; }
   // For a joiner taking a snapshot, or after a view change re-weights.
   void set_weights(std::vector<double> weights);
+
+  // --robust clip's record of each peer; nullptr without it.
+  const ClippedGossip* clipping() const { return clip_.get(); }
 
   static constexpr uint32_t kTag = tags::first(tags::User::kPushSum);
   static constexpr double kMinWeight = 0.25;
@@ -67,6 +79,12 @@ class PushSumGossip {
   void fold_in(const topology::View& view, SegmentInbox& inbox, std::span<float> x,
                Clock::time_point deadline, RoundStats& stats);
   void keep_weights_up(std::span<float> x);
+  // What segment s carries to the out-peers: the share xs, or an
+  // attacker's attack on its de-biased values (times its weight).
+  std::span<const float> outbound(uint32_t s, uint64_t round, std::span<const float> xs);
+  // --robust clip: mixes `peer`'s push `msg` of weight w into segment s.
+  void mix_clipped(const std::string& peer, uint32_t s, std::span<float> xs, const Message& msg, double w,
+                   RoundStats& stats);
 
   Node& node_;
   SegmentTable segments_;
@@ -77,6 +95,9 @@ class PushSumGossip {
   bool pushed_ = false;  // this member has pushed in a round (OSGP: last_pushed_ is it)
   uint64_t last_pushed_ = 0;
   std::vector<double> weights_;
+  std::optional<SegmentAttack> attack_;
+  std::unique_ptr<ClippedGossip> clip_;
+  std::vector<float> scratch_, received_;  // an attacked share; a received segment's z
 };
 
 }  // namespace gossipd::protocol

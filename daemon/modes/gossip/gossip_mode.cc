@@ -41,6 +41,7 @@ class GossipMode : public Mode {
              "Measure the replicas' consensus distance every N rounds (0: never; gossip protocols)")
         ->capture_default_str();
     add_exchange_flags(f);
+    add_robust_flags(f, flags_.robust, "gossip segments");
     f.describe("--segment-deadline-ms", "gossip: a peer's segment, the own copy kept");
     if (algo_ == GossipAlgo::kOsgp) return;
     f.flag("--pace", flags_.pace,
@@ -61,8 +62,8 @@ class GossipMode : public Mode {
       throw UsageError("--hierarchical and --overlap do not combine yet; pick one");
     if (flags_.hierarchical && robust_given(flags_.robust))
       throw UsageError(
-          "--inject-byzantine and --robust are for flat --algo crossover: the groups' exact averages of "
-          "--hierarchical have no defence yet");
+          "--inject-byzantine and --robust are for flat --algo crossover, sgp and osgp: the groups' exact "
+          "averages of --hierarchical have no defence yet");
     checked_attack(flags_.robust, 0);
     checked_defence(flags_.robust);
     if (flags_.pace && !can_pace(flags_.hierarchical))
@@ -95,7 +96,7 @@ class GossipMode : public Mode {
     if (const std::string m = c.value_of("--outer-momentum", "0");
         m != "0" && algo_ == GossipAlgo::kCrossover)
       l.flags.insert(l.flags.end(), {"--outer-momentum", checked_outer_momentum(m)});
-    if (algo_ == GossipAlgo::kCrossover && !hierarchical) add_robust_launch(l, c);
+    if (!hierarchical) add_robust_launch(l, c);
     if (compare_pace_ == "on" && !l.paced && can_pace(false))
       l.unmet = "--pace on is for flat crossover and sgp: drop --groups or --pace";
     return l;
@@ -121,7 +122,7 @@ class GossipMode : public Mode {
   }
 
  private:
-  // compare --robust and --inject-byzantine, for flat crossover's launch.
+  // compare --robust and --inject-byzantine, for a flat gossip launch.
   static void add_robust_launch(EntryLaunch& l, const EntryContext& c) {
     if (const std::string r = c.value_of("--robust", "none"); r != "none") {
       RobustFlags flags;
@@ -153,7 +154,6 @@ class GossipMode : public Mode {
     f.refusal("--overlap",
               "--overlap is for --algo crossover (for SGP use --algo osgp; allreduce is synchronous)");
     add_outer_momentum_flag(f, flags_.outer_momentum);
-    add_robust_flags(f, flags_.robust, "gossip segments");
     f.flag("--hierarchical", flags_.hierarchical,
            "crossover: exact averages inside each --group, crossover gossip between groups");
     f.option("--group-owner", flags_.group_owner,

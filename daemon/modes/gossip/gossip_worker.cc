@@ -166,6 +166,7 @@ class PushSumProtocol : public GossipWorker::Protocol {
     push_sum_.debias(x_, params_);
     return {};
   }
+  const protocol::ClippedGossip* clipping() const override { return push_sum_.clipping(); }
 
  private:
   Membership& membership_;
