@@ -4,6 +4,7 @@
 
 #include "daemon/config/cli.h"
 #include "daemon/config/mode_flags.h"
+#include "daemon/worker/mode.h"
 
 namespace gossipd::daemon {
 namespace {
@@ -39,17 +40,21 @@ std::string attack_list() {
 }  // namespace
 
 void add_robust_flags(ModeFlags& f, RobustFlags& into, const std::string& what) {
-  f.option("--inject-byzantine", into.inject_byzantine,
-           "Fault injection: this member sends Byzantine " + what + ": KIND[:MAGNITUDE], KIND one of " +
-               attack_list() +
-               " (scaled: the factor, default 1000; noise: the standard deviation, default 1). It trains and "
-               "mixes as an honest member does");
+  add_attack_flag(f, into, what);
   f.option("--robust", into.robust,
            "How received " + what +
                " are mixed: none (averaged as they come), clip (ClippedGossip: each peer's difference "
                "clipped to an adaptive radius; a peer far beyond it round after round is named and no "
                "longer mixed) or clip:TAU (a fixed radius, the L2 norm of a segment's difference)")
       ->capture_default_str();
+}
+
+void add_attack_flag(ModeFlags& f, RobustFlags& into, const std::string& what) {
+  f.option("--inject-byzantine", into.inject_byzantine,
+           "Fault injection: this member sends Byzantine " + what + ": KIND[:MAGNITUDE], KIND one of " +
+               attack_list() +
+               " (scaled: the factor, default 1000; noise: the standard deviation, default 1). It trains and "
+               "mixes as an honest member does");
 }
 
 std::optional<protocol::AttackSpec> checked_attack(const RobustFlags& flags, uint64_t seed) {
@@ -76,6 +81,13 @@ std::optional<protocol::ClipSpec> checked_defence(const RobustFlags& flags) {
   protocol::ClipSpec spec;
   if (!value.empty()) spec.tau = positive("--robust", flags.robust, value);
   return spec;
+}
+
+void add_byzantine_launch(EntryLaunch& l, const EntryContext& c) {
+  if (c.byzantine.empty()) return;
+  l.per_worker.resize(c.workers);
+  for (const auto& [k, attack] : c.byzantine)
+    l.per_worker.at(k).insert(l.per_worker.at(k).end(), {"--inject-byzantine", attack});
 }
 
 bool robust_given(const RobustFlags& flags) {

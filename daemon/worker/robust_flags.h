@@ -10,6 +10,8 @@
 namespace gossipd::daemon {
 
 class ModeFlags;
+struct EntryContext;
+struct EntryLaunch;
 
 // gossipd run's --inject-byzantine and --robust, as the modes that average
 // what members send take them (flat Crossover-SGD, SGP and OSGP so far).
@@ -21,12 +23,17 @@ struct RobustFlags {
 // Adds both flags, stored in `into`; `what` names what an attacker sends
 // ("gossip segments").
 void add_robust_flags(ModeFlags& flags, RobustFlags& into, const std::string& what);
+// --inject-byzantine alone, for a mode with no defence yet.
+void add_attack_flag(ModeFlags& flags, RobustFlags& into, const std::string& what);
 // The attack --inject-byzantine names (nullopt: none), its noise keyed by
 // `seed`; UsageError in one line for an unknown kind or a bad magnitude.
 std::optional<protocol::AttackSpec> checked_attack(const RobustFlags& flags, uint64_t seed);
 // The defence --robust names (nullopt: none); UsageError in one line for an
 // unknown one or τ <= 0.
 std::optional<protocol::ClipSpec> checked_defence(const RobustFlags& flags);
+// compare --inject-byzantine (EntryContext::byzantine): gossipd run
+// --inject-byzantine in the launch's flags of each Byzantine worker.
+void add_byzantine_launch(EntryLaunch& launch, const EntryContext& context);
 // Either flag given.
 bool robust_given(const RobustFlags& flags);
 

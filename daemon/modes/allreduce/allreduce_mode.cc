@@ -7,6 +7,7 @@
 #include "daemon/config/per_protocol.h"
 #include "daemon/modes/allreduce/allreduce_worker.h"
 #include "daemon/worker/compress_flags.h"
+#include "daemon/worker/robust_flags.h"
 
 namespace gossipd::daemon {
 namespace {
@@ -29,11 +30,16 @@ class AllreduceMode : public Mode {
         ->capture_default_str();
     add_outer_momentum_flag(f, outer_momentum_);
     add_compress_flags(f, compress_, "allreduce's collectives (gradients, or the local steps' change)");
+    add_attack_flag(f, robust_, "gradients (allreduce: its contribution to every step's sum)");
   }
   void check_flags(const RunOptions&) const override {
     if (local_steps_ == 0) throw UsageError("--local-steps 0: take at least 1 step per exchange");
     check_outer_momentum(outer_momentum_, local_steps_);
     checked_codec(compress_);
+    checked_attack(robust_, 0);
+    if (local_steps_ > 1 && !robust_.inject_byzantine.empty())
+      throw UsageError(
+          "--inject-byzantine with --local-steps: local SGD's parameter averages take no attack yet");
   }
   EntryLaunch launch(const std::string& label, const std::string& arg, const EntryContext& c) const override {
     EntryLaunch l = Mode::launch(label, arg, c);
@@ -42,10 +48,13 @@ class AllreduceMode : public Mode {
       l.flags.insert(l.flags.end(), {"--local-steps", checked_local_steps(h)});
     if (const std::string m = c.value_of("--outer-momentum", "0"); m != "0")
       l.flags.insert(l.flags.end(), {"--outer-momentum", checked_outer_momentum(m)});
+    add_byzantine_launch(l, c);
     return l;
   }
   std::unique_ptr<Worker> make_worker(WorkerContext& c) const override {
-    return make_allreduce_worker(c, {local_steps_, outer_momentum_, checked_codec(compress_)});
+    return make_allreduce_worker(
+        c, {local_steps_, outer_momentum_, checked_codec(compress_),
+            checked_attack(robust_, c.topology_seed ^ std::hash<std::string>{}(c.node.id()))});
   }
   // One allreduce of every gradient per step, or of the parameters every
   // H-th (the last step's average, where H does not divide the run, left out),
@@ -69,6 +78,7 @@ class AllreduceMode : public Mode {
   uint32_t local_steps_ = 1;
   float outer_momentum_ = 0.0f;
   CompressFlags compress_{};
+  RobustFlags robust_{};  // --inject-byzantine alone: no defence for the sum yet
 };
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "protocol/collectives/compressed.h"
 #include "protocol/collectives/ring.h"
 #include "protocol/collectives/two_levels.h"
+#include "protocol/wire/codec.h"
 #include "protocol/wire/errors.h"
 #include "protocol/wire/tags.h"
 
@@ -32,7 +33,9 @@ AllreduceWorker::AllreduceWorker(protocol::Node& node, std::vector<std::string> 
       trainer_(trainer),
       loop_(loop),
       options_(options),
-      feedback_(options.codec) {}
+      feedback_(options.codec) {
+  if (options_.attack) attack_.emplace(*options_.attack);
+}
 
 void AllreduceWorker::run(std::stop_token stop) {
   if (!options_.joined) {
@@ -89,6 +92,11 @@ trainer::StepResult AllreduceWorker::step(std::span<const uint32_t> idx, std::st
       if (!group_ || ring_changed(view)) reform(view, round, stop);
       // Gradients at the current parameters: after a re-sync they are recomputed.
       r = trainer_.compute_gradients(idx);
+      if (attack_) {  // --inject-byzantine: what this member adds to the sum
+        auto grads = trainer_.model().grads();
+        const auto sent = attack_->apply(0, round, grads);
+        std::copy(sent.begin(), sent.end(), grads.begin());
+      }
       if (options_.update) {
         TrainingLoop::CommTimer comm(loop_);
         options_.update(*group_, ring_collectives(), round);
@@ -104,9 +112,23 @@ trainer::StepResult AllreduceWorker::step(std::span<const uint32_t> idx, std::st
       await_view_change(std::current_exception(), round, stop);
       continue;
     }
-    trainer_.apply_gradients(trainer_.current_lr());
+    if (!skipped_non_finite(round)) trainer_.apply_gradients(trainer_.current_lr());
     return r;
   }
+}
+
+bool AllreduceWorker::skipped_non_finite(uint64_t round) {
+  const std::span<const float> grads = trainer_.model().grads();
+  if (protocol::all_finite(std::as_bytes(grads))) return false;
+  trainer_.count_step();
+  if (options_.non_finite_steps) options_.non_finite_steps->add();
+  if (non_finite_skipped_++ % 100 == 0) {
+    spdlog::warn(
+        "node '{}': step {}: the members' summed gradient holds NaN or an infinity; every member skips the "
+        "step ({} so far; a sum does not say which member sent it)",
+        node_.id(), round, non_finite_skipped_);
+  }
+  return true;
 }
 
 void AllreduceWorker::average_gradients() {
@@ -240,6 +262,9 @@ AllreduceWorkerOptions allreduce_worker_options(const WorkerContext& c) {
   w.checkpointer = c.checkpointer;
   w.resumed = c.resumed;
   w.state = &c.state;
+  w.non_finite_steps = &c.metrics.counter(
+      "gossipd_steps_skipped_non_finite_total",
+      "AllReduce-SGD steps every member skipped: the summed gradient held NaN or an infinity");
   return w;
 }
 
@@ -248,6 +273,7 @@ std::unique_ptr<Worker> make_allreduce_worker(WorkerContext& c, const AllreduceF
   w.local_steps = flags.local_steps;
   w.outer_momentum = flags.outer_momentum;
   w.codec = flags.codec;
+  w.attack = flags.attack;
   w.last_step = static_cast<uint64_t>(c.options.train.epochs) * c.steps_per_epoch;
   return std::make_unique<AllreduceWorker>(c.node, c.members, c.membership, c.trainer(), c.loop(), w);
 }

@@ -3,18 +3,21 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <stop_token>
 #include <string>
 #include <vector>
 
 #include "daemon/cluster/checkpoint.h"
 #include "daemon/cluster/membership.h"
+#include "daemon/observe/metrics.h"
 #include "daemon/worker/outer_momentum.h"
 #include "daemon/worker/training_loop.h"
 #include "daemon/worker/worker.h"
 #include "protocol/collectives/error_feedback.h"
 #include "protocol/collectives/group.h"
 #include "protocol/collectives/two_levels.h"
+#include "protocol/robust/attack.h"
 #include "protocol/transport/node.h"
 
 namespace gossipd::daemon {
@@ -50,6 +53,12 @@ struct AllreduceWorkerOptions {
   // --compress: the collectives in a codec (protocol::CompressedAllreduce),
   // with error feedback; local SGD then averages each window's change.
   protocol::CodecSpec codec{};
+  // --inject-byzantine: this member contributes its attack on its
+  // gradients (robust/attack.h) to every step's sum.
+  std::optional<protocol::AttackSpec> attack;
+  // Counts the steps every member skipped because the summed gradient held
+  // NaN or an infinity (nullptr: not counted).
+  Counter* non_finite_steps = nullptr;
 };
 
 // AllReduce-SGD's own flags, as gossipd run parses them.
@@ -57,6 +66,7 @@ struct AllreduceFlags {
   uint32_t local_steps = 1;
   float outer_momentum = 0.0f;
   protocol::CodecSpec codec{};
+  std::optional<protocol::AttackSpec> attack;
 };
 
 // AllReduce-SGD: every step, each member computes gradients on its own shard,
@@ -83,6 +93,10 @@ class AllreduceWorker : public Worker {
   // The sum over the ring of `data`, in the codec when there is one; a
   // failure leaves the residual as it was (data is the caller's to restore).
   void average_gradients();  // the ring's sum of the gradients, divided by the members
+  // A summed gradient holding NaN or an infinity: every member has the same
+  // sum, so every one skips the step (counted, not applied) and the
+  // replicas stay equal. Returns whether it did.
+  bool skipped_non_finite(uint64_t round);
   void sum(std::span<float> data);
   // The ring the worker uses from now on. Its sums take two levels where
   // its members share hosts evenly (protocol::HostAwareCollectives, laid
@@ -118,10 +132,12 @@ class AllreduceWorker : public Worker {
   std::unique_ptr<protocol::Group> group_;
   // group_'s collectives; they say once if they take two levels.
   std::unique_ptr<protocol::HostAwareCollectives> ring_sum_;
-  uint32_t view_id_ = 0;                  // the id of the view group_ was formed over
-  std::unique_ptr<OuterMomentum> outer_;  // local SGD's outer step (--outer-momentum)
-  protocol::ErrorFeedback feedback_;      // --compress: what this member's encodings rounded off
-  std::vector<float> window_start_;       // --compress with local SGD: the replicas' last average
+  uint32_t view_id_ = 0;                           // the id of the view group_ was formed over
+  std::unique_ptr<OuterMomentum> outer_;           // local SGD's outer step (--outer-momentum)
+  protocol::ErrorFeedback feedback_;               // --compress: what this member's encodings rounded off
+  std::vector<float> window_start_;                // --compress with local SGD: the replicas' last average
+  std::optional<protocol::SegmentAttack> attack_;  // --inject-byzantine
+  uint64_t non_finite_skipped_ = 0;
 };
 
 // The options gossipd run gives an AllReduce-SGD worker.

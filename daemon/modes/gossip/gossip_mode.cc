@@ -130,10 +130,7 @@ class GossipMode : public Mode {
       checked_defence(flags);
       l.flags.insert(l.flags.end(), {"--robust", r});
     }
-    if (c.byzantine.empty()) return;
-    l.per_worker.resize(c.workers);
-    for (const auto& [k, attack] : c.byzantine)
-      l.per_worker.at(k).insert(l.per_worker.at(k).end(), {"--inject-byzantine", attack});
+    add_byzantine_launch(l, c);
   }
 
   // The one pacing rule: flat crossover and plain SGP pace.
