@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Members that cannot be trusted (issue 78), with gossipctl simulate: every
+# worker a real replica running gossipd run's own protocols (ALGOS:
+# Crossover-SGD, SGP, AllReduce-SGD, which has no defence yet), ClippedGossip
+# and attacks (held bit for bit to compare's processes by
+# tests/daemon/simulate_test.cc). N workers (8), one of them Byzantine (BAD,
+# w3), the quickstart's setup (MLP, batch 64, lr 0.05, EPOCHS epochs): for
+# each defence (none, clip) a run without an attacker and one per attack.
+# Prints the honest members' final mean test accuracy, its difference from
+# the run without an attacker under the same defence (points), how many
+# honest members named the attacker and by which round, and any honest
+# member named. A run still going after TIMEOUT seconds is stopped and its
+# last evaluation counts (the epoch is shown): without a defence the
+# replicas of some attacks shrink to subnormal floats, and each step then
+# takes seconds.
+# `byzantine.sh cost`: what --robust clip costs where no one attacks, with
+# gossipctl compare (4 gossipd processes on loopback, 2 epochs): REPS runs
+# with and without it, alternated, and the median and least ratio of their
+# rounds per second.
+# Usage: byzantine.sh [accuracy|cost] (env: ALGOS, N, BAD, EPOCHS, ATTACKS, DEFENCES, SEED, TIMEOUT, REPS, OUT)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+WHAT=${1:-accuracy}
+N=${N:-8}; BAD=${BAD:-w3}; EPOCHS=${EPOCHS:-10}; SEED=${SEED:-1}; TIMEOUT=${TIMEOUT:-180}
+ATTACKS=${ATTACKS:-"scaled sign_flip noise non_finite stale"}; DEFENCES=${DEFENCES:-"none clip"}
+ALGOS=${ALGOS:-"crossover sgp allreduce"}
+OUT=${OUT:-$(mktemp -d)}
+cmake --build build -j2 --target gossipctl gossipd >/dev/null
+mkdir -p "$OUT"
+if [ "$WHAT" = cost ]; then
+  for r in $(seq 1 "${REPS:-5}"); do
+    for d in none clip; do
+      ./build/bin/gossipctl compare --workers 4 --algos crossover --epochs 2 --robust "$d" \
+        --out "$OUT/cost-$d-$r" > "$OUT/cost-$d-$r.log" 2>&1
+    done
+  done
+  python3 - "$OUT" "${REPS:-5}" <<'PY'
+import json, statistics, sys
+out, reps = sys.argv[1], int(sys.argv[2])
+rate = lambda d, r: json.load(open(f"{out}/cost-{d}-{r}/summary.json"))["results"][0]["rounds_per_second"]
+ratios = [rate("none", r) / rate("clip", r) for r in range(1, reps + 1)]
+accs = [json.load(open(f"{out}/cost-{d}-{r}/summary.json"))["results"][0]["final_mean_accuracy"]
+        for d in ("none", "clip") for r in range(1, reps + 1)]
+print(f"round time with --robust clip over without, {reps} alternated pairs: median {statistics.median(ratios):.3f}, "
+      f"least {min(ratios):.3f}, most {max(ratios):.3f}")
+print(f"final mean accuracy: without {statistics.median(accs[:reps]):.4f}, with {statistics.median(accs[reps:]):.4f} (medians)")
+PY
+  exit 0
+fi
+for algo in $ALGOS; do for d in $DEFENCES; do
+  [ "$algo" = allreduce ] && [ "$d" != none ] && continue  # no defence for a sum yet
+  for a in honest $ATTACKS; do
+    dir="$OUT/$algo-$d-$a"
+    [ -e "$dir/summary.json" ] || [ -e "$dir.cut" ] && continue
+    byz=(); [ "$a" != honest ] && byz=(--inject-byzantine "$BAD=$a")
+    rc=0
+    timeout "$TIMEOUT" ./build/bin/gossipctl simulate --workers "$N" --algos "$algo" --epochs "$EPOCHS" \
+      --batch 64 --lr 0.05 --seed "$SEED" --robust "$d" "${byz[@]}" --out "$dir" > "$dir.log" 2>&1 || rc=$?
+    if [ "$rc" = 124 ]; then touch "$dir.cut"; elif [ "$rc" != 0 ]; then
+      echo "failed: $dir: $(tail -1 "$dir.log")" >&2; exit 1
+    fi
+  done
+done; done
+python3 - "$OUT" "$N" "$BAD" "$DEFENCES" "honest $ATTACKS" "$ALGOS" <<'PY'
+import json, os, re, sys
+out, n, bad, defences, attacks = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4].split(), sys.argv[5].split()
+algos = sys.argv[6].split()
+def honest_acc(algo, d, a):
+    """The honest members' mean test accuracy at the last epoch all of them evaluated, and that epoch."""
+    evals = []
+    for k in range(n):
+        w = f"w{k}"
+        if a != "honest" and w == bad: continue
+        rows = [json.loads(l) for l in open(f"{out}/{algo}-{d}-{a}/{algo}/{w}.jsonl") if l.strip()]
+        evals.append({r["epoch"]: r["test_accuracy"] for r in rows if "test_accuracy" in r})
+    epoch = min(max(e) for e in evals)
+    return sum(e[epoch] for e in evals) / len(evals), epoch
+naming = re.compile(r"node '(w\d+)': member '(w\d+)' is named Byzantine in round (\d+)")
+print(f"| protocol | attack ({bad} of {n}) | --robust | honest final mean acc | vs no attacker (points) | attacker named by | by round | honest named |")
+print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+for algo in algos:
+  for a in attacks:
+    for d in defences:
+        if not os.path.exists(f"{out}/{algo}-{d}-{a}.log"): continue
+        (acc, epoch), (base, _) = honest_acc(algo, d, a), honest_acc(algo, d, "honest")
+        when = "" if not os.path.exists(f"{out}/{algo}-{d}-{a}.cut") else f" (epoch {epoch}, stopped)"
+        namers, rounds, wrong = set(), [], set()
+        for line in open(f"{out}/{algo}-{d}-{a}/members.log"):
+            m = naming.search(line)
+            if not m: continue
+            if m.group(2) == bad and a != "honest": namers.add(m.group(1)); rounds.append(int(m.group(3)))
+            else: wrong.add(f"{m.group(2)} by {m.group(1)}")
+        print(f"| {algo} | {a} | {d} | {acc:.4f}{when} | {100 * (acc - base):+.2f} | {len(namers)} of {n - 1} | "
+              f"{max(rounds) if rounds else '-'} | {', '.join(sorted(wrong)) or 'none'} |")
+PY
+echo "runs in $OUT"
