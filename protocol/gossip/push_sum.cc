@@ -43,11 +43,17 @@ void PushSumGossip::mix_clipped(const std::string& peer, uint32_t s, std::span<f
   const double in = std::min(w, own);
   received_.resize(xs.size());
   std::memcpy(received_.data(), msg.payload.at(0).data(), xs.size() * sizeof(float));
-  for (float& v : received_) v = static_cast<float>(v / w);
-  for (float& v : xs) v = static_cast<float>(v / own);
-  stats.segments_clipped += clip_->mix(peer, s, xs, received_, static_cast<float>(in / (own + in)));
+  // In the de-biased values z = xs / own and z_j = received / w, then
+  // stored as numerators of weight own + in, in one pass:
+  // (z + c·(z_j − z))·(own + in) = xs·(1 − c)(own + in)/own + received·c(own + in)/w.
+  const double d = ClippedGossip::distance(xs, 1 / own, received_, 1 / w);
+  const auto share = clip_->share(peer, s, d, clip_->cold(s) ? ClippedGossip::norm(xs) / own : 0,
+                                  static_cast<float>(in / (own + in)));
+  const double c = share.scale;
+  const auto a = static_cast<float>((1 - c) * (own + in) / own), b = static_cast<float>(c * (own + in) / w);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = a * xs[i] + b * received_[i];
   weights_[s] = own + in;
-  for (float& v : xs) v = static_cast<float>(v * weights_[s]);
+  stats.segments_clipped += share.clipped;
   ++stats.segments_received;
   stats.bytes_received += xs.size() * sizeof(float);
 }

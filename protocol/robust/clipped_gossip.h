@@ -61,6 +61,21 @@ class ClippedGossip {
   // Returns whether the difference was clipped.
   bool mix(const std::string& peer, uint32_t segment, std::span<float> x, std::span<const float> y,
            float weight = 0.5f);
+  // mix's bookkeeping, for a caller that mixes itself (push-sum, in one
+  // pass over its numerators): a reception `distance` away from own values
+  // of norm `own_norm` (read only where cold(segment)); returns the share
+  // of the difference to add, `weight` or less where clipped.
+  struct Share {
+    float scale;
+    bool clipped;
+  };
+  Share share(const std::string& peer, uint32_t segment, double distance, double own_norm, float weight);
+  // Whether segment's radius still depends on the own values' norm.
+  bool cold(uint32_t segment) const;
+
+  // ‖b·y − a·x‖ and ‖x‖, in double, vectorized.
+  static double distance(std::span<const float> x, double a, std::span<const float> y, double b);
+  static double norm(std::span<const float> x);
   // A segment of `peer`'s refused this round as non-finite.
   void refused(const std::string& peer);
   // Whether `peer` was named (its segments are no longer mixed).

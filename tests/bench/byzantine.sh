@@ -14,10 +14,11 @@
 # replicas of some attacks shrink to subnormal floats, and each step then
 # takes seconds.
 # `byzantine.sh cost`: what --robust clip costs where no one attacks, with
-# gossipctl compare (4 gossipd processes on loopback, 2 epochs): REPS runs
+# gossipctl compare (4 gossipd processes on loopback, 2 epochs, COST_ALGO:
+# crossover or sgp): REPS runs
 # with and without it, alternated, and the median and least ratio of their
 # rounds per second.
-# Usage: byzantine.sh [accuracy|cost] (env: ALGOS, N, BAD, EPOCHS, ATTACKS, DEFENCES, SEED, TIMEOUT, REPS, OUT)
+# Usage: byzantine.sh [accuracy|cost] (env: ALGOS, N, BAD, EPOCHS, ATTACKS, DEFENCES, SEED, TIMEOUT, REPS, COST_ALGO, OUT)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 WHAT=${1:-accuracy}
@@ -30,7 +31,7 @@ mkdir -p "$OUT"
 if [ "$WHAT" = cost ]; then
   for r in $(seq 1 "${REPS:-5}"); do
     for d in none clip; do
-      ./build/bin/gossipctl compare --workers 4 --algos crossover --epochs 2 --robust "$d" \
+      ./build/bin/gossipctl compare --workers 4 --algos "${COST_ALGO:-crossover}" --epochs 2 --robust "$d" \
         --out "$OUT/cost-$d-$r" > "$OUT/cost-$d-$r.log" 2>&1
     done
   done
