@@ -126,6 +126,10 @@ LayerRanges parse_layer_counts(std::string_view text, size_t layers) {
     if (item.empty() || ec != std::errc() || end != item.data() + item.size() || n == 0) {
       throw std::invalid_argument(what + " is not a list of layer counts, each at least 1, like 3,4");
     }
+    if (n > layers - r.first.back()) {  // checked before the sum, which could wrap around
+      throw std::invalid_argument(what + " covers more than the model's " + std::to_string(layers) +
+                                  " layers");
+    }
     r.first.push_back(r.first.back() + n);
     pos = comma + 1;
   }

@@ -217,6 +217,14 @@ TEST(LayerCounts, ParsesAndRefusesWithAReason) {
   for (const char* bad : {"", "2,,3", "2,0,7", "a,3", "2,3,", "-1,10"}) {
     EXPECT_THROW(parse_layer_counts(bad, 9), std::invalid_argument) << bad;
   }
+  // Counts whose sum wraps around to the model's layers (found by fuzz_partition_text).
+  try {
+    parse_layer_counts("3,8,18446744073709551614", 9);
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("covers more than the model's 9 layers"), std::string::npos)
+        << e.what();
+  }
   try {
     parse_layer_counts("2,3", 9);
     FAIL();
