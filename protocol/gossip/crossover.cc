@@ -25,7 +25,7 @@ void average_into(std::span<float> x, const Message& msg) {
 // an attacker (--inject-byzantine) sends what its attack makes of x.
 size_t send_segment(SegmentInbox& inbox, ErrorFeedback& feedback, const std::string& to, uint32_t s,
                     size_t offset, std::span<const float> x, std::chrono::milliseconds timeout,
-                    std::optional<SegmentAttack>& attack) {
+                    SegmentAttack* attack = nullptr) {
   if (attack) x = attack->apply(s, inbox.round(), x);
   const EncodedSegment data = feedback.encode(offset, x);
   const size_t bytes = inbox.send(to, s, data, std::nullopt, timeout);
@@ -127,7 +127,7 @@ RoundStats CrossoverGossip::run_round(const topology::View& view, uint64_t round
     }
     const size_t bytes =
         send_segment(inbox, feedback_, to, s, seg.offset, params.subspan(seg.offset, seg.length),
-                     options_.segment_deadline, attack_);
+                     options_.segment_deadline, attack_ ? &*attack_ : nullptr);
     stats.segments_sent += bytes > 0;
     stats.bytes_sent += bytes;
   }
@@ -180,10 +180,9 @@ RoundStats HierarchicalCrossover::run_round(const topology::View& view,
     plan[s] = topology::inter_group_exchange(groups, view.id(), node_.id(), options_.seed, round, s, spread_);
     if (!plan[s]) continue;
     const auto& seg = segments_[s];
-    std::optional<SegmentAttack> honest;  // the daemon refuses --inject-byzantine with --hierarchical
-    const size_t bytes =
-        send_segment(inbox, feedback_, plan[s]->send_to, s, seg.offset,
-                     params.subspan(seg.offset, seg.length), options_.segment_deadline, honest);
+    // Honest: the daemon refuses --inject-byzantine with --hierarchical.
+    const size_t bytes = send_segment(inbox, feedback_, plan[s]->send_to, s, seg.offset,
+                                      params.subspan(seg.offset, seg.length), options_.segment_deadline);
     stats.segments_sent += bytes > 0;
     stats.bytes_sent += bytes;
   }

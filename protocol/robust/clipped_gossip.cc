@@ -60,9 +60,9 @@ ClippedGossip::ClippedGossip(ClipSpec spec) : spec_(spec) {
 
 double ClippedGossip::tau(uint32_t segment, double own_norm) const {
   if (spec_.tau > 0) return spec_.tau;
-  const auto it = distances_.find(segment);
-  if (it == distances_.end() || it->second.size() < spec_.min_history) return spec_.cold * own_norm;
-  return spec_.kappa * quantile({it->second.begin(), it->second.end()}, spec_.quantile);
+  if (cold(segment)) return spec_.cold * own_norm;
+  const auto& history = distances_.at(segment);
+  return spec_.kappa * quantile({history.begin(), history.end()}, spec_.quantile);
 }
 
 void ClippedGossip::remember(uint32_t segment, double d) {
