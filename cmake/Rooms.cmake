@@ -10,6 +10,18 @@ function(gossipd_room target folder)
   target_include_directories(${target} PUBLIC ${root})
 endfunction()
 
+# gossipd_control_plane(TARGET): TARGET is control-plane code (flags,
+# commands, reports, planners' commands, benches' drivers): it runs once a
+# command, not once a step. Compiled with GOSSIPD_CONTROL_OPTIMIZE where
+# that is set (tests/sanitized_build.sh: -O0, where clang's -O2 with the
+# sanitizers is most of the build); empty, the build type's flags.
+set(GOSSIPD_CONTROL_OPTIMIZE "" CACHE STRING "Optimisation flag for the control plane's rooms; empty: the build type's")
+function(gossipd_control_plane target)
+  if(GOSSIPD_CONTROL_OPTIMIZE)
+    target_compile_options(${target} PRIVATE ${GOSSIPD_CONTROL_OPTIMIZE})
+  endif()
+endfunction()
+
 # gossipd_mode(TARGET): TARGET is a mode's library (daemon/modes/<name>/).
 # The registry (daemon/modes: modes.cc) links every library so declared;
 # nothing else links them all.
@@ -26,6 +38,7 @@ endfunction()
 # none of them.
 function(gossipd_mode_tools target)
   set_property(GLOBAL APPEND PROPERTY GOSSIPD_MODE_TOOL_LIBRARIES ${target})
+  gossipd_control_plane(${target})
 endfunction()
 
 # gossipd_mode_proto(TARGET PROTO): TARGET is a mode's own messages (PROTO,
