@@ -11,8 +11,9 @@ function(gossipd_room target folder)
 endfunction()
 
 # gossipd_control_plane(TARGET): TARGET is control-plane code (flags,
-# commands, reports, planners' commands, benches' drivers): it runs once a
-# command, not once a step. Compiled with GOSSIPD_CONTROL_OPTIMIZE where
+# commands, reports, the planners and their commands, the benches' drivers,
+# the member's setup, status and metrics): it runs once a command or a
+# round, not once a value. Compiled with GOSSIPD_CONTROL_OPTIMIZE where
 # that is set (tests/sanitized_build.sh: -O0, where clang's -O2 with the
 # sanitizers is most of the build); empty, the build type's flags.
 set(GOSSIPD_CONTROL_OPTIMIZE "" CACHE STRING "Optimisation flag for the control plane's rooms; empty: the build type's")
