@@ -82,6 +82,11 @@ SANITIZE_SKIP+='|^GroupsRun\.OneGroupIsAllreduceSgd|^GroupsRun\.EachGroupEnds|^R
 # DataPath.HostileClients): room for the modes' rooms, whose libraries made
 # both builds ~35 s longer each.
 SANITIZE_SKIP+='|^Cli\.BenchSparse|^HostileDataPort\.'
+# A grid row, a compute group and a pipeline stage's replicas on two hosts
+# (37 s sanitized together): the two-level sums run sanitized in-process in
+# TwoLevelSums, and through the daemon in
+# TwoLevels.FourMembersOnTwoHostsSumInTwoLevelsAndEndAsTheFlatRingDoes.
+SANITIZE_SKIP+='|^TwoLevels\.(AGridRow|AComputeGroup|APipelineStages)'
 # 36 training processes at once under the connection bound (the bound's
 # closing and reopening runs sanitized in-process: ConnectionBound in
 # protocol_transport_test).
