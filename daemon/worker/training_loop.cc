@@ -43,6 +43,7 @@ void TrainingLoop::run(size_t steps, std::stop_token stop, const Step& step, con
   start_ = std::chrono::steady_clock::now();
   start_round_ = trainer_.step_count();
   comm_seconds_ = 0;
+  compute_seconds_ = 0;
   eval_seconds_ = 0;
   state_.update([&](proto::Status& s) {
     s.set_state("training");
@@ -94,11 +95,14 @@ void TrainingLoop::run(size_t steps, std::stop_token stop, const Step& step, con
     }
     if (stop.stop_requested()) throw StoppedBetweenSteps(id_, "training");
     trainer_.set_epoch_progress(e + static_cast<double>(g % steps) / static_cast<double>(steps));
+    const auto delayed = std::chrono::steady_clock::now();
     if (step_delay_.count() > 0) injected_wait(step_delay_, stop);
     const auto began = std::chrono::steady_clock::now();
     const double comm_before = comm_seconds_;
     const trainer::StepResult r = step(trainer_.sampler().next_batch(batch));
     if (step_slowdown_ > 1) slow_down(began, comm_before, stop);
+    compute_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - delayed).count() -
+                        (comm_seconds_ - comm_before);
     loss_sum += r.loss * r.samples;
     correct += static_cast<size_t>(r.correct);
     samples += static_cast<size_t>(r.samples);
@@ -164,6 +168,8 @@ void TrainingLoop::evaluated(uint32_t epoch, double progress, double train_loss,
   rec.set_segments_skipped(st.segments_skipped());
   rec.set_rounds_per_second(st.rounds_per_second());
   rec.set_comm_ms_per_round(st.comm_ms_per_round());
+  const uint64_t rounds = trainer_.step_count() - start_round_;
+  rec.set_compute_ms_per_round(rounds > 0 ? 1000.0 * compute_seconds_ / static_cast<double>(rounds) : 0.0);
   if (background_) {
     eval_seconds_ += background_->submit(
         trainer_.model().params(), [this, rec](const trainer::EvalResult& ev, std::span<const float> params) {

@@ -124,6 +124,8 @@ class TrainingLoop {
   double step_slowdown_ = 1;
   Counter& comm_total_;
   double comm_seconds_ = 0;  // CommTimers on the training thread, since run() began
+  // Steps less their CommTimers (injected slowness included), since run() began.
+  double compute_seconds_ = 0;
   // The training thread evaluating or waiting for an evaluation, since run()
   // began (not training time, not in the round rate).
   double eval_seconds_ = 0;

@@ -327,28 +327,39 @@ TEST_F(BackgroundEval, TrainingLoopRecordsMatchInlineEvaluationsAndAreAllWritten
 // --inject-step-slowdown 3: after each step the loop waits twice that
 // step's compute (its time less its communication). Each step here computes
 // at least 20 ms and communicates 10 ms (a CommTimer), so 5 steps take at
-// least 5 x (3 x 20 + 10) ms: a lower bound no slow machine breaks.
+// least 5 x (3 x 20 + 10) ms: a lower bound no slow machine breaks. The
+// record's compute per round counts the slowness and not the exchange.
 TEST_F(BackgroundEval, AStepSlowdownWaitsKMinusOneTimesEachStepsComputeAfterIt) {
   testing::TempDir dir("gossipd_slowdown");
   auto t = make_trainer();
   WorkerState state;
   MetricsRegistry metrics;
-  JsonLinesWriter log(dir.file("slow.jsonl"));
-  TrainingLoop loop("w0", *t, *test_, state, metrics, log, 1, /*on_evaluation=*/nullptr);
-  loop.set_step_slowdown(3);
+  const std::string path = dir.file("slow.jsonl");
   constexpr int kSteps = 5;
-  const auto start = std::chrono::steady_clock::now();
-  loop.run(kSteps, std::stop_token{}, [&](std::span<const uint32_t> idx) {
-    {
-      TrainingLoop::CommTimer comm(loop);
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    return t->train_step(idx);
-  });
-  const auto took = std::chrono::steady_clock::now() - start;
+  std::chrono::steady_clock::duration took{};
+  {
+    JsonLinesWriter log(path);
+    TrainingLoop loop("w0", *t, *test_, state, metrics, log, 1, /*on_evaluation=*/nullptr);
+    loop.set_step_slowdown(3);
+    const auto start = std::chrono::steady_clock::now();
+    loop.run(kSteps, std::stop_token{}, [&](std::span<const uint32_t> idx) {
+      {
+        TrainingLoop::CommTimer comm(loop);
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      return t->train_step(idx);
+    });
+    took = std::chrono::steady_clock::now() - start;
+  }
   EXPECT_GE(took, kSteps * std::chrono::milliseconds(3 * 20 + 10));
   EXPECT_EQ(t->step_count(), static_cast<uint64_t>(kSteps));
+  const auto records = testing::read_records(path);
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_GE(records[0].compute_ms_per_round(), 3 * 20);
+  EXPECT_GE(records[0].comm_ms_per_round(), 10);
+  const double round_ms = std::chrono::duration<double, std::milli>(took).count() / kSteps;
+  EXPECT_LE(records[0].compute_ms_per_round() + records[0].comm_ms_per_round(), round_ms);
 }
 
 }  // namespace

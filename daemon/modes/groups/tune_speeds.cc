@@ -11,10 +11,7 @@ MemberSpeeds member_speeds(const std::vector<std::string>& files) {
   MemberSpeeds s;
   for (const auto& f : files) {
     const auto records = read_epoch_records(f);
-    double ms = 0;
-    if (!records.empty() && records.back().rounds_per_second() > 0)
-      ms = std::max(0.0, 1000.0 / records.back().rounds_per_second() - records.back().comm_ms_per_round());
-    s.compute_ms.push_back(ms);
+    s.compute_ms.push_back(records.empty() ? 0.0 : records.back().compute_ms_per_round());
   }
   const auto [fastest, slowest] = std::minmax_element(s.compute_ms.begin(), s.compute_ms.end());
   if (s.compute_ms.empty() || *fastest <= 0 || *slowest <= kSameSpeed * *fastest) return s;

@@ -6,9 +6,10 @@
 namespace gossipd::daemon {
 
 // gossipctl tune's view of the machines (issue 58): each member's compute
-// per step, read from a synchronous probe's records (its time a round less
+// per step, read from a synchronous probe's records (each step's time less
 // its communication: in a synchronous step the wait for the slowest member
-// is communication, so what is left is the member's own), and the order in
+// is communication, so what is left is the member's own; the time between
+// steps, start-up and evaluations, is left out), and the order in
 // which the compute groups take the members (--compute-group-order): the
 // fastest first, so that g groups of N/g consecutive members put members of
 // like speed together and a slow member holds back only its own group.
