@@ -24,14 +24,13 @@ double sum8(size_t n, Term term) {
   return s;
 }
 
-// The value at `q` of the way up the sorted `v` (rounded down).
+}  // namespace
+
 double quantile(std::vector<double> v, double q) {
   const auto at = v.begin() + static_cast<std::ptrdiff_t>(q * double(v.size() - 1));
   std::nth_element(v.begin(), at, v.end());
   return *at;
 }
-
-}  // namespace
 
 double ClippedGossip::distance(std::span<const float> x, double a, std::span<const float> y, double b) {
   return std::sqrt(sum8(x.size(), [&](size_t i) {
@@ -84,8 +83,12 @@ ClippedGossip::Share ClippedGossip::share(const std::string& peer, uint32_t segm
   const double t = tau(segment, own_norm);
   const bool judged = distances_[segment].size() >= spec_.name_history;
   remember(segment, t > 0 ? std::min(d, spec_.far * t) : d);
+  const bool clipped = count(peer, d, t, judged);
+  return {clipped ? static_cast<float>(weight * (t / d)) : weight, clipped};
+}
+
+bool ClippedGossip::count(const std::string& peer, double d, double t, bool judged) {
   const bool clipped = d > t;
-  const float scale = clipped ? static_cast<float>(weight * (t / d)) : weight;
   if (judged) {
     Tally& tally = round_[peer];
     ++tally.heard;
@@ -95,7 +98,7 @@ ClippedGossip::Share ClippedGossip::share(const std::string& peer, uint32_t segm
   PeerClipping& p = peers_[peer];
   ++p.received;
   p.clipped += clipped;
-  return {scale, clipped};
+  return clipped;
 }
 
 void ClippedGossip::refused(const std::string& peer) {

@@ -44,6 +44,9 @@ struct ClipSpec {
   size_t name_history = 8;
 };
 
+// The value at `q` of the way up the sorted `v` (rounded down); v not empty.
+double quantile(std::vector<double> v, double q);
+
 // What one member saw of one peer.
 struct PeerClipping {
   uint64_t received = 0;    // segments mixed
@@ -70,6 +73,10 @@ class ClippedGossip {
     bool clipped;
   };
   Share share(const std::string& peer, uint32_t segment, double distance, double own_norm, float weight);
+  // The bookkeeping of one reception from `peer`, `distance` away and
+  // clipped to radius `t`: counted in peers(), and in this round's tally
+  // (far at far × t or beyond) where `judged`. Returns whether it was clipped.
+  bool count(const std::string& peer, double distance, double t, bool judged);
   // Whether segment's radius still depends on the own values' norm.
   bool cold(uint32_t segment) const;
 

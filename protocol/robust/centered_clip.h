@@ -1,0 +1,69 @@
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "protocol/robust/clipped_gossip.h"
+
+namespace gossipd::protocol {
+
+// BTARD's aggregation (Gorbunov et al., ICML 2022) as AllReduce-SGD's
+// --robust clip: on one block of the gradients, at the member that owns it
+// in an all-to-all exchange (BlockGather), CenteredClip (Karimireddy, He
+// and Jaggi, ICML 2021) over every member's copy:
+//   v ← v + (1/m)·Σ_i clip(g_i − v, τ),   clip(d, τ) = d·min(1, τ/‖d‖),
+// `iterations` times from the coordinate-wise median of the m copies. A
+// Byzantine copy then moves the block by at most τ/m per iteration,
+// whatever it holds. τ is the fixed --robust clip:TAU, or kappa × the
+// `quantile` (ClipSpec's) of this step's distances to the median: every
+// member's copy of a step arrives at once, so, unlike a gossip segment's,
+// the radius needs no history, and it holds while more than a quarter of
+// the copies are honest. Where no copy is beyond τ the first iteration is
+// the plain mean (to float rounding) and the next ones change nothing.
+// Naming is ClippedGossip's, one reception per member and step, with
+// thresholds of its own: a copy kFar × τ away or more, or not finite, is
+// far; a member far in kNameAfter steps in a row is named, and its copies
+// are left out from then on. Every member is judged every step on a radius
+// of this step's copies, so honest gradients of a few unusual batches in a
+// row were measured beyond 4 τ in 3 steps (gossip's thresholds named one),
+// and a stale replay stays at 2.5-3.5 τ, clipped and never named at 4 τ.
+class CenteredClip {
+ public:
+  static constexpr double kFar = 2.5;
+  static constexpr uint32_t kNameAfter = 10;
+
+  explicit CenteredClip(ClipSpec spec, int iterations = 3);
+
+  // out ← the aggregate of the block whose copies are `rows` (row i, of
+  // out.size() floats, member members[i]'s; members[own] the caller's,
+  // never judged). A copy holding NaN or an infinity is refused; where no
+  // copy is left, out is zero (the block does not move this step).
+  void aggregate(std::span<const std::string> members, size_t own, std::span<const float> rows,
+                 std::span<float> out);
+  // Ends a step's tally; the members named by it.
+  std::vector<std::string> end_round() { return judge_.end_round(); }
+  const ClippedGossip& judge() const { return judge_; }
+  // The radius of the last aggregate.
+  double last_tau() const { return tau_; }
+
+ private:
+  // The copies aggregate() takes: finite, and of members not named.
+  std::vector<size_t> accepted(std::span<const std::string> members, size_t own,
+                               std::span<const float> rows, size_t width);
+  void median(std::span<const float> rows, std::span<const size_t> take, std::span<float> out);
+  // One iteration: v ← v + (1/m)·Σ clip(g_i − v, τ), copy j at distance
+  // d[j] from v. Returns whether it clipped a copy.
+  bool step(std::span<const float> rows, std::span<const size_t> take, std::span<const double> d,
+            std::span<float> v);
+
+  ClipSpec spec_;
+  int iterations_;
+  ClippedGossip judge_;
+  double tau_ = 0;
+  std::vector<float> sorted_, delta_;
+  std::vector<double> distances_;
+};
+
+}  // namespace gossipd::protocol

@@ -1,0 +1,194 @@
+// AllReduce-SGD's defence (BTARD's aggregation): BlockGather, the
+// all-to-all that hands each block's owner every member's copy of it, and
+// CenteredClip at the owner, alone and composed with the allgather over the
+// real ZeroMQ loopback transport, ranks as threads.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "protocol/collectives/block_gather.h"
+#include "protocol/collectives/collectives.h"
+#include "protocol/robust/centered_clip.h"
+#include "tests/protocol/collective_inputs.h"
+#include "tests/protocol/test_cluster.h"
+
+namespace gossipd::protocol::centered {
+namespace {
+
+using testing::TestCluster;
+
+const std::vector<std::string> kCopiesOf{"w0", "w1", "w2", "w3", "w4", "w5", "w6", "w7"};
+
+// Eight copies of a block: a common mean plus N(0, 1) noise per copy.
+std::vector<float> honest_rows(size_t width, uint64_t seed, std::vector<float>* mean = nullptr) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> n01(0.0f, 1.0f);
+  std::vector<float> common(width), rows(kCopiesOf.size() * width);
+  for (float& v : common) v = 3.0f * n01(rng);
+  for (size_t i = 0; i < kCopiesOf.size(); ++i)
+    for (size_t k = 0; k < width; ++k) rows[i * width + k] = common[k] + n01(rng);
+  if (mean) {
+    mean->assign(width, 0.0f);
+    for (size_t i = 0; i < kCopiesOf.size(); ++i)
+      for (size_t k = 0; k < width; ++k) (*mean)[k] += rows[i * width + k] / float(kCopiesOf.size());
+  }
+  return rows;
+}
+
+double distance(std::span<const float> a, std::span<const float> b) {
+  double s = 0;
+  for (size_t k = 0; k < a.size(); ++k) s += double(a[k] - b[k]) * (a[k] - b[k]);
+  return std::sqrt(s);
+}
+
+TEST(CenteredClip, HonestCopiesWithinTheRadiusGiveTheirMeanAndNoOneIsJudgedFar) {
+  constexpr size_t kWidth = 4000;
+  std::vector<float> mean;
+  const auto rows = honest_rows(kWidth, 1, &mean);
+  CenteredClip clip(ClipSpec{});
+  std::vector<float> out(kWidth);
+  clip.aggregate(kCopiesOf, 0, rows, out);
+  EXPECT_LT(distance(out, mean), 1e-3 * std::sqrt(double(kWidth)));
+  EXPECT_TRUE(clip.end_round().empty());
+  for (const auto& [peer, seen] : clip.judge().peers()) {
+    EXPECT_EQ(seen.clipped, 0u) << peer;
+    EXPECT_EQ(seen.received, 1u) << peer;
+  }
+  EXPECT_EQ(clip.judge().peers().count("w0"), 0u) << "the caller's own copy is never judged";
+}
+
+// A copy ×1000 moves the aggregate by at most τ/m per iteration; it is far
+// every step, named after kNameAfter of them, and left out from then on.
+TEST(CenteredClip, AScaledCopyMovesTheBlockByAtMostItsShareOfTauAndIsNamedThenLeftOut) {
+  constexpr size_t kWidth = 4000;
+  constexpr uint32_t kAfter = CenteredClip::kNameAfter;
+  CenteredClip clip(ClipSpec{}, 3);
+  std::vector<std::string> named;
+  for (uint64_t step = 1; step <= kAfter + 1; ++step) {
+    auto rows = honest_rows(kWidth, step);
+    std::vector<float> honest(kWidth, 0.0f);
+    for (size_t i = 0; i < kCopiesOf.size(); ++i) {
+      if (i == 3) continue;
+      for (size_t k = 0; k < kWidth; ++k) honest[k] += rows[i * kWidth + k] / 7.0f;
+    }
+    for (size_t k = 0; k < kWidth; ++k) rows[3 * kWidth + k] *= 1000.0f;
+    std::vector<float> out(kWidth);
+    clip.aggregate(kCopiesOf, 0, rows, out);
+    const double tau = clip.last_tau();
+    ASSERT_GT(tau, 0);
+    if (named.empty()) {
+      // The honest copies' mean over 7 against the aggregate over 8: the
+      // attacker's share and the honest copies' weight differ by τ/8 per iteration.
+      EXPECT_LT(distance(out, honest), 3 * tau / 8 + tau / 7) << "step " << step;
+    } else {
+      EXPECT_LT(distance(out, honest), 1e-3 * std::sqrt(double(kWidth))) << "a named member is left out";
+    }
+    for (const auto& n : clip.end_round()) named.push_back(n);
+    EXPECT_EQ(named.empty(), step < kAfter) << "step " << step;
+  }
+  EXPECT_EQ(named, std::vector<std::string>{"w3"});
+  for (const auto& [peer, seen] : clip.judge().peers())
+    EXPECT_EQ(seen.clipped, peer == "w3" ? kAfter : 0u) << peer;
+}
+
+TEST(CenteredClip, ANonFiniteCopyIsRefusedAndCountedAgainstItsSenderButTheOwnOneIsNot) {
+  constexpr size_t kWidth = 100;
+  auto rows = honest_rows(kWidth, 2);
+  rows[5 * kWidth + 7] = std::numeric_limits<float>::quiet_NaN();
+  rows[0 * kWidth + 1] = std::numeric_limits<float>::infinity();
+  CenteredClip clip(ClipSpec{});
+  std::vector<float> out(kWidth);
+  clip.aggregate(kCopiesOf, 0, rows, out);
+  for (float v : out) ASSERT_TRUE(std::isfinite(v));
+  EXPECT_EQ(clip.judge().peers().at("w5").refused, 1u);
+  EXPECT_EQ(clip.judge().peers().at("w5").received, 0u);
+  EXPECT_EQ(clip.judge().peers().count("w0"), 0u);
+  // Every copy refused: the block does not move.
+  std::vector<float> bad(2 * kWidth, std::numeric_limits<float>::quiet_NaN());
+  std::vector<float> two(kWidth, 1.0f);
+  clip.aggregate(std::vector<std::string>{"w0", "w1"}, 0, bad, two);
+  EXPECT_EQ(two, std::vector<float>(kWidth, 0.0f));
+}
+
+TEST(CenteredClip, AFixedRadiusIsTheOneUsedAndBadShapesAreRefused) {
+  constexpr size_t kWidth = 50;
+  const auto rows = honest_rows(kWidth, 3);
+  ClipSpec spec;
+  spec.tau = 0.5;
+  CenteredClip clip(spec);
+  std::vector<float> out(kWidth);
+  clip.aggregate(kCopiesOf, 2, rows, out);
+  EXPECT_EQ(clip.last_tau(), 0.5);
+  EXPECT_THROW(clip.aggregate(kCopiesOf, 2, std::span<const float>(rows).first(10), out), ProtocolConfigError);
+  EXPECT_THROW(clip.aggregate(kCopiesOf, 8, rows, out), ProtocolConfigError);
+  EXPECT_THROW(CenteredClip(ClipSpec{}, 0), ProtocolConfigError);
+}
+
+// Each owner gets every rank's copy of its block, for even, uneven and
+// empty blocks.
+class BlockGatherTest : public ::testing::TestWithParam<std::tuple<size_t, size_t>> {};
+
+TEST_P(BlockGatherTest, EachOwnerHoldsEveryRanksCopyOfItsBlockInRankOrder) {
+  const auto n = std::get<0>(GetParam());
+  const auto count = std::get<1>(GetParam());
+  TestCluster cluster(n);
+  std::vector<std::vector<float>> rows(n);
+  testing::expect_no_errors(cluster.run([&](size_t r) {
+    Group g(cluster.node(r), 9, cluster.ids(), testing::small_pieces());
+    const auto data = testing::rank_input(r, count);
+    rows[r].resize(n * block_range(count, n, r).size());
+    BlockGather(g, data).run(rows[r]);
+  }));
+  for (size_t owner = 0; owner < n; ++owner) {
+    const BlockRange b = block_range(count, n, owner);
+    for (size_t from = 0; from < n; ++from) {
+      const auto data = testing::rank_input(from, count);
+      for (size_t k = 0; k < b.size(); ++k)
+        ASSERT_EQ(rows[owner][from * b.size() + k], data[b.begin + k]) << owner << " " << from << " " << k;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, BlockGatherTest,
+                         ::testing::Values(std::make_tuple(size_t{2}, size_t{1000}),
+                                           std::make_tuple(size_t{3}, size_t{100001}),
+                                           std::make_tuple(size_t{4}, size_t{3})));
+
+// BlockGather, CenteredClip at each owner and the allgather (RobustAverage's
+// composition), 8 ranks, w3 sending its gradients ×1000: every rank ends
+// with the same vector, near the honest ranks' mean.
+TEST(RobustAllreduce, EveryRankEndsWithTheSameAggregateNearTheHonestMean) {
+  constexpr size_t n = 8, count = 20000;
+  TestCluster cluster(n);
+  std::vector<std::vector<float>> out(n);
+  std::vector<float> honest(count, 0.0f);
+  const auto input = [&](size_t r) {
+    auto v = testing::rank_input(r, count);
+    for (size_t k = 0; k < count; ++k) v[k] = 0.001f * v[k] + 1.0f;
+    return v;
+  };
+  for (size_t r = 0; r < n; ++r) {
+    if (r == 3) continue;
+    const auto v = input(r);
+    for (size_t k = 0; k < count; ++k) honest[k] += v[k] / 7.0f;
+  }
+  testing::expect_no_errors(cluster.run([&](size_t r) {
+    Group g(cluster.node(r), 11, cluster.ids(), testing::small_pieces());
+    out[r] = input(r);
+    if (r == 3)
+      for (float& v : out[r]) v *= 1000.0f;
+    const BlockRange b = block_range(count, n, r);
+    std::vector<float> rows(n * b.size());
+    BlockGather(g, out[r]).run(rows);
+    CenteredClip clip(ClipSpec{});
+    clip.aggregate(g.members(), r, rows, std::span<float>(out[r]).subspan(b.begin, b.size()));
+    Allgather(g, out[r]).run();
+  }));
+  for (size_t r = 1; r < n; ++r) ASSERT_EQ(out[r], out[0]) << "rank " << r;
+  EXPECT_LT(distance(out[0], honest), 0.01 * std::sqrt(double(count)));
+}
+
+}  // namespace
+}  // namespace gossipd::protocol::centered
