@@ -105,6 +105,8 @@ class Trainer {
   void apply_gradients(float lr);
   // From now on compute_gradients and apply_gradients run `step` instead.
   void host(HostedStep step) { hosted_ = std::move(step); }
+  // Whether a host applies the steps (its own optimizer, not optimizer()).
+  bool hosted() const { return static_cast<bool>(hosted_.apply); }
   // Counts a step whose update the caller applied itself (SGP updates the
   // push-sum numerators, not the model's parameters).
   void count_step() { ++steps_; }

@@ -37,24 +37,25 @@ std::string attack_list() {
   return kinds;
 }
 
-}  // namespace
-
-void add_robust_flags(ModeFlags& f, RobustFlags& into, const std::string& what) {
-  add_attack_flag(f, into, what);
-  f.option("--robust", into.robust,
-           "How received " + what +
-               " are mixed: none (averaged as they come), clip (ClippedGossip: each peer's difference "
-               "clipped to an adaptive radius; a peer far beyond it round after round is named and no "
-               "longer mixed) or clip:TAU (a fixed radius, the L2 norm of a segment's difference)")
-      ->capture_default_str();
-}
-
+// --inject-byzantine.
 void add_attack_flag(ModeFlags& f, RobustFlags& into, const std::string& what) {
   f.option("--inject-byzantine", into.inject_byzantine,
            "Fault injection: this member sends Byzantine " + what + ": KIND[:MAGNITUDE], KIND one of " +
                attack_list() +
                " (scaled: the factor, default 1000; noise: the standard deviation, default 1). It trains and "
                "mixes as an honest member does");
+}
+
+}  // namespace
+
+void add_robust_flags(ModeFlags& f, RobustFlags& into, const std::string& what) {
+  add_attack_flag(f, into, what);
+  f.option("--robust", into.robust,
+           "How received " + what +
+               " are averaged: none (as they come), clip (each peer's difference clipped to an adaptive "
+               "radius, ClippedGossip or CenteredClip as the protocol takes it; a peer far beyond it round "
+               "after round is named and left out) or clip:TAU (a fixed radius, the L2 norm of a difference)")
+      ->capture_default_str();
 }
 
 std::optional<protocol::AttackSpec> checked_attack(const RobustFlags& flags, uint64_t seed) {
@@ -88,6 +89,16 @@ void add_byzantine_launch(EntryLaunch& l, const EntryContext& c) {
   l.per_worker.resize(c.workers);
   for (const auto& [k, attack] : c.byzantine)
     l.per_worker.at(k).insert(l.per_worker.at(k).end(), {"--inject-byzantine", attack});
+}
+
+void add_robust_launch(EntryLaunch& l, const EntryContext& c) {
+  if (const std::string r = c.value_of("--robust", "none"); r != "none") {
+    RobustFlags flags;
+    flags.robust = r;
+    checked_defence(flags);
+    l.flags.insert(l.flags.end(), {"--robust", r});
+  }
+  add_byzantine_launch(l, c);
 }
 
 bool robust_given(const RobustFlags& flags) {

@@ -14,7 +14,7 @@ struct EntryContext;
 struct EntryLaunch;
 
 // gossipd run's --inject-byzantine and --robust, as the modes that average
-// what members send take them (flat Crossover-SGD, SGP and OSGP so far).
+// what members send take them (flat Crossover-SGD, SGP and OSGP; AllReduce-SGD).
 struct RobustFlags {
   std::string inject_byzantine;  // KIND[:MAGNITUDE]; empty: an honest member
   std::string robust = "none";   // none | clip | clip:TAU
@@ -23,8 +23,6 @@ struct RobustFlags {
 // Adds both flags, stored in `into`; `what` names what an attacker sends
 // ("gossip segments").
 void add_robust_flags(ModeFlags& flags, RobustFlags& into, const std::string& what);
-// --inject-byzantine alone, for a mode with no defence yet.
-void add_attack_flag(ModeFlags& flags, RobustFlags& into, const std::string& what);
 // The attack --inject-byzantine names (nullopt: none), its noise keyed by
 // `seed`; UsageError in one line for an unknown kind or a bad magnitude.
 std::optional<protocol::AttackSpec> checked_attack(const RobustFlags& flags, uint64_t seed);
@@ -34,6 +32,9 @@ std::optional<protocol::ClipSpec> checked_defence(const RobustFlags& flags);
 // compare --inject-byzantine (EntryContext::byzantine): gossipd run
 // --inject-byzantine in the launch's flags of each Byzantine worker.
 void add_byzantine_launch(EntryLaunch& launch, const EntryContext& context);
+// compare --robust (this protocol's value, when not none) and
+// --inject-byzantine, for a mode that takes both.
+void add_robust_launch(EntryLaunch& launch, const EntryContext& context);
 // Either flag given.
 bool robust_given(const RobustFlags& flags);
 

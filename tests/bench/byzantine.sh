@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Members that cannot be trusted (issue 78), with gossipctl simulate: every
 # worker a real replica running gossipd run's own protocols (ALGOS:
-# Crossover-SGD, SGP, AllReduce-SGD, which has no defence yet), ClippedGossip
-# and attacks (held bit for bit to compare's processes by
+# Crossover-SGD, SGP, AllReduce-SGD), their defences (ClippedGossip; BTARD's
+# CenteredClip for AllReduce-SGD) and attacks (held bit for bit to compare's processes by
 # tests/daemon/simulate_test.cc). N workers (8), one of them Byzantine (BAD,
 # w3), the quickstart's setup (MLP, batch 64, lr 0.05, EPOCHS epochs): for
 # each defence (none, clip) a run without an attacker and one per attack.
@@ -18,7 +18,11 @@
 # crossover or sgp): REPS runs
 # with and without it, alternated, and the median and least ratio of their
 # rounds per second.
-# Usage: byzantine.sh [accuracy|cost] (env: ALGOS, N, BAD, EPOCHS, ATTACKS, DEFENCES, SEED, TIMEOUT, REPS, COST_ALGO, OUT)
+# `byzantine.sh clean`: no attacker, --robust clip, each protocol of ALGOS
+# at each seed of SEEDS (1 2 3) for CLEAN_EPOCHS (5: 585 rounds at N = 8):
+# any member named (there should be none), the rounds run and the accuracy.
+# Usage: byzantine.sh [accuracy|cost|clean] (env: ALGOS, N, BAD, EPOCHS, ATTACKS, DEFENCES, SEED, SEEDS,
+# CLEAN_EPOCHS, TIMEOUT, REPS, COST_ALGO, OUT)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 WHAT=${1:-accuracy}
@@ -48,8 +52,29 @@ print(f"final mean accuracy: without {statistics.median(accs[:reps]):.4f}, with 
 PY
   exit 0
 fi
+if [ "$WHAT" = clean ]; then
+  for algo in $ALGOS; do for seed in ${SEEDS:-1 2 3}; do
+    dir="$OUT/clean-$algo-$seed"
+    [ -e "$dir/summary.json" ] && continue
+    ./build/bin/gossipctl simulate --workers "$N" --algos "$algo" --epochs "${CLEAN_EPOCHS:-5}" --batch 64 \
+      --lr 0.05 --seed "$seed" --robust clip --out "$dir" > "$dir.log" 2>&1
+  done; done
+  python3 - "$OUT" "$ALGOS" "${SEEDS:-1 2 3}" <<'PY'
+import json, re, sys
+out, algos, seeds = sys.argv[1], sys.argv[2].split(), sys.argv[3].split()
+naming = re.compile(r"node '(w\d+)': member '(w\d+)' is named Byzantine in round (\d+)")
+print("| protocol | seed | rounds | final mean acc | members named |")
+print("| --- | --- | --- | --- | --- |")
+for algo in algos:
+  for seed in seeds:
+    r = json.load(open(f"{out}/clean-{algo}-{seed}/summary.json"))["results"][0]
+    named = [f"{m.group(2)} by {m.group(1)}" for l in open(f"{out}/clean-{algo}-{seed}/members.log")
+             for m in [naming.search(l)] if m]
+    print(f"| {algo} | {seed} | {r['rounds']} | {r['final_mean_accuracy']:.4f} | {', '.join(named) or 'none'} |")
+PY
+  exit 0
+fi
 for algo in $ALGOS; do for d in $DEFENCES; do
-  [ "$algo" = allreduce ] && [ "$d" != none ] && continue  # no defence for a sum yet
   for a in honest $ATTACKS; do
     dir="$OUT/$algo-$d-$a"
     [ -e "$dir/summary.json" ] || [ -e "$dir.cut" ] && continue

@@ -236,7 +236,7 @@ TEST_F(CompareTest, AByzantineWorkerOrDefenceThatCannotRunIsOneLine) {
            {{"--inject-byzantine", "w1=flip"}, "w1=flip: --inject-byzantine 'flip': 'flip' is not an attack"},
            {{"--algos", "grid:2x2", "--inject-byzantine", "w1=scaled"},
             "grid cannot send Byzantine values yet"},
-           {{"--algos", "allreduce", "--robust", "clip"}, "--robust: allreduce takes only none"},
+           {{"--algos", "groups:2", "--robust", "clip"}, "--robust: groups takes only none"},
            {{"--algos", "crossover", "--robust", "clip:-1"},
             "--robust 'clip:-1': '-1' is not a number above 0"}})
     expect_refused(args, needle);

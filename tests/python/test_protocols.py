@@ -1,10 +1,14 @@
 """Two members in threads of this process against the serial torch run of the
 same seed: AllReduce-SGD is serial SGD on the whole batch; with two members
 Crossover-SGD's swap and SGP's push to the one other member both average the
-two models every step, which for plain SGD is serial SGD again."""
+two models every step, which for plain SGD is serial SGD again. At the end,
+members that cannot be trusted."""
 
+import json
+import math
 import threading
 import time
+import urllib.request
 
 import pytest
 import torch
@@ -54,6 +58,13 @@ def distributed(algo, momentum, closing, **flags):
 def test_allreduce_is_serial_sgd_with_momentum(closing):
     expected = serial(momentum=0.9)
     for got in distributed("allreduce", 0.9, closing):
+        assert (got - expected).abs().max().item() < TOLERANCE
+
+
+def test_allreduce_with_robust_clip_and_no_attacker_is_serial_sgd_with_momentum(closing):
+    # Two honest members: CenteredClip clips neither and gives their mean.
+    expected = serial(momentum=0.9)
+    for got in distributed("allreduce", 0.9, closing, robust="clip"):
         assert (got - expected).abs().max().item() < TOLERANCE
 
 
@@ -209,3 +220,55 @@ def test_a_whole_cluster_restarted_on_its_checkpoints_trains_on_from_them(algo, 
     flats = [torch.cat([p.detach().reshape(-1) for p in m.parameters()]) for m in models]
     if algo == "allreduce":
         assert torch.equal(flats[0], flats[1]), "one replica"
+
+
+# Members that cannot be trusted: gossipd run's --robust and --inject-byzantine
+# are the Worker's robust= and inject_byzantine=. Four members, AllReduce-SGD,
+# the last one sending its gradients x1000: with robust="clip" every honest
+# member names it in its /status and the one replica stays finite.
+BYZANTINE_STEPS = 14  # the defence names a member far beyond its radius in 10 steps in a row
+
+
+def robust_status(worker):
+    with urllib.request.urlopen(f"http://127.0.0.1:{worker.http_port}/status", timeout=5) as r:
+        return json.load(r)
+
+
+def test_a_scaled_attacker_is_named_by_every_honest_member_and_the_replica_stays_finite(closing):
+    bad = 3
+    workers = static_cluster(4, "allreduce", own=lambda k: {"inject_byzantine": "scaled"} if k == bad else {},
+                             robust="clip", http="127.0.0.1:0")
+    for w in workers:
+        closing(w)
+    finals = [None] * 4
+    models = [small_model() for _ in workers]
+    seen = {}
+
+    def member(rank):
+        model = models[rank]
+        opt = gd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1), model, workers[rank])
+        workers[rank].sync_state(model, opt)
+        for s in range(BYZANTINE_STEPS):
+            x, y = batch(100 * rank + s)
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            opt.step()
+        seen[rank] = robust_status(workers[rank])  # before close: the member serves /status while it runs
+        finals[rank] = torch.cat([p.detach().reshape(-1) for p in model.parameters()]).clone()
+
+    run_threads([lambda r=r: member(r) for r in range(4)])
+    for rank in range(4):
+        assert torch.equal(finals[rank], finals[0]), f"w{rank}'s replica differs"
+        assert all(math.isfinite(v) for v in finals[rank].tolist())
+        if rank == bad:
+            continue
+        named = [r["peer"] for r in seen[rank].get("robustness", []) if r.get("named")]
+        assert named == [f"w{bad}"], seen[rank].get("robustness")
+
+
+def test_an_unknown_defence_is_one_line(closing):
+    w = gd.Worker(id="a", algo="allreduce", robust="krum")
+    closing(w)
+    model = small_model()
+    with pytest.raises(ValueError, match="--robust 'krum' is not a defence"):
+        gd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1), model, w)

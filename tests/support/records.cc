@@ -31,4 +31,15 @@ std::vector<std::string> complete_lines(const std::string& path) {
   return lines;
 }
 
+std::vector<std::string> named_byzantine(const proto::Status& status) {
+  std::vector<std::string> named;
+  for (const auto& r : status.robustness())
+    if (r.named()) named.push_back(r.peer());
+  return named;
+}
+
+bool log_names_byzantine(const std::string& log, const std::string& peer) {
+  return log.find("member '" + peer + "' is named Byzantine in round") != std::string::npos;
+}
+
 }  // namespace gossipd::testing

@@ -50,4 +50,9 @@ M read_json_file(const std::string& path) {
   return parse_json<M>(file_text(path));
 }
 
+// The peers a member's /status names Byzantine (--robust), in its order.
+std::vector<std::string> named_byzantine(const proto::Status& status);
+// Whether a member's log says it named `peer` Byzantine.
+bool log_names_byzantine(const std::string& log, const std::string& peer);
+
 }  // namespace gossipd::testing

@@ -30,7 +30,7 @@ class AllreduceMode : public Mode {
         ->capture_default_str();
     add_outer_momentum_flag(f, outer_momentum_);
     add_compress_flags(f, compress_, "allreduce's collectives (gradients, or the local steps' change)");
-    add_attack_flag(f, robust_, "gradients (allreduce: its contribution to every step's sum)");
+    add_robust_flags(f, robust_, "gradients (allreduce: its copy of every block of every step's gradients)");
   }
   void check_flags(const RunOptions&) const override {
     if (local_steps_ == 0) throw UsageError("--local-steps 0: take at least 1 step per exchange");
@@ -40,6 +40,12 @@ class AllreduceMode : public Mode {
     if (local_steps_ > 1 && !robust_.inject_byzantine.empty())
       throw UsageError(
           "--inject-byzantine with --local-steps: local SGD's parameter averages take no attack yet");
+    if (!checked_defence(robust_)) return;
+    if (local_steps_ > 1)
+      throw UsageError("--robust with --local-steps: local SGD's parameter averages have no defence yet; "
+                       "drop one of them");
+    if (!checked_codec(compress_).lossless())
+      throw UsageError("--robust with --compress: the robust average takes float32 gradients; drop one of them");
   }
   EntryLaunch launch(const std::string& label, const std::string& arg, const EntryContext& c) const override {
     EntryLaunch l = Mode::launch(label, arg, c);
@@ -48,13 +54,14 @@ class AllreduceMode : public Mode {
       l.flags.insert(l.flags.end(), {"--local-steps", checked_local_steps(h)});
     if (const std::string m = c.value_of("--outer-momentum", "0"); m != "0")
       l.flags.insert(l.flags.end(), {"--outer-momentum", checked_outer_momentum(m)});
-    add_byzantine_launch(l, c);
+    add_robust_launch(l, c);
     return l;
   }
   std::unique_ptr<Worker> make_worker(WorkerContext& c) const override {
     return make_allreduce_worker(
         c, {local_steps_, outer_momentum_, checked_codec(compress_),
-            checked_attack(robust_, c.topology_seed ^ std::hash<std::string>{}(c.node.id()))});
+            checked_attack(robust_, c.topology_seed ^ std::hash<std::string>{}(c.node.id())),
+            checked_defence(robust_)});
   }
   // One allreduce of every gradient per step, or of the parameters every
   // H-th (the last step's average, where H does not divide the run, left out),
@@ -78,7 +85,7 @@ class AllreduceMode : public Mode {
   uint32_t local_steps_ = 1;
   float outer_momentum_ = 0.0f;
   CompressFlags compress_{};
-  RobustFlags robust_{};  // --inject-byzantine alone: no defence for the sum yet
+  RobustFlags robust_{};  // --inject-byzantine, --robust
 };
 
 }  // namespace

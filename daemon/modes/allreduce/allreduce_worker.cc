@@ -92,7 +92,7 @@ trainer::StepResult AllreduceWorker::step(std::span<const uint32_t> idx, std::st
       if (!group_ || ring_changed(view)) reform(view, round, stop);
       // Gradients at the current parameters: after a re-sync they are recomputed.
       r = trainer_.compute_gradients(idx);
-      if (attack_) {  // --inject-byzantine: what this member adds to the sum
+      if (attack_ && !options_.robust) {  // --inject-byzantine: what this member adds to the sum
         auto grads = trainer_.model().grads();
         const auto sent = attack_->apply(0, round, grads);
         std::copy(sent.begin(), sent.end(), grads.begin());
@@ -102,7 +102,7 @@ trainer::StepResult AllreduceWorker::step(std::span<const uint32_t> idx, std::st
         options_.update(*group_, ring_collectives(), round);
         return r;
       }
-      average_gradients();
+      average_gradients(round);
     } catch (const protocol::Aborted&) {
       // Stopped before this step touched the parameters or the optimizer's
       // state (an update of its own may have: its stop is passed on as it is).
@@ -131,8 +131,12 @@ bool AllreduceWorker::skipped_non_finite(uint64_t round) {
   return true;
 }
 
-void AllreduceWorker::average_gradients() {
+void AllreduceWorker::average_gradients(uint64_t round) {
   auto grads = trainer_.model().grads();
+  if (options_.robust) {
+    options_.robust->run(*group_, grads, attack_ ? &*attack_ : nullptr, loop_, round);
+    return report_bytes();
+  }
   sum(grads);
   report_bytes();
   const float scale = 1.0f / static_cast<float>(group_->size());
@@ -177,6 +181,7 @@ void AllreduceWorker::await_view_change(std::exception_ptr failure, uint64_t rou
 }
 
 void AllreduceWorker::sync_from(size_t root) {
+  if (options_.robust) options_.robust->restart();
   protocol::BroadcastRing(*group_, trainer_.model().params(), root).run();
   protocol::BroadcastRing(*group_, trainer_.optimizer().state(), root).run();
   std::array<float, 2> count = round_to_floats(trainer_.step_count());
@@ -274,6 +279,10 @@ std::unique_ptr<Worker> make_allreduce_worker(WorkerContext& c, const AllreduceF
   w.outer_momentum = flags.outer_momentum;
   w.codec = flags.codec;
   w.attack = flags.attack;
+  if (flags.defence)
+    w.robust = std::make_shared<RobustAverage>(
+        *flags.defence, RobustReport(c.node.id(), "gradient blocks", c.metrics, c.state),
+        c.trainer().hosted() ? 0.0f : c.trainer().optimizer().options().momentum);
   w.last_step = static_cast<uint64_t>(c.options.train.epochs) * c.steps_per_epoch;
   return std::make_unique<AllreduceWorker>(c.node, c.members, c.membership, c.trainer(), c.loop(), w);
 }

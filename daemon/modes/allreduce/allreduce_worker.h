@@ -10,6 +10,7 @@
 
 #include "daemon/cluster/checkpoint.h"
 #include "daemon/cluster/membership.h"
+#include "daemon/modes/allreduce/robust_average.h"
 #include "daemon/observe/metrics.h"
 #include "daemon/worker/outer_momentum.h"
 #include "daemon/worker/training_loop.h"
@@ -56,6 +57,9 @@ struct AllreduceWorkerOptions {
   // --inject-byzantine: this member contributes its attack on its
   // gradients (robust/attack.h) to every step's sum.
   std::optional<protocol::AttackSpec> attack;
+  // --robust clip: the gradients' robust average (robust_average.h) in
+  // place of the sum (nullptr: the sum).
+  std::shared_ptr<RobustAverage> robust;
   // Counts the steps every member skipped because the summed gradient held
   // NaN or an infinity (nullptr: not counted).
   Counter* non_finite_steps = nullptr;
@@ -67,6 +71,7 @@ struct AllreduceFlags {
   float outer_momentum = 0.0f;
   protocol::CodecSpec codec{};
   std::optional<protocol::AttackSpec> attack;
+  std::optional<protocol::ClipSpec> defence;  // --robust
 };
 
 // AllReduce-SGD: every step, each member computes gradients on its own shard,
@@ -92,7 +97,9 @@ class AllreduceWorker : public Worker {
   trainer::StepResult local_step(std::span<const uint32_t> idx, std::stop_token stop);
   // The sum over the ring of `data`, in the codec when there is one; a
   // failure leaves the residual as it was (data is the caller's to restore).
-  void average_gradients();  // the ring's sum of the gradients, divided by the members
+  // The ring's sum of the gradients divided by the members, or with
+  // --robust their robust average, for step `round`.
+  void average_gradients(uint64_t round);
   // A summed gradient holding NaN or an infinity: every member has the same
   // sum, so every one skips the step (counted, not applied) and the
   // replicas stay equal. Returns whether it did.

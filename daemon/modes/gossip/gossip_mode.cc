@@ -122,17 +122,6 @@ class GossipMode : public Mode {
   }
 
  private:
-  // compare --robust and --inject-byzantine, for a flat gossip launch.
-  static void add_robust_launch(EntryLaunch& l, const EntryContext& c) {
-    if (const std::string r = c.value_of("--robust", "none"); r != "none") {
-      RobustFlags flags;
-      flags.robust = r;
-      checked_defence(flags);
-      l.flags.insert(l.flags.end(), {"--robust", r});
-    }
-    add_byzantine_launch(l, c);
-  }
-
   // The one pacing rule: flat crossover and plain SGP pace.
   bool can_pace(bool hierarchical) const {
     return (algo_ == GossipAlgo::kCrossover && !hierarchical) || algo_ == GossipAlgo::kSgp;

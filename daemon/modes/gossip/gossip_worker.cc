@@ -50,7 +50,8 @@ GossipWorker::GossipWorker(protocol::Node& node, std::vector<std::string> member
       consensus_(metrics.gauge("gossipd_consensus_distance",
                                "Mean squared distance of the replicas from their mean")),
       measure_failures_(metrics.counter("gossipd_consensus_failures_total",
-                                        "Consensus measurements abandoned (a member failed meanwhile)")) {}
+                                        "Consensus measurements abandoned (a member failed meanwhile)")),
+      robust_report_(node.id(), "segments", metrics, state) {}
 
 // What differs between the protocols inside one step; the step around it is
 // GossipWorker::run's. After train() the trainer has counted the step, so
@@ -212,35 +213,7 @@ void GossipWorker::maybe_measure(uint64_t round, Protocol& protocol) {
 
 void GossipWorker::report_robustness(const Protocol& p, const std::vector<std::string>& named,
                                      uint64_t round) {
-  const protocol::ClippedGossip* clip = p.clipping();
-  if (!clip) return;
-  for (const std::string& peer : named) {
-    spdlog::warn(
-        "node '{}': member '{}' is named Byzantine in round {}: most of its segments were beyond the "
-        "clipping radius (or not finite) in {} of its rounds in a row; they are no longer mixed",
-        node_.id(), peer, round, clip->spec().name_after);
-  }
-  const auto peers = clip->peers();
-  for (const auto& [peer, now] : peers) {
-    protocol::PeerClipping& was = clip_reported_[peer];
-    const Labels labels{{"peer", peer}};
-    metrics_.counter("gossipd_segments_clipped_total", "Segments --robust clip clipped, by sender", labels)
-        .add(double(now.clipped - was.clipped));
-    metrics_.gauge("gossipd_byzantine_named", "1 for a member --robust named Byzantine", labels)
-        .set(now.named ? 1 : 0);
-    was = now;
-  }
-  state_.update([&](proto::Status& s) {
-    s.clear_robustness();
-    for (const auto& [peer, now] : peers) {
-      proto::PeerRobustness* r = s.add_robustness();
-      r->set_peer(peer);
-      r->set_segments_mixed(now.received);
-      r->set_segments_clipped(now.clipped);
-      r->set_segments_refused(now.refused);
-      r->set_named(now.named);
-    }
-  });
+  if (const protocol::ClippedGossip* clip = p.clipping()) robust_report_.publish(*clip, named, round);
 }
 
 void GossipWorker::account(const protocol::RoundStats& stats) {

@@ -14,6 +14,7 @@
 #include "daemon/worker/compress_flags.h"
 #include "daemon/worker/outer_momentum.h"
 #include "daemon/worker/robust_flags.h"
+#include "daemon/worker/robust_report.h"
 #include "daemon/worker/training_loop.h"
 #include "daemon/worker/worker.h"
 #include "protocol/gossip/crossover.h"
@@ -134,8 +135,8 @@ class GossipWorker : public Worker {
   Gauge& consensus_;
   Counter& measure_failures_;
   std::stop_token stop_;
-  std::map<std::string, protocol::PeerClipping> clip_reported_;  // per peer, as last put in the metrics
-  std::unique_ptr<protocol::Group> consensus_group_;             // over the view it was built for
+  RobustReport robust_report_;                        // --robust
+  std::unique_ptr<protocol::Group> consensus_group_;  // over the view it was built for
   uint32_t consensus_view_ = 0;  // the id of the view consensus_group_ was built for
 };
 

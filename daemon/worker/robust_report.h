@@ -1,0 +1,35 @@
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "daemon/observe/metrics.h"
+#include "daemon/observe/worker_state.h"
+#include "protocol/robust/clipped_gossip.h"
+
+namespace gossipd::daemon {
+
+// What --robust saw of each peer, the same for every protocol that takes
+// it: a warning in the log for each member named, its record in /status
+// (robustness: mixed, clipped, refused, named), and in /metrics
+// gossipd_segments_clipped_total{peer} and gossipd_byzantine_named{peer}.
+class RobustReport {
+ public:
+  // `id`: this member's; `what`: what a peer sends ("segments", "gradient
+  // blocks"), for the warning.
+  RobustReport(std::string id, std::string what, MetricsRegistry& metrics, WorkerState& state)
+      : id_(std::move(id)), what_(std::move(what)), metrics_(metrics), state_(state) {}
+
+  // After round `round`, in which `named` were named.
+  void publish(const protocol::ClippedGossip& clip, const std::vector<std::string>& named, uint64_t round);
+
+ private:
+  std::string id_, what_;
+  MetricsRegistry& metrics_;
+  WorkerState& state_;
+  std::map<std::string, protocol::PeerClipping> reported_;  // per peer, as last put in the metrics
+};
+
+}  // namespace gossipd::daemon
