@@ -21,6 +21,7 @@
 #include "daemon/ctl/child_process.h"
 #include "daemon/ctl/compare_args.h"
 #include "daemon/ctl/compare_byzantine.h"
+#include "daemon/ctl/compare_byzantine_preset.h"
 #include "daemon/ctl/compare_entry.h"
 #include "daemon/ctl/compare_hosts.h"
 #include "daemon/ctl/compare_presets.h"
@@ -302,8 +303,8 @@ int run_compare(const CompareOptions& given) {
   SignalWatcher signals(stop);
   check_compare_entries(o);
   check_compare_setup(o);
+  const std::vector<PresetRun> configs = preset_runs(o);  // a preset's configurations checked too
   prepare_out_dir(o.out);
-  const std::vector<PresetRun> configs = preset_runs(o);
   proto::ComparePreset preset;
   preset.set_preset(o.preset);
   for (const auto& cfg : configs) {
@@ -330,6 +331,8 @@ int run_compare(const CompareOptions& given) {
     for (const auto& c : configs)
       rows.push_back({c.name, c.options.workers, c.options.batch, c.options.lr, c.x});
     write_preset_report(o.out, preset, preset_description(o), preset_axis(o), o.target, rows);
+    if (o.preset == "byzantine")
+      std::ofstream(o.out + "/report.md", std::ios::app) << "\n" << byzantine_table(o.out, configs);
   }
   std::printf("gossipctl compare: report in %s/report.md%s\n", o.out.c_str(),
               o.preset.empty() ? (" and " + o.out + "/report.html (summary.json, plots *.svg)").c_str()

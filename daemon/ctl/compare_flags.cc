@@ -133,8 +133,10 @@ void add_compare_flags(CLI::App* cmd, CompareOptions& o, int max_workers) {
          "large-batch: global batch x1, x4, x16 with the lr scaled; scaling: 4, 8, 16 workers at a fixed "
          "global batch (--batch x 4); stragglers: equal speed, then the last two workers computing 2x "
          "slower, " +
-             stragglers_labels(*o.modes) + " beside the protocols")
-      ->check(CLI::IsMember({"large-batch", "scaling", "stragglers"}));
+             stragglers_labels(*o.modes) +
+             " beside the protocols; byzantine: without and with a Byzantine worker (the last, or those "
+             "--inject-byzantine names) sending each attack, each without and with --robust clip")
+      ->check(CLI::IsMember({"large-batch", "scaling", "stragglers", "byzantine"}));
   // The modes' own flags for their entries (--pace, --partition, ...).
   ModeFlags mode_flags(*cmd);
   o.modes->add_compare_flags(mode_flags);

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "daemon/config/cli.h"
+#include "daemon/ctl/compare_byzantine_preset.h"
 #include "daemon/ctl/compare_entry.h"
 #include "daemon/ctl/compare_report.h"
 #include "daemon/ctl/compare_stragglers.h"
@@ -75,6 +76,8 @@ std::vector<PresetRun> preset_runs(const CompareOptions& o) {
     }
   } else if (o.preset == "stragglers") {
     out = straggler_runs(o);
+  } else if (o.preset == "byzantine") {
+    out = byzantine_runs(o);
   } else {
     out.push_back({"", o, static_cast<double>(o.workers)});
   }
@@ -84,6 +87,7 @@ std::vector<PresetRun> preset_runs(const CompareOptions& o) {
 std::string preset_axis(const CompareOptions& o) {
   if (o.preset == "scaling") return "workers";
   if (o.preset == "stragglers") return "slowed workers";
+  if (o.preset == "byzantine") return "configuration (table order)";
   return "global batch";
 }
 
@@ -99,6 +103,17 @@ std::string preset_description(const CompareOptions& o) {
     return "Every worker at the same speed, then stragglers" +
            step_delays_setup(preset_runs(o).back().options) + ": " + stragglers_labels(*o.modes) +
            " beside the other protocols, each to " + format("%g", o.target) + " test accuracy.";
+  }
+  if (o.preset == "byzantine") {
+    const auto runs = preset_runs(o);
+    std::string names, bad;
+    for (const auto& r : runs) names += (names.empty() ? "" : ", ") + r.name;
+    for (const auto& [k, attack] : runs.back().options.byzantine.values)
+      bad += (bad.empty() ? "" : " and ") + name("w", static_cast<int>(k));
+    return "Without a Byzantine member, then with " + bad +
+           " sending each attack in turn (--inject-byzantine), each without a defence (--robust none) and "
+           "with one (clip): " +
+           names + ".";
   }
   if (o.preset == "scaling") {
     return "Workers 4, 8 and 16 at a fixed global batch of " + std::to_string(o.batch * 4) + ".";

@@ -25,6 +25,8 @@ struct PresetRun {
 //               kStragglerSlowdown times slower (or the workers
 //               --inject-step-slowdown / --inject-step-delay-ms name), with
 //               compute groups (groups:2) beside the other entries.
+//  byzantine:   without and with a Byzantine member, each attack, with and
+//               without --robust clip (compare_byzantine_preset.h).
 // Without a preset, one unnamed run of `options` itself.
 std::vector<PresetRun> preset_runs(const CompareOptions& options);
 // What a preset's configurations vary: its round-time plot's x axis.

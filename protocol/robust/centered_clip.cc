@@ -98,7 +98,8 @@ void CenteredClip::aggregate(std::span<const std::string> members, size_t own, s
   }
   median(rows, take, out);
   distances_.clear();
-  for (size_t i : take) distances_.push_back(ClippedGossip::distance(out, 1.0, rows.subspan(i * width, width), 1.0));
+  for (size_t i : take)
+    distances_.push_back(ClippedGossip::distance(out, 1.0, rows.subspan(i * width, width), 1.0));
   tau_ = spec_.tau > 0 ? spec_.tau : spec_.kappa * quantile(distances_, spec_.quantile);
   for (size_t j = 0; j < take.size(); ++j)
     if (take[j] != own) judge_.count(members[take[j]], distances_[j], tau_, true);

@@ -50,8 +50,8 @@ class CenteredClip {
 
  private:
   // The copies aggregate() takes: finite, and of members not named.
-  std::vector<size_t> accepted(std::span<const std::string> members, size_t own,
-                               std::span<const float> rows, size_t width);
+  std::vector<size_t> accepted(std::span<const std::string> members, size_t own, std::span<const float> rows,
+                               size_t width);
   void median(std::span<const float> rows, std::span<const size_t> take, std::span<float> out);
   // One iteration: v ← v + (1/m)·Σ clip(g_i − v, τ), copy j at distance
   // d[j] from v. Returns whether it clipped a copy.

@@ -3,8 +3,8 @@
 # worker a real replica running gossipd run's own protocols (ALGOS:
 # Crossover-SGD, SGP, AllReduce-SGD), their defences (ClippedGossip; BTARD's
 # CenteredClip for AllReduce-SGD) and attacks (held bit for bit to compare's processes by
-# tests/daemon/simulate_test.cc). N workers (8), one of them Byzantine (BAD,
-# w3), the quickstart's setup (MLP, batch 64, lr 0.05, EPOCHS epochs): for
+# tests/daemon/simulate_test.cc). N workers (8), those of BAD Byzantine (w3;
+# a comma list for several, e.g. N=16 BAD=w3,w11), the quickstart's setup (MLP, batch 64, lr 0.05, EPOCHS epochs): for
 # each defence (none, clip) a run without an attacker and one per attack.
 # Prints the honest members' final mean test accuracy, its difference from
 # the run without an attacker under the same defence (points), how many
@@ -78,7 +78,7 @@ for algo in $ALGOS; do for d in $DEFENCES; do
   for a in honest $ATTACKS; do
     dir="$OUT/$algo-$d-$a"
     [ -e "$dir/summary.json" ] || [ -e "$dir.cut" ] && continue
-    byz=(); [ "$a" != honest ] && byz=(--inject-byzantine "$BAD=$a")
+    byz=(); [ "$a" != honest ] && byz=(--inject-byzantine "$(echo "$BAD" | sed "s/\([^,]*\)/\1=$a/g")")
     rc=0
     timeout "$TIMEOUT" ./build/bin/gossipctl simulate --workers "$N" --algos "$algo" --epochs "$EPOCHS" \
       --batch 64 --lr 0.05 --seed "$SEED" --robust "$d" "${byz[@]}" --out "$dir" > "$dir.log" 2>&1 || rc=$?
@@ -89,20 +89,21 @@ for algo in $ALGOS; do for d in $DEFENCES; do
 done; done
 python3 - "$OUT" "$N" "$BAD" "$DEFENCES" "honest $ATTACKS" "$ALGOS" <<'PY'
 import json, os, re, sys
-out, n, bad, defences, attacks = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4].split(), sys.argv[5].split()
+out, n, bad, defences, attacks = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(","), sys.argv[4].split(), sys.argv[5].split()
 algos = sys.argv[6].split()
 def honest_acc(algo, d, a):
     """The honest members' mean test accuracy at the last epoch all of them evaluated, and that epoch."""
     evals = []
     for k in range(n):
         w = f"w{k}"
-        if a != "honest" and w == bad: continue
+        if a != "honest" and w in bad: continue
         rows = [json.loads(l) for l in open(f"{out}/{algo}-{d}-{a}/{algo}/{w}.jsonl") if l.strip()]
         evals.append({r["epoch"]: r["test_accuracy"] for r in rows if "test_accuracy" in r})
     epoch = min(max(e) for e in evals)
     return sum(e[epoch] for e in evals) / len(evals), epoch
 naming = re.compile(r"node '(w\d+)': member '(w\d+)' is named Byzantine in round (\d+)")
-print(f"| protocol | attack ({bad} of {n}) | --robust | honest final mean acc | vs no attacker (points) | attacker named by | by round | honest named |")
+print(f"| protocol | attack ({', '.join(bad)} of {n}) | --robust | honest final mean acc | vs no attacker (points) | "
+      f"{'attacker' if len(bad) == 1 else 'every attacker'} named by | by round | honest named |")
 print("| --- | --- | --- | --- | --- | --- | --- | --- |")
 for algo in algos:
   for a in attacks:
@@ -110,13 +111,15 @@ for algo in algos:
         if not os.path.exists(f"{out}/{algo}-{d}-{a}.log"): continue
         (acc, epoch), (base, _) = honest_acc(algo, d, a), honest_acc(algo, d, "honest")
         when = "" if not os.path.exists(f"{out}/{algo}-{d}-{a}.cut") else f" (epoch {epoch}, stopped)"
-        namers, rounds, wrong = set(), [], set()
+        namers, rounds, wrong = {b: set() for b in bad}, [], set()
         for line in open(f"{out}/{algo}-{d}-{a}/members.log"):
             m = naming.search(line)
             if not m: continue
-            if m.group(2) == bad and a != "honest": namers.add(m.group(1)); rounds.append(int(m.group(3)))
+            if m.group(2) in bad and a != "honest":
+                if m.group(1) not in bad: namers[m.group(2)].add(m.group(1)); rounds.append(int(m.group(3)))
             else: wrong.add(f"{m.group(2)} by {m.group(1)}")
-        print(f"| {algo} | {a} | {d} | {acc:.4f}{when} | {100 * (acc - base):+.2f} | {len(namers)} of {n - 1} | "
+        every = set.intersection(*namers.values())  # honest members that named every attacker
+        print(f"| {algo} | {a} | {d} | {acc:.4f}{when} | {100 * (acc - base):+.2f} | {len(every)} of {n - len(bad)} | "
               f"{max(rounds) if rounds else '-'} | {', '.join(sorted(wrong)) or 'none'} |")
 PY
 echo "runs in $OUT"

@@ -5,8 +5,10 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <set>
+#include <sstream>
 
 #include "daemon/config/cli.h"
 #include "daemon/ctl/child_process.h"
@@ -237,6 +239,7 @@ TEST_F(CompareTest, AByzantineWorkerOrDefenceThatCannotRunIsOneLine) {
            {{"--algos", "grid:2x2", "--inject-byzantine", "w1=scaled"},
             "grid cannot send Byzantine values yet"},
            {{"--algos", "groups:2", "--robust", "clip"}, "--robust: groups takes only none"},
+           {{"--algos", "groups:2", "--preset", "byzantine"}, "--robust: groups takes only none"},
            {{"--algos", "crossover", "--robust", "clip:-1"},
             "--robust 'clip:-1': '-1' is not a number above 0"}})
     expect_refused(args, needle);
@@ -265,6 +268,40 @@ TEST_F(CompareTest, TheStragglersPresetRunsEqualSpeedThenTwoSlowWorkersWithCompu
   EXPECT_NE(daemon::read_file(out + "/stragglers/report.md").find("w2 x2, w3 x2 (--inject-step-slowdown)"),
             std::string::npos);
   EXPECT_EQ(daemon::read_file(out + "/equal/report.md").find("--inject-step-slowdown"), std::string::npos);
+}
+
+// --preset byzantine with --inject-byzantine w3=scaled: without an attacker
+// and with it, each without and with --robust clip; its table counts the
+// honest members only, names the attacker where the defence ran, and no one
+// honest anywhere.
+TEST_F(CompareTest, TheByzantinePresetRunsEachAttackWithAndWithoutTheDefenceAndSaysWhoWasNamed) {
+  const std::string out = dir_ + "/byzantine";
+  const auto r = run({bin("gossipctl"),     "compare",   "--preset",     "byzantine",
+                      "--workers",          "4",         "--algos",      "crossover",
+                      "--epochs",           "1",         "--batch",      "32",
+                      "--train-limit",      "3000",      "--test-limit", "300",
+                      "--inject-byzantine", "w3=scaled", "--out",        out},
+                     300s);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto preset = read_json_file<proto::ComparePreset>(out + "/summary.json");
+  ASSERT_EQ(preset.runs_size(), 4);
+  std::map<std::string, std::vector<std::string>> row;  // configuration -> the table's cells
+  const std::string report = daemon::read_file(out + "/report.md");
+  std::istringstream lines(report.substr(report.find("## The honest members")));
+  for (std::string line; std::getline(lines, line);) {
+    std::vector<std::string> cells;
+    std::istringstream cut(line);
+    for (std::string c; std::getline(cut, c, '|');)
+      cells.push_back(c.substr(std::min(c.find_first_not_of(' '), c.size())));
+    if (cells.size() == 7 && cells[2].starts_with("crossover"))
+      row[cells[1].substr(0, cells[1].find(' '))] = cells;
+  }
+  ASSERT_EQ(row.size(), 4u) << report;
+  for (const auto& [config, cells] : row)
+    EXPECT_EQ(cells[6].substr(0, 4), "none") << config << ": " << report;
+  EXPECT_EQ(row["scaled-clip"][5].substr(0, 6), "3 of 3") << report;
+  EXPECT_EQ(row["scaled-none"][5].substr(0, 6), "0 of 3") << report;
+  EXPECT_GT(std::stod(row["scaled-clip"][3]), std::stod(row["scaled-none"][3]) + 0.2) << report;
 }
 
 TEST_F(CompareTest, EvaluationsInsideEpochsRefineTheTimeToTarget) {

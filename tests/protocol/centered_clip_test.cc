@@ -2,6 +2,8 @@
 // all-to-all that hands each block's owner every member's copy of it, and
 // CenteredClip at the owner, alone and composed with the allgather over the
 // real ZeroMQ loopback transport, ranks as threads.
+#include "protocol/robust/centered_clip.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,7 +12,6 @@
 
 #include "protocol/collectives/block_gather.h"
 #include "protocol/collectives/collectives.h"
-#include "protocol/robust/centered_clip.h"
 #include "tests/protocol/collective_inputs.h"
 #include "tests/protocol/test_cluster.h"
 
@@ -121,7 +122,8 @@ TEST(CenteredClip, AFixedRadiusIsTheOneUsedAndBadShapesAreRefused) {
   std::vector<float> out(kWidth);
   clip.aggregate(kCopiesOf, 2, rows, out);
   EXPECT_EQ(clip.last_tau(), 0.5);
-  EXPECT_THROW(clip.aggregate(kCopiesOf, 2, std::span<const float>(rows).first(10), out), ProtocolConfigError);
+  EXPECT_THROW(clip.aggregate(kCopiesOf, 2, std::span<const float>(rows).first(10), out),
+               ProtocolConfigError);
   EXPECT_THROW(clip.aggregate(kCopiesOf, 8, rows, out), ProtocolConfigError);
   EXPECT_THROW(CenteredClip(ClipSpec{}, 0), ProtocolConfigError);
 }

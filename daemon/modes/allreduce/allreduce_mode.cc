@@ -42,10 +42,12 @@ class AllreduceMode : public Mode {
           "--inject-byzantine with --local-steps: local SGD's parameter averages take no attack yet");
     if (!checked_defence(robust_)) return;
     if (local_steps_ > 1)
-      throw UsageError("--robust with --local-steps: local SGD's parameter averages have no defence yet; "
-                       "drop one of them");
+      throw UsageError(
+          "--robust with --local-steps: local SGD's parameter averages have no defence yet; "
+          "drop one of them");
     if (!checked_codec(compress_).lossless())
-      throw UsageError("--robust with --compress: the robust average takes float32 gradients; drop one of them");
+      throw UsageError(
+          "--robust with --compress: the robust average takes float32 gradients; drop one of them");
   }
   EntryLaunch launch(const std::string& label, const std::string& arg, const EntryContext& c) const override {
     EntryLaunch l = Mode::launch(label, arg, c);

@@ -28,7 +28,8 @@ void RobustAverage::run(protocol::Group& group, std::span<float> grads, protocol
     TrainingLoop::CommTimer comm(loop);
     protocol::BlockGather(group, sent).run(rows_);
   }
-  clip_.aggregate(group.members(), group.rank(), rows_, std::span<float>(average_).subspan(own.begin, own.size()));
+  clip_.aggregate(group.members(), group.rank(), rows_,
+                  std::span<float>(average_).subspan(own.begin, own.size()));
   {
     TrainingLoop::CommTimer comm(loop);
     protocol::Allgather(group, average_).run();

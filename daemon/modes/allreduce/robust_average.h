@@ -46,8 +46,8 @@ class RobustAverage {
   // average over `group` (above). `attack` (--inject-byzantine) changes
   // what this member sends. The exchanges' time counts as `loop`'s
   // communication.
-  void run(protocol::Group& group, std::span<float> grads, protocol::SegmentAttack* attack, TrainingLoop& loop,
-           uint64_t round);
+  void run(protocol::Group& group, std::span<float> grads, protocol::SegmentAttack* attack,
+           TrainingLoop& loop, uint64_t round);
   // After the replicas re-synchronised: the momenta start again from zero.
   void restart();
 
@@ -55,7 +55,8 @@ class RobustAverage {
 
  private:
   // What this member sends: its momentum (or gradients), attacked or not.
-  std::span<const float> outgoing(std::span<const float> grads, protocol::SegmentAttack* attack, uint64_t round);
+  std::span<const float> outgoing(std::span<const float> grads, protocol::SegmentAttack* attack,
+                                  uint64_t round);
 
   protocol::CenteredClip clip_;
   RobustReport report_;

@@ -137,7 +137,7 @@ class GossipWorker : public Worker {
   std::stop_token stop_;
   RobustReport robust_report_;                        // --robust
   std::unique_ptr<protocol::Group> consensus_group_;  // over the view it was built for
-  uint32_t consensus_view_ = 0;  // the id of the view consensus_group_ was built for
+  uint32_t consensus_view_ = 0;                       // the id of the view consensus_group_ was built for
 };
 
 // gossipd run's factory for --algo crossover, sgp and osgp.

@@ -54,7 +54,9 @@ TEST(RobustAllreduce, WithoutAnAttackerItIsPlainAllreduceSgdToFloatRounding) {
     Cluster c(3,
               {"--algo", "allreduce", "--robust", robust, "--epochs", "1", "--quiet", "--threads", "1",
                "--train-limit", "1920", "--test-limit", "200", "--batch", "32", "--momentum", "0.9"},
-              [&](int i) { return i == 0 ? std::vector<std::string>{"--params-out", out} : std::vector<std::string>{}; });
+              [&](int i) {
+                return i == 0 ? std::vector<std::string>{"--params-out", out} : std::vector<std::string>{};
+              });
     for (int i = 0; i < c.size(); ++i) {
       EXPECT_TRUE(c.proc(i).wait(120s)) << "worker " << i << " did not finish";
       EXPECT_EQ(c.proc(i).exit_code(), 0) << c.proc(i).err();
@@ -86,7 +88,8 @@ TEST_P(RobustAllreduceRun, EveryHonestMemberNamesTheAttackerTheyLearnAndTheRepli
             {"--algo", "allreduce", "--robust", "clip", "--epochs", "1", "--quiet", "--threads", "1",
              "--train-limit", "6000", "--test-limit", "1000", "--batch", "32"},
             [&](int i) {
-              return i == kBad ? std::vector<std::string>{"--inject-byzantine", attack} : std::vector<std::string>{};
+              return i == kBad ? std::vector<std::string>{"--inject-byzantine", attack}
+                               : std::vector<std::string>{};
             });
   std::vector<std::string> hashes;
   for (int i = 0; i < c.size(); ++i) {
