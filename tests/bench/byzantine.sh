@@ -115,8 +115,8 @@ for algo in algos:
         for line in open(f"{out}/{algo}-{d}-{a}/members.log"):
             m = naming.search(line)
             if not m: continue
-            if m.group(2) in bad and a != "honest":
-                if m.group(1) not in bad: namers[m.group(2)].add(m.group(1)); rounds.append(int(m.group(3)))
+            if a != "honest" and m.group(1) in bad: continue  # what an attacker says does not count
+            if m.group(2) in bad and a != "honest": namers[m.group(2)].add(m.group(1)); rounds.append(int(m.group(3)))
             else: wrong.add(f"{m.group(2)} by {m.group(1)}")
         every = set.intersection(*namers.values())  # honest members that named every attacker
         print(f"| {algo} | {a} | {d} | {acc:.4f}{when} | {100 * (acc - base):+.2f} | {len(every)} of {n - len(bad)} | "
