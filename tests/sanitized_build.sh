@@ -28,7 +28,7 @@ fi
 # line only, and full -g compiled a file here 20-40% slower (one file timed).
 # A unity build (CMakeLists.txt) whatever the default: 395 s against 683 s here.
 # The test binaries' own sources and the control plane's rooms at -O0
-# (tests/CMakeLists.txt, cmake/Rooms.cmake: what runs once a step stays -O2).
+# (tests/CMakeLists.txt, cmake/Rooms.cmake: what runs once a value stays -O2).
 cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ -DGOSSIPD_FUZZ=$fuzz -DGOSSIPD_UNITY_BUILD=ON \
   -DGOSSIPD_TEST_OPTIMIZE=-O0 -DGOSSIPD_CONTROL_OPTIMIZE=-O0 \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -gline-tables-only" \
