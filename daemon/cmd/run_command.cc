@@ -84,10 +84,12 @@ void RunPrinter::ended(const proto::ControlRecord& r, const std::vector<std::str
     line("%s stopped by signal at round %llu", r.id().c_str(), static_cast<unsigned long long>(r.round()));
   } else if (r.event() == "done") {
     if (f.sent() > 0) {
-      line("%s faults injected: %llu of %llu messages dropped, %llu duplicated, %llu reordered",
-           r.id().c_str(), static_cast<unsigned long long>(f.dropped()),
-           static_cast<unsigned long long>(f.sent()), static_cast<unsigned long long>(f.duplicated()),
-           static_cast<unsigned long long>(f.reordered()));
+      line(
+          "%s faults injected: %llu of %llu messages dropped, %llu duplicated, %llu reordered, %llu "
+          "retransmitted",
+          r.id().c_str(), static_cast<unsigned long long>(f.dropped()),
+          static_cast<unsigned long long>(f.sent()), static_cast<unsigned long long>(f.duplicated()),
+          static_cast<unsigned long long>(f.reordered()), static_cast<unsigned long long>(f.retransmitted()));
     }
     for (const std::string& l : mode_lines) line("%s %s", r.id().c_str(), l.c_str());
     line("%s done: round %llu test_accuracy %.4f param_hash %s gossip_bytes_sent %llu", r.id().c_str(),

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include "daemon/config/cli.h"
+#include "daemon/config/wan_topology.h"
 #include "daemon/worker/mode_set.h"
 
 // The flags of `gossipd run`.
@@ -131,6 +132,19 @@ void add_run_command(CLI::App& app, RunCommandLine& line) {
                   "Fault injection: hold every outbound message this long (network latency)")
       ->check(CLI::Range(0, 60000))
       ->capture_default_str();
+  cmd->add_option(
+         "--wan", o.wan,
+         "Fault injection: a WAN topology file (gossipctl compare --topology): each outbound message "
+         "held for its link's delay and jitter, a round trip more where a packet is lost; this "
+         "worker is its --id there")
+      ->check([](const std::string& path) {
+        try {
+          read_wan_topology(path);
+        } catch (const UsageError& e) {
+          return std::string(e.what());
+        }
+        return std::string();
+      });
   cmd->add_option("--inject-step-delay-ms", o.step_delay_ms,
                   "Fault injection: every training step takes this much longer (a slow worker)")
       ->check(CLI::Range(0, 60000))

@@ -73,6 +73,7 @@ struct RunOptions {
   bool quiet = false;
   bool check_config = false;  // validate everything, start nothing
   int delay_ms = 0;           // injected latency on every outbound message
+  std::string wan;            // a WAN topology file (wan_topology.h): each peer's link's delay, jitter, loss
   int step_delay_ms = 0;      // injected slowness: every training step takes this much longer
   double step_slowdown = 1;   // injected slowness: compute this many times slower
   double inject_drop = 0;     // injected loss, duplication, reordering (probabilities)

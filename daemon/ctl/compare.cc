@@ -27,6 +27,7 @@
 #include "daemon/ctl/compare_presets.h"
 #include "daemon/ctl/compare_report.h"
 #include "daemon/ctl/compare_stragglers.h"
+#include "daemon/ctl/compare_wan.h"
 #include "daemon/ctl/mean_curve.h"
 #include "daemon/ctl/worker_watch.h"
 #include "daemon/observe/metrics_log.h"
@@ -173,10 +174,11 @@ class Comparison {
   }
 
   std::string setup() const {
-    const std::string where =
-        hosts_ ? " workers, each in its own network namespace on a bridge (tcp" +
-                     (o_.bandwidth.empty() ? std::string(")") : ", " + o_.bandwidth + " per host)")
-               : std::string(" local workers (gossipd processes over TCP loopback)");
+    const std::string where = hosts_ ? " workers, each in its own network namespace on a bridge (tcp" +
+                                           (o_.wan                 ? "; a WAN: " + o_.wan->describe() + ")"
+                                            : o_.bandwidth.empty() ? std::string(")")
+                                                                   : ", " + o_.bandwidth + " per host)")
+                                     : std::string(" local workers (gossipd processes over TCP loopback)");
     return compare_setup(o_, where);
   }
 
@@ -299,6 +301,7 @@ int run_compare(const CompareOptions& given) {
   CompareOptions o = given;
   resolve_step_delays(o);
   resolve_byzantine(o);
+  resolve_wan(o);
   std::stop_source stop;
   SignalWatcher signals(stop);
   check_compare_entries(o);
@@ -314,8 +317,9 @@ int run_compare(const CompareOptions& given) {
       co.out = o.out + "/" + cfg.name;
       prepare_out_dir(co.out);
     }
+    write_wan_topology(co);
     std::unique_ptr<NetnsHosts> hosts;
-    if (co.netns) hosts = std::make_unique<NetnsHosts>(co.workers, co.bandwidth);
+    if (co.netns) hosts = std::make_unique<NetnsHosts>(co.workers, co.bandwidth, co.wan.get());
     Comparison c(co, stop.get_token(), hosts.get());
     std::printf("gossipctl compare%s%s: %zu protocols x %d workers, batch %zu, %d epochs; output in %s\n",
                 cfg.name.empty() ? "" : " ", cfg.name.c_str(), co.algos.size(), co.workers, co.batch,

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "daemon/config/per_worker.h"
+#include "daemon/config/wan_topology.h"
 #include "daemon/ctl/compare_entry.h"
 #include "daemon/worker/mode_set.h"
 #include "proto/gossip.pb.h"
@@ -47,6 +48,10 @@ struct CompareOptions {
   // every host's link in both directions.
   bool netns = false;
   std::string bandwidth;
+  // With --netns: a WAN's links (compare_wan.h), from --topology FILE or
+  // --preset wan's default; `wan` is it read (resolve_wan), null without.
+  std::string topology;
+  std::shared_ptr<const WanTopology> wan;
   int delay_ms = 0;  // injected in the workers' transport (the kernel has no netem)
   // "w3=40,w7=40": slower workers, ms a step (compare_stragglers.h); and
   // "w6=2,w7=2": workers computing that many times slower. Typed by
@@ -60,7 +65,7 @@ struct CompareOptions {
   // gossipd run --send-buffer-kb for every worker of every protocol; 0: with
   // `bandwidth`, link_send_buffer_kb of it, else the daemon's default.
   int send_buffer_kb = 0;
-  std::string preset;  // large-batch | scaling (compare_presets.h)
+  std::string preset;  // large-batch | scaling | stragglers | byzantine | wan (compare_presets.h)
   // The modes, holding their compare flags (--pace, --partition, ...): the
   // entries are launched as they say. Copies of the options share them.
   std::shared_ptr<ModeSet> modes = std::make_shared<ModeSet>();

@@ -13,6 +13,7 @@
 #include "daemon/ctl/compare_hosts.h"
 #include "daemon/ctl/compare_report.h"
 #include "daemon/ctl/compare_stragglers.h"
+#include "daemon/ctl/compare_wan.h"
 
 namespace gossipd::daemon {
 namespace {
@@ -24,7 +25,7 @@ EntryContext entry_context(const CompareOptions& o, size_t train_samples) {
   c.batch = o.batch;
   c.train_samples = train_samples;
   c.hierarchy_groups = static_cast<size_t>(std::max(o.groups, 1));
-  c.links_capped = !o.bandwidth.empty();
+  c.links_capped = !o.bandwidth.empty() || o.wan;
   c.per_protocol = {{"--compress", o.compress},
                     {"--local-steps", o.local_steps},
                     {"--outer-momentum", o.outer_momentum},
@@ -109,6 +110,7 @@ std::vector<std::string> compare_run_args(const CompareOptions& o, const std::st
   if (o.test_limit > 0) a.insert(a.end(), {"--test-limit", std::to_string(o.test_limit)});
   if (!o.data.empty()) a.insert(a.end(), {"--data", o.data});
   if (o.delay_ms > 0) a.insert(a.end(), {"--delay-ms", std::to_string(o.delay_ms)});
+  if (o.wan) a.insert(a.end(), {"--wan", wan_topology_path(o)});
   const auto slow = straggler_args(o, static_cast<size_t>(i));
   a.insert(a.end(), slow.begin(), slow.end());
   if (!o.momentum.empty()) a.insert(a.end(), {"--momentum", o.momentum});

@@ -68,6 +68,9 @@ void add_run_flags(CLI::App* cmd, CompareOptions& o, int max_workers) {
   cmd->add_option("--bandwidth", o.bandwidth, "With --netns: cap every host's link, e.g. 100mbit (tc tbf)")
       ->check(
           [](const std::string& v) { return is_tc_rate(v) ? std::string() : "use a tc rate like 100mbit"; });
+  cmd->add_option("--topology", o.topology,
+                  "With --netns: a WAN topology file (regions, each link's delay, jitter, loss and rate; "
+                  "daemon/config/wan_topology.h); --workers is its host count");
   cmd->add_option(
          "--send-buffer-kb", o.send_buffer_kb,
          "gossipd run --send-buffer-kb for every worker; 0: ~5 ms of --bandwidth when given, else the "
@@ -135,8 +138,10 @@ void add_compare_flags(CLI::App* cmd, CompareOptions& o, int max_workers) {
          "slower, " +
              stragglers_labels(*o.modes) +
              " beside the protocols; byzantine: without and with a Byzantine worker (the last, or those "
-             "--inject-byzantine names) sending each attack, each without and with --robust clip")
-      ->check(CLI::IsMember({"large-batch", "scaling", "stragglers", "byzantine"}));
+             "--inject-byzantine names) sending each attack, each without and with --robust clip; wan "
+             "(with --netns): the protocols on a WAN of 16 hosts in 4 regions (or --topology's), the "
+             "topology written beside the report")
+      ->check(CLI::IsMember({"large-batch", "scaling", "stragglers", "byzantine", "wan"}));
   // The modes' own flags for their entries (--pace, --partition, ...).
   ModeFlags mode_flags(*cmd);
   o.modes->add_compare_flags(mode_flags);

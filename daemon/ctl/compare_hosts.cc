@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <regex>
 #include <sstream>
@@ -19,6 +20,7 @@
 
 #include "daemon/config/cli.h"
 #include "daemon/config/run_options.h"
+#include "daemon/ctl/compare_wan.h"
 
 namespace gossipd::daemon {
 namespace {
@@ -26,11 +28,9 @@ namespace {
 void sh(const std::string& cmd) {
   if (std::system((cmd + " 2>/dev/null").c_str()) != 0) {
     throw UsageError("--netns: '" + cmd +
-                     "' failed (run as root, with iproute2 and a kernel with netns and tbf)");
+                     "' failed (run as root, with iproute2 and a kernel with netns, tbf and htb)");
   }
 }
-
-const std::regex kRate("([0-9]+(\\.[0-9]+)?)([kmg]?)(bit|bps)");
 
 bool is_executable_file(const std::filesystem::path& p) {
   std::error_code ec;
@@ -39,14 +39,8 @@ bool is_executable_file(const std::filesystem::path& p) {
 
 }  // namespace
 
-bool is_tc_rate(const std::string& rate) { return std::regex_match(rate, kRate); }
-
 int link_send_buffer_kb(const std::string& rate) {
-  std::smatch m;
-  if (!std::regex_match(rate, m, kRate)) throw UsageError("'" + rate + "' is not a tc rate like 100mbit");
-  const std::map<std::string, double> prefix{{"", 1.0}, {"k", 1e3}, {"m", 1e6}, {"g", 1e9}};
-  const double bytes_per_second =
-      std::stod(m[1].str()) * prefix.at(m[3].str()) / (m[4].str() == "bit" ? 8.0 : 1.0);
+  const double bytes_per_second = tc_rate_bytes_per_second(rate);
   const double kib = std::ceil(bytes_per_second * 0.005 / 1024.0);
   return static_cast<int>(
       std::clamp(kib, double{RunOptions::kMinSendBufferKb}, double{RunOptions::kMaxSendBufferKb}));
@@ -118,8 +112,8 @@ void enter_netns(const std::string& name) {
 }
 
 // The tools are found first: a missing one is reported before anything exists.
-NetnsHosts::NetnsHosts(int hosts, const std::string& rate)
-    : tools_(netns_tools(!rate.empty())), tag_(std::to_string(getpid() % 100000)) {
+NetnsHosts::NetnsHosts(int hosts, const std::string& rate, const WanTopology* wan)
+    : tools_(netns_tools(!rate.empty() || wan)), tag_(std::to_string(getpid() % 100000)) {
   subnet_ = "10.213." + std::to_string(getpid() % 250) + ".";
   const std::string& ip = tools_.ip;
   try {
@@ -144,10 +138,29 @@ NetnsHosts::NetnsHosts(int hosts, const std::string& rate)
         sh(ip + " netns exec " + ns + " " + tools_.tc + " qdisc add dev eth0" + tbf);
       }
     }
+    if (wan)
+      for (int i = 0; i < hosts; ++i) shape(*wan, i);
   } catch (...) {
     cleanup();
     throw;
   }
+}
+
+// Host i's egress as the topology's links say, one tc -batch in its namespace.
+void NetnsHosts::shape(const WanTopology& wan, int host) {
+  const std::string batch =
+      std::filesystem::temp_directory_path() / ("gossipd-tc-" + tag_ + "-" + std::to_string(host));
+  {
+    std::ofstream out(batch);
+    for (const std::string& line : wan_tc_batch(wan, static_cast<size_t>(host),
+                                                [this](size_t k) { return address(static_cast<int>(k)); }))
+      out << line << "\n";
+  }
+  struct Remove {
+    std::string path;
+    ~Remove() { std::filesystem::remove(path); }
+  } remove{batch};
+  sh(tools_.ip + " netns exec " + netns(host) + " " + tools_.tc + " -batch " + batch);
 }
 
 NetnsHosts::~NetnsHosts() { cleanup(); }

@@ -4,13 +4,13 @@
 #include <string>
 #include <vector>
 
+#include "daemon/config/tc_rate.h"
+#include "daemon/config/wan_topology.h"
+
 namespace gossipd::daemon {
 
 // Where gossipctl compare runs its workers: loopback ports, or one network
 // namespace per worker.
-
-// A tc rate: bits (bit) or bytes (bps) per second with an SI prefix, e.g. 100mbit.
-bool is_tc_rate(const std::string& rate);
 
 // A send buffer (KiB) holding ~5 ms of `rate` (a tc rate such as 100mbit or
 // 12500kbps), within gossipd run's limits: enough to keep such a link busy,
@@ -47,12 +47,15 @@ NetnsTools netns_tools(bool with_tc);
 // One network namespace per worker, each with a veth into a private bridge
 // and its own address 10.213.S.(i+1)/24 (S from our pid, so two runs do not
 // collide); the bridge has .254, so gossipctl reaches every worker's /status.
-// With a rate, a tbf qdisc caps both ends of every veth. Everything is
-// deleted in the destructor (also on errors and Ctrl-C). Throws UsageError
-// before it creates anything when ip (or, with a rate, tc) is not found.
+// With a rate, a tbf qdisc caps both ends of every veth; with a WAN
+// topology, each host's egress is shaped as compare_wan.h's wan_tc_batch
+// says (the links' rates; their delays are the workers' --wan). Everything
+// is deleted in the destructor (also on errors and Ctrl-C). Throws
+// UsageError before it creates anything when ip (or, with a rate or a WAN,
+// tc) is not found.
 class NetnsHosts {
  public:
-  NetnsHosts(int hosts, const std::string& rate);
+  NetnsHosts(int hosts, const std::string& rate, const WanTopology* wan = nullptr);
   ~NetnsHosts();
   NetnsHosts(const NetnsHosts&) = delete;
   NetnsHosts& operator=(const NetnsHosts&) = delete;
@@ -65,6 +68,7 @@ class NetnsHosts {
 
  private:
   std::string bridge() const { return "gdbr" + tag_; }
+  void shape(const WanTopology& wan, int host);
   void cleanup();
 
   NetnsTools tools_;

@@ -78,6 +78,8 @@ std::vector<PresetRun> preset_runs(const CompareOptions& o) {
     out = straggler_runs(o);
   } else if (o.preset == "byzantine") {
     out = byzantine_runs(o);
+  } else if (o.preset == "wan") {
+    out.push_back({"wan", o, static_cast<double>(o.workers)});
   } else {
     out.push_back({"", o, static_cast<double>(o.workers)});
   }
@@ -85,7 +87,7 @@ std::vector<PresetRun> preset_runs(const CompareOptions& o) {
 }
 
 std::string preset_axis(const CompareOptions& o) {
-  if (o.preset == "scaling") return "workers";
+  if (o.preset == "scaling" || o.preset == "wan") return "workers";
   if (o.preset == "stragglers") return "slowed workers";
   if (o.preset == "byzantine") return "configuration (table order)";
   return "global batch";
@@ -114,6 +116,11 @@ std::string preset_description(const CompareOptions& o) {
            " sending each attack in turn (--inject-byzantine), each without a defence (--robust none) and "
            "with one (clip): " +
            names + ".";
+  }
+  if (o.preset == "wan") {
+    return "On a WAN emulated on one machine (" + (o.wan ? o.wan->describe() : std::string("not read")) +
+           "): the kernel caps each link's rate, each worker's transport adds its links' delay, jitter and "
+           "lost packets' round trips (gossipd run --wan); the topology is wan/topology.txt.";
   }
   if (o.preset == "scaling") {
     return "Workers 4, 8 and 16 at a fixed global batch of " + std::to_string(o.batch * 4) + ".";

@@ -227,6 +227,7 @@ proto::ControlRecord Member::record(const std::string& event) const {
     faults.set_dropped(f.dropped);
     faults.set_duplicated(f.duplicated);
     faults.set_reordered(f.reordered);
+    faults.set_retransmitted(f.retransmitted);
   }
   return r;
 }

@@ -2,10 +2,34 @@
 
 #include <functional>
 
+#include "daemon/config/cli.h"
 #include "daemon/observe/metrics_log.h"
 #include "protocol/transport/curve.h"
 
 namespace gossipd::daemon {
+namespace {
+
+std::chrono::microseconds micros(double ms) {
+  return std::chrono::microseconds(static_cast<int64_t>(ms * 1000.0));
+}
+
+}  // namespace
+
+std::map<std::string, protocol::LinkFault> wan_links(const WanTopology& t, const std::string& id,
+                                                     const std::string& where) {
+  const int me = t.host_index(id);
+  if (me < 0) {
+    throw UsageError("--wan " + where + " has no host '" + id + "': give each worker an --id among w0-w" +
+                     std::to_string(t.hosts() - 1));
+  }
+  std::map<std::string, protocol::LinkFault> links;
+  for (size_t k = 0; k < t.hosts(); ++k) {
+    if (static_cast<int>(k) == me) continue;
+    const WanLink& l = t.link(static_cast<size_t>(me), k);
+    links[wan_host_name(k)] = {micros(l.delay_ms), micros(l.jitter_ms), l.loss};
+  }
+  return links;
+}
 
 protocol::NodeOptions node_options(const RunOptions& o) {
   protocol::NodeOptions n;
@@ -25,6 +49,7 @@ protocol::NodeOptions node_options(const RunOptions& o) {
                 "gossipd run's default pipe is the node's");
   n.shared_memory_bytes = o.shm_kb << 10;
   n.faults.delay = std::chrono::milliseconds(o.delay_ms);
+  if (!o.wan.empty()) n.faults.links = wan_links(read_wan_topology(o.wan), o.id, o.wan);
   n.faults.drop = o.inject_drop;
   n.faults.duplicate = o.inject_duplicate;
   n.faults.reorder = o.inject_reorder;
@@ -104,7 +129,8 @@ void register_transport_metrics(MetricsRegistry& metrics, protocol::Node& node) 
         const protocol::FaultCounts f = node.fault_counts();
         return std::vector<std::pair<Labels, double>>{{{{"kind", "drop"}}, double(f.dropped)},
                                                       {{{"kind", "duplicate"}}, double(f.duplicated)},
-                                                      {{{"kind", "reorder"}}, double(f.reordered)}};
+                                                      {{{"kind", "reorder"}}, double(f.reordered)},
+                                                      {{{"kind", "retransmit"}}, double(f.retransmitted)}};
       });
   register_connection_metrics(metrics, node);
   metrics.sampled("gossipd_curve_clients_refused_total", "Connections refused by the ZAP handler", "counter",

@@ -1,6 +1,10 @@
 #pragma once
 
+#include <map>
+#include <string>
+
 #include "daemon/config/run_options.h"
+#include "daemon/config/wan_topology.h"
 #include "daemon/observe/http_server.h"
 #include "daemon/observe/metrics.h"
 #include "daemon/observe/worker_state.h"
@@ -10,6 +14,12 @@ namespace gossipd::daemon {
 
 // The transport's options from gossipd run's (ids, limits, faults, CURVE).
 protocol::NodeOptions node_options(const RunOptions& options);
+
+// What gossipd run --wan adds to the messages of the worker `id` (a host of
+// `topology`, read from `where`) to each other host: its link's delay,
+// jitter and packet loss. Throws UsageError when `id` is not a host there.
+std::map<std::string, protocol::LinkFault> wan_links(const WanTopology& topology, const std::string& id,
+                                                     const std::string& where);
 
 // The transport's counts as metrics: rejects by reason, injected faults,
 // CURVE clients refused.

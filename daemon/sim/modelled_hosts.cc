@@ -34,6 +34,9 @@ double bandwidth(const std::string& text, const std::string& flag) {
 void resolve_simulate_flags(SimulateOptions& o) {
   resolve_step_delays(o.compare);
   resolve_byzantine(o.compare);
+  if (!o.compare.topology.empty() || o.compare.preset == "wan")
+    throw UsageError(
+        "gossipctl simulate does not model a WAN topology yet: run it with gossipctl compare --netns");
   o.link_bytes_per_s = bandwidth(
       o.compare.bandwidth.empty() ? kDefaultSimulatedBandwidth : o.compare.bandwidth, "--bandwidth");
   if (!(o.latency_ms >= 0) || !std::isfinite(o.latency_ms))

@@ -208,7 +208,7 @@ void GroupWire::send(size_t rank, wire::FrameHeader header, const void* data,
   header.tag = group_.tag();
   auto due = Clock::time_point::min();
   if (FaultDice* dice = group_.node().fault_dice()) {
-    const FaultDice::Roll r = dice->roll();
+    const FaultDice::Roll r = dice->roll(l.peer(), header.bytes + wire::kFrameHeaderBytes);
     if (r.drop) return;
     due = r.due;
     if (r.duplicate) l.queue(header, data, owner, due);

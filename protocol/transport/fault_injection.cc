@@ -3,17 +3,40 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "protocol/wire/errors.h"
 
 namespace gossipd::protocol {
+using Clock = std::chrono::steady_clock;
+
 namespace {
 
-using Clock = std::chrono::steady_clock;
+// The packets of a message of `bytes` over TCP (a 1448-byte payload each).
+double packets(size_t bytes) { return std::ceil(static_cast<double>(bytes + 1) / 1448.0); }
 
 }  // namespace
 
-FaultDice::Roll FaultDice::roll() {
+// A WAN link's part: the delay and jitter, a round trip more where a packet
+// was lost, and never before the message sent ahead of it.
+Clock::time_point FaultDice::over_link(const std::string& peer, size_t bytes, Clock::time_point due) {
+  const auto it = options_.links.find(peer);
+  if (it == options_.links.end()) return due;
+  const LinkFault& l = it->second;
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  const double jitter_us = static_cast<double>(l.jitter.count()) * (2 * u(rng_) - 1);
+  due += l.delay + std::chrono::microseconds(static_cast<int64_t>(jitter_us));
+  if (l.packet_loss > 0 && u(rng_) < 1 - std::pow(1 - l.packet_loss, packets(bytes))) {
+    ++counts_.retransmitted;
+    due += 2 * l.delay;
+  }
+  Clock::time_point& last = last_due_[peer];
+  due = std::max(due, last);
+  last = due;
+  return due;
+}
+
+FaultDice::Roll FaultDice::roll(const std::string& peer, size_t bytes) {
   std::lock_guard lock(mu_);
   ++counts_.sent;
   Roll r;
@@ -24,7 +47,7 @@ FaultDice::Roll FaultDice::roll() {
     r.drop = true;
     return r;
   }
-  r.due = Clock::now() + options_.delay;
+  r.due = over_link(peer, bytes, Clock::now() + options_.delay);
   if (armed && u(rng_) < options_.reorder) {
     ++counts_.reordered;
     r.due += options_.delay + std::chrono::milliseconds(10);
@@ -84,7 +107,9 @@ void FaultInjectingTransport::send(const std::string& peer, std::vector<OutFrame
   {
     std::lock_guard lock(mu_);
     if (!peers_.count(peer)) throw PeerGone(node_id(), peer);
-    const FaultDice::Roll r = dice_.roll();
+    size_t bytes = 0;
+    for (const OutFrame& f : frames) bytes += f.size;
+    const FaultDice::Roll r = dice_.roll(peer, bytes);
     if (r.drop) return;                                // lost: its buffers are released here
     if (r.duplicate) hold(r.due, Held{peer, frames});  // the copy shares the owners of the bytes
     hold(r.due, Held{peer, std::move(frames)});

@@ -9,27 +9,41 @@
 #include <mutex>
 #include <random>
 #include <set>
+#include <string>
 #include <thread>
 
 #include "protocol/transport/transport.h"
 
 namespace gossipd::protocol {
 
+// One peer's link as a wide-area network adds to it (gossipd run --wan):
+// its one-way delay, a uniform jitter of +-jitter around it, and the
+// fraction of its packets lost. TCP loses no message: a lost packet costs
+// its message one round trip more (a fast retransmit), drawn per message as
+// 1 - (1 - loss)^packets. Messages to one peer keep their order (a message
+// never leaves before the one sent ahead of it), as over one TCP stream.
+struct LinkFault {
+  std::chrono::microseconds delay{0};
+  std::chrono::microseconds jitter{0};
+  double packet_loss = 0;
+};
+
 // Network faults injected on the sending side, for experiments and tests on
 // one machine (the kernel here has no netem): `gossipd run --inject-*`.
 struct FaultOptions {
-  std::chrono::milliseconds delay{0};  // every message is held this long
-  double drop = 0;                     // probability a message is lost
-  double duplicate = 0;                // probability it is delivered twice
-  double reorder = 0;                  // probability it is held back behind later ones
-  uint64_t seed = 1;                   // the draws are reproducible per seed
+  std::chrono::milliseconds delay{0};      // every message is held this long
+  double drop = 0;                         // probability a message is lost
+  double duplicate = 0;                    // probability it is delivered twice
+  double reorder = 0;                      // probability it is held back behind later ones
+  uint64_t seed = 1;                       // the draws are reproducible per seed
+  std::map<std::string, LinkFault> links;  // by peer id: a WAN's links (none: no link adds anything)
 
-  bool any() const { return delay.count() > 0 || drop > 0 || duplicate > 0 || reorder > 0; }
+  bool any() const { return delay.count() > 0 || drop > 0 || duplicate > 0 || reorder > 0 || !links.empty(); }
 };
 
-// How many messages each fault hit.
+// How many messages each fault hit (retransmitted: a WAN link's lost packet).
 struct FaultCounts {
-  uint64_t sent = 0, dropped = 0, duplicated = 0, reordered = 0;
+  uint64_t sent = 0, dropped = 0, duplicated = 0, reordered = 0, retransmitted = 0;
 };
 
 // The draws: whether one outbound message is lost, delivered twice, and when
@@ -46,16 +60,19 @@ class FaultDice {
     bool duplicate = false;
     Clock::time_point due;
   };
-  Roll roll();
+  // One message of `bytes` to `peer`.
+  Roll roll(const std::string& peer, size_t bytes);
   FaultCounts counts() const;
   // Loss, duplication and reordering apply from here on (delay always does).
   void arm() { armed_.store(true); }
 
  private:
+  Clock::time_point over_link(const std::string& peer, size_t bytes, Clock::time_point due);  // with mu_ held
   FaultOptions options_;
   mutable std::mutex mu_;
   std::mt19937_64 rng_;
   FaultCounts counts_;
+  std::map<std::string, Clock::time_point> last_due_;  // per WAN peer: its messages keep their order
   std::atomic<bool> armed_{false};
 };
 

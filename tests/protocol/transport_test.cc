@@ -125,6 +125,44 @@ TEST(FaultInjection, HoldsEveryMessageForTheDelayAndKeepsOrder) {
   EXPECT_FALSE(b.receive(std::chrono::milliseconds(200)));
 }
 
+// A WAN link (gossipd run --wan): its delay and jitter on each message to
+// that peer, never before the message sent ahead of it; a lost packet costs
+// a round trip more; a peer with no link gets nothing added.
+TEST(FaultInjection, AWanLinkHoldsItsPeersMessagesForItsDelayAndJitterInOrder) {
+  using std::chrono::milliseconds;
+  FaultOptions o;
+  o.links["far"] = {milliseconds(40), milliseconds(10), 0.0};
+  o.links["lossy"] = {milliseconds(30), milliseconds(0), 0.01};
+  FaultDice dice(o);
+  auto last = std::chrono::steady_clock::time_point::min();
+  for (int i = 0; i < 200; ++i) {
+    const auto before = std::chrono::steady_clock::now();
+    const FaultDice::Roll r = dice.roll("far", 100);
+    EXPECT_FALSE(r.drop);
+    EXPECT_GE(r.due, last) << "message " << i << " would overtake the one before it";
+    EXPECT_GE(r.due - before, milliseconds(30));
+    if (last < before + milliseconds(30)) {
+      EXPECT_LE(r.due, std::chrono::steady_clock::now() + milliseconds(50)) << "over delay + jitter";
+    }
+    last = r.due;
+  }
+  const auto before = std::chrono::steady_clock::now();
+  EXPECT_LE(dice.roll("near", 100).due, before + milliseconds(5)) << "no link, nothing added";
+  EXPECT_EQ(dice.counts().retransmitted, 0u);
+  // 1% of packets lost: a 1 MB message (725 packets) nearly always loses
+  // one, a 100-byte one (1 packet) seldom does.
+  for (int i = 0; i < 100; ++i) dice.roll("lossy", 1 << 20);
+  const uint64_t big = dice.counts().retransmitted;
+  EXPECT_GE(big, 95u);
+  for (int i = 0; i < 1000; ++i) dice.roll("lossy", 100);
+  const uint64_t small = dice.counts().retransmitted - big;
+  EXPECT_GE(small, 1u);
+  EXPECT_LE(small, 30u);
+  const auto now = std::chrono::steady_clock::now();
+  const FaultDice::Roll r = dice.roll("lossy", 1 << 20);
+  EXPECT_GE(r.due - now, milliseconds(90)) << "a lost packet's message waits the delay and a round trip more";
+}
+
 TEST(ZmqTransport, IpcEndpoint) {
   gossipd::testing::TempDir dir("gossipd_ipc");
   const std::string path = "ipc://" + dir.file("b.sock");

@@ -221,6 +221,9 @@ int run_tune(const TuneOptions& given) {
   TuneOptions o = given;
   resolve_step_delays(o.run);
   resolve_byzantine(o.run);
+  if (!o.run.topology.empty())
+    throw UsageError(
+        "gossipctl tune does not run on a WAN topology yet: run it with gossipctl compare --netns");
   validate(o);
   std::stop_source stop;
   SignalWatcher signals(stop);
