@@ -8,12 +8,12 @@
 #include "protocol/wire/errors.h"
 
 namespace gossipd::protocol {
-using Clock = std::chrono::steady_clock;
-
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 // The packets of a message of `bytes` over TCP (a 1448-byte payload each).
-double packets(size_t bytes) { return std::ceil(static_cast<double>(bytes + 1) / 1448.0); }
+double tcp_packets(size_t bytes) { return std::ceil(static_cast<double>(bytes + 1) / 1448.0); }
 
 }  // namespace
 
@@ -26,7 +26,7 @@ Clock::time_point FaultDice::over_link(const std::string& peer, size_t bytes, Cl
   std::uniform_real_distribution<double> u(0.0, 1.0);
   const double jitter_us = static_cast<double>(l.jitter.count()) * (2 * u(rng_) - 1);
   due += l.delay + std::chrono::microseconds(static_cast<int64_t>(jitter_us));
-  if (l.packet_loss > 0 && u(rng_) < 1 - std::pow(1 - l.packet_loss, packets(bytes))) {
+  if (l.packet_loss > 0 && u(rng_) < 1 - std::pow(1 - l.packet_loss, tcp_packets(bytes))) {
     ++counts_.retransmitted;
     due += 2 * l.delay;
   }
