@@ -8,6 +8,12 @@
 # Fuzz.Replay.<target> test replays it from then on.
 #
 #   ./tests/fuzz/run.sh [SECONDS] [TARGET...]
+#
+# FUZZ_BUILD_DIR names a sanitizer tree already built (tests/run.sh: its
+# stage 2's), so that nothing is configured or built; FUZZ_INPUT_TIMEOUT
+# (default 10 s) bounds one input's run, in wall-clock seconds (tests/run.sh
+# raises it: its fuzzers run at idle priority, where a busy core can hold one
+# back).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -17,7 +23,8 @@ shift || true
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(envelope membership state_download segment collective checkpoint data_wire sparse_files partition_text shard)
 
-build=$(tests/sanitized_build.sh address,undefined fuzzers | tail -n 1)
+build="${FUZZ_BUILD_DIR:-$(tests/sanitized_build.sh address,undefined fuzzers | tail -n 1)}"
+input_timeout="${FUZZ_INPUT_TIMEOUT:-10}"
 
 export ASAN_OPTIONS="detect_leaks=1:${ASAN_OPTIONS:-}"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
@@ -29,7 +36,7 @@ fuzz_one() {
   mkdir -p "$work" "$crashes"
   cp -n tests/fuzz/corpus/"$t"/* "$work"/
   # One worker each: the target itself runs threads.
-  if ! "$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+  if ! "$bin" -max_total_time="$secs" -timeout="$input_timeout" -rss_limit_mb=2048 -print_final_stats=1 \
       -artifact_prefix="$crashes/" "$work" >"$log" 2>&1; then
     result=FAILED
     mkdir -p "tests/fuzz/regressions/$t"
