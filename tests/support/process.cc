@@ -2,6 +2,12 @@
 
 #include <signal.h>
 
+#include <algorithm>
+#include <sstream>
+
+#include "daemon/ctl/compare_hosts.h"
+#include "tests/support/wait.h"
+
 namespace gossipd::testing {
 
 Process::Process(std::vector<std::string> argv)
@@ -30,5 +36,42 @@ RunResult run(std::vector<std::string> argv, std::chrono::milliseconds timeout) 
 }
 
 std::string bin(const std::string& name) { return std::string(GOSSIPD_BIN_DIR) + "/" + name; }
+
+namespace {
+
+// The first word of each line, up to `end` (a link's "veth0@if5": veth0).
+std::set<std::string> names(const std::string& listing, size_t word, const std::string& end) {
+  std::set<std::string> out;
+  std::istringstream lines(listing);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream words(line);
+    std::string w;
+    for (size_t k = 0; k <= word && words >> w;) ++k;
+    if (!w.empty()) out.insert(w.substr(0, w.find_first_of(end)));
+  }
+  return out;
+}
+
+bool within(const std::set<std::string>& now, const std::set<std::string>& before) {
+  return std::includes(before.begin(), before.end(), now.begin(), now.end());
+}
+
+}  // namespace
+
+NetworkState network_state() {
+  const std::string ip = daemon::find_program("ip");
+  if (ip.empty()) return {};
+  return {names(run({ip, "netns", "list"}, std::chrono::seconds(10)).out, 0, " "),
+          names(run({ip, "-o", "link"}, std::chrono::seconds(10)).out, 1, "@:")};
+}
+
+bool nothing_left_beyond(const NetworkState& before, std::chrono::milliseconds timeout) {
+  return wait_until(
+      [&] {
+        const NetworkState now = network_state();
+        return within(now.namespaces, before.namespaces) && within(now.links, before.links);
+      },
+      timeout, std::chrono::milliseconds(200));
+}
 
 }  // namespace gossipd::testing

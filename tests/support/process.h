@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -50,5 +51,17 @@ RunResult run(std::vector<std::string> argv, std::chrono::milliseconds timeout);
 
 // Path of a built binary (gossipd, gossipctl).
 std::string bin(const std::string& name);
+
+// The names of this host's network namespaces and links as iproute2's ip
+// lists them (none where ip is missing): a run that made namespaces leaves
+// none of its own behind.
+struct NetworkState {
+  std::set<std::string> namespaces, links;
+};
+NetworkState network_state();
+// Whether, within `timeout`, this host has no namespace and no link that
+// `before` did not have: the tests that run beside this one make and delete
+// their own, so a new one is a leftover only once it outlasts them.
+bool nothing_left_beyond(const NetworkState& before, std::chrono::milliseconds timeout);
 
 }  // namespace gossipd::testing
