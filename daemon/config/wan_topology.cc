@@ -79,6 +79,20 @@ class Parser {
  public:
   explicit Parser(std::string where) : where_(std::move(where)) {}
 
+  // Every line of `text` (a # starts a comment), then the checks of the whole.
+  WanTopology parse(const std::string& text) {
+    std::istringstream in(text);
+    for (std::string raw; std::getline(in, raw);) {
+      ++lines_;
+      std::istringstream words(raw.substr(0, raw.find('#')));
+      std::vector<std::string> w;
+      for (std::string word; words >> word;) w.push_back(word);
+      if (!w.empty()) line(Line{where_, lines_}, w);
+    }
+    return finish(text);
+  }
+
+ private:
   void line(const Line& l, const std::vector<std::string>& w) {
     if (w[0] == "region") return region(l, w);
     if (w[0] == "inside") return set_once(l, inside_, link_values(l, w, 1));
@@ -111,9 +125,6 @@ class Parser {
     return t;
   }
 
-  size_t lines_ = 0;
-
- private:
   void region(const Line& l, const std::vector<std::string>& w) {
     if (w.size() < 3) l.fail("region needs a name and its hosts: region eu w0-w3");
     if (w[1] == "*" || std::regex_match(w[1], kHost)) l.fail("'" + w[1] + "' cannot name a region");
@@ -187,12 +198,49 @@ class Parser {
     Line line;
   };
   std::string where_;
+  size_t lines_ = 0;
   std::vector<std::string> regions_;
   std::map<int, uint32_t> hosts_;
   std::map<int, std::pair<std::string, Line>> host_rates_;
   std::optional<WanLink> inside_, between_;
   std::vector<Pair> pairs_;
 };
+
+std::string range_text(double lo, double hi, const std::string& unit) {
+  std::ostringstream s;
+  s << lo;
+  if (hi != lo) s << "-" << hi;
+  s << unit;
+  return s.str();
+}
+
+// "30-80 ms, 0.5-2% loss, 20mbit-100mbit": the spans of `links`' values.
+std::string links_line(const std::vector<WanLink>& links) {
+  if (links.empty()) return "none";
+  const auto span_of = [&](auto value, const std::string& unit) {
+    const auto [lo, hi] = std::minmax_element(
+        links.begin(), links.end(), [&](const WanLink& a, const WanLink& b) { return value(a) < value(b); });
+    return range_text(value(*lo), value(*hi), unit);
+  };
+  const auto bytes = [](const WanLink& l) {
+    return l.rate.empty() ? HUGE_VAL : tc_rate_bytes_per_second(l.rate);
+  };
+  const auto [slow, fast] = std::minmax_element(
+      links.begin(), links.end(), [&](const WanLink& a, const WanLink& b) { return bytes(a) < bytes(b); });
+  const auto name = [](const WanLink& l) { return l.rate.empty() ? std::string("uncapped") : l.rate; };
+  return span_of([](const WanLink& l) { return l.delay_ms; }, " ms") + ", " +
+         span_of([](const WanLink& l) { return l.loss * 100; }, "% loss") + ", " +
+         (name(*slow) == name(*fast) ? name(*slow) : name(*slow) + "-" + name(*fast));
+}
+
+// The links inside a region (`inside`) or between two.
+std::vector<WanLink> links_where(const WanTopology& t, bool inside) {
+  std::vector<WanLink> out;
+  for (size_t a = 0; a < t.regions.size(); ++a)
+    for (size_t b = 0; b < t.regions.size(); ++b)
+      if ((a == b) == inside) out.push_back(t.links[a][b]);
+  return out;
+}
 
 }  // namespace
 
@@ -210,16 +258,7 @@ int WanTopology::host_index(const std::string& id) const {
 }
 
 WanTopology parse_wan_topology(const std::string& text, const std::string& where) {
-  Parser p(where);
-  std::istringstream in(text);
-  for (std::string raw; std::getline(in, raw);) {
-    ++p.lines_;
-    std::istringstream words(raw.substr(0, raw.find('#')));
-    std::vector<std::string> w;
-    for (std::string word; words >> word;) w.push_back(word);
-    if (!w.empty()) p.line(Line{where, p.lines_}, w);
-  }
-  return p.finish(text);
+  return Parser(where).parse(text);
 }
 
 WanTopology read_wan_topology(const std::string& path) {
@@ -230,48 +269,13 @@ WanTopology read_wan_topology(const std::string& path) {
   return parse_wan_topology(text.str(), path);
 }
 
-}  // namespace gossipd::daemon
-
-namespace gossipd::daemon {
-namespace {
-
-std::string range_text(double lo, double hi, const std::string& unit) {
-  std::ostringstream s;
-  s << lo;
-  if (hi != lo) s << "-" << hi;
-  s << unit;
-  return s.str();
-}
-
-// "30-80 ms, 0.5-2% loss, 20mbit-100mbit" over the links `pick` takes.
-template <typename Pick>
-std::string links_line(const WanTopology& t, Pick pick) {
-  double dlo = 1e18, dhi = -1, llo = 1e18, lhi = -1, rlo = 1e300, rhi = -1;
-  std::string rlo_s, rhi_s;
-  for (size_t a = 0; a < t.regions.size(); ++a)
-    for (size_t b = 0; b < t.regions.size(); ++b) {
-      if (!pick(a, b)) continue;
-      const WanLink& l = t.links[a][b];
-      dlo = std::min(dlo, l.delay_ms), dhi = std::max(dhi, l.delay_ms);
-      llo = std::min(llo, l.loss * 100), lhi = std::max(lhi, l.loss * 100);
-      const double r = l.rate.empty() ? 1e299 : tc_rate_bytes_per_second(l.rate);
-      if (r < rlo) rlo = r, rlo_s = l.rate.empty() ? "uncapped" : l.rate;
-      if (r > rhi) rhi = r, rhi_s = l.rate.empty() ? "uncapped" : l.rate;
-    }
-  if (dhi < 0) return "none";
-  return range_text(dlo, dhi, " ms") + ", " + range_text(llo, lhi, "% loss") + ", " +
-         (rlo_s == rhi_s ? rlo_s : rlo_s + "-" + rhi_s);
-}
-
-}  // namespace
-
 std::string WanTopology::describe() const {
   std::ostringstream s;
   s << hosts() << " hosts in " << regions.size() << " regions (";
   for (size_t r = 0; r < regions.size(); ++r)
     s << (r ? ", " : "") << regions[r] << " " << std::count(region_of.begin(), region_of.end(), r);
-  s << "); inside a region " << links_line(*this, [](size_t a, size_t b) { return a == b; })
-    << "; between regions " << links_line(*this, [](size_t a, size_t b) { return a != b; });
+  s << "); inside a region " << links_line(links_where(*this, true)) << "; between regions "
+    << links_line(links_where(*this, false));
   std::string slow;
   for (size_t h = 0; h < hosts(); ++h)
     if (!host_rate[h].empty()) slow += (slow.empty() ? "" : ", ") + wan_host_name(h) + " " + host_rate[h];

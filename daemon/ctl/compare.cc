@@ -174,12 +174,11 @@ class Comparison {
   }
 
   std::string setup() const {
-    const std::string where = hosts_ ? " workers, each in its own network namespace on a bridge (tcp" +
-                                           (o_.wan                 ? "; a WAN: " + o_.wan->describe() + ")"
-                                            : o_.bandwidth.empty() ? std::string(")")
-                                                                   : ", " + o_.bandwidth + " per host)")
-                                     : std::string(" local workers (gossipd processes over TCP loopback)");
-    return compare_setup(o_, where);
+    if (!hosts_) return compare_setup(o_, " local workers (gossipd processes over TCP loopback)");
+    std::string links = ")";
+    if (o_.wan) links = "; a WAN: " + o_.wan->describe() + ")";
+    if (!o_.bandwidth.empty()) links = ", " + o_.bandwidth + " per host)";
+    return compare_setup(o_, " workers, each in its own network namespace on a bridge (tcp" + links);
   }
 
   const CompareOptions& o_;

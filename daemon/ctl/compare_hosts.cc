@@ -9,10 +9,10 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <regex>
 #include <sstream>
@@ -146,21 +146,17 @@ NetnsHosts::NetnsHosts(int hosts, const std::string& rate, const WanTopology* wa
   }
 }
 
-// Host i's egress as the topology's links say, one tc -batch in its namespace.
+// Host i's egress as the topology's links say: one tc -batch in its
+// namespace, read from its stdin.
 void NetnsHosts::shape(const WanTopology& wan, int host) {
-  const std::string batch =
-      std::filesystem::temp_directory_path() / ("gossipd-tc-" + tag_ + "-" + std::to_string(host));
-  {
-    std::ofstream out(batch);
-    for (const std::string& line : wan_tc_batch(wan, static_cast<size_t>(host),
-                                                [this](size_t k) { return address(static_cast<int>(k)); }))
-      out << line << "\n";
-  }
-  struct Remove {
-    std::string path;
-    ~Remove() { std::filesystem::remove(path); }
-  } remove{batch};
-  sh(tools_.ip + " netns exec " + netns(host) + " " + tools_.tc + " -batch " + batch);
+  const std::string cmd = tools_.ip + " netns exec " + netns(host) + " " + tools_.tc + " -batch -";
+  FILE* tc = ::popen((cmd + " 2>/dev/null").c_str(), "w");
+  if (!tc) throw UsageError("--netns: cannot run '" + cmd + "'");
+  for (const std::string& line : wan_tc_batch(wan, static_cast<size_t>(host),
+                                              [this](size_t k) { return address(static_cast<int>(k)); }))
+    std::fprintf(tc, "%s\n", line.c_str());
+  if (::pclose(tc) != 0)
+    throw UsageError("--netns: '" + cmd + "' failed (run as root, with a kernel with htb and u32)");
 }
 
 NetnsHosts::~NetnsHosts() { cleanup(); }
