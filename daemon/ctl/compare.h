@@ -52,7 +52,8 @@ struct CompareOptions {
   // --preset wan's default; `wan` is it read (resolve_wan), null without.
   std::string topology;
   std::shared_ptr<const WanTopology> wan;
-  int delay_ms = 0;  // injected in the workers' transport (the kernel has no netem)
+  int delay_ms = 0;             // injected in the workers' transport (the kernel has no netem)
+  int segment_deadline_ms = 0;  // gossipd run --segment-deadline-ms; 0: the daemon's default
   // "w3=40,w7=40": slower workers, ms a step (compare_stragglers.h); and
   // "w6=2,w7=2": workers computing that many times slower. Typed by
   // resolve_step_delays where the command reads its flags.

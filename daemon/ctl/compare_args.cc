@@ -110,6 +110,8 @@ std::vector<std::string> compare_run_args(const CompareOptions& o, const std::st
   if (o.test_limit > 0) a.insert(a.end(), {"--test-limit", std::to_string(o.test_limit)});
   if (!o.data.empty()) a.insert(a.end(), {"--data", o.data});
   if (o.delay_ms > 0) a.insert(a.end(), {"--delay-ms", std::to_string(o.delay_ms)});
+  if (o.segment_deadline_ms > 0)
+    a.insert(a.end(), {"--segment-deadline-ms", std::to_string(o.segment_deadline_ms)});
   if (o.wan) a.insert(a.end(), {"--wan", wan_topology_path(o)});
   const auto slow = straggler_args(o, static_cast<size_t>(i));
   a.insert(a.end(), slow.begin(), slow.end());

@@ -125,6 +125,11 @@ void add_compare_flags(CLI::App* cmd, CompareOptions& o, int max_workers) {
       ->check(CLI::Range(0.0, 1000.0))
       ->capture_default_str();
   cmd->add_option("--segments", o.segments, "Gossip unit: fine, coarse or N")->capture_default_str();
+  cmd->add_option("--segment-deadline-ms", o.segment_deadline_ms,
+                  "gossipd run --segment-deadline-ms for every worker (0: the daemon's default; with "
+                  "--deadline adaptive the most a round waits)")
+      ->check(CLI::Range(0, 3600000))
+      ->capture_default_str();
   cmd->add_option("--groups", o.groups, "Crossover: hierarchical over this many groups (1: flat)")
       ->check(CLI::Range(1, max_workers))
       ->capture_default_str();

@@ -54,7 +54,12 @@ std::vector<std::string> member_args(const CompareOptions& o, const std::string&
                                      const std::vector<std::string>& endpoints, const std::string& dir) {
   std::vector<std::string> a = compare_run_args(o, algo, i, endpoints, dir, "");
   for (const auto& [flag, value] : kPatientFlags) {
-    if (std::find(a.begin(), a.end(), flag) == a.end()) a.insert(a.end(), {flag, value});
+    const auto given = std::find(a.begin(), a.end(), flag);
+    if (given == a.end()) {
+      a.insert(a.end(), {flag, value});
+    } else if (flag == "--segment-deadline-ms" && given + 1 != a.end()) {
+      *(given + 1) = value;  // --segment-deadline-ms is the time model's (model_entry), not the clock's
+    }
   }
   return a;
 }

@@ -53,7 +53,11 @@ RoundStats& RoundStats::operator+=(const RoundStats& o) {
 }
 
 CrossoverGossip::CrossoverGossip(Node& node, SegmentTable segments, GossipOptions options)
-    : node_(node), segments_(std::move(segments)), options_(options), feedback_(options.codec) {
+    : node_(node),
+      segments_(std::move(segments)),
+      options_(options),
+      feedback_(options.codec),
+      deadlines_(deadline_spec(options)) {
   register_segments(node_, segments_);
   if (options_.attack) attack_.emplace(*options_.attack);
   if (options_.clip) clip_ = std::make_unique<ClippedGossip>(*options_.clip);
@@ -81,7 +85,8 @@ RoundStats CrossoverGossip::run_round(const topology::View& view, uint64_t round
   RoundStats stats;
   const size_t self = self_index(view, node_);
   if (view.size() < 2) return stats;
-  const auto deadline = Clock::now() + options_.segment_deadline;
+  const auto start = Clock::now();
+  const auto deadline = start + deadlines_.current();
   SegmentInbox inbox(node_, kTag, round, true, options_.codec);
   std::vector<topology::Exchange> plan(segments_.size());
   for (uint32_t s = 0; s < segments_.size(); ++s) {
@@ -100,7 +105,8 @@ RoundStats CrossoverGossip::run_round(const topology::View& view, uint64_t round
     std::set<std::string> notify = senders;
     if (follows) notify.insert(last_senders_.begin(), last_senders_.end());
     for (const auto& peer : notify) inbox.announce_ready(peer);
-    renudge = std::max(std::chrono::milliseconds(1), options_.segment_deadline / 8);
+    renudge = std::max(std::chrono::milliseconds(1),
+                       std::chrono::duration_cast<std::chrono::milliseconds>(deadlines_.current()) / 8);
     // Our last round's segments should have reached their receivers before
     // this round's go out behind them on the same link. Nobody repeats these
     // notes, so a lost one is waited for at most `renudge`.
@@ -121,9 +127,12 @@ RoundStats CrossoverGossip::run_round(const topology::View& view, uint64_t round
   for (uint32_t s = 0; s < segments_.size(); ++s) {
     const auto& seg = segments_[s];
     const std::string& to = view.member(plan[s].send_to);
-    if (options_.pace && !inbox.await_ready(to, deadline, options_.stop, renudge)) {
-      if (options_.stop.stop_requested()) throw Aborted(node_.id(), "crossover round");
-      continue;  // gone, or a whole deadline behind: it skips this segment anyway
+    // Not ready by then: sent anyway. A receiver that far behind finds it
+    // waiting when it gets to this round (one never sent it would wait its
+    // whole deadline for, and fall further behind); a gone one never reads it.
+    if (options_.pace && !inbox.await_ready(to, deadline, options_.stop, renudge) &&
+        options_.stop.stop_requested()) {
+      throw Aborted(node_.id(), "crossover round");
     }
     const size_t bytes =
         send_segment(inbox, feedback_, to, s, seg.offset, params.subspan(seg.offset, seg.length),
@@ -139,8 +148,10 @@ RoundStats CrossoverGossip::run_round(const topology::View& view, uint64_t round
       if (options_.stop.stop_requested()) throw Aborted(node_.id(), "crossover round");
       ++stats.segments_skipped;
       if (clip_ && inbox.refused_non_finite(from, s)) clip_->refused(from);
+      if (!inbox.refused_non_finite(from, s)) deadlines_.missed(from);
       continue;
     }
+    deadlines_.arrived(from, msg->arrived - start);
     mix(from, s, params.subspan(seg.offset, seg.length), *msg, stats);
   }
   if (clip_) stats.named = clip_->end_round();
@@ -154,7 +165,8 @@ HierarchicalCrossover::HierarchicalCrossover(Node& node, SegmentTable segments, 
       options_(options),
       spread_(spread),
       feedback_(options.codec),
-      averages_(options.codec) {
+      averages_(options.codec),
+      deadlines_(deadline_spec(options)) {
   register_segments(node_, segments_);
 }
 
@@ -173,7 +185,8 @@ RoundStats HierarchicalCrossover::run_round(const topology::View& view,
   const uint64_t collective_bytes = node_.payload_bytes_sent();
   averages_.average(group, params);  // (1) the group's average
 
-  const auto deadline = Clock::now() + options_.segment_deadline;
+  const auto start = Clock::now();
+  const auto deadline = start + deadlines_.current();
   SegmentInbox inbox(node_, kTag, round, true, options_.codec);
   std::vector<std::optional<topology::GroupExchange>> plan(segments_.size());
   for (uint32_t s = 0; s < segments_.size(); ++s) {  // (2) crossover between groups
@@ -194,11 +207,13 @@ RoundStats HierarchicalCrossover::run_round(const topology::View& view,
     if (plan[s]) {
       auto msg = inbox.receive(plan[s]->receive_from, s, seg.length, deadline, options_.stop);
       if (msg) {
+        deadlines_.arrived(plan[s]->receive_from, msg->arrived - start);
         average_into(mine, *msg);
         ++stats.segments_received;
         stats.bytes_received += seg.length * sizeof(float);
       } else {
         if (options_.stop.stop_requested()) throw Aborted(node_.id(), "hierarchical crossover round");
+        deadlines_.missed(plan[s]->receive_from);
         ++stats.segments_skipped;
       }
     }

@@ -15,6 +15,7 @@
 #include "protocol/collectives/group.h"
 #include "protocol/collectives/segment_inbox.h"
 #include "protocol/gossip/group_averages.h"
+#include "protocol/gossip/segment_deadlines.h"
 #include "protocol/robust/attack.h"
 #include "protocol/robust/clipped_gossip.h"
 #include "protocol/wire/codec.h"
@@ -27,8 +28,14 @@ namespace gossipd::protocol {
 struct GossipOptions {
   uint64_t seed = 1;
   // A segment that has not arrived this long after the round started is
-  // skipped (own copy kept): gossip never blocks on one peer.
+  // skipped (own copy kept): gossip never blocks on one peer. With
+  // adaptive_deadline the most a round waits.
   std::chrono::milliseconds segment_deadline{2000};
+  // --deadline adaptive: the deadline a round waits for segments (and,
+  // paced, for its receivers' notes) is learned from the arrivals this
+  // member has seen, segment_deadline its ceiling (segment_deadlines.h).
+  bool adaptive_deadline = false;
+  double deadline_quantile = DeadlineSpec{}.quantile;
   // Pacing: each round a worker tells the senders of this round and of the
   // last one that it has finished the last round (a small note each), and
   // sends a segment only once its receiver has said so (for the last
@@ -37,7 +44,8 @@ struct GossipOptions {
   // onto links that still carry the ones the others wait for, and the rounds
   // drift apart (measured in tests/bench/README.md, "Pace"). Whoever is still
   // waiting repeats its notes every deadline / 8, so a lost note costs time,
-  // not the segment.
+  // not the segment. Crossover sends a segment whose receiver has not said so
+  // by the round's deadline anyway (SGP keeps such a push: its mass).
   bool pace = false;
   // How segments travel (--compress); lossy codecs carry their rounding
   // into the next exchange (error_feedback.h). Every member must agree.
@@ -53,6 +61,15 @@ struct GossipOptions {
   std::optional<ClipSpec> clip;
   std::stop_token stop;
 };
+
+// The deadlines a protocol learns with these options.
+inline DeadlineSpec deadline_spec(const GossipOptions& o) {
+  DeadlineSpec d;
+  d.ceiling = o.segment_deadline;
+  d.adaptive = o.adaptive_deadline;
+  d.quantile = o.deadline_quantile;
+  return d;
+}
 
 // What one round did, for /status and the metrics.
 struct RoundStats {
@@ -81,6 +98,8 @@ class CrossoverGossip {
 
   // --robust clip's record of each peer; nullptr without it.
   const ClippedGossip* clipping() const { return clip_.get(); }
+  // What this member has learned of its peers' arrivals (--deadline).
+  const SegmentDeadlines& deadlines() const { return deadlines_; }
 
  private:
   // Mixes the received segment s of `peer` into x; counts it in `stats`.
@@ -92,6 +111,7 @@ class CrossoverGossip {
   ErrorFeedback feedback_;
   std::optional<SegmentAttack> attack_;
   std::unique_ptr<ClippedGossip> clip_;
+  SegmentDeadlines deadlines_;
   std::vector<float> received_;  // --robust clip: a segment's values, aligned
   // Pacing: who this node sent to and heard from in the last round it ran.
   uint64_t last_round_ = 0;
@@ -134,7 +154,8 @@ class HierarchicalCrossover {
   GossipOptions options_;
   topology::GroupSpread spread_;
   ErrorFeedback feedback_;
-  GroupAverages averages_;  // (1) and (3), in the run's codec
+  GroupAverages averages_;      // (1) and (3), in the run's codec
+  SegmentDeadlines deadlines_;  // (2)
   // Kept across rounds: its collective sequence numbers must keep counting.
   std::unique_ptr<Group> group_;
   uint32_t group_view_ = 0;  // the id of the view group_ was built for

@@ -17,7 +17,8 @@ PushSumGossip::PushSumGossip(Node& node, SegmentTable segments, GossipOptions op
       feedback_(options.codec),
       peers_(std::max<size_t>(peers, 1)),
       overlap_(overlap),
-      weights_(segments_.size(), 1.0) {
+      weights_(segments_.size(), 1.0),
+      deadlines_(deadline_spec(options)) {
   register_segments(node_, segments_);
   if (options_.attack) attack_.emplace(*options_.attack);
   if (options_.clip) clip_ = std::make_unique<ClippedGossip>(*options_.clip);
@@ -112,6 +113,8 @@ RoundStats PushSumGossip::run_round(const topology::View& view, uint64_t round, 
       }
     }
   }
+  // A paced push waits for its receiver up to the fixed deadline (as
+  // crossover's): a push never sent is one its receiver waits for in vain.
   push(view, round, x, Clock::now() + options_.segment_deadline, stats);
   // OSGP folds the previous round only where this member took part in it:
   // nobody pushed to it before its first round (round 1, a joiner's first,
@@ -121,10 +124,10 @@ RoundStats PushSumGossip::run_round(const topology::View& view, uint64_t round, 
   last_pushed_ = round;
   // What is folded in gets a deadline of its own from here.
   if (receiving) {
-    fold_in(view, *receiving, x, Clock::now() + options_.segment_deadline, stats);
+    fold_in(view, *receiving, x, Clock::now(), stats);
   } else if (follows) {
     SegmentInbox previous(node_, kTag, round - options_.rounds_apart, true, options_.codec);
-    fold_in(view, previous, x, Clock::now() + options_.segment_deadline, stats);
+    fold_in(view, previous, x, Clock::now(), stats);
   }
   keep_weights_up(x);
   if (clip_) stats.named = clip_->end_round();
@@ -168,7 +171,8 @@ void PushSumGossip::push(const topology::View& view, uint64_t round, std::span<f
 }
 
 void PushSumGossip::fold_in(const topology::View& view, SegmentInbox& inbox, std::span<float> x,
-                            Clock::time_point deadline, RoundStats& stats) {
+                            Clock::time_point start, RoundStats& stats) {
+  const auto deadline = start + deadlines_.current();
   const size_t self = *view.index_of(node_.id());
   const auto in = topology::exponential_in_peers(view.size(), self, inbox.round(), peers_);
   for (uint32_t s = 0; s < segments_.size(); ++s) {
@@ -180,8 +184,10 @@ void PushSumGossip::fold_in(const topology::View& view, SegmentInbox& inbox, std
         if (options_.stop.stop_requested()) throw Aborted(node_.id(), "push-sum round");
         ++stats.segments_skipped;
         if (clip_ && inbox.refused_non_finite(peer, s)) clip_->refused(peer);
+        if (!inbox.refused_non_finite(peer, s)) deadlines_.missed(peer);
         continue;
       }
+      deadlines_.arrived(peer, msg->arrived - start);
       const double w = msg->envelope.push_sum_weight();
       if (!msg->envelope.has_push_sum_weight() || !(w > 0.0) || !std::isfinite(w)) {
         node_.reject_log().reject(view.member(from), RejectReason::kSegment,

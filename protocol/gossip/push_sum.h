@@ -75,9 +75,10 @@ class PushSumGossip {
   // This round's pushes: a share of every segment to each out-peer.
   void push(const topology::View& view, uint64_t round, std::span<float> x, Clock::time_point deadline,
             RoundStats& stats);
-  // Adds what the in-peers of `inbox`'s round pushed.
-  void fold_in(const topology::View& view, SegmentInbox& inbox, std::span<float> x,
-               Clock::time_point deadline, RoundStats& stats);
+  // Adds what the in-peers of `inbox`'s round pushed, waiting for it from
+  // `start` (the deadlines learn from its arrivals).
+  void fold_in(const topology::View& view, SegmentInbox& inbox, std::span<float> x, Clock::time_point start,
+               RoundStats& stats);
   void keep_weights_up(std::span<float> x);
   // What segment s carries to the out-peers: the share xs, or an
   // attacker's attack on its de-biased values (times its weight).
@@ -97,6 +98,7 @@ class PushSumGossip {
   std::vector<double> weights_;
   std::optional<SegmentAttack> attack_;
   std::unique_ptr<ClippedGossip> clip_;
+  SegmentDeadlines deadlines_;
   std::vector<float> scratch_, received_;  // an attacked share; a received segment's z
 };
 

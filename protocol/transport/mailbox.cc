@@ -33,6 +33,7 @@ size_t Mailbox::queued_bytes(const std::string& sender) const {
 }
 
 void Mailbox::push(Message msg) {
+  msg.arrived = Clock::now();
   const auto& env = msg.envelope;
   {
     std::lock_guard lock(mutex_);

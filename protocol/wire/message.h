@@ -1,6 +1,7 @@
 #pragma once
 
 #include <bit>
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <span>
@@ -71,6 +72,9 @@ struct RawMessage {
 struct Message {
   proto::Envelope envelope;
   std::vector<Frame> payload;
+  // When this node's mailbox took it (Mailbox::push): a gossip round learns
+  // its segment deadlines from these (gossip/segment_deadlines.h).
+  std::chrono::steady_clock::time_point arrived{};
 
   std::span<const std::byte> bytes(size_t frame = 0) const {
     return {payload.at(frame).data(), payload.at(frame).size()};

@@ -58,6 +58,10 @@ TEST(Cli, RejectsBadFlagsWithOneLine) {
   expect_usage_error(train_args({"--data-congestion", "Reno!"}), "--data-congestion");
   expect_usage_error({bin("gossipd")}, "subcommand");
   expect_usage_error({bin("gossipd"), "run", "--id", "w0", "--rejoin", "-1"}, "--rejoin");
+  expect_usage_error({bin("gossipd"), "run", "--id", "w0", "--algo", "crossover", "--deadline", "soon"},
+                     "--deadline");
+  expect_usage_error({bin("gossipd"), "run", "--id", "w0", "--algo", "crossover", "--deadline-quantile", "0"},
+                     "--deadline-quantile");
 }
 
 TEST(Cli, MissingDatasetNamesPackageAndFlag) {

@@ -196,6 +196,7 @@ TEST_F(CompareTest, AModesCompareFlagThatCannotHoldIsOneLine) {
            {{"--algos", "crossover", "--groups", "2", "--pace", "on"},
             "--pace on is for flat crossover and sgp: drop --groups or --pace"},
            {{"--pace", "sometimes"}, "--pace: sometimes not in {auto,on,off}"},
+           {{"--deadline", "sometimes"}, "--deadline: sometimes not in {fixed,adaptive}"},
            {{"--micro-batches", "-1"}, "--micro-batches"}})
     expect_refused(args, needle);
 }

@@ -198,6 +198,8 @@ TEST(Simulate, BadTimeModelInputIsRefusedInOneLineNamingIt) {
       {{"--host-bandwidth", "fast"}, "--host-bandwidth"},
       {{"--train-limit", "100", "--batch", "64"}, "less than a batch"},
       {{"--no-train", "--algos", "crossover,pipeline"}, "no time model for pipeline"},
+      {{"--algos", "crossover", "--deadline", "adaptive"}, "--deadline adaptive has no time model"},
+      {{"--no-train", "--deadline", "adaptive"}, "--deadline adaptive has no time model"},
   };
   expect_refused(cases);
 }

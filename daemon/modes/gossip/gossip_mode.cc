@@ -1,6 +1,7 @@
 #include "daemon/modes/gossip/gossip_mode.h"
 
 #include <CLI/CLI.hpp>
+#include <sstream>
 
 #include "daemon/config/cli.h"
 #include "daemon/config/per_protocol.h"
@@ -43,6 +44,7 @@ class GossipMode : public Mode {
     add_exchange_flags(f);
     add_robust_flags(f, flags_.robust, "gossip segments");
     f.describe("--segment-deadline-ms", "gossip: a peer's segment, the own copy kept");
+    add_deadline_flags(f);
     if (algo_ == GossipAlgo::kOsgp) return;
     f.flag("--pace", flags_.pace,
            "crossover: send a segment only once its receiver has finished the last round (for "
@@ -71,6 +73,14 @@ class GossipMode : public Mode {
   }
 
   void add_compare_flags(ModeFlags& f) override {
+    CLI::Option* deadline = f.option("--deadline", compare_deadline_,
+                                     "Gossip protocols' segment deadline (gossipd run --deadline): fixed or "
+                                     "adaptive");
+    if (f.owners("--deadline").size() == 1) deadline->check(CLI::IsMember({"fixed", "adaptive"}));
+    CLI::Option* quantile =
+        f.option("--deadline-quantile", compare_quantile_,
+                 "With --deadline adaptive: gossipd run --deadline-quantile (0: the daemon's default)");
+    if (f.owners("--deadline-quantile").size() == 1) quantile->check(CLI::Range(0.0, 1.0));
     if (!can_pace(false)) return;
     CLI::Option* pace =
         f.option("--pace", compare_pace_,
@@ -83,6 +93,12 @@ class GossipMode : public Mode {
   EntryLaunch launch(const std::string& label, const std::string& arg, const EntryContext& c) const override {
     EntryLaunch l = Mode::launch(label, arg, c);
     l.flags = {"--consensus-every", std::to_string(l.steps_per_epoch)};
+    if (compare_deadline_ != "fixed") l.flags.insert(l.flags.end(), {"--deadline", compare_deadline_});
+    if (compare_quantile_ > 0) {
+      std::ostringstream q;
+      q << compare_quantile_;
+      l.flags.insert(l.flags.end(), {"--deadline-quantile", q.str()});
+    }
     const bool hierarchical = algo_ == GossipAlgo::kCrossover && c.hierarchy_groups > 1;
     for (size_t i = 0; hierarchical && i < c.workers; ++i)
       l.per_worker.push_back({"--hierarchical", "--group", "g" + std::to_string(i % c.hierarchy_groups)});
@@ -127,6 +143,20 @@ class GossipMode : public Mode {
     return (algo_ == GossipAlgo::kCrossover && !hierarchical) || algo_ == GossipAlgo::kSgp;
   }
 
+  void add_deadline_flags(ModeFlags& f) {
+    CLI::Option* d = f.option(
+        "--deadline", flags_.deadline,
+        "gossip: fixed (--segment-deadline-ms every round) or adaptive (learned from the arrivals: each "
+        "peer's median arrival, their --deadline-quantile over the peers x 1.25 + 2 ms, at most "
+        "--segment-deadline-ms; a slow peer's segments are skipped instead of waited for)");
+    if (f.owners("--deadline").size() == 1)
+      d->check(CLI::IsMember({"fixed", "adaptive"}))->capture_default_str();
+    f.option("--deadline-quantile", flags_.deadline_quantile,
+             "gossip, --deadline adaptive: the share of the peers whose segments a round waits for")
+        ->check(CLI::Range(0.01, 1.0))
+        ->capture_default_str();
+  }
+
   void add_exchange_flags(ModeFlags& f) {
     daemon::add_compress_flags(f, flags_.compress, "gossip segments");
     f.option("--local-steps", flags_.local_steps,
@@ -151,7 +181,9 @@ class GossipMode : public Mode {
 
   GossipAlgo algo_;
   GossipFlags flags_;
-  std::string compare_pace_ = "auto";  // gossipctl compare --pace: on, off, auto
+  std::string compare_pace_ = "auto";       // gossipctl compare --pace: on, off, auto
+  std::string compare_deadline_ = "fixed";  // gossipctl compare --deadline
+  double compare_quantile_ = 0;             // gossipctl compare --deadline-quantile (0: the default)
 };
 
 }  // namespace

@@ -255,6 +255,8 @@ std::unique_ptr<GossipWorker::Protocol> GossipWorker::make_protocol() {
   protocol::GossipOptions g;
   g.seed = options_.seed;
   g.segment_deadline = options_.segment_deadline;
+  g.adaptive_deadline = options_.adaptive_deadline;
+  g.deadline_quantile = options_.deadline_quantile;
   g.stop = stop_;
   g.pace = options_.pace;
   g.codec = options_.codec;
@@ -351,6 +353,8 @@ std::unique_ptr<Worker> make_gossip_worker(WorkerContext& c, GossipAlgo algo, co
   w.seed = c.topology_seed;
   w.segments = c.segments;
   w.segment_deadline = std::chrono::milliseconds(c.options.segment_deadline_ms);
+  w.adaptive_deadline = o.deadline == "adaptive";
+  w.deadline_quantile = o.deadline_quantile;
   w.overlap = o.overlap;
   w.pace = o.pace;
   w.codec = checked_codec(o.compress);

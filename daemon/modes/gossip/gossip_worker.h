@@ -32,10 +32,12 @@ struct GossipFlags {
   bool hierarchical = false;           // crossover
   std::string group_owner = "spread";  // spread | root
   uint64_t consensus_every = 100;
-  CompressFlags compress{};     // --compress, --compress-block
-  uint32_t local_steps = 1;     // exchange every H-th step
-  float outer_momentum = 0.0f;  // crossover: the outer step over each exchange window
-  RobustFlags robust{};         // flat crossover: --inject-byzantine, --robust
+  CompressFlags compress{};        // --compress, --compress-block
+  uint32_t local_steps = 1;        // exchange every H-th step
+  float outer_momentum = 0.0f;     // crossover: the outer step over each exchange window
+  RobustFlags robust{};            // flat crossover: --inject-byzantine, --robust
+  std::string deadline = "fixed";  // --deadline: fixed | adaptive
+  double deadline_quantile = protocol::DeadlineSpec{}.quantile;  // --deadline-quantile
 };
 
 struct GossipWorkerOptions {
@@ -44,6 +46,10 @@ struct GossipWorkerOptions {
   uint64_t seed = 1;           // topology seed, the same on every member
   protocol::SegmentTable segments;
   std::chrono::milliseconds segment_deadline{2000};
+  // --deadline adaptive: learned from the arrivals, segment_deadline the most
+  // (protocol::SegmentDeadlines).
+  bool adaptive_deadline = false;
+  double deadline_quantile = protocol::DeadlineSpec{}.quantile;
   std::chrono::milliseconds startup_timeout{60000};
   // Crossover: run each round on a communication thread while the next step
   // computes (protocol::OverlappedRound). SGP has its own overlap: osgp.
