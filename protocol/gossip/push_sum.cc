@@ -113,8 +113,9 @@ RoundStats PushSumGossip::run_round(const topology::View& view, uint64_t round, 
       }
     }
   }
-  // A paced push waits for its receiver up to the fixed deadline (as
-  // crossover's): a push never sent is one its receiver waits for in vain.
+  // A paced push waits for its receiver up to --segment-deadline-ms, even
+  // with a learned deadline: one it gives up on it keeps (its mass), and
+  // its receiver waits for it in vain.
   push(view, round, x, Clock::now() + options_.segment_deadline, stats);
   // OSGP folds the previous round only where this member took part in it:
   // nobody pushed to it before its first round (round 1, a joiner's first,
