@@ -197,6 +197,7 @@ TEST_F(CompareTest, AModesCompareFlagThatCannotHoldIsOneLine) {
             "--pace on is for flat crossover and sgp: drop --groups or --pace"},
            {{"--pace", "sometimes"}, "--pace: sometimes not in {auto,on,off}"},
            {{"--deadline", "sometimes"}, "--deadline: sometimes not in {fixed,adaptive}"},
+           {{"--deadline-quantile", "0.005"}, "--deadline-quantile"},
            {{"--micro-batches", "-1"}, "--micro-batches"}})
     expect_refused(args, needle);
 }

@@ -1,6 +1,7 @@
 #include "daemon/modes/gossip/gossip_mode.h"
 
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <sstream>
 
 #include "daemon/config/cli.h"
@@ -11,6 +12,8 @@
 
 namespace gossipd::daemon {
 namespace {
+
+constexpr double kMinDeadlineQuantile = 0.01;  // --deadline-quantile: the least share of peers waited for
 
 class GossipMode : public Mode {
  public:
@@ -80,7 +83,13 @@ class GossipMode : public Mode {
     CLI::Option* quantile =
         f.option("--deadline-quantile", compare_quantile_,
                  "With --deadline adaptive: gossipd run --deadline-quantile (0: the daemon's default)");
-    if (f.owners("--deadline-quantile").size() == 1) quantile->check(CLI::Range(0.0, 1.0));
+    if (f.owners("--deadline-quantile").size() == 1)
+      quantile->check([](const std::string& v) {  // gossipd run's range, or 0
+        const double q = std::strtod(v.c_str(), nullptr);
+        return q == 0 || (q >= kMinDeadlineQuantile && q <= 1)
+                   ? std::string()
+                   : "give 0 (the default) or a share from 0.01 to 1";
+      });
     if (!can_pace(false)) return;
     CLI::Option* pace =
         f.option("--pace", compare_pace_,
@@ -153,7 +162,7 @@ class GossipMode : public Mode {
       d->check(CLI::IsMember({"fixed", "adaptive"}))->capture_default_str();
     f.option("--deadline-quantile", flags_.deadline_quantile,
              "gossip, --deadline adaptive: the share of the peers whose segments a round waits for")
-        ->check(CLI::Range(0.01, 1.0))
+        ->check(CLI::Range(kMinDeadlineQuantile, 1.0))
         ->capture_default_str();
   }
 
