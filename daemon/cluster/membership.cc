@@ -75,6 +75,7 @@ Membership::Membership(protocol::Node& node, proto::Member self, const proto::Me
 }
 
 void Membership::start() {
+  if (!self_.group().empty()) delegate_.group_taken(self_.group());
   const auto now = Clock::now();
   next_tick_ = heard_ = now;
   // The first exchange at a random point of the period: members started
@@ -146,6 +147,7 @@ std::map<std::string, std::string> Membership::labels() const {
 
 bool Membership::labels_known(uint64_t round) const {
   std::lock_guard lock(mu_);
+  if (self_.group().empty()) return false;  // --group auto: not measured yet
   return std::all_of(entries_.begin(), entries_.end(), [&](const auto& kv) {
     return kv.second.since_round > round || !kv.second.group.empty();
   });

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "daemon/cluster/admission.h"
+#include "daemon/cluster/auto_group.h"
 #include "daemon/cluster/departed_set.h"
 #include "daemon/cluster/local_health.h"
 #include "daemon/cluster/membership_delegate.h"
@@ -75,6 +76,10 @@ struct MembershipOptions {
   // Most members in the table, this node included: joiners beyond it are
   // refused ("the cluster is full"), entries beyond it in a list ignored.
   size_t max_members = 1024;
+  // --group auto (auto_group.h): from find_group() on, this member measures
+  // its round trips to the others and takes a label from them; peers within
+  // this round trip share its group (0: it keeps the label it started with).
+  std::chrono::milliseconds auto_group_near{0};
 };
 
 // The live view. Every member keeps a table of members, each with the round
@@ -170,6 +175,11 @@ class Membership {
   // training (--linger-ms) would find itself cut off once its node closed.
   void stop();
 
+  // --group auto: measure the round trips to the members now (they are all
+  // up) and take a label from them (auto_group.h); labels_known is false
+  // until then. Nothing when the label was given.
+  void find_group();
+
   // Accept joiners from now on (a member that never calls it refuses none
   // and admits none: HELLOs wait in the mailbox).
   void set_join_policy(JoinPolicy policy);
@@ -223,6 +233,11 @@ class Membership {
   bool end_probe(Clock::time_point now);
   void expire_suspicions(Clock::time_point now);
   bool cut_off(Clock::time_point now);
+  // --group auto (membership_auto_group.cc).
+  void measure_round_trips(Clock::time_point now);
+  bool on_round_trip(const protocol::Message& m);  // true: the ACK of a measuring PING
+  std::string take_group_if_settled();             // with mu_ held; the label taken, or ""
+  void group_taken(const std::string& label);      // without mu_: tells the delegate and the waiters
   // A partition's two sides (membership_reunion.cc).
   void seek_reunion(Clock::time_point now);
   void on_reunion(const protocol::Message& m);
@@ -286,6 +301,9 @@ class Membership {
   // to one of them each period (membership_reunion.cc).
   static constexpr auto kReunionWindow = std::chrono::minutes(10);
   PartedMembers parted_{kDepartedPerMember * options_.max_members, kReunionWindow};
+  // --group auto: measuring from find_group() until the label is taken.
+  bool measuring_ = false;
+  RoundTrips round_trips_{std::chrono::seconds(1)};
   Counter& suspected_;
   Counter& refutations_;
   Counter& indirect_probes_;

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "topology/view.h"
 
@@ -17,6 +18,8 @@ class MembershipDelegate {
   virtual double rounds_per_second() const = 0;
   // Each view Membership publishes, with the view changes it has seen.
   virtual void view_published(const topology::View& view, uint32_t view_changes) = 0;
+  // This member's group label, once known (--group auto: once measured).
+  virtual void group_taken(const std::string& label) { (void)label; }
 };
 
 }  // namespace gossipd::daemon

@@ -96,6 +96,7 @@ void Membership::tick() {
   const bool free = end_probe(now);
   expire_suspicions(now);
   if (free) start_probe(now);
+  measure_round_trips(now);
   push_pull(now);
   seek_reunion(now);
   expire_joiners();
@@ -236,6 +237,7 @@ void Membership::on_ping(const protocol::Message& m) {
 void Membership::on_ack(const protocol::Message& m) {
   const proto::Probe& p = m.envelope.probe();
   apply(p);
+  if (on_round_trip(m)) return;  // --group auto's measuring PING, not a probe
   std::optional<Prober::Send> relayed;
   {
     std::lock_guard lock(mu_);

@@ -17,4 +17,8 @@ void StatusDelegate::view_published(const topology::View& view, uint32_t view_ch
   });
 }
 
+void StatusDelegate::group_taken(const std::string& label) {
+  state_.update([&](proto::Status& s) { s.set_group(label); });
+}
+
 }  // namespace gossipd::daemon

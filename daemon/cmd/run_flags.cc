@@ -67,7 +67,12 @@ void add_run_command(CLI::App& app, RunCommandLine& line) {
       "--advertise", o.advertise,
       "Endpoint other members reach this worker at (default: the bound one; needed with 0.0.0.0)");
   cmd->add_option("--group", o.group,
-                  "Hierarchical group label (default: the host of the advertised endpoint)");
+                  "Hierarchical group label (default: the host of the advertised endpoint), or auto: the "
+                  "members within --group-near-ms of each other's round trip form a group, a region a group");
+  cmd->add_option("--group-near-ms", o.group_near_ms,
+                  "--group auto: peers whose least measured round trip is at most this share a group")
+      ->check(CLI::Range(1, 60000))
+      ->capture_default_str();
   cmd->add_option("--http", o.http, "Serve /status and /metrics on IP:PORT (port 0 = any)");
   cmd->add_option("--cluster-id", o.cluster_id, "Messages from other clusters are rejected")
       ->capture_default_str();

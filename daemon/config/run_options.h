@@ -42,8 +42,10 @@ struct RunOptions {
   int rejoin = 3;
   int rejoined = 0;       // times this process has (gossipd run's count, in /status)
   std::string advertise;  // the endpoint others reach this worker at (default: the bound one)
-  std::string group;      // hierarchical group label (default: the host of the advertised endpoint)
-  std::string http;       // IP:PORT for /status and /metrics; empty = off
+  std::string
+      group;  // hierarchical group label (default: the host of the advertised endpoint; "auto": measured)
+  int group_near_ms = 20;  // --group auto: peers within this round trip share a group
+  std::string http;        // IP:PORT for /status and /metrics; empty = off
   std::string cluster_id = "gossipd";
   int timeout_ms = 10000;
   int startup_timeout_ms = 60000;
@@ -98,6 +100,8 @@ bool binds_everything(const std::string& endpoint);
 
 // The default --group label: the host of a tcp:// endpoint ("local" for ipc://).
 std::string default_group(const std::string& endpoint);
+// --group auto: the label comes from measured round trips (auto_group.h).
+inline constexpr const char* kAutoGroup = "auto";
 
 // How long membership may take to evict a member that died without a word:
 // the failure timeout its suspicion runs, plus the probes that find it

@@ -276,7 +276,11 @@ std::string compare_setup(const CompareOptions& o, const std::string& where) {
     << (o.warmup_epochs > 0 ? ", " + format("%g", o.warmup_epochs) + " epochs of warm-up" : std::string())
     << ")" << (o.optimizer == "lars" ? ", LARS (eta " + format("%g", o.lars_eta) + ")" : std::string())
     << ", seed " << o.seed << ", segments " << o.segments
-    << (o.groups > 1 ? ", crossover hierarchical in " + std::to_string(o.groups) + " groups" : "") << paced
+    << (o.groups > 1 ? ", crossover hierarchical in " + std::to_string(o.groups) + " groups"
+        : o.groups == kAutoGroups
+            ? ", crossover hierarchical in groups formed from measured round trips (--groups auto)"
+            : "")
+    << paced
     << (o.evals_per_epoch > 1
             ? ", test accuracy evaluated " + std::to_string(o.evals_per_epoch) + " times per epoch"
             : std::string())

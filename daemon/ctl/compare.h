@@ -16,6 +16,10 @@
 
 namespace gossipd::daemon {
 
+// CompareOptions::groups for `--groups auto`: every worker runs
+// `--hierarchical --group auto` and the groups come from round trips.
+inline constexpr int kAutoGroups = 0;
+
 // What `gossipctl compare` was asked to do (flags: compare_flags.cc).
 struct CompareOptions {
   int workers = 4;
@@ -33,7 +37,8 @@ struct CompareOptions {
   float lars_eta = 0.001f;
   float warmup_epochs = 0.0f;
   std::string segments = "fine";
-  int groups = 1;  // > 1: crossover runs hierarchical over this many --group labels
+  int groups =
+      1;  // > 1: crossover runs hierarchical over this many --group labels; kAutoGroups: --group auto
   uint64_t seed = 1;
   size_t train_limit = 0;
   size_t test_limit = 0;

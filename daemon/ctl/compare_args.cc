@@ -25,6 +25,7 @@ EntryContext entry_context(const CompareOptions& o, size_t train_samples) {
   c.batch = o.batch;
   c.train_samples = train_samples;
   c.hierarchy_groups = static_cast<size_t>(std::max(o.groups, 1));
+  c.auto_groups = o.groups == kAutoGroups;
   c.links_capped = !o.bandwidth.empty() || o.wan;
   c.per_protocol = {{"--compress", o.compress},
                     {"--local-steps", o.local_steps},

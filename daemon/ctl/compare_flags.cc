@@ -130,8 +130,16 @@ void add_compare_flags(CLI::App* cmd, CompareOptions& o, int max_workers) {
                   "--deadline adaptive the most a round waits)")
       ->check(CLI::Range(0, 3600000))
       ->capture_default_str();
-  cmd->add_option("--groups", o.groups, "Crossover: hierarchical over this many groups (1: flat)")
-      ->check(CLI::Range(1, max_workers))
+  cmd->add_option("--groups", o.groups,
+                  "Crossover: hierarchical over this many groups (1: flat), or auto: groups formed from "
+                  "the round trips the workers measure (gossipd run --group auto, a region a group)")
+      ->transform(CLI::Validator(
+          [max_workers](std::string& v) {
+            if (v != "auto") return CLI::Range(1, max_workers)(v);
+            v = std::to_string(kAutoGroups);
+            return std::string();
+          },
+          "auto or 1 to " + std::to_string(max_workers)))
       ->capture_default_str();
   cmd->add_option("--target", o.target, "Accuracy whose time-to is reported")
       ->check(CLI::Range(0.0, 1.0))

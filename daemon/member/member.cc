@@ -33,6 +33,9 @@ Member::End Member::run(std::stop_token stop) {
                      " names a member in this process (gossipctl simulate's); use "
                      "tcp://HOST:PORT or ipc://PATH");
   mode_.check_flags(o_);
+  if (o_.group == kAutoGroup && !mode_.groups_by_label())
+    throw UsageError("--group auto labels the members for --hierarchical; --algo " + o_.algo +
+                     " does not group its members by label: drop --group auto");
   place();
   load();
   if (o_.check_config) {
@@ -125,7 +128,10 @@ void Member::open_node() {
   for (const auto& [id, endpoint] : peers_) node_->add_peer(id, endpoint);
   self_.set_id(o_.id);
   self_.set_endpoint(o_.advertise.empty() ? node_->endpoint() : o_.advertise);
-  self_.set_group(o_.group.empty() ? default_group(self_.endpoint()) : o_.group);
+  // --group auto: no label until the member has measured its round trips (Membership::find_group).
+  self_.set_group(o_.group == kAutoGroup ? ""
+                  : o_.group.empty()     ? default_group(self_.endpoint())
+                                         : o_.group);
   if (o_.advertise.empty() && binds_everything(self_.endpoint())) {
     spdlog::warn("node '{}': listening on {} without --advertise: joiners cannot use this member's endpoint",
                  o_.id, self_.endpoint());
@@ -155,6 +161,8 @@ void Member::open_node() {
   membership_options_.state_chunk_bytes =
       std::min<size_t>(membership_options_.state_chunk_bytes, o_.max_message_bytes / 2);
   membership_options_.max_members = o_.max_members;
+  if (o_.group == kAutoGroup)
+    membership_options_.auto_group_near = std::chrono::milliseconds(o_.group_near_ms);
 }
 
 // The checkpointer, the training loop and the mode's worker; from here on

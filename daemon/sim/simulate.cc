@@ -48,6 +48,10 @@ void refuse_process_flags(const CompareOptions& o) {
         "with --latency-ms");
   refuse(o.send_buffer_kb > 0, "--send-buffer-kb");
   refuse(!o.preset.empty(), "--preset");
+  if (o.groups == kAutoGroups)
+    throw UsageError(
+        "--groups auto needs the round trips the workers measure; simulate has no links to measure: "
+        "give --groups G");
 }
 
 std::vector<std::string> member_args(const CompareOptions& o, const std::string& algo, int i,

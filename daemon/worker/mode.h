@@ -26,6 +26,7 @@ struct EntryContext {
   size_t batch = 64;            // compare's --batch: per data-parallel worker
   size_t train_samples = 0;     // the training samples the workers share
   size_t hierarchy_groups = 1;  // compare --groups: > 1 where the mode can run hierarchical
+  bool auto_groups = false;     // compare --groups auto: hierarchical, groups from round trips
   bool links_capped = false;    // compare --bandwidth: every host's link is capped
   // compare's flags that may differ per protocol (config/per_protocol.h:
   // --compress, --local-steps, --outer-momentum), by name. parse_compare_entry
@@ -80,6 +81,9 @@ class Mode {
   void configure(const std::vector<std::string>& args);
   // Checks of the flags alone, before any data is read (throws UsageError).
   virtual void check_flags(const RunOptions& options) const { (void)options; }
+  // Whether its members are grouped by their --group labels (with its flags
+  // as set); --group auto, which measures the labels, is refused where not.
+  virtual bool groups_by_label() const { return false; }
 
   // gossipctl compare: "grid:PRxPC", as --help shows the entry; empty: not
   // offered (and `why_not_in_compare` says why).

@@ -62,6 +62,11 @@ TEST(Cli, RejectsBadFlagsWithOneLine) {
                      "--deadline");
   expect_usage_error({bin("gossipd"), "run", "--id", "w0", "--algo", "crossover", "--deadline-quantile", "0"},
                      "--deadline-quantile");
+  expect_usage_error({bin("gossipd"), "run", "--id", "w0", "--algo", "crossover", "--group", "auto"},
+                     "--group auto forms the groups of --hierarchical");
+  expect_usage_error({bin("gossipd"), "run", "--id", "w0", "--algo", "allreduce", "--group", "auto"},
+                     "--algo allreduce does not group its members by label");
+  expect_usage_error({bin("gossipd"), "run", "--id", "w0", "--group-near-ms", "0"}, "--group-near-ms");
 }
 
 TEST(Cli, MissingDatasetNamesPackageAndFlag) {

@@ -198,6 +198,9 @@ TEST_F(CompareTest, AModesCompareFlagThatCannotHoldIsOneLine) {
            {{"--pace", "sometimes"}, "--pace: sometimes not in {auto,on,off}"},
            {{"--deadline", "sometimes"}, "--deadline: sometimes not in {fixed,adaptive}"},
            {{"--deadline-quantile", "0.005"}, "--deadline-quantile"},
+           {{"--groups", "many"}, "--groups"},
+           {{"--algos", "crossover", "--groups", "auto", "--pace", "on"},
+            "--pace on is for flat crossover and sgp: drop --groups or --pace"},
            {{"--micro-batches", "-1"}, "--micro-batches"}})
     expect_refused(args, needle);
 }

@@ -200,6 +200,7 @@ TEST(Simulate, BadTimeModelInputIsRefusedInOneLineNamingIt) {
       {{"--no-train", "--algos", "crossover,pipeline"}, "no time model for pipeline"},
       {{"--algos", "crossover", "--deadline", "adaptive"}, "--deadline adaptive has no time model"},
       {{"--no-train", "--deadline", "adaptive"}, "--deadline adaptive has no time model"},
+      {{"--groups", "auto"}, "simulate has no links to measure"},
   };
   expect_refused(cases);
 }

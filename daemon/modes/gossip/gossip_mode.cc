@@ -59,7 +59,10 @@ class GossipMode : public Mode {
     add_crossover_flags(f);
   }
 
-  void check_flags(const RunOptions&) const override {
+  void check_flags(const RunOptions& o) const override {
+    if (o.group == kAutoGroup && !flags_.hierarchical)
+      throw UsageError(
+          "--group auto forms the groups of --hierarchical: add --hierarchical, or drop --group auto");
     if (flags_.local_steps == 0) throw UsageError("--local-steps 0: take at least 1 step per exchange");
     check_outer_momentum(flags_.outer_momentum, flags_.local_steps);
     checked_codec(flags_.compress);
@@ -108,9 +111,10 @@ class GossipMode : public Mode {
       q << compare_quantile_;
       l.flags.insert(l.flags.end(), {"--deadline-quantile", q.str()});
     }
-    const bool hierarchical = algo_ == GossipAlgo::kCrossover && c.hierarchy_groups > 1;
+    const bool hierarchical = algo_ == GossipAlgo::kCrossover && (c.hierarchy_groups > 1 || c.auto_groups);
     for (size_t i = 0; hierarchical && i < c.workers; ++i)
-      l.per_worker.push_back({"--hierarchical", "--group", "g" + std::to_string(i % c.hierarchy_groups)});
+      l.per_worker.push_back({"--hierarchical", "--group",
+                              c.auto_groups ? kAutoGroup : "g" + std::to_string(i % c.hierarchy_groups)});
     const bool pace = compare_pace_ == "on" || (compare_pace_ == "auto" && c.links_capped);
     l.paced = pace && can_pace(hierarchical);
     if (l.paced) l.flags.push_back("--pace");
@@ -137,6 +141,7 @@ class GossipMode : public Mode {
       for (size_t i = segments[s].offset; i < segments[s].offset + segments[s].length; ++i) params[i] /= w;
     }
   }
+  bool groups_by_label() const override { return flags_.hierarchical; }
   std::string join_name() const override { return name() + (flags_.hierarchical ? "-hierarchical" : ""); }
   bool shares_on_segments() const override { return algo_ != GossipAlgo::kCrossover; }  // push-sum weights
   std::unique_ptr<Worker> make_worker(WorkerContext& c) const override {

@@ -289,7 +289,9 @@ void GossipWorker::start(std::stop_token stop) {
     }
   }
   if (!options_.hierarchical) return;
-  // Groups come from labels every member must know before round 1.
+  // Groups come from labels every member must know before round 1 (with
+  // --group auto, measured now that every member is up).
+  membership_.find_group();
   const auto deadline = std::chrono::steady_clock::now() + options_.startup_timeout;
   const uint64_t first = trainer_.step_count() + 1;
   if (membership_.wait_until([&] { return membership_.labels_known(first); }, deadline, stop)) return;

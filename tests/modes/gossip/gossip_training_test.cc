@@ -2,16 +2,35 @@
 // reaches 0.85 mean test accuracy within 3 epochs of data per worker.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <sstream>
 
 #include "tests/support/cluster.h"
 #include "tests/support/http_client.h"
+#include "tests/support/temp_dir.h"
 #include "tests/support/wait.h"
 
 namespace gossipd::testing {
 namespace {
 
 using namespace std::chrono_literals;
+
+// Every worker's record of its end, once each has finished its run and
+// exited 0; empty (the failure reported) where one did not.
+std::vector<proto::ControlRecord> finished(Cluster& c, std::chrono::seconds limit) {
+  std::vector<proto::ControlRecord> ends;
+  for (int i = 0; i < c.size(); ++i) {
+    const bool exited = c.proc(i).wait(limit);
+    const auto end = c.end_record(i);
+    if (!exited || c.proc(i).exit_code() != 0 || !end || end->event() != "done") {
+      ADD_FAILURE() << "worker " << i << (exited ? " failed: " : " did not finish: ") << c.proc(i).err()
+                    << c.proc(i).out();
+      return {};
+    }
+    ends.push_back(*end);
+  }
+  return ends;
+}
 
 class GossipTraining : public ::testing::TestWithParam<std::string> {};
 
@@ -21,14 +40,12 @@ TEST_P(GossipTraining, FourWorkersReachEightyFivePercentInThreeEpochs) {
   std::istringstream words(GetParam());
   for (std::string w; words >> w;) args.push_back(w);
   Cluster c(4, args);
+  const auto ends = finished(c, 300s);
+  ASSERT_EQ(ends.size(), 4u);
   double sum = 0;
-  for (int i = 0; i < c.size(); ++i) {
-    ASSERT_TRUE(c.proc(i).wait(300s)) << "worker " << i << " did not finish";
-    ASSERT_EQ(c.proc(i).exit_code(), 0) << c.proc(i).err();
-    const auto end = c.end_record(i);
-    ASSERT_TRUE(end && end->event() == "done") << c.proc(i).out();
-    EXPECT_EQ(end->round(), 3u * (60000 / 4 / 64));  // every member made the same rounds
-    sum += end->status().test_accuracy();
+  for (const auto& end : ends) {
+    EXPECT_EQ(end.round(), 3u * (60000 / 4 / 64));  // every member made the same rounds
+    sum += end.status().test_accuracy();
   }
   EXPECT_GE(sum / c.size(), 0.85) << GetParam() << " mean test accuracy " << sum / c.size();
 }
@@ -48,19 +65,33 @@ TEST_P(Hierarchical, SixWorkersInTwoGroupsHoldIdenticalReplicasPerGroup) {
             [](int i) {
               return std::vector<std::string>{"--group", i < 3 ? "a" : "b"};
             });
-  std::vector<std::string> hashes;
-  for (int i = 0; i < c.size(); ++i) {
-    ASSERT_TRUE(c.proc(i).wait(120s)) << "worker " << i << " did not finish";
-    ASSERT_EQ(c.proc(i).exit_code(), 0) << c.proc(i).err();
-    const auto end = c.end_record(i);
-    ASSERT_TRUE(end && end->event() == "done") << c.proc(i).out();
-    hashes.push_back(end->param_hash());
-  }
-  for (int i : {1, 2}) EXPECT_EQ(hashes[i], hashes[0]) << "group a, worker " << i;
-  for (int i : {4, 5}) EXPECT_EQ(hashes[i], hashes[3]) << "group b, worker " << i;
+  const auto ends = finished(c, 120s);
+  ASSERT_EQ(ends.size(), 6u);
+  for (int i : {1, 2}) EXPECT_EQ(ends[i].param_hash(), ends[0].param_hash()) << "group a, worker " << i;
+  for (int i : {4, 5}) EXPECT_EQ(ends[i].param_hash(), ends[3].param_hash()) << "group b, worker " << i;
 }
 
 INSTANTIATE_TEST_SUITE_P(GroupOwners, Hierarchical, ::testing::Values("spread", "root"));
+
+// --group auto: the groups follow the network. Six workers on a WAN of two
+// regions (gossipd run --wan: 1 ms one way inside a region, 30 ms between)
+// measure their round trips; each region becomes a group named after its
+// lowest id, whose members hold identical replicas at the end, as the
+// groups given by hand above do.
+TEST(AutoGroups, SixWorkersOnTwoRegionsFormAGroupARegion) {
+  TempDir dir("auto_groups");
+  const std::string wan = dir.file("wan.txt");
+  std::ofstream(wan) << "region a w0-w2\nregion b w3-w5\ninside delay 1\nbetween delay 30\n";
+  Cluster c(6,
+            {"--algo", "crossover", "--hierarchical", "--group", "auto", "--wan", wan, "--epochs", "1",
+             "--quiet", "--threads", "1", "--train-limit", "6000", "--test-limit", "500", "--batch", "32"});
+  const auto ends = finished(c, 120s);
+  ASSERT_EQ(ends.size(), 6u);
+  for (int i = 0; i < 6; ++i)
+    EXPECT_EQ(ends[i].status().group(), i < 3 ? "auto-w0" : "auto-w3") << "worker " << i;
+  for (int i : {1, 2}) EXPECT_EQ(ends[i].param_hash(), ends[0].param_hash()) << "region a, worker " << i;
+  for (int i : {4, 5}) EXPECT_EQ(ends[i].param_hash(), ends[3].param_hash()) << "region b, worker " << i;
+}
 
 TEST(GossipStatus, CrossoverReportsSegmentsBytesAndConsensus) {
   Cluster c(3, {"--algo", "crossover", "--epochs", "1000", "--quiet", "--train-limit", "3000", "--test-limit",
