@@ -227,7 +227,7 @@ RoundStats HierarchicalCrossover::run_round(const topology::View& view,
 Group& HierarchicalCrossover::group_for(const topology::Groups& groups, size_t g, uint32_t view_id) {
   if (group_ && group_view_ == view_id && group_->members() == groups.members(g)) return *group_;
   CollectiveOptions copts;
-  copts.timeout = options_.segment_deadline;
+  copts.timeout = options_.group_timeout;
   copts.stop = options_.stop;
   // A tag per (view, group): groups never mix, and a new view starts
   // fresh sequence numbers without meeting the old view's stale ones.

@@ -31,6 +31,10 @@ struct GossipOptions {
   // skipped (own copy kept): gossip never blocks on one peer. With
   // adaptive_deadline the most a round waits.
   std::chrono::milliseconds segment_deadline{2000};
+  // Hierarchical: how long a group's exact average (not a segment: it cannot
+  // be skipped) waits for a member before the round is given up
+  // (gossipd run --timeout-ms).
+  std::chrono::milliseconds group_timeout{10000};
   // --deadline adaptive: the deadline a round waits for segments (and,
   // paced, for its receivers' notes) is learned from the arrivals this
   // member has seen, segment_deadline its ceiling (segment_deadlines.h).

@@ -112,10 +112,12 @@ class CrossoverProtocol : public GossipWorker::Protocol {
     std::vector<float> before(params_.begin(), params_.end());
     try {
       return hierarchical_.run_round(membership_.view_at(round), membership_.labels(), round, params_);
-    } catch (const protocol::PeerTimeout&) {
-      // A group member failed mid-round: keep our own replica whole (the
-      // group collectives work in place) and go on; membership evicts the
-      // dead one.
+    } catch (const protocol::Aborted&) {
+      throw;  // the worker is stopping
+    } catch (const protocol::TransportError&) {
+      // A group member failed mid-round (silent past --timeout-ms, or its
+      // connection gone): keep our own replica whole (the group collectives
+      // work in place) and go on; membership evicts the dead one.
       std::copy(before.begin(), before.end(), params_.begin());
       hierarchical_.reset();
       protocol::RoundStats skipped;
@@ -255,6 +257,7 @@ std::unique_ptr<GossipWorker::Protocol> GossipWorker::make_protocol() {
   protocol::GossipOptions g;
   g.seed = options_.seed;
   g.segment_deadline = options_.segment_deadline;
+  g.group_timeout = options_.timeout;
   g.adaptive_deadline = options_.adaptive_deadline;
   g.deadline_quantile = options_.deadline_quantile;
   g.stop = stop_;
@@ -369,6 +372,7 @@ std::unique_ptr<Worker> make_gossip_worker(WorkerContext& c, GossipAlgo algo, co
   w.spread = o.group_owner == "root" ? topology::GroupSpread::kRoot : topology::GroupSpread::kSpread;
   w.consensus_every = o.consensus_every;
   w.startup_timeout = std::chrono::milliseconds(c.options.startup_timeout_ms);
+  w.timeout = std::chrono::milliseconds(c.options.timeout_ms);
   w.joined = c.joined;
   if (c.entered_from)
     w.push_sum_weights.assign(c.entered_from->push_sum_weights().begin(),

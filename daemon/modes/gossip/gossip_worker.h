@@ -51,6 +51,8 @@ struct GossipWorkerOptions {
   bool adaptive_deadline = false;
   double deadline_quantile = protocol::DeadlineSpec{}.quantile;
   std::chrono::milliseconds startup_timeout{60000};
+  // --timeout-ms: hierarchical groups' exact averages wait this long for a member.
+  std::chrono::milliseconds timeout{10000};
   // Crossover: run each round on a communication thread while the next step
   // computes (protocol::OverlappedRound). SGP has its own overlap: osgp.
   bool overlap = false;

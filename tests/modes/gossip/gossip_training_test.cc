@@ -73,6 +73,29 @@ TEST_P(Hierarchical, SixWorkersInTwoGroupsHoldIdenticalReplicasPerGroup) {
 
 INSTANTIATE_TEST_SUITE_P(GroupOwners, Hierarchical, ::testing::Values("spread", "root"));
 
+// A group's exact average is no segment: it cannot be skipped at the
+// segment deadline. Groups {w0, w2} and {w1, w3} across two regions 100 ms
+// apart (each average waits on that link; the segments between groups stay
+// inside a region), with a 50 ms segment deadline: every member finishes,
+// each group holding identical replicas.
+TEST(Hierarchical, AGroupsAverageOutlastsTheSegmentDeadline) {
+  TempDir dir("slow_groups");
+  const std::string wan = dir.file("wan.txt");
+  std::ofstream(wan) << "region x w0-w1\nregion y w2-w3\ninside delay 1\nbetween delay 100\n";
+  Cluster c(
+      4,
+      {"--algo", "crossover", "--hierarchical", "--wan", wan, "--segment-deadline-ms", "50", "--epochs", "1",
+       "--quiet", "--threads", "1", "--train-limit", "2000", "--test-limit", "200", "--batch", "32"},
+      [](int i) {
+        return std::vector<std::string>{"--group", i % 2 == 0 ? "a" : "b"};
+      });
+  const auto ends = finished(c, 120s);
+  ASSERT_EQ(ends.size(), 4u);
+  EXPECT_EQ(ends[2].param_hash(), ends[0].param_hash()) << "group a";
+  EXPECT_EQ(ends[3].param_hash(), ends[1].param_hash()) << "group b";
+  for (const auto& end : ends) EXPECT_EQ(end.status().segments_skipped(), 0u) << end.id();
+}
+
 // --group auto: the groups follow the network. Six workers on a WAN of two
 // regions (gossipd run --wan: 1 ms one way inside a region, 30 ms between)
 // measure their round trips; each region becomes a group named after its
