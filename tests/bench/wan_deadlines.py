@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Segment deadlines on the WAN preset: fixed against adaptive, alternated.
+"""Segment deadlines and groups on the WAN preset, alternated.
 
 Runs `gossipctl compare --netns --preset wan --algos crossover` once per
 deadline setting per repetition (settings alternate within a repetition),
@@ -9,9 +9,11 @@ netns hosts); about 2 minutes a run with 16 workers on 2 cores.
 
 Usage: tests/bench/wan_deadlines.py [--reps 3] [--target 0.85]
            [--settings fixed:2000,adaptive:2000,fixed:1000,fixed:500] [--out DIR]
-A setting is DEADLINE:MS[:Q], gossipd run --deadline DEADLINE
+A setting is DEADLINE:MS[:Q][/auto], gossipd run --deadline DEADLINE
 --segment-deadline-ms MS [--deadline-quantile Q] (with adaptive, MS is the
-most a round waits).
+most a round waits); /auto runs hierarchical crossover over the groups the
+workers form from their round trips (compare --groups auto), else flat
+crossover (paced: the links are capped).
 """
 import argparse
 import os
@@ -35,12 +37,14 @@ def row(report):
 
 
 def run(setting, rep, args):
-    deadline, ms, *quantile = setting.split(":")
-    out = os.path.join(args.out, f"{setting.replace(':', '-')}-{rep}")
+    timing, _, groups = setting.partition("/")
+    deadline, ms, *quantile = timing.split(":")
+    out = os.path.join(args.out, f"{setting.replace(':', '-').replace('/', '-')}-{rep}")
     cmd = [os.path.join(ROOT, "build/bin/gossipctl"), "compare", "--netns", "--preset", "wan", "--algos",
            "crossover", "--deadline", deadline, "--segment-deadline-ms", ms, "--epochs", "2",
            "--evals-per-epoch", "4", "--target", str(args.target), "--test-limit", "2000", "--out", out]
     cmd += ["--deadline-quantile", quantile[0]] if quantile else []
+    cmd += ["--groups", groups] if groups else []
     with open(out + ".log", "w") as log:
         if subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT).returncode != 0:
             sys.exit(f"{' '.join(cmd)} failed: see {out}.log")

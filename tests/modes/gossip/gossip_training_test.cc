@@ -116,6 +116,38 @@ TEST(AutoGroups, SixWorkersOnTwoRegionsFormAGroupARegion) {
   for (int i : {4, 5}) EXPECT_EQ(ends[i].param_hash(), ends[3].param_hash()) << "region b, worker " << i;
 }
 
+// A joiner with --group auto measures the members it was admitted among
+// and enters its region's group, named before it came, then trains in it.
+TEST(AutoGroups, AJoinerEntersItsRegionsGroup) {
+  TempDir dir("auto_join");
+  const std::string wan = dir.file("wan.txt");
+  std::ofstream(wan) << "region a w0-w1\nregion b w2-w4\ninside delay 1\nbetween delay 30\n";
+  const std::vector<std::string> args{
+      "--algo",       "crossover", "--hierarchical", "--group",   "auto", "--wan",         wan,
+      "--epochs",     "1000",      "--quiet",        "--threads", "1",    "--train-limit", "2000",
+      "--test-limit", "200",       "--batch",        "32"};
+  Cluster c(4, args);
+  const uint16_t port = c.http_port(0);
+  ASSERT_GT(port, 0) << c.proc(0).err();
+  ASSERT_TRUE(wait_until([&] { return fetch_status(port).round() > 0; }, 60s)) << c.proc(0).err();
+  const int j = c.join("w4", 0, args);
+  const uint16_t joiner = c.http_port(j);
+  ASSERT_GT(joiner, 0) << c.proc(j).err();
+  proto::Status s;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        s = fetch_status(joiner);
+        return !s.group().empty() && s.state() == "training";
+      },
+      60s))
+      << c.proc(j).err();
+  EXPECT_EQ(s.group(), "auto-w2");
+  const uint64_t first = s.round();
+  EXPECT_TRUE(wait_until([&] { return fetch_status(joiner).round() > first + 5; }, 60s))
+      << "the joiner does not train on: " << c.proc(j).err();
+  EXPECT_EQ(fetch_status(port).group(), "auto-w0");
+}
+
 TEST(GossipStatus, CrossoverReportsSegmentsBytesAndConsensus) {
   Cluster c(3, {"--algo", "crossover", "--epochs", "1000", "--quiet", "--train-limit", "3000", "--test-limit",
                 "500", "--batch", "32", "--consensus-every", "5"});
