@@ -12,6 +12,7 @@
 #include "protocol/transport/zmq_transport.h"
 #include "protocol/wire/errors.h"
 #include "tests/protocol/test_cluster.h"
+#include "tests/support/temp_dir.h"
 
 namespace gossipd::protocol {
 namespace {
@@ -88,11 +89,11 @@ TEST(ConnectionBound, TheLeastRecentlyUsedClosesAndEveryMessageArrives) {
 
 TEST(ConnectionBound, AConnectionNotYetMadeIsNotClosedAndItsMessagesArrive) {
   zmq::context_t ctx;
-  std::string late_endpoint;
-  {
-    ZmqTransport probe(ctx, options("late", 0));  // a free port, then nobody on it
-    late_endpoint = probe.endpoint();
-  }
+  // Nobody listens there yet. A socket path of the test's own, not a port
+  // found free: under the parallel suite another process took such a port
+  // between its probe and the late bind, and the message went to it.
+  const gossipd::testing::TempDir dir("connection_bound");
+  const std::string late_endpoint = "ipc://" + dir.file("late");
   ZmqTransport hub(ctx, options("hub", 1));
   ZmqTransport early(ctx, options("early", 0));
   hub.connect("late", late_endpoint);
