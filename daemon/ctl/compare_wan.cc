@@ -1,11 +1,13 @@
 #include "daemon/ctl/compare_wan.h"
 
+#include <algorithm>
 #include <fstream>
 #include <memory>
 #include <sstream>
 
 #include "daemon/config/cli.h"
 #include "daemon/ctl/compare.h"
+#include "daemon/plan/link_model.h"
 
 namespace gossipd::daemon {
 namespace {
@@ -18,6 +20,18 @@ std::string class_id(size_t minor) {
   std::ostringstream s;
   s << "1:" << std::hex << minor;
   return s.str();
+}
+
+// A region's class under a host's own cap: HTB sends a class's `rate`
+// whatever its parent's ceil, so under a cap each class is assured its
+// share of the cap and borrows up to the lesser of its link and the cap;
+// uncapped, the link's rate.
+std::string region_class_rates(const std::string& link, const std::string& cap, size_t regions) {
+  if (cap.empty()) return "rate " + link + " ceil " + link;
+  const double cap_bps = parse_bandwidth(cap) * 8, link_bps = parse_bandwidth(link) * 8;
+  const auto share_kbit = static_cast<uint64_t>(std::max(8.0, cap_bps / static_cast<double>(regions) / 1e3));
+  const std::string ceil = link_bps < cap_bps ? link : cap;
+  return "rate " + std::to_string(share_kbit) + "kbit ceil " + ceil;
 }
 
 }  // namespace
@@ -61,9 +75,9 @@ std::vector<std::string> wan_tc_batch(const WanTopology& t, size_t host,
   };
   const uint32_t mine = t.region_of[host];
   for (size_t r = 0; r < t.regions.size(); ++r) {
-    const std::string& rate = t.links[mine][r].rate.empty() ? std::string(kUncapped) : t.links[mine][r].rate;
-    lines.push_back("class add " + dev + "parent 1:1 classid " + class_id(0x10 + r) + " htb rate " + rate +
-                    " ceil " + rate);
+    const std::string& link = t.links[mine][r].rate.empty() ? std::string(kUncapped) : t.links[mine][r].rate;
+    lines.push_back("class add " + dev + "parent 1:1 classid " + class_id(0x10 + r) + " htb " +
+                    region_class_rates(link, t.host_rate[host], t.regions.size()));
   }
   for (size_t k = 0; k < t.hosts(); ++k) {
     if (k == host) continue;

@@ -102,7 +102,9 @@ TEST(WanTopology, AWorkersLinksAreItsRowAndItMustBeAHost) {
 }
 
 // The kernel's part of the WAN: each host's egress in an HTB class per
-// destination region at that link's rate, under the host's own cap.
+// destination region at that link's rate, under the host's own cap (HTB
+// sends a class's rate whatever its parent's ceil: under a cap each class
+// is assured its share of the cap and borrows up to the lesser of the two).
 TEST(WanTopology, EachHostsEgressIsAClassPerRegionUnderItsOwnCap) {
   const WanTopology t = parse_wan_topology(
       "region a w0 w1\nregion b w2\ninside rate 1gbit\nbetween delay 40 rate 50mbit\nhost w2 rate 10mbit\n",
@@ -122,7 +124,8 @@ TEST(WanTopology, EachHostsEgressIsAClassPerRegionUnderItsOwnCap) {
   const std::vector<std::string> w2 = wan_tc_batch(t, 2, address);
   ASSERT_EQ(w2.size(), 7u);
   EXPECT_EQ(w2[1], "class add dev eth0 parent 1: classid 1:1 htb rate 10mbit ceil 10mbit");
-  EXPECT_EQ(w2[3], "class add dev eth0 parent 1:1 classid 1:10 htb rate 50mbit ceil 50mbit");
+  EXPECT_EQ(w2[3], "class add dev eth0 parent 1:1 classid 1:10 htb rate 5000kbit ceil 10mbit");
+  EXPECT_EQ(w2[4], "class add dev eth0 parent 1:1 classid 1:11 htb rate 5000kbit ceil 10mbit");
   EXPECT_EQ(w2[5],
             "filter add dev eth0 parent 1: protocol ip prio 1 u32 match ip dst 10.0.0.1/32 flowid 1:10");
 }
