@@ -55,6 +55,7 @@ struct CompareOptions {
   std::string bandwidth;
   // With --netns: a WAN's links (compare_wan.h), from --topology FILE or
   // --preset wan's default; `wan` is it read (resolve_wan), null without.
+  // gossipctl simulate models the same (its hosts on the WAN, no --netns).
   std::string topology;
   std::shared_ptr<const WanTopology> wan;
   int delay_ms = 0;             // injected in the workers' transport (the kernel has no netem)

@@ -113,7 +113,7 @@ std::vector<std::string> compare_run_args(const CompareOptions& o, const std::st
   if (o.delay_ms > 0) a.insert(a.end(), {"--delay-ms", std::to_string(o.delay_ms)});
   if (o.segment_deadline_ms > 0)
     a.insert(a.end(), {"--segment-deadline-ms", std::to_string(o.segment_deadline_ms)});
-  if (o.wan) a.insert(a.end(), {"--wan", wan_topology_path(o)});
+  if (o.wan && o.netns) a.insert(a.end(), {"--wan", wan_topology_path(o)});  // simulate models it
   const auto slow = straggler_args(o, static_cast<size_t>(i));
   a.insert(a.end(), slow.begin(), slow.end());
   if (!o.momentum.empty()) a.insert(a.end(), {"--momentum", o.momentum});

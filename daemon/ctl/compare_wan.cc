@@ -36,11 +36,9 @@ std::string region_class_rates(const std::string& link, const std::string& cap, 
 
 }  // namespace
 
-void resolve_wan(CompareOptions& o) {
-  if (o.topology.empty() && o.preset != "wan") return;
+std::shared_ptr<const WanTopology> load_wan_topology(CompareOptions& o) {
+  if (o.topology.empty() && o.preset != "wan") return nullptr;
   const std::string what = o.topology.empty() ? "--preset wan" : "--topology";
-  if (!o.netns)
-    throw UsageError(what + " runs each worker in its own network namespace: add --netns (as root)");
   if (!o.bandwidth.empty()) throw UsageError(what + " sets each link's rate: leave out --bandwidth");
   auto t = std::make_shared<WanTopology>(o.topology.empty()
                                              ? parse_wan_topology(default_wan_topology_text(), "--preset wan")
@@ -52,7 +50,15 @@ void resolve_wan(CompareOptions& o) {
     throw UsageError("--topology " + o.topology + " has " + std::to_string(hosts) +
                      " hosts: give --workers " + std::to_string(hosts));
   }
-  o.wan = std::move(t);
+  return t;
+}
+
+void resolve_wan(CompareOptions& o) {
+  if (o.topology.empty() && o.preset != "wan") return;
+  if (!o.netns)
+    throw UsageError(std::string(o.topology.empty() ? "--preset wan" : "--topology") +
+                     " runs each worker in its own network namespace: add --netns (as root)");
+  o.wan = load_wan_topology(o);
 }
 
 std::string wan_topology_path(const CompareOptions& o) { return o.out + "/topology.txt"; }

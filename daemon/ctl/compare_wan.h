@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,10 @@ struct CompareOptions;
 // Throws UsageError without --netns, with --bandwidth (the file sets the
 // rates), or when --workers differs from the topology's hosts.
 void resolve_wan(CompareOptions& options);
+// The topology --topology or --preset wan names (nothing without either),
+// --workers set or checked as resolve_wan does; refuses --bandwidth.
+// gossipctl simulate models it (daemon/sim/modelled_hosts.h).
+std::shared_ptr<const WanTopology> load_wan_topology(CompareOptions& options);
 
 // Where a run's workers read the topology: OUT/topology.txt, written by
 // write_wan_topology (the file as given, so that a user can edit it).

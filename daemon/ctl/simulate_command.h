@@ -19,6 +19,9 @@ constexpr int kMaxTimeOnlyWorkers = 10000;
 // gossipctl simulate's flags: compare's (--bandwidth is the modelled links'
 // then), and the time model's (daemon/sim/time_model.h).
 struct SimulateOptions {
+  // compare.wan (--topology FILE, --preset wan): the WAN the model's hosts
+  // are on, read by resolve_simulate_flags (the members in this process are
+  // not given --wan: compare gives it to --netns hosts alone).
   CompareOptions compare;
   double step_ms = 0;                     // a training step's compute; 0: from the layer profile
   double latency_ms = 0.05;               // every link's, per message

@@ -63,7 +63,8 @@ ModelledEntry model_entry(const SimulateOptions& o, const std::string& algo) {
   t.segments = checked_segment_table(line.options, *whole_model(line.options));
   for (const auto& id : t.members) {
     const size_t k = std::stoul(id.substr(1));
-    t.labels.push_back(k < e.launch.per_worker.size() ? group_flag(e.launch.per_worker[k]) : "");
+    t.labels.push_back(
+        k < e.launch.per_worker.size() ? modelled_group(o, k, group_flag(e.launch.per_worker[k])) : "");
   }
   ModelledEntry m;
   m.members = t.members;
@@ -75,6 +76,7 @@ ModelledEntry model_entry(const SimulateOptions& o, const std::string& algo) {
   m.time.host = hosts.host;
   m.time.host_link = hosts.host_link;
   m.time.compute = hosts.compute;
+  m.time.wan = hosts.wan;
   m.time.drop_rate = o.drop_rate;
   m.time.burst_bytes = o.burst_kb * 1024;
   m.time.deadline_s = line.options.segment_deadline_ms / 1e3;
@@ -106,15 +108,20 @@ ModelledTimes run_modelled(const ModelledEntry& e, uint64_t rounds, bool keep_ea
 
 std::string time_model_words(const SimulateOptions& o, const ModelledEntry& e) {
   std::ostringstream s;
-  s << "modelled: "
-    << (o.workers_per_host > 1
-            ? std::to_string(o.workers_per_host) + " workers a host (between them " + o.host_bandwidth + ")"
-            : std::string("one host per worker"))
-    << ", every link " << (o.compare.bandwidth.empty() ? kDefaultSimulatedBandwidth : o.compare.bandwidth)
-    << " with " << format("%g", o.latency_ms) << " ms per message"
-    << (o.burst_kb > 0 ? " and bursts of " + format("%g", o.burst_kb) + " KiB" : "")
-    << (o.slow_links.empty() ? "" : " (slower: " + o.slow_links.text + ")") << "; " << e.step
-    << (o.stragglers.empty() ? "" : "; stragglers " + o.stragglers.text)
+  s << "modelled: ";
+  if (o.compare.wan) {
+    s << "a WAN of " << o.compare.wan->describe() << " (lost packets resent after two delays, no jitter); "
+      << e.step;
+  } else {
+    s << (o.workers_per_host > 1
+              ? std::to_string(o.workers_per_host) + " workers a host (between them " + o.host_bandwidth + ")"
+              : std::string("one host per worker"))
+      << ", every link " << (o.compare.bandwidth.empty() ? kDefaultSimulatedBandwidth : o.compare.bandwidth)
+      << " with " << format("%g", o.latency_ms) << " ms per message"
+      << (o.burst_kb > 0 ? " and bursts of " + format("%g", o.burst_kb) + " KiB" : "")
+      << (o.slow_links.empty() ? "" : " (slower: " + o.slow_links.text + ")") << "; " << e.step;
+  }
+  s << (o.stragglers.empty() ? "" : "; stragglers " + o.stragglers.text)
     << (o.drop_rate > 0 ? "; " + format("%g", o.drop_rate) + " of gossip messages lost" : "")
     << "; segment deadline " << format("%g", e.time.deadline_s * 1e3) << " ms; evaluations take no time";
   return s.str();

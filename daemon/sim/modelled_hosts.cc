@@ -6,8 +6,10 @@
 #include <stdexcept>
 
 #include "daemon/config/cli.h"
+#include "daemon/config/run_options.h"
 #include "daemon/ctl/compare_byzantine.h"
 #include "daemon/ctl/compare_stragglers.h"
+#include "daemon/ctl/compare_wan.h"
 
 namespace gossipd::daemon {
 namespace {
@@ -29,14 +31,59 @@ double bandwidth(const std::string& text, const std::string& flag) {
   }
 }
 
+// --topology / --preset wan: the file sets every link; the flags that set
+// them otherwise are refused.
+void resolve_wan_flags(SimulateOptions& o) {
+  const std::string what = o.compare.topology.empty() ? "--preset wan" : "--topology";
+  const bool wan = !o.compare.topology.empty() || o.compare.preset == "wan";
+  if (wan && !o.slow_links.text.empty())
+    throw UsageError(what + " sets each host's rate (its `host` lines): leave out --slow-links");
+  if (wan && o.latency_ms != SimulateOptions{}.latency_ms)
+    throw UsageError(what + " sets each link's delay: leave out --latency-ms");
+  if (wan && o.workers_per_host != 1)
+    throw UsageError(what + " puts each worker on a host of its own: leave out --workers-per-host");
+  o.compare.wan = load_wan_topology(o.compare);
+  if (!o.compare.wan && o.compare.groups == kAutoGroups)
+    throw UsageError(
+        "--groups auto needs the round trips the workers measure; simulate models them on a WAN only "
+        "(--topology FILE or --preset wan): give --groups G, or a topology");
+}
+
+WanPath wan_path(const WanLink& l, const std::string& where) {
+  return {l.delay_ms / 1e3, l.loss, l.rate.empty() ? kUncappedBytesPerS : bandwidth(l.rate, where)};
+}
+
+WanModel wan_model(const WanTopology& t) {
+  WanModel w;
+  w.region = t.region_of;
+  w.receive_bytes_per_s = kUncappedBytesPerS;
+  for (size_t a = 0; a < t.regions.size(); ++a) {
+    w.paths.emplace_back();
+    for (size_t b = 0; b < t.regions.size(); ++b)
+      w.paths.back().push_back(wan_path(t.links[a][b], "--topology " + t.regions[a] + "-" + t.regions[b]));
+  }
+  return w;
+}
+
 }  // namespace
 
+std::string modelled_auto_group(const WanTopology& t, size_t host, double near_ms) {
+  std::string lowest = wan_host_name(host);  // as choose_group names it: the least id, as text
+  for (size_t k = 0; k < t.hosts(); ++k) {
+    if (2 * t.link(host, k).delay_ms <= near_ms) lowest = std::min(lowest, wan_host_name(k));
+  }
+  return "auto-" + lowest;
+}
+
+std::string modelled_group(const SimulateOptions& o, size_t worker, const std::string& label) {
+  if (label != kAutoGroup || !o.compare.wan) return label;
+  return modelled_auto_group(*o.compare.wan, worker, RunOptions{}.group_near_ms);
+}
+
 void resolve_simulate_flags(SimulateOptions& o) {
+  resolve_wan_flags(o);
   resolve_step_delays(o.compare);
   resolve_byzantine(o.compare);
-  if (!o.compare.topology.empty() || o.compare.preset == "wan")
-    throw UsageError(
-        "gossipctl simulate does not model a WAN topology yet: run it with gossipctl compare --netns");
   o.link_bytes_per_s = bandwidth(
       o.compare.bandwidth.empty() ? kDefaultSimulatedBandwidth : o.compare.bandwidth, "--bandwidth");
   if (!(o.latency_ms >= 0) || !std::isfinite(o.latency_ms))
@@ -67,7 +114,8 @@ ModelledHosts modelled_hosts(const SimulateOptions& o, const std::vector<std::st
   ModelledHosts h{std::vector<LinkModel>(hosts, link),
                   {},
                   LinkModel{kHostLatencyS, o.host_bytes_per_s, 0},
-                  std::vector<double>(n, 1.0)};
+                  std::vector<double>(n, 1.0),
+                  {}};
   std::map<std::string, size_t> index;
   for (size_t i = 0; i < n; ++i) {
     index[members[i]] = i;
@@ -76,6 +124,14 @@ ModelledHosts modelled_hosts(const SimulateOptions& o, const std::vector<std::st
   const auto at = [&](size_t k) { return index.at("w" + std::to_string(k)); };
   for (const auto& [k, f] : o.stragglers.values) h.compute[at(k)] = f;
   for (const auto& [k, rate] : o.slow_links.values) h.links[h.host[at(k)]].bytes_per_s = rate;
+  if (o.compare.wan) {
+    h.wan = wan_model(*o.compare.wan);
+    for (size_t k = 0; k < hosts; ++k) {
+      const std::string& cap = o.compare.wan->host_rate[k];
+      h.links[k] = LinkModel{
+          0, cap.empty() ? kUncappedBytesPerS : bandwidth(cap, "--topology host w" + std::to_string(k)), 0};
+    }
+  }
   return h;
 }
 

@@ -5,6 +5,7 @@
 
 #include "daemon/ctl/simulate_command.h"
 #include "daemon/plan/link_model.h"
+#include "daemon/sim/time_model.h"
 
 namespace gossipd::daemon {
 
@@ -15,13 +16,30 @@ namespace gossipd::daemon {
 // given) with --latency-ms, the hosts of the workers --slow-links names at
 // their own rate; between workers on one host --host-bandwidth with
 // kHostLatencyS; the workers --stragglers names computing their steps that
-// many times slower.
+// many times slower. On a WAN (--topology, --preset wan) a host per worker,
+// each in its region, the paths between regions as the file says
+// (time_model.h's WanModel), and no other link flag.
 struct ModelledHosts {
   std::vector<LinkModel> links;  // per host
   std::vector<uint32_t> host;    // per member
   LinkModel host_link;
   std::vector<double> compute;  // per member
+  WanModel wan;
 };
+
+// What HTB is given for a link the topology does not cap (compare_wan.cc's
+// "10gbit"), in bytes/s.
+constexpr double kUncappedBytesPerS = 10e9 / 8;
+
+// The group a worker on host `host` of `wan` takes with --group auto, as it
+// would from its measured round trips (daemon/cluster/auto_group.h): named
+// after the least id (as text: choose_group's) of the hosts whose round trip
+// (two delays) is within `near_ms`, itself included.
+std::string modelled_auto_group(const WanTopology& wan, size_t host, double near_ms);
+// `label` as worker `worker` holds it in the model: --group auto's
+// modelled_auto_group on simulate's WAN (at gossipd run's default
+// --group-near-ms), any other label as given.
+std::string modelled_group(const SimulateOptions& options, size_t worker, const std::string& label);
 
 // Between two processes on one host: a loopback message's latency, about
 // what an 8 KB allreduce of two processes takes on the direct data path

@@ -47,16 +47,17 @@ void refuse_process_flags(const CompareOptions& o) {
         "--delay-ms is compare's (injected in real processes); simulate models a link's latency "
         "with --latency-ms");
   refuse(o.send_buffer_kb > 0, "--send-buffer-kb");
-  refuse(!o.preset.empty(), "--preset");
-  if (o.groups == kAutoGroups)
-    throw UsageError(
-        "--groups auto needs the round trips the workers measure; simulate has no links to measure: "
-        "give --groups G");
+  if (!o.preset.empty() && o.preset != "wan")
+    throw UsageError("--preset " + o.preset +
+                     " is compare's; gossipctl simulate models --preset wan's links alone: drop it");
 }
 
-std::vector<std::string> member_args(const CompareOptions& o, const std::string& algo, int i,
+std::vector<std::string> member_args(const SimulateOptions& so, const std::string& algo, int i,
                                      const std::vector<std::string>& endpoints, const std::string& dir) {
-  std::vector<std::string> a = compare_run_args(o, algo, i, endpoints, dir, "");
+  std::vector<std::string> a = compare_run_args(so.compare, algo, i, endpoints, dir, "");
+  const auto group = std::find(a.begin(), a.end(), "--group");
+  if (group != a.end() && group + 1 != a.end())
+    *(group + 1) = modelled_group(so, static_cast<size_t>(i), *(group + 1));  // no round trips in-process
   for (const auto& [flag, value] : kPatientFlags) {
     const auto given = std::find(a.begin(), a.end(), flag);
     if (given == a.end()) {
@@ -79,9 +80,10 @@ void check_worker_batches(const CompareOptions& o) {
                      "model time only with --no-train");
 }
 
-proto::CompareResult simulate_entry(const CompareOptions& o, const std::string& algo,
+proto::CompareResult simulate_entry(const SimulateOptions& so, const std::string& algo,
                                     const ModelledEntry& model, std::stop_token stop,
                                     uint64_t& model_skipped) {
+  const CompareOptions& o = so.compare;
   // The model first: which segments its network loses, for the members to skip.
   const uint64_t total = compare_entry(o, algo).launch.steps_per_epoch * static_cast<uint64_t>(o.epochs);
   auto losses = std::make_shared<protocol::ModelledLosses>(model.members);
@@ -97,7 +99,7 @@ proto::CompareResult simulate_entry(const CompareOptions& o, const std::string& 
     params.push_back(dir + "/" + id + ".params");
   }
   std::vector<std::vector<std::string>> args;
-  for (int k = 0; k < o.workers; ++k) args.push_back(member_args(o, algo, k, endpoints, dir));
+  for (int k = 0; k < o.workers; ++k) args.push_back(member_args(so, algo, k, endpoints, dir));
   Progress progress;
   const auto start = Clock::now();
   double best = 0;
@@ -143,6 +145,10 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateOptions& o) {
   cmd->get_option("--bandwidth")
       ->description(std::string("Every modelled host's link, e.g. 100mbit, 1gbit (default ") +
                     kDefaultSimulatedBandwidth + ")");
+  cmd->get_option("--topology")
+      ->description(
+          "A WAN topology file (daemon/config/wan_topology.h): the modelled hosts in its regions, each "
+          "path's delay, loss and rate; --workers is its host count (--preset wan: the default one)");
   cmd->add_option("--latency-ms", o.latency_ms, "Every modelled link's latency per message")
       ->capture_default_str();
   cmd->add_option("--burst-kb", o.burst_kb,
@@ -200,7 +206,7 @@ int run_simulate(const SimulateOptions& given) {
   std::fflush(stdout);
   uint64_t model_skipped = 0;
   for (size_t k = 0; k < o.algos.size() && !stop.stop_requested(); ++k)
-    *summary.add_results() = simulate_entry(o, o.algos[k], models[k], stop.get_token(), model_skipped);
+    *summary.add_results() = simulate_entry(so, o.algos[k], models[k], stop.get_token(), model_skipped);
   summary.set_time_model(time_model_words(so, models.front()) +
                          (model_skipped > 0 ? "; the model skipped " + std::to_string(model_skipped) +
                                                   " messages at their deadline or lost, and the members "

@@ -30,6 +30,30 @@ uint64_t mix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
+// TCP packets of a message (a 1448-byte payload each), as gossipd run
+// --wan's transport counts them.
+double tcp_packets(uint64_t bytes) { return std::ceil(static_cast<double>(bytes + 1) / 1448.0); }
+
+// The chance that a message of `bytes` loses one of its packets.
+double message_loss(uint64_t bytes, double loss) { return 1 - std::pow(1 - loss, tcp_packets(bytes)); }
+
+void check_wan(const WanModel& w, size_t hosts) {
+  if (w.empty()) return;
+  const size_t regions = w.paths.size();
+  if (w.region.size() != hosts) throw std::invalid_argument("time model: a WAN needs each host's region");
+  for (uint32_t r : w.region) {
+    if (r >= regions) throw std::invalid_argument("time model: a host in a region with no paths");
+  }
+  for (const auto& row : w.paths) {
+    if (row.size() != regions) throw std::invalid_argument("time model: a WAN's paths are regions x regions");
+    for (const WanPath& p : row) {
+      if (!(p.bytes_per_s > 0 && p.delay_s >= 0 && p.loss >= 0 && p.loss < 1))
+        throw std::invalid_argument("time model: a WAN path needs a rate, a delay >= 0 and a loss in [0, 1)");
+    }
+  }
+  if (!(w.receive_bytes_per_s > 0)) throw std::invalid_argument("time model: a WAN host receives at no rate");
+}
+
 }  // namespace
 
 TimeModel::TimeModel(TimeModelOptions options) : o_(std::move(options)) {
@@ -48,9 +72,10 @@ TimeModel::TimeModel(TimeModelOptions options) : o_(std::move(options)) {
   }
   if (hosts < n && !(o_.host_link.bytes_per_s > 0))
     throw std::invalid_argument("time model: members share a host whose own link has no bandwidth");
+  check_wan(o_.wan, hosts);
   clock_.assign(n, 0.0);
   waited_.assign(n, 0.0);
-  for (size_t side = 0; side < hosts + n; ++side) {
+  for (size_t side = 0; side < hosts + n + hosts * o_.wan.paths.size(); ++side) {
     up_.push_back(LinkSide{0, burst(side)});
     down_.push_back(LinkSide{0, burst(side)});
   }
@@ -60,13 +85,29 @@ TimeModel::TimeModel(TimeModelOptions options) : o_(std::move(options)) {
 
 TimeModel::Route TimeModel::route(uint32_t from, uint32_t to) const {
   const uint32_t a = o_.host[from], b = o_.host[to];
-  if (a != b) return {a, b, o_.links[a].latency_s};
+  if (a != b && o_.wan.empty()) return {a, b, o_.links[a].latency_s};
+  if (a != b) {
+    const WanPath& p = o_.wan.paths[o_.wan.region[a]][o_.wan.region[b]];
+    return {a, b, p.delay_s, wan_class(a, o_.wan.region[b]), p.loss};
+  }
   const size_t hosts = o_.links.size();
   return {hosts + from, hosts + to, o_.host_link.latency_s};
 }
 
+size_t TimeModel::wan_class(uint32_t host, uint32_t region) const {
+  return o_.links.size() + clock_.size() + host * o_.wan.paths.size() + region;
+}
+
 double TimeModel::rate(size_t side) const {
-  return side < o_.links.size() ? o_.links[side].bytes_per_s : o_.host_link.bytes_per_s;
+  const size_t hosts = o_.links.size(), first_class = hosts + clock_.size();
+  if (side < hosts) return o_.links[side].bytes_per_s;
+  if (side < first_class) return o_.host_link.bytes_per_s;
+  const size_t regions = o_.wan.paths.size(), host = (side - first_class) / regions;
+  return o_.wan.paths[o_.wan.region[host]][(side - first_class) % regions].bytes_per_s;
+}
+
+double TimeModel::receive_rate(size_t side) const {
+  return !o_.wan.empty() && side < o_.links.size() ? o_.wan.receive_bytes_per_s : rate(side);
 }
 
 double LinkSide::send(double start, double bytes, double rate, double burst) {
@@ -97,6 +138,12 @@ bool TimeModel::dropped(uint64_t round, uint64_t message) const {
   return static_cast<double>(draw >> 11) * 0x1.0p-53 < o_.drop_rate;
 }
 
+bool TimeModel::retransmitted(uint64_t round, uint64_t message, uint64_t bytes, double loss) const {
+  if (loss <= 0) return false;
+  const uint64_t draw = mix(mix(mix(o_.seed) ^ mix(round)) ^ mix(message));  // apart from dropped's
+  return static_cast<double>(draw >> 11) * 0x1.0p-53 < message_loss(bytes, loss);
+}
+
 std::vector<double> TimeModel::pace_gates(const TrafficStage& st) {
   std::vector<double> gate = clock_;
   if (st.pace != TrafficStage::Pace::kAfterLast) return gate;
@@ -119,11 +166,14 @@ void TimeModel::messages(uint64_t round, const TrafficStage& st, ModelledRound& 
     const Transfer& m = st.messages[k];
     const Route way = route(m.from, m.to);
     double first = std::max(up_[way.up].free, gate[m.from]);
+    if (way.via != kNoSide) first = std::max(first, up_[way.via].free);
     if (st.pace != TrafficStage::Pace::kNone)
       first = std::max(first, clock_[m.to] + route(m.to, m.from).latency_s);
     const double bytes = static_cast<double>(m.bytes);
-    const double last = up_[way.up].send(first, bytes, rate(way.up), burst(way.up));
-    in[way.down].push_back({first, last, m.bytes, k, way.latency_s});
+    double last = up_[way.up].send(first, bytes, rate(way.up), burst(way.up));
+    if (way.via != kNoSide) last = std::max(last, up_[way.via].send(first, bytes, rate(way.via), 0));
+    const double latency = way.latency_s * (retransmitted(round, k, m.bytes, way.loss) ? 3 : 1);
+    in[way.down].push_back({first, last, m.bytes, k, latency});
     r.bytes_sent += m.bytes;
   }
   // Each receiving side takes them one after the other, as they come.
@@ -134,7 +184,7 @@ void TimeModel::messages(uint64_t round, const TrafficStage& st, ModelledRound& 
     LinkSide& down = down_[d];
     for (const Incoming& m : in[d]) {
       const double start = std::max(down.free, m.first);
-      down.free = std::max(down.send(start, static_cast<double>(m.bytes), rate(d), burst(d)), m.last);
+      down.free = std::max(down.send(start, static_cast<double>(m.bytes), receive_rate(d), burst(d)), m.last);
       const Transfer& t = st.messages[m.index];
       const double at = dropped(round, m.index) ? kNever : down.free + m.latency_s;
       arrivals[t.to].push_back({at, {round, t.from, t.to, t.segment}});
@@ -186,7 +236,46 @@ AllreduceCost allreduce_cost(uint64_t bytes, size_t n, const protocol::CodecSpec
 
 }  // namespace
 
+TimeModel::AllreducePath TimeModel::wan_allreduce_path(const std::vector<uint32_t>& group, bool ring) const {
+  AllreducePath p;
+  p.ring = ring;
+  const auto add = [&](uint32_t from, uint32_t to) {
+    const Route way = route(from, to);
+    p.sides.insert(p.sides.end(), {way.up, way.down});
+    if (way.via != kNoSide) p.sides.push_back(way.via);
+    p.latency_s = std::max(p.latency_s, way.latency_s);
+    p.hops.push_back({way.latency_s, way.loss});
+    const double slowest =
+        std::min({rate(way.up), receive_rate(way.down), way.via != kNoSide ? rate(way.via) : rate(way.up)});
+    p.s_per_byte = std::max(p.s_per_byte, 1 / slowest);
+  };
+  for (size_t k = 0; k < group.size(); ++k) {
+    if (ring) {
+      add(group[k], group[(k + 1) % group.size()]);
+      continue;
+    }
+    for (uint32_t to : group) {
+      if (to != group[k]) add(group[k], to);
+    }
+  }
+  return p;
+}
+
+double TimeModel::wan_step_s(const AllreducePath& p, double step_bytes, size_t n) {
+  const auto bytes = static_cast<uint64_t>(step_bytes);
+  if (p.ring) {
+    double sum = 0;
+    for (const auto& hop : p.hops) sum += hop.delay_s * (1 + 2 * message_loss(bytes, hop.loss));
+    return sum / static_cast<double>(p.hops.size());
+  }
+  double loss = 0;
+  for (const auto& hop : p.hops) loss = std::max(loss, hop.loss);
+  const double any = 1 - std::pow(1 - message_loss(bytes, loss), static_cast<double>(n));
+  return p.latency_s * (1 + 2 * any);
+}
+
 TimeModel::AllreducePath TimeModel::allreduce_path(const std::vector<uint32_t>& group, bool ring) const {
+  if (!o_.wan.empty()) return wan_allreduce_path(group, ring);
   AllreducePath p;
   const size_t hosts = o_.links.size();
   std::vector<double> across(hosts, 0);  // per host: its members sending across at once
@@ -224,7 +313,9 @@ void TimeModel::allreduces(const TrafficStage& st, ModelledRound& r) {
     double start = 0;
     for (uint32_t i : group) start = std::max(start, clock_[i]);
     for (size_t side : path.sides) start = std::max({start, up_[side].free, down_[side].free});
-    const double end = start + c.steps * path.latency_s + c.bytes_each * path.s_per_byte;
+    const double step_s =
+        path.hops.empty() ? path.latency_s : wan_step_s(path, c.steps > 0 ? c.bytes_each / c.steps : 0, n);
+    const double end = start + c.steps * step_s + c.bytes_each * path.s_per_byte;
     for (uint32_t i : group) {
       waited_[i] += end - clock_[i];
       clock_[i] = end;

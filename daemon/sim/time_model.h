@@ -29,6 +29,29 @@ namespace gossipd::daemon {
 // its members send across at once (the ring: those whose next member is on
 // another host; the other schedules: all of them).
 // Deterministic: drops are drawn from the seed.
+//
+// On a WAN (`wan`, gossipctl simulate --topology / --preset wan) the hosts
+// are in regions, as gossipctl compare --netns --topology emulates them: a
+// message between two hosts takes its regions' path, its delay and, where
+// one of its TCP packets is lost (drawn from the seed), two delays more for
+// the retransmission (gossipd run --wan's transport); it leaves through the
+// path's HTB class of the sender's link (the path's rate), under the host's
+// own cap (links[h]); what a host receives is capped only by
+// receive_bytes_per_s. An allreduce over a WAN sends its bytes at the
+// slowest path's rate and takes its steps' latencies as wan_step_s says.
+// Jitter (mean zero) is not modelled.
+struct WanPath {
+  double delay_s = 0;      // one way
+  double loss = 0;         // of TCP packets
+  double bytes_per_s = 0;  // the sender's class for this path
+};
+struct WanModel {
+  std::vector<uint32_t> region;             // per host
+  std::vector<std::vector<WanPath>> paths;  // [region][region]
+  double receive_bytes_per_s = 0;           // every host's incoming side
+  bool empty() const { return region.empty(); }
+};
+
 struct TimeModelOptions {
   double step_s = 0;
   std::vector<LinkModel> links;  // one per host
@@ -39,6 +62,7 @@ struct TimeModelOptions {
   double deadline_s = 2;         // gossipd run --segment-deadline-ms
   double burst_bytes = 0;        // each link direction's token bucket (tc tbf's burst)
   uint64_t seed = 1;
+  WanModel wan;  // empty: each host's link alone, at links[h]'s latency
 };
 
 // One direction of a host's link: free again at `free`; with a burst, a
@@ -78,27 +102,53 @@ class TimeModel {
   void messages(uint64_t round, const TrafficStage& stage, ModelledRound& r);
   void allreduces(const TrafficStage& stage, ModelledRound& r);
   bool dropped(uint64_t round, uint64_t message) const;
+  // Whether a WAN message of `bytes` lost a packet (and is retransmitted).
+  bool retransmitted(uint64_t round, uint64_t message, uint64_t bytes, double loss) const;
   // When each member may start sending a paced stage's messages.
   std::vector<double> pace_gates(const TrafficStage& stage);
 
   // A message's way: the side of a link it leaves by and the one it comes
   // in by (indices into up_ and down_), and its latency.
+  // On a WAN also the class of the sender's link it passes (kNoSide: none)
+  // and its path's loss.
+  static constexpr size_t kNoSide = static_cast<size_t>(-1);
   struct Route {
     size_t up = 0, down = 0;
     double latency_s = 0;
+    size_t via = kNoSide;
+    double loss = 0;
   };
   Route route(uint32_t from, uint32_t to) const;
   // Sides [0, hosts) are the hosts' network links, [hosts, hosts + members)
-  // each member's side of its host's own link.
+  // each member's side of its host's own link, then on a WAN each host's
+  // class per region (host * regions + region).
   double rate(size_t side) const;
+  double receive_rate(size_t side) const;
+  size_t wan_class(uint32_t host, uint32_t region) const;
   double burst(size_t side) const { return side < o_.links.size() ? o_.burst_bytes : 0; }
   // The sides an allreduce over `group` holds, its latency and the time its
   // schedule's bytes (`ring`: the ring's) take each member.
   struct AllreducePath {
     std::vector<size_t> sides;
     double latency_s = 0, s_per_byte = 0;
+    // On a WAN, each message's path the schedule takes (latency_s is
+    // their slowest delay): a step's latency from them (wan_step_s).
+    struct Hop {
+      double delay_s = 0, loss = 0;
+    };
+    std::vector<Hop> hops;
+    bool ring = false;
   };
   AllreducePath allreduce_path(const std::vector<uint32_t>& group, bool ring) const;
+  // The same over a WAN: each message's route, one per sender and receiver
+  // its schedule pairs (the ring: each member and the next).
+  AllreducePath wan_allreduce_path(const std::vector<uint32_t>& group, bool ring) const;
+  // A step's latency over a WAN, `step_bytes` a message: the ring
+  // pipelines, so its steps take the hops' mean (a chunk goes round the
+  // ring hop after hop), each delay with its expected retransmissions; the
+  // other schedules wait each step for the slowest, two delays more where
+  // any of the n messages lost a packet.
+  static double wan_step_s(const AllreducePath& path, double step_bytes, size_t n);
 
   TimeModelOptions o_;
   std::vector<double> clock_, waited_;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -32,12 +33,17 @@ std::vector<proto::ControlRecord> end_records(const std::string& out, const std:
 // compare and simulate with the same flags; every worker of every entry
 // ends with the same parameters in both (compare's run skipped no segment:
 // a skip changes what is averaged, so the hashes are only compared then).
+// `compare_only` and `simulate_only` are each one's own flags beside them.
 void expect_held_to_compare(const std::string& root, const std::vector<std::string>& flags,
-                            const std::vector<std::string>& dirs, int workers) {
+                            const std::vector<std::string>& dirs, int workers,
+                            const std::vector<std::string>& compare_only = {},
+                            const std::vector<std::string>& simulate_only = {}) {
   std::vector<std::string> compare{bin("gossipctl"), "compare", "--out", root + "/compare"};
   std::vector<std::string> simulate{bin("gossipctl"), "simulate", "--out", root + "/simulate"};
   compare.insert(compare.end(), flags.begin(), flags.end());
   simulate.insert(simulate.end(), flags.begin(), flags.end());
+  compare.insert(compare.end(), compare_only.begin(), compare_only.end());
+  simulate.insert(simulate.end(), simulate_only.begin(), simulate_only.end());
   const auto c = run(compare, 300s);
   ASSERT_EQ(c.exit_code, 0) << c.out << c.err;
   const auto s = run(simulate, 300s);
@@ -200,9 +206,55 @@ TEST(Simulate, BadTimeModelInputIsRefusedInOneLineNamingIt) {
       {{"--no-train", "--algos", "crossover,pipeline"}, "no time model for pipeline"},
       {{"--algos", "crossover", "--deadline", "adaptive"}, "--deadline adaptive has no time model"},
       {{"--no-train", "--deadline", "adaptive"}, "--deadline adaptive has no time model"},
-      {{"--groups", "auto"}, "simulate has no links to measure"},
+      {{"--groups", "auto"}, "simulate models them on a WAN only"},
+      {{"--preset", "scaling"}, "--preset scaling is compare's"},
+      {{"--preset", "wan", "--bandwidth", "1gbit"}, "leave out --bandwidth"},
+      {{"--preset", "wan", "--latency-ms", "5"}, "leave out --latency-ms"},
+      {{"--preset", "wan", "--slow-links", "w1=10mbit"}, "leave out --slow-links"},
+      {{"--preset", "wan", "--workers-per-host", "2"}, "leave out --workers-per-host"},
+      {{"--topology", "/nonexistent/wan.txt"}, "cannot read the topology file"},
   };
   expect_refused(cases);
+}
+
+// --preset wan in the time model: 16 hosts in 4 regions, each path's
+// delay, loss and rate; the report names the network. A Crossover-SGD
+// round waits at least on one path between regions (30 ms or more), and
+// AllReduce-SGD's schedule on its slowest path at every step.
+TEST(Simulate, TheWanPresetIsModelledPathByPathAndNamedInTheReport) {
+  TempDir tmp("gossipd_simulate_test");
+  const auto r = run({bin("gossipctl"), "simulate", "--no-train", "--preset", "wan", "--algos",
+                      "crossover,allreduce", "--rounds", "20", "--step-ms", "10", "--out", tmp.path() + "/w"},
+                     120s);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto summary = read_json_file<proto::CompareSummary>(tmp.path() + "/w/summary.json");
+  EXPECT_NE(summary.time_model().find("a WAN of 16 hosts in 4 regions"), std::string::npos)
+      << summary.time_model();
+  ASSERT_EQ(summary.results_size(), 2);
+  std::map<std::string, double> round_ms;
+  for (const auto& res : summary.results()) {
+    EXPECT_EQ(res.workers(), 16u) << res.algo();
+    round_ms[res.algo()] = 1e3 / res.rounds_per_second();
+  }
+  EXPECT_GT(round_ms["crossover"], 10 + 30) << "a round crosses a region's border";
+  EXPECT_GT(round_ms["allreduce"], 10 + 8 * 80) << "each of at least 8 steps waits on the slowest path";
+}
+
+// --groups auto on a WAN: the regions the workers would measure are the
+// groups, named as --group auto names them; regions {w0, w2} and {w1, w3}
+// are compare's --groups 2 (worker i in group i mod 2), and the members end
+// bit for bit as compare's run of those groups on loopback.
+TEST(Simulate, AutoGroupsOnAWanAreItsRegionsAsCompareGroupsThemByHand) {
+  TempDir tmp("gossipd_simulate_test");
+  const std::string wan = tmp.path() + "/wan.txt";
+  std::ofstream(wan) << "region a w0 w2\nregion b w1 w3\ninside delay 1\nbetween delay 30\n";
+  std::vector<std::string> flags = kSimulatedRun;
+  flags.insert(flags.end(), {"--algos", "crossover"});
+  expect_held_to_compare(tmp.path(), flags, {"crossover"}, 4, {"--groups", "2"},
+                         {"--groups", "auto", "--topology", wan});
+  const auto virt = end_records(tmp.path() + "/simulate", "crossover", 4);
+  ASSERT_EQ(virt.size(), 4u);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(virt[i].status().group(), i % 2 ? "auto-w1" : "auto-w0") << i;
 }
 
 TEST(Simulate, TimeOnlyModelsTenThousandWorkersWithoutReplicas) {
