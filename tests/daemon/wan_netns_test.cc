@@ -178,8 +178,10 @@ TEST_F(CompareOnWan, ATopologyTheRunCannotUseIsOneLine) {
        "bad.txt:3: delay -3 is negative"},
       {{bin("gossipctl"), "compare", "--netns", "--bandwidth", "1gbit", "--preset", "wan", "--out", out},
        "--preset wan sets each link's rate: leave out --bandwidth"},
-      {{bin("gossipctl"), "simulate", "--topology", dir_ + "/ok.txt", "--workers", "4", "--out", out},
-       "gossipctl simulate does not model a WAN topology yet"},
+      {{bin("gossipctl"), "simulate", "--topology", dir_ + "/bad.txt", "--workers", "4", "--out", out},
+       "bad.txt:3: delay -3 is negative"},
+      {{bin("gossipctl"), "simulate", "--topology", dir_ + "/ok.txt", "--workers", "3", "--out", out},
+       "has 4 hosts: give --workers 4"},
       {{bin("gossipd"), "run", "--id", "w0", "--wan", dir_ + "/bad.txt"}, "bad.txt:3: delay -3 is negative"},
   };
   for (const auto& [argv, expected] : cases) {
