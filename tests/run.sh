@@ -32,6 +32,9 @@ cd "$(dirname "$0")/.."
 SANITIZE_SKIP='^Protocols/Join\.AFifthWorker|^FiveWorkers\.|^Protocols/LossyNetwork\.GossipStillReaches'
 SANITIZE_SKIP+='|^Protocols/GossipTraining\.|^GroupOwners/Hierarchical\.|^MemberRestart\.'
 SANITIZE_SKIP+='|^Protocols/WholeClusterRestart\.|^CompareTest\.|^CurveCluster\.'
+# gossipctl soak's five processes through kills and joins (its plan and its
+# measures run sanitized in SoakPlan.* and SoakRecord.*).
+SANITIZE_SKIP+='|^Soak\.'
 # The grid's 8-process CNN run and its kill-and-restart run (three clusters),
 # the pipeline's epoch of the CNN and its kill-and-restart run; the grid and
 # pipeline steps themselves run under the sanitizers in grid_tests and

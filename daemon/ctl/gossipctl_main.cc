@@ -13,6 +13,7 @@
 #include "daemon/ctl/mode_tools.h"
 #include "daemon/ctl/plan_command.h"
 #include "daemon/ctl/simulate_command.h"
+#include "daemon/ctl/soak.h"
 #include "protocol/transport/curve.h"
 #include "trainer/models.h"
 
@@ -94,6 +95,8 @@ int main(int argc, char** argv) {
   CLI::App* ccmd = add_compare_command(app, co);
   SimulateOptions so;
   CLI::App* scmd = add_simulate_command(app, so);
+  SoakOptions soak;
+  CLI::App* soak_cmd = add_soak_command(app, soak);
   CollectOptions collect;
   CLI::App* collect_cmd = add_collect_command(app, collect);
   // Every mode's own commands: at the top, under `plan` or under `bench`.
@@ -105,6 +108,7 @@ int main(int argc, char** argv) {
     if (ccmd->parsed()) return run_compare(co);
     if (scmd->parsed()) return run_simulate(so);
     if (collect_cmd->parsed()) return run_collect(collect);
+    if (soak_cmd->parsed()) return run_soak(soak);
     if (keygen->parsed()) return run_keygen(key_dir, force);
     if (tcmd->parsed()) return run_trainer_bench(tb);
     if (collective_bench_parsed(collective_cmds)) return run_collective_bench(cb);
