@@ -67,6 +67,7 @@ class Soak {
     const int hosts = o_.workers + static_cast<int>(plan_.size());
     if (o_.netns) hosts_ = std::make_unique<NetnsHosts>(hosts, o_.bandwidth, o_.wan.get());
     if (!o_.netns) ports_ = free_ports(hosts);
+    slots_.reserve(static_cast<size_t>(hosts));
     std::filesystem::create_directories(dir_);
   }
 
@@ -137,18 +138,19 @@ class Soak {
   }
 
   void churn(const ChurnEvent& e, double t) {
-    Slot& victim = slots_.at(static_cast<size_t>(e.victim));
+    Slot& victim = slots_.at(static_cast<size_t>(e.victim));  // (start() below may move it)
+    const std::string id = victim.id;
     victim.proc->signal(SIGKILL);
     victim.proc->wait(std::chrono::seconds(5));
     victim.killed = true;
-    record_.killed(victim.id, t);
+    record_.killed(id, t);
     std::vector<int> contacts{e.contact};
     for (size_t k = 0; k < slots_.size(); ++k) {
       if (running(slots_[k]) && static_cast<int>(k) != e.contact) contacts.push_back(static_cast<int>(k));
     }
     start(e.joiner, args(e.joiner, e.victim, contacts));
-    std::printf("soak: %.1f s: killed %s, %s joins through %s\n", t, victim.id.c_str(),
-                slots_.back().id.c_str(), wan_host_name(static_cast<size_t>(e.contact)).c_str());
+    std::printf("soak: %.1f s: killed %s, %s joins through %s\n", t, id.c_str(), slots_.back().id.c_str(),
+                wan_host_name(static_cast<size_t>(e.contact)).c_str());
     std::fflush(stdout);
   }
 
