@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <future>
 #include <memory>
 #include <sstream>
 #include <thread>
@@ -31,6 +32,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr double kSettleS = 3;        // the view's bound: the failure timeout and this
 constexpr double kStopChurnAt = 0.9;  // of the rounds: no change once the slowest is past it
+constexpr std::chrono::milliseconds kStatusTimeout{2000};
 
 struct Slot {
   std::string id;
@@ -72,7 +74,7 @@ class Soak {
   }
 
   void run() {
-    for (int i = 0; i < o_.workers; ++i) start(i, args(i, i));
+    for (int i = 0; i < o_.workers; ++i) slot_of_.push_back(i), start(i, args(i, i));
     const uint64_t total = compare_entry(o_, o_.algos[0]).launch.steps_per_epoch * o_.epochs;
     size_t next = 0;
     while (!stop_.stop_requested()) {
@@ -100,7 +102,7 @@ class Soak {
   }
   std::string http_host(int k) const { return hosts_ ? hosts_->address(k) : "127.0.0.1"; }
 
-  // Worker `k`'s argv: slot `as`'s flags (a joiner takes its victim's), its
+  // Worker `k`'s argv: worker `as`'s flags (a joiner takes its line's), its
   // own id, endpoint and files, and for --peers --join `contacts` (when
   // given: the first, then the others should it die first).
   std::vector<std::string> args(int k, int as, const std::vector<int>& contacts = {}) const {
@@ -148,16 +150,19 @@ class Soak {
     for (size_t k = 0; k < slots_.size(); ++k) {
       if (running(slots_[k]) && static_cast<int>(k) != e.contact) contacts.push_back(static_cast<int>(k));
     }
-    start(e.joiner, args(e.joiner, e.victim, contacts));
+    slot_of_.push_back(slot_of_.at(static_cast<size_t>(e.victim)));  // its flags: the first of its line's
+    start(e.joiner, args(e.joiner, slot_of_.back(), contacts));
     std::printf("soak: %.1f s: killed %s, %s joins through %s\n", t, id.c_str(), slots_.back().id.c_str(),
                 wan_host_name(static_cast<size_t>(e.contact)).c_str());
     std::fflush(stdout);
   }
 
-  // Every live member's /status into the record; the slowest round seen.
+  // Every live member's /status into the record, asked of all at once (one
+  // by one, 32 members on a loaded machine took 10 to 30 s a sweep); the
+  // slowest round seen.
   uint64_t sweep(double t) {
     record_.start_sweep(t);
-    uint64_t slowest = UINT64_MAX;
+    std::vector<std::pair<size_t, std::future<std::string>>> asked;
     for (size_t k = 0; k < slots_.size(); ++k) {
       Slot& s = slots_[k];
       if (!running(s)) continue;
@@ -165,11 +170,15 @@ class Soak {
         for (const auto& r : read_control_records(s.control))
           if (r.event() == "listening") s.http_port = static_cast<uint16_t>(r.http_port());
       }
+      if (s.http_port == 0) continue;
+      asked.emplace_back(k, std::async(std::launch::async, http_get, http_host(static_cast<int>(k)),
+                                       s.http_port, std::string("/status"), kStatusTimeout));
+    }
+    uint64_t slowest = UINT64_MAX;
+    for (auto& [k, answer] : asked) {
       proto::Status st;
-      if (s.http_port == 0 ||
-          !from_json(http_get(http_host(static_cast<int>(k)), s.http_port, "/status"), st))
-        continue;
-      record_.saw(s.id, st.round(), st.state(), {st.members().begin(), st.members().end()});
+      if (!from_json(answer.get(), st)) continue;
+      record_.saw(slots_[k].id, st.round(), st.state(), {st.members().begin(), st.members().end()});
       if (st.state() == "training") slowest = std::min(slowest, st.round());
     }
     record_.end_sweep();
@@ -202,6 +211,7 @@ class Soak {
   std::unique_ptr<NetnsHosts> hosts_;
   std::vector<uint16_t> ports_;
   std::vector<Slot> slots_;
+  std::vector<int> slot_of_;  // each member's place among the --workers (a joiner its victim's)
   size_t events_ = 0;
   Clock::time_point start_ = Clock::now();
 };
