@@ -9,6 +9,7 @@
 #include <fstream>
 #include <future>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -77,10 +78,14 @@ class Soak {
     for (int i = 0; i < o_.workers; ++i) slot_of_.push_back(i), start(i, args(i, i));
     const uint64_t total = compare_entry(o_, o_.algos[0]).launch.steps_per_epoch * o_.epochs;
     size_t next = 0;
+    std::optional<double>
+        training;  // since every member first trained: no change before (the start-up barrier)
     while (!stop_.stop_requested()) {
       const double t = now();
       const uint64_t slowest = sweep(t);
-      if (next < plan_.size() && so_.churn_every_s > 0 && t >= so_.churn_every_s * (next + 1) &&
+      if (!training && record_.saw_everyone_training()) training = t;
+      if (training && next < plan_.size() && so_.churn_every_s > 0 &&
+          t >= *training + so_.churn_every_s * static_cast<double>(next + 1) &&
           slowest < kStopChurnAt * total)
         churn(plan_[next++], t);
       if (std::none_of(slots_.begin(), slots_.end(), [](const Slot& s) { return running(s); })) break;
