@@ -41,6 +41,7 @@ struct Slot {
   std::string control;
   uint16_t http_port = 0;
   bool killed = false;
+  bool left = false;  // ended by itself
 };
 
 void check_soak(const SoakOptions& so) {
@@ -88,6 +89,9 @@ class Soak {
           t >= *training + so_.churn_every_s * static_cast<double>(next + 1) &&
           slowest < kStopChurnAt * total)
         churn(plan_[next++], t);
+      for (Slot& s : slots_) {
+        if (!s.killed && !s.left && !running(s)) s.left = true, record_.left(s.id);
+      }
       if (std::none_of(slots_.begin(), slots_.end(), [](const Slot& s) { return running(s); })) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(500));
     }
@@ -247,9 +251,10 @@ void Soak::report() const {
   }
   std::string evicted;
   for (const auto& id : record_.falsely_evicted()) evicted += " " + id;
-  const double end = now();
-  const auto second = record_.mean_rss(60, 120), last = record_.mean_rss(end - 60, end);
-  const double rss_ratio = second && last && end >= 180 ? *last / *second : -1;
+  // Memory while every member trained: its second minute against its last.
+  const double end = now(), trained = record_.last_full_sweep();
+  const auto second = record_.mean_rss(60, 120), last = record_.mean_rss(trained - 60, trained);
+  const double rss_ratio = second && last && trained >= 180 ? *last / *second : -1;
   std::ostringstream json;
   json << "{\"algo\":\"" << o_.algos[0] << "\",\"members\":" << o_.workers
        << ",\"churn_every_s\":" << so_.churn_every_s << ",\"changes\":" << events_ << ",\"seconds\":" << end
@@ -274,7 +279,7 @@ void Soak::report() const {
      << " s (failure timeout + 3 s); each: " << settled
      << "\n- false evictions: " << record_.falsely_evicted().size() << evicted
      << "; split view at the end: " << (record_.split_at_end() ? "yes" : "no")
-     << "\n- resident memory of the members never killed, last minute over the second: "
+     << "\n- resident memory of the members never killed, last minute all trained over the second: "
      << (rss_ratio < 0 ? std::string("n/a (under 3 minutes)") : format("%.3f", rss_ratio)) << "\n";
   write_text_file(o_.out + "/report.md", md.str());
   std::printf("%s", md.str().c_str());

@@ -12,6 +12,11 @@ void SoakRecord::killed(const std::string& id, double t) {
   changes_.push_back({t, {}});
 }
 
+void SoakRecord::left(const std::string& id) {
+  members_.at(id).left = true;
+  missing_since_.erase(id);
+}
+
 void SoakRecord::start_sweep(double t) {
   t_ = t;
   views_.clear();
@@ -33,7 +38,7 @@ void SoakRecord::saw(const std::string& id, uint64_t round, const std::string& s
 void SoakRecord::end_sweep() {
   std::set<std::string> live;
   for (const auto& [id, m] : members_) {
-    if (!m.killed) live.insert(id);
+    if (!m.killed && !m.left) live.insert(id);
   }
   bool agree = !views_.empty();
   for (const auto& [id, view] : views_) agree = agree && view == live;
@@ -60,6 +65,7 @@ void SoakRecord::end_sweep() {
       std::all_of(states_.begin(), states_.end(), [](const auto& s) { return s.second == "training"; });
   if (all_training) {
     ++full_sweeps_;
+    last_full_sweep_ = t_;
     std::set<std::set<std::string>> distinct;
     for (const auto& [id, view] : views_) distinct.insert(view);
     split_at_end_ = distinct.size() > 1;

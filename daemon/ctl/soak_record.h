@@ -30,6 +30,7 @@ class SoakRecord {
 
   void started(const std::string& id);
   void killed(const std::string& id, double t);  // a change starts here
+  void left(const std::string& id);              // ended by itself (its run done): no change
   // One member's /status in the sweep at `t` (after start_sweep(t)).
   void start_sweep(double t);
   void saw(const std::string& id, uint64_t round, const std::string& state,
@@ -47,12 +48,15 @@ class SoakRecord {
   const std::set<std::string>& falsely_evicted() const { return false_; }
   bool split_at_end() const { return split_at_end_; }
   bool saw_everyone_training() const { return full_sweeps_ > 0; }
+  // The last sweep in which every live member was training (0: none).
+  double last_full_sweep() const { return last_full_sweep_; }
   // The mean resident bytes over [from, to) seconds (nullopt: no sample).
   std::optional<double> mean_rss(double from, double to) const;
 
  private:
   struct Member {
     std::optional<double> killed;
+    bool left = false;
     uint64_t round = 0;
     std::optional<double> last_round_at;  // when a round was last seen to end
     double gap = -1;
@@ -70,6 +74,7 @@ class SoakRecord {
   std::map<std::string, std::string> states_;
   bool split_at_end_ = false;
   int full_sweeps_ = 0;
+  double last_full_sweep_ = 0;
 };
 
 }  // namespace gossipd::daemon

@@ -85,6 +85,23 @@ TEST(SoakRecord, ALiveMemberMissingFromAViewPastTheBoundIsFalselyEvictedAndTheSp
   EXPECT_TRUE(r.split_at_end());
 }
 
+TEST(SoakRecord, AMemberDoneWithItsRunLeavesTheViewsWithoutAnEvictionOrAChange) {
+  daemon::SoakRecord r(6);
+  for (const std::string id : {"w0", "w1"}) r.started(id);
+  r.start_sweep(5);
+  for (const std::string id : {"w0", "w1"}) r.saw(id, 1, "training", {"w0", "w1"});
+  r.end_sweep();
+  r.left("w1");
+  for (double t : {10.0, 20.0}) {
+    r.start_sweep(t);
+    r.saw("w0", 2, "training", {"w0"});
+    r.end_sweep();
+  }
+  EXPECT_TRUE(r.falsely_evicted().empty());
+  EXPECT_TRUE(r.changes().empty());
+  EXPECT_DOUBLE_EQ(r.last_full_sweep(), 20);
+}
+
 // Five workers on loopback, a kill and a join every 6 s, twice: every
 // joiner joins (the state download) and ends with the others, every
 // change settles (each live member's view the live members), nobody alive
