@@ -31,6 +31,7 @@ void SoakRecord::saw(const std::string& id, uint64_t round, const std::string& s
     m.last_round_at = t_;
     m.round = round;
   }
+  m.trained = m.trained || state == "training";
   views_[id] = std::set<std::string>(view.begin(), view.end());
   states_[id] = state;
 }
@@ -64,12 +65,16 @@ void SoakRecord::end_sweep() {
       states_.size() == live.size() &&
       std::all_of(states_.begin(), states_.end(), [](const auto& s) { return s.second == "training"; });
   if (all_training) {
-    ++full_sweeps_;
     last_full_sweep_ = t_;
     std::set<std::set<std::string>> distinct;
     for (const auto& [id, view] : views_) distinct.insert(view);
     split_at_end_ = distinct.size() > 1;
   }
+}
+
+bool SoakRecord::saw_everyone_training() const {
+  return std::all_of(members_.begin(), members_.end(),
+                     [](const auto& m) { return m.second.killed || m.second.left || m.second.trained; });
 }
 
 void SoakRecord::rss(double t, double bytes) { rss_.emplace_back(t, bytes); }

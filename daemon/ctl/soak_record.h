@@ -47,7 +47,9 @@ class SoakRecord {
   std::map<std::string, double> gaps() const;
   const std::set<std::string>& falsely_evicted() const { return false_; }
   bool split_at_end() const { return split_at_end_; }
-  bool saw_everyone_training() const { return full_sweeps_ > 0; }
+  // Whether every live member has said it trains (in one sweep or another:
+  // at 32 loaded members a sweep in which all answer can be rare).
+  bool saw_everyone_training() const;
   // The last sweep in which every live member was training (0: none).
   double last_full_sweep() const { return last_full_sweep_; }
   // The mean resident bytes over [from, to) seconds (nullopt: no sample).
@@ -57,6 +59,7 @@ class SoakRecord {
   struct Member {
     std::optional<double> killed;
     bool left = false;
+    bool trained = false;  // said "training" once
     uint64_t round = 0;
     std::optional<double> last_round_at;  // when a round was last seen to end
     double gap = -1;
@@ -73,7 +76,6 @@ class SoakRecord {
   std::map<std::string, std::set<std::string>> views_;
   std::map<std::string, std::string> states_;
   bool split_at_end_ = false;
-  int full_sweeps_ = 0;
   double last_full_sweep_ = 0;
 };
 

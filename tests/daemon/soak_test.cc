@@ -60,6 +60,7 @@ TEST(SoakRecord, AChangeSettlesWhenEveryViewIsTheLiveMembers) {
   sweep(11, {"w0", "w1", "w2"});
   sweep(14, {"w0", "w1"});
   EXPECT_FALSE(r.changes().at(0).converged);
+  EXPECT_TRUE(r.saw_everyone_training());
   sweep(15.5, {"w0", "w1", "w3"});
   ASSERT_TRUE(r.changes().at(0).converged);
   EXPECT_DOUBLE_EQ(*r.changes().at(0).converged, 5.5);
