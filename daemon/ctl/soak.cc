@@ -291,6 +291,7 @@ CLI::App* add_soak_command(CLI::App& app, SoakOptions& so) {
   CLI::App* cmd = app.add_subcommand(
       "soak", "Train one protocol while members are killed and new ones join, and measure what it costs");
   add_compare_flags(cmd, so.compare, kMaxCompareWorkers);
+  add_step_delays_flag(cmd, so.compare);
   cmd->add_option("--churn-every-s", so.churn_every_s,
                   "Kill one live member and start a new one (joining) this often; 0: no churn")
       ->capture_default_str();

@@ -108,15 +108,33 @@ TEST(SoakRecord, AMemberDoneWithItsRunLeavesTheViewsWithoutAnEvictionOrAChange) 
 // change settles (each live member's view the live members), nobody alive
 // is evicted, one view at the end. (Every 6 s a joiner failed now and
 // then: its download asks the member just killed for a share, waits the
-// 10 s stall, and its contact was the next one killed.)
+// 10 s stall, and its contact was the next one killed.) Each step takes 30
+// ms more, so that the run lasts about 45 s on an idle machine too.
 TEST(Soak, KilledMembersAreReplacedByJoinersAndEveryViewSettles) {
   TempDir tmp("gossipd_soak_test");
-  const auto r = run({bin("gossipctl"), "soak",      "--workers",       "5",
-                      "--algos",        "crossover", "--epochs",        "28",
-                      "--train-limit",  "6000",      "--test-limit",    "500",
-                      "--batch",        "32",        "--churn-every-s", "12",
-                      "--churn-events", "2",         "--out",           tmp.path() + "/s"},
-                     300s);
+  const std::vector<std::string> argv{bin("gossipctl"),
+                                      "soak",
+                                      "--workers",
+                                      "5",
+                                      "--algos",
+                                      "crossover",
+                                      "--epochs",
+                                      "22",
+                                      "--train-limit",
+                                      "6000",
+                                      "--test-limit",
+                                      "500",
+                                      "--batch",
+                                      "32",
+                                      "--churn-every-s",
+                                      "12",
+                                      "--churn-events",
+                                      "2",
+                                      "--inject-step-delay-ms",
+                                      "w0=30,w1=30,w2=30,w3=30,w4=30",
+                                      "--out",
+                                      tmp.path() + "/s"};
+  const auto r = run(argv, 300s);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   std::ifstream in(tmp.path() + "/s/soak.json");
   std::stringstream text;
