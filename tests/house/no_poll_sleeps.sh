@@ -16,6 +16,7 @@ allowed='
 daemon/ctl/child_process.cc: gossipctl waits for a child process (waitpid has no timeout; a process, not a view)
 daemon/ctl/collect.cc: gossipctl collect reads remote daemons'"'"' /status at the interval it was given
 daemon/ctl/worker_watch.cc: compare'"'"'s progress line, redrawn twice a second while its workers run
+daemon/ctl/soak.cc: gossipctl soak samples every member'"'"'s /status twice a second (its measures are of those samples)
 daemon/bench/membership_bench.cc: gossipctl bench membership counts the bytes sent over a window of time it is given
 '
 
