@@ -4,20 +4,20 @@
 
 namespace gossipd::daemon {
 
-std::vector<std::pair<std::string, uint64_t>> RoundTrips::due(const std::vector<std::string>& peers,
-                                                              Clock::time_point now) {
-  std::vector<std::pair<std::string, uint64_t>> pings;
+std::vector<RoundTrips::Ping> RoundTrips::due(const std::vector<std::string>& peers, Clock::time_point now) {
+  std::vector<Ping> pings;
   for (const auto& id : peers) {
     Peer& p = peers_[id];
     if (p.out != 0 && now >= out_.at(p.out).sent + give_up_) {
+      ++(out_.at(p.out).padded ? p.rate : p.delay).unanswered;
       out_.erase(p.out);  // its ACK, if it ever comes, is ignored
       p.out = 0;
-      ++p.unanswered;
     }
     if (p.out != 0 || settled(p)) continue;
+    const bool padded = p.delay.done();  // and near by it: else settled
     p.out = next_++;
-    out_[p.out] = Out{id, now};
-    pings.emplace_back(id, p.out);
+    out_[p.out] = Out{id, now, padded};
+    pings.push_back({id, p.out, padded ? kPaddingBytes : 0});
   }
   return pings;
 }
@@ -27,8 +27,9 @@ bool RoundTrips::acked(uint64_t seq, const std::string& from, Clock::time_point 
   const auto it = out_.find(seq);
   if (it == out_.end() || it->second.peer != from) return true;  // given up on, or not from its peer
   Peer& p = peers_[from];
-  p.least = std::min(p.least, now - it->second.sent);
-  ++p.answered;
+  Stage& stage = it->second.padded ? p.rate : p.delay;
+  stage.least = std::min(stage.least, now - it->second.sent);
+  ++stage.answered;
   p.out = 0;
   out_.erase(it);
   return true;
@@ -44,7 +45,8 @@ bool RoundTrips::settled(const std::vector<std::string>& peers) const {
 std::map<std::string, RoundTrips::Clock::duration> RoundTrips::least() const {
   std::map<std::string, Clock::duration> out;
   for (const auto& [id, p] : peers_) {
-    if (p.answered > 0) out[id] = p.least;
+    const Stage& s = near_by_delay(p) ? p.rate : p.delay;
+    if (s.answered > 0) out[id] = s.least;
   }
   return out;
 }

@@ -303,7 +303,7 @@ class Membership {
   PartedMembers parted_{kDepartedPerMember * options_.max_members, kReunionWindow};
   // --group auto: measuring from find_group() until the label is taken.
   bool measuring_ = false;
-  RoundTrips round_trips_{std::chrono::seconds(1)};
+  RoundTrips round_trips_{std::chrono::seconds(1), options_.auto_group_near};
   Counter& suspected_;
   Counter& refutations_;
   Counter& indirect_probes_;

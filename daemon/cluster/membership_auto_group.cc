@@ -1,6 +1,7 @@
 // --group auto (auto_group.h): once the worker calls find_group (every
 // member is up), each period PINGs of its own go to the peers not yet
-// measured, their ACKs give the round trips, and once every peer is
+// measured (bare for their delays, then padded for the near ones' rates,
+// their ACKs as padded), the ACKs give the round trips, and once every peer is
 // measured (or did not answer) the member takes its label and tells the
 // others as an ALIVE update of itself. Until then labels_known is false, so
 // a hierarchical worker does not start its rounds.
@@ -19,7 +20,7 @@ void Membership::find_group() {
 }
 
 void Membership::measure_round_trips(Clock::time_point now) {
-  std::vector<std::pair<std::string, uint64_t>> pings;
+  std::vector<RoundTrips::Ping> pings;
   std::string label;
   {
     std::lock_guard lock(mu_);
@@ -28,7 +29,7 @@ void Membership::measure_round_trips(Clock::time_point now) {
     if (label.empty()) pings = round_trips_.due(peer_ids(), now);
   }
   if (!label.empty()) group_taken(label);
-  for (const auto& [to, seq] : pings) send_probe({proto::PING, to, seq, ""});
+  for (const auto& p : pings) send_probe({proto::PING, p.peer, p.seq, "", p.padding});
 }
 
 bool Membership::on_round_trip(const protocol::Message& m) {

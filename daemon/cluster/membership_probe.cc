@@ -69,6 +69,7 @@ void Membership::send_probe(const Prober::Send& s) {
   proto::Probe& p = *env.mutable_probe();
   p.set_seq(s.seq);
   if (!s.target.empty()) p.set_target(s.target);
+  if (s.padding > 0) p.set_padding(std::string(s.padding, '\0'));
   {
     std::lock_guard lock(mu_);
     for (auto& u : updates_.take(options_.max_piggyback, retransmit_limit(entries_.size() + 1)))
@@ -231,7 +232,9 @@ void Membership::push_pull(Clock::time_point now) {
 
 void Membership::on_ping(const protocol::Message& m) {
   apply(m.envelope.probe());
-  send_probe({proto::ACK, m.envelope.sender(), m.envelope.probe().seq(), ""});
+  // A measuring PING's padding goes back with its ACK (validated: at most kMaxProbePadding).
+  send_probe(
+      {proto::ACK, m.envelope.sender(), m.envelope.probe().seq(), "", m.envelope.probe().padding().size()});
 }
 
 void Membership::on_ack(const protocol::Message& m) {

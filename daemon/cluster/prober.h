@@ -29,6 +29,7 @@ class Prober {
     std::string to;
     uint64_t seq = 0;
     std::string target;
+    size_t padding = 0;  // bytes of padding (--group auto's measuring PING and its ACK)
   };
   // How the probe of the period that ends went.
   enum class Outcome {

@@ -5,6 +5,7 @@
 #include <map>
 #include <stdexcept>
 
+#include "daemon/cluster/auto_group.h"
 #include "daemon/config/cli.h"
 #include "daemon/config/run_options.h"
 #include "daemon/ctl/compare_byzantine.h"
@@ -65,12 +66,26 @@ WanModel wan_model(const WanTopology& t) {
   return w;
 }
 
+// What host `from` sends to host `to` at: the path's rate under `from`'s
+// own cap (compare_wan.cc's ceil; the receiving side is not capped).
+double sending_rate(const WanTopology& t, size_t from, size_t to) {
+  const std::string& path = t.link(from, to).rate;
+  double r = path.empty() ? kUncappedBytesPerS : parse_bandwidth(path);
+  if (!t.host_rate[from].empty()) r = std::min(r, parse_bandwidth(t.host_rate[from]));
+  return r;
+}
+
+double measured_round_trip_ms(const WanTopology& t, size_t a, size_t b) {
+  const double pad = RoundTrips::kPaddingBytes;
+  return 2 * t.link(a, b).delay_ms + 1e3 * (pad / sending_rate(t, a, b) + pad / sending_rate(t, b, a));
+}
+
 }  // namespace
 
 std::string modelled_auto_group(const WanTopology& t, size_t host, double near_ms) {
   std::string lowest = wan_host_name(host);  // as choose_group names it: the least id, as text
   for (size_t k = 0; k < t.hosts(); ++k) {
-    if (2 * t.link(host, k).delay_ms <= near_ms) lowest = std::min(lowest, wan_host_name(k));
+    if (measured_round_trip_ms(t, host, k) <= near_ms) lowest = std::min(lowest, wan_host_name(k));
   }
   return "auto-" + lowest;
 }

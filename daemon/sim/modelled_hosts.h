@@ -34,7 +34,8 @@ constexpr double kUncappedBytesPerS = 10e9 / 8;
 // The group a worker on host `host` of `wan` takes with --group auto, as it
 // would from its measured round trips (daemon/cluster/auto_group.h): named
 // after the least id (as text: choose_group's) of the hosts whose round trip
-// (two delays) is within `near_ms`, itself included.
+// is within `near_ms`, itself included: two delays and the measuring PING's
+// and ACK's padding (RoundTrips::kPaddingBytes) each at its sender's rate.
 std::string modelled_auto_group(const WanTopology& wan, size_t host, double near_ms);
 // `label` as worker `worker` holds it in the model: --group auto's
 // modelled_auto_group on simulate's WAN (at gossipd run's default

@@ -159,6 +159,11 @@ std::optional<RejectReason> Validator::check_body(const proto::Envelope& env, st
              std::to_string(kMaxProbeUpdates);
       return RejectReason::kBadBody;
     }
+    if (probe.padding().size() > kMaxProbePadding) {
+      *why = std::to_string(probe.padding().size()) + " bytes of padding on a probe, more than " +
+             std::to_string(kMaxProbePadding);
+      return RejectReason::kBadBody;
+    }
     if (!probe.target().empty() && bad_id(probe.target())) return RejectReason::kBadBody;
     for (const auto& u : probe.updates()) {
       if (bad_id(u.member().id())) return RejectReason::kBadBody;

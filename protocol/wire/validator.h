@@ -13,6 +13,7 @@ namespace gossipd::protocol {
 
 // The most membership updates one probe may carry (a member piggybacks far fewer).
 constexpr size_t kMaxProbeUpdates = 64;
+constexpr size_t kMaxProbePadding = 64 * 1024;  // bytes a measuring PING (or its ACK) may carry
 // A joiner asks for at most this many shares of a state (HELLO's share.of).
 constexpr uint32_t kMaxStateShares = 64;
 

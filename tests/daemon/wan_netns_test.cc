@@ -103,6 +103,33 @@ class CompareOnWan : public ::testing::Test {
  protected:
   TempDir tmp_{"gossipd_compare_wan_test"};
   const std::string dir_ = tmp_.path();
+  const std::string out_ = dir_ + "/report";
+
+  // A short compare --netns of 4 crossover workers on `topology`.
+  RunResult compare(const std::string& topology, std::vector<std::string> flags) {
+    std::ofstream(dir_ + "/wan.txt") << topology;
+    std::vector<std::string> argv{bin("gossipctl"),
+                                  "compare",
+                                  "--netns",
+                                  "--topology",
+                                  dir_ + "/wan.txt",
+                                  "--workers",
+                                  "4",
+                                  "--algos",
+                                  "crossover",
+                                  "--epochs",
+                                  "1",
+                                  "--batch",
+                                  "32",
+                                  "--test-limit",
+                                  "200",
+                                  "--target",
+                                  "0.5",
+                                  "--out",
+                                  out_};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    return run(argv, 300s);
+  }
 };
 
 // A WAN (--topology): 4 hosts in 2 regions, each in its own namespace,
@@ -117,47 +144,47 @@ TEST_F(CompareOnWan, OnAWanTopologyEveryWorkerMeetsItsLinksAndTheReportStatesThe
   const std::string topology =
       "region a w0-w1\nregion b w2-w3\ninside delay 1 rate 1gbit\n"
       "between delay 20 jitter 2 loss 0.01 rate 50mbit\nhost w3 rate 20mbit\n";
-  std::ofstream(dir_ + "/wan.txt") << topology;
-  const std::string out = dir_ + "/report";
-  const auto r = run({bin("gossipctl"),
-                      "compare",
-                      "--netns",
-                      "--topology",
-                      dir_ + "/wan.txt",
-                      "--workers",
-                      "4",
-                      "--algos",
-                      "crossover",
-                      "--epochs",
-                      "1",
-                      "--batch",
-                      "32",
-                      "--train-limit",
-                      "2000",
-                      "--test-limit",
-                      "200",
-                      "--target",
-                      "0.5",
-                      "--out",
-                      out},
-                     300s);
+  const auto r = compare(topology, {"--train-limit", "2000"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_EQ(daemon::read_file(out + "/topology.txt"), topology);
+  EXPECT_EQ(daemon::read_file(out_ + "/topology.txt"), topology);
   uint64_t retransmitted = 0;
   for (int i = 0; i < 4; ++i) {
-    const auto records = daemon::read_control_records(out + "/crossover/w" + std::to_string(i) + ".control");
+    const auto records = daemon::read_control_records(out_ + "/crossover/w" + std::to_string(i) + ".control");
     ASSERT_FALSE(records.empty()) << "w" << i;
     EXPECT_EQ(records.back().event(), "done") << "w" << i;
     EXPECT_GT(records.back().faults().sent(), 0u) << "w" << i << " was not given the WAN";
     retransmitted += records.back().faults().retransmitted();
   }
   EXPECT_GT(retransmitted, 0u) << "1% of packets lost between the regions, yet no message retransmitted";
-  const std::string report = daemon::read_file(out + "/report.md");
+  const std::string report = daemon::read_file(out_ + "/report.md");
   EXPECT_NE(
       report.find("a WAN: 4 hosts in 2 regions (a 2, b 2); inside a region 1 ms, 0% loss, 1gbit; between "
                   "regions 20 ms, 1% loss, 50mbit; slower hosts w3 20mbit"),
       std::string::npos)
       << report;
+  EXPECT_TRUE(nothing_left_beyond(before, 120s)) << "a namespace or a link was left behind";
+}
+
+// --groups auto on netns links: each member measures its peers' round
+// trips with padded PINGs, so w3, 1 ms from w2 but sending at 10 mbit (its
+// 32 KiB ACKs take 26 ms), is near nobody and founds a group of its own
+// (and w2 with it one of its own); w0 and w1 are region a's group.
+TEST_F(CompareOnWan, GroupsAutoSetsAHostBehindASlowLinkApartFromItsRegion) {
+  if (geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
+  ASSERT_FALSE(daemon::find_program("ip").empty()) << "--netns needs iproute2";
+  const NetworkState before = network_state();
+  const auto r = compare(
+      "region a w0-w1\nregion b w2-w3\ninside delay 1 rate 1gbit\nbetween delay 20 rate 50mbit\nhost w3 rate "
+      "10mbit\n",
+      {"--groups", "auto", "--train-limit", "1000"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::vector<std::string> expected{"auto-w0", "auto-w0", "auto-w2", "auto-w3"};
+  for (int i = 0; i < 4; ++i) {
+    const auto records = daemon::read_control_records(out_ + "/crossover/w" + std::to_string(i) + ".control");
+    ASSERT_FALSE(records.empty()) << "w" << i;
+    EXPECT_EQ(records.back().event(), "done") << "w" << i;
+    EXPECT_EQ(records.back().status().group(), expected[i]) << "w" << i;
+  }
   EXPECT_TRUE(nothing_left_beyond(before, 120s)) << "a namespace or a link was left behind";
 }
 

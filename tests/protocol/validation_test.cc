@@ -16,7 +16,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using testing::wait_until;
 
-constexpr size_t kMaxMessageBytes = 64 << 10;
+constexpr size_t kMaxMessageBytes = 128 << 10;  // above kMaxProbePadding
 
 class ValidationTest : public ::testing::Test {
  protected:
@@ -98,8 +98,9 @@ TEST_F(ValidationTest, WrongVersion) {
 
 // Membership's probes (SWIM): more piggybacked updates than any member
 // sends, a member id ZeroMQ cannot route to, an ALIVE whose endpoint
-// nobody can connect to, a PING_REQ for an unroutable target: each dropped
-// and counted before membership sees it.
+// nobody can connect to, a PING_REQ for an unroutable target, more padding
+// than --group auto's measuring PINGs carry: each dropped and counted
+// before membership sees it.
 TEST_F(ValidationTest, MalformedProbesAreRejectedAsBadBodies) {
   auto probe = [this](proto::MessageType type) {
     auto e = envelope(type);
@@ -125,6 +126,9 @@ TEST_F(ValidationTest, MalformedProbesAreRejectedAsBadBodies) {
   auto req = probe(proto::PING_REQ);
   req.mutable_probe()->set_target(std::string(1, '\0') + "m1");
   expect_rejected({req.SerializeAsString()}, RejectReason::kBadBody);
+  auto padded = probe(proto::PING);  // --group auto pads its PINGs; no more than kMaxProbePadding
+  padded.mutable_probe()->set_padding(std::string(kMaxProbePadding + 1, '\0'));
+  expect_rejected({padded.SerializeAsString()}, RejectReason::kBadBody);
   expect_still_serving();
 }
 
