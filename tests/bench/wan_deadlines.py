@@ -8,12 +8,14 @@ accuracy, rounds/s, exchange ms per round and segments skipped. Root (the
 netns hosts); about 2 minutes a run with 16 workers on 2 cores.
 
 Usage: tests/bench/wan_deadlines.py [--reps 3] [--target 0.85]
-           [--settings fixed:2000,adaptive:2000,fixed:1000,fixed:500] [--out DIR]
+           [--settings fixed:2000,adaptive:2000,fixed:1000,fixed:500]
+           [--compress CODEC] [--out DIR]
 A setting is DEADLINE:MS[:Q][/auto], gossipd run --deadline DEADLINE
 --segment-deadline-ms MS [--deadline-quantile Q] (with adaptive, MS is the
 most a round waits); /auto runs hierarchical crossover over the groups the
 workers form from their round trips (compare --groups auto), else flat
-crossover (paced: the links are capped).
+crossover (paced: the links are capped). --compress: every run's codec
+(compare --compress; float32 when not given).
 """
 import argparse
 import os
@@ -45,6 +47,7 @@ def run(setting, rep, args):
            "--evals-per-epoch", "4", "--target", str(args.target), "--test-limit", "2000", "--out", out]
     cmd += ["--deadline-quantile", quantile[0]] if quantile else []
     cmd += ["--groups", groups] if groups else []
+    cmd += ["--compress", args.compress] if args.compress else []
     with open(out + ".log", "w") as log:
         if subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT).returncode != 0:
             sys.exit(f"{' '.join(cmd)} failed: see {out}.log")
@@ -56,6 +59,7 @@ def main():
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--target", type=float, default=0.85)
     p.add_argument("--settings", default="fixed:2000,adaptive:2000,fixed:1000,fixed:500")
+    p.add_argument("--compress", default="")
     p.add_argument("--out", default="/tmp/gossipd_wan_deadlines")
     args = p.parse_args()
     os.makedirs(args.out, exist_ok=True)
