@@ -213,25 +213,36 @@ struct AllreduceCost {
   double steps = 0;       // latencies on the critical path
   double bytes_each = 0;  // what each member sends, in order: the link's time
   bool ring = true;       // the ring schedule (each member sends to the next)
+  // The other schedules' steps, in order: each member exchanges `bytes`
+  // with the member `distance` from it (its rank ^ distance).
+  std::vector<TimeModel::PairedStep> paired;
 };
 
 AllreduceCost allreduce_cost(uint64_t bytes, size_t n, const protocol::CodecSpec& codec) {
   const double p = static_cast<double>(n);
   if (!codec.lossless()) {  // CompressedAllreduce: always the ring, each block in the codec
     const double b = static_cast<double>(protocol::encoded_bytes(codec, bytes / sizeof(float)));
-    return {2 * (p - 1), 2 * (p - 1) / p * b};
+    return {2 * (p - 1), 2 * (p - 1) / p * b, true, {}};
   }
   const double b = static_cast<double>(bytes);
   const double log_p = std::log2(p);
+  AllreduceCost c{0, 0, false, {}};
   switch (protocol::allreduce_schedule(bytes / sizeof(float), n)) {
-    case protocol::AllreduceSchedule::kDoubling:
-      return {log_p, log_p * b, false};
-    case protocol::AllreduceSchedule::kButterfly:
-      return {2 * log_p, 2 * (p - 1) / p * b, false};
+    case protocol::AllreduceSchedule::kDoubling:  // the whole buffer at distance 1, 2, 4, ...
+      for (size_t d = 1; d < n; d *= 2) c.paired.push_back({d, b});
+      c.steps = log_p;
+      c.bytes_each = log_p * b;
+      return c;
+    case protocol::AllreduceSchedule::kButterfly:  // halving at n/2 ... 1, doubling at 1 ... n/2
+      for (size_t d = n / 2; d >= 1; d /= 2) c.paired.push_back({d, b * static_cast<double>(d) / p});
+      for (size_t d = 1; d < n; d *= 2) c.paired.push_back({d, b * static_cast<double>(d) / p});
+      c.steps = 2 * log_p;
+      c.bytes_each = 2 * (p - 1) / p * b;
+      return c;
     case protocol::AllreduceSchedule::kRing:
       break;
   }
-  return {2 * (p - 1), 2 * (p - 1) / p * b};
+  return {2 * (p - 1), 2 * (p - 1) / p * b, true, {}};
 }
 
 }  // namespace
@@ -261,17 +272,29 @@ TimeModel::AllreducePath TimeModel::wan_allreduce_path(const std::vector<uint32_
   return p;
 }
 
-double TimeModel::wan_step_s(const AllreducePath& p, double step_bytes, size_t n) {
+double TimeModel::wan_ring_step_s(const AllreducePath& p, double step_bytes) {
   const auto bytes = static_cast<uint64_t>(step_bytes);
-  if (p.ring) {
-    double sum = 0;
-    for (const auto& hop : p.hops) sum += hop.delay_s * (1 + 2 * message_loss(bytes, hop.loss));
-    return sum / static_cast<double>(p.hops.size());
+  double sum = 0;
+  for (const auto& hop : p.hops) sum += hop.delay_s * (1 + 2 * message_loss(bytes, hop.loss));
+  return sum / static_cast<double>(p.hops.size());
+}
+
+double TimeModel::wan_paired_s(const std::vector<uint32_t>& group,
+                               const std::vector<PairedStep>& steps) const {
+  const size_t n = group.size();
+  double total = 0;
+  for (const PairedStep& st : steps) {
+    double delay = 0, loss = 0;
+    for (size_t k = 0; k < n; ++k) {
+      const Route way = route(group[k], group[k ^ st.distance]);
+      delay = std::max(delay, way.latency_s);
+      loss = std::max(loss, way.loss);
+    }
+    const auto bytes = static_cast<uint64_t>(st.bytes);
+    const double any = 1 - std::pow(1 - message_loss(bytes, loss), static_cast<double>(n));
+    total += delay * (1 + 2 * any);
   }
-  double loss = 0;
-  for (const auto& hop : p.hops) loss = std::max(loss, hop.loss);
-  const double any = 1 - std::pow(1 - message_loss(bytes, loss), static_cast<double>(n));
-  return p.latency_s * (1 + 2 * any);
+  return total;
 }
 
 TimeModel::AllreducePath TimeModel::allreduce_path(const std::vector<uint32_t>& group, bool ring) const {
@@ -313,9 +336,12 @@ void TimeModel::allreduces(const TrafficStage& st, ModelledRound& r) {
     double start = 0;
     for (uint32_t i : group) start = std::max(start, clock_[i]);
     for (size_t side : path.sides) start = std::max({start, up_[side].free, down_[side].free});
-    const double step_s =
-        path.hops.empty() ? path.latency_s : wan_step_s(path, c.steps > 0 ? c.bytes_each / c.steps : 0, n);
-    const double end = start + c.steps * step_s + c.bytes_each * path.s_per_byte;
+    double latency_s = c.steps * path.latency_s;
+    if (!o_.wan.empty()) {
+      latency_s =
+          c.ring ? c.steps * wan_ring_step_s(path, c.bytes_each / c.steps) : wan_paired_s(group, c.paired);
+    }
+    const double end = start + latency_s + c.bytes_each * path.s_per_byte;
     for (uint32_t i : group) {
       waited_[i] += end - clock_[i];
       clock_[i] = end;

@@ -38,7 +38,8 @@ namespace gossipd::daemon {
 // path's HTB class of the sender's link (the path's rate), under the host's
 // own cap (links[h]); what a host receives is capped only by
 // receive_bytes_per_s. An allreduce over a WAN sends its bytes at the
-// slowest path's rate and takes its steps' latencies as wan_step_s says.
+// slowest path's rate and takes its steps' latencies as wan_ring_step_s (the
+// ring) and wan_paired_s (the schedules that pair members) say.
 // Jitter (mean zero) is not modelled.
 struct WanPath {
   double delay_s = 0;      // one way
@@ -91,6 +92,13 @@ struct ModelledRound {
 
 class TimeModel {
  public:
+  // A step of a schedule that pairs members (doubling, butterfly): each
+  // member exchanges `bytes` with its rank ^ distance.
+  struct PairedStep {
+    size_t distance = 1;
+    double bytes = 0;
+  };
+
   explicit TimeModel(TimeModelOptions options);
   ModelledRound run_round(uint64_t round, const std::vector<TrafficStage>& stages);
   // Each member's clock at the end of its last round, and the seconds it
@@ -132,7 +140,7 @@ class TimeModel {
     std::vector<size_t> sides;
     double latency_s = 0, s_per_byte = 0;
     // On a WAN, each message's path the schedule takes (latency_s is
-    // their slowest delay): a step's latency from them (wan_step_s).
+    // their slowest delay): the ring's step latency from them (wan_ring_step_s).
     struct Hop {
       double delay_s = 0, loss = 0;
     };
@@ -143,12 +151,16 @@ class TimeModel {
   // The same over a WAN: each message's route, one per sender and receiver
   // its schedule pairs (the ring: each member and the next).
   AllreducePath wan_allreduce_path(const std::vector<uint32_t>& group, bool ring) const;
-  // A step's latency over a WAN, `step_bytes` a message: the ring
+  // The ring's step latency over a WAN, `step_bytes` a message: it
   // pipelines, so its steps take the hops' mean (a chunk goes round the
-  // ring hop after hop), each delay with its expected retransmissions; the
-  // other schedules wait each step for the slowest, two delays more where
-  // any of the n messages lost a packet.
-  static double wan_step_s(const AllreducePath& path, double step_bytes, size_t n);
+  // ring hop after hop), each delay with its expected retransmissions.
+  static double wan_ring_step_s(const AllreducePath& path, double step_bytes);
+  // The latency of the other schedules' steps over a WAN: each step waits
+  // for its slowest pair (the members `distance` apart in `group`'s order),
+  // two delays more where any of its n messages lost a packet. The
+  // butterfly's pairs 1 and 2 apart stay inside a region of four
+  // consecutive hosts, and only its other steps pay the delays between.
+  double wan_paired_s(const std::vector<uint32_t>& group, const std::vector<PairedStep>& steps) const;
 
   TimeModelOptions o_;
   std::vector<double> clock_, waited_;

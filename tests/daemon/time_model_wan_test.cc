@@ -103,6 +103,24 @@ TEST(TimeModelWan, ARingAllReduceTakesItsSlowestPathsRateAndItsHopsMeanDelayASte
     EXPECT_NEAR(clock, kStep + 4 * (mean_delay + 40000.0 / kBetweenRate), 1e-9);
 }
 
+TEST(TimeModelWan, AButterflyAllReducePaysTheDelayBetweenRegionsOnlyInItsStepsThatCrossThem) {
+  // 4 members, w0 w1 in region 0, w2 w3 in region 1: the butterfly halves
+  // at distance 2 (between, half the buffer) and 1 (inside, a quarter),
+  // then doubles at 1 and 2; its bytes, 3/2 of the buffer, at the slowest
+  // path's rate.
+  constexpr uint64_t kBuffer = 400000;
+  ASSERT_EQ(protocol::allreduce_schedule(kBuffer / sizeof(float), 4),
+            protocol::AllreduceSchedule::kButterfly);
+  TimeModel model(two_regions());
+  TrafficStage st;
+  st.kind = TrafficStage::Kind::kAllreduce;
+  st.groups = {{0, 1, 2, 3}};
+  st.allreduce_bytes = kBuffer;
+  model.run_round(1, {st});
+  const double expected = kStep + 2 * kBetweenDelay + 2 * kInsideDelay + 1.5 * kBuffer / kBetweenRate;
+  for (double clock : model.clocks()) EXPECT_NEAR(clock, expected, 1e-9);
+}
+
 TEST(TimeModelWan, AWanWithoutEveryHostsRegionOrAPathsRateIsRefused) {
   TimeModelOptions o = two_regions();
   o.wan.region.pop_back();
