@@ -262,6 +262,11 @@ void Member::fail(const std::exception& e) {
     s.set_error(e.what());
   });
   if (!node_) return;  // it never listened: nobody was told it would
+  // Cut off, it tells the peers it still holds that it goes: the rest of
+  // its part, after a partition, would otherwise hold it for a failure
+  // timeout, and take the other part's answers naming it (once it has
+  // entered that part again) for a view that lags, not for the other side.
+  if (membership_ && dynamic_cast<const CutOff*>(&e)) membership_->leave();
   const proto::ControlRecord end = record(event);
   node_->close();
   try {
