@@ -35,6 +35,12 @@ TrainingLoop::CommTimer::~CommTimer() {
   loop_.comm_total_.add(s);
 }
 
+TrainingLoop::ObserveTimer::~ObserveTimer() {
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  loop_.observed_seconds_ += s;
+  loop_.eval_seconds_ += s;
+}
+
 double TrainingLoop::comm_ms_per_round(uint64_t round) const {
   return round > start_round_ ? 1000.0 * comm_seconds_ / static_cast<double>(round - start_round_) : 0.0;
 }
@@ -43,6 +49,7 @@ void TrainingLoop::run(size_t steps, std::stop_token stop, const Step& step, con
   start_ = std::chrono::steady_clock::now();
   start_round_ = trainer_.step_count();
   comm_seconds_ = 0;
+  observed_seconds_ = 0;
   compute_seconds_ = 0;
   eval_seconds_ = 0;
   state_.update([&](proto::Status& s) {
@@ -98,11 +105,11 @@ void TrainingLoop::run(size_t steps, std::stop_token stop, const Step& step, con
     const auto delayed = std::chrono::steady_clock::now();
     if (step_delay_.count() > 0) injected_wait(step_delay_, stop);
     const auto began = std::chrono::steady_clock::now();
-    const double comm_before = comm_seconds_;
+    const double other_before = not_compute();
     const trainer::StepResult r = step(trainer_.sampler().next_batch(batch));
-    if (step_slowdown_ > 1) slow_down(began, comm_before, stop);
+    if (step_slowdown_ > 1) slow_down(began, other_before, stop);
     compute_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - delayed).count() -
-                        (comm_seconds_ - comm_before);
+                        (not_compute() - other_before);
     loss_sum += r.loss * r.samples;
     correct += static_cast<size_t>(r.correct);
     samples += static_cast<size_t>(r.samples);
@@ -115,10 +122,10 @@ void TrainingLoop::run(size_t steps, std::stop_token stop, const Step& step, con
   if (background_) eval_seconds_ += background_->finish();
 }
 
-void TrainingLoop::slow_down(std::chrono::steady_clock::time_point began, double comm_before,
+void TrainingLoop::slow_down(std::chrono::steady_clock::time_point began, double other_before,
                              std::stop_token stop) {
   const double step_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
-  const double compute_s = std::max(0.0, step_s - (comm_seconds_ - comm_before));
+  const double compute_s = std::max(0.0, step_s - (not_compute() - other_before));
   injected_wait(std::chrono::duration_cast<std::chrono::microseconds>(
                     std::chrono::duration<double>((step_slowdown_ - 1) * compute_s)),
                 stop);

@@ -97,11 +97,29 @@ class TrainingLoop {
     std::chrono::steady_clock::time_point start_;
   };
 
+  // Counts the time from construction to destruction as an observation of
+  // the run (the consensus distance's allreduces), as an evaluation is
+  // counted: neither training time (the round rate, time to a target) nor
+  // the step's compute or communication.
+  class ObserveTimer {
+   public:
+    explicit ObserveTimer(TrainingLoop& loop) : loop_(loop), start_(std::chrono::steady_clock::now()) {}
+    ~ObserveTimer();
+    ObserveTimer(const ObserveTimer&) = delete;
+    ObserveTimer& operator=(const ObserveTimer&) = delete;
+
+   private:
+    TrainingLoop& loop_;
+    std::chrono::steady_clock::time_point start_;
+  };
+
  private:
   void step_done(uint64_t round, double running_loss);
   // --inject-step-slowdown: waits K - 1 times the compute of the step that
-  // began at `began` with `comm_before` seconds of communication counted.
-  void slow_down(std::chrono::steady_clock::time_point began, double comm_before, std::stop_token stop);
+  // began at `began` with `other_before` seconds of not_compute() counted.
+  void slow_down(std::chrono::steady_clock::time_point began, double other_before, std::stop_token stop);
+  // CommTimers' and ObserveTimers' seconds: a step's time less these is its compute.
+  double not_compute() const { return comm_seconds_ + observed_seconds_; }
   // Fault injection's wait: `d`, or until `stop` fires.
   static void injected_wait(std::chrono::microseconds d, std::stop_token stop);
   double comm_ms_per_round(uint64_t round) const;
@@ -123,8 +141,10 @@ class TrainingLoop {
   std::chrono::milliseconds step_delay_{0};
   double step_slowdown_ = 1;
   Counter& comm_total_;
-  double comm_seconds_ = 0;  // CommTimers on the training thread, since run() began
-  // Steps less their CommTimers (injected slowness included), since run() began.
+  double comm_seconds_ = 0;      // CommTimers on the training thread, since run() began
+  double observed_seconds_ = 0;  // ObserveTimers, since run() began (in eval_seconds_ too)
+  // Steps less their CommTimers and ObserveTimers (injected slowness
+  // included), since run() began.
   double compute_seconds_ = 0;
   // The training thread evaluating or waiting for an evaluation, since run()
   // began (not training time, not in the round rate).

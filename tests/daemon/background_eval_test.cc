@@ -362,6 +362,39 @@ TEST_F(BackgroundEval, AStepSlowdownWaitsKMinusOneTimesEachStepsComputeAfterIt) 
   EXPECT_LE(records[0].compute_ms_per_round() + records[0].comm_ms_per_round(), round_ms);
 }
 
+// An observation (ObserveTimer: the consensus distance's allreduces) is
+// counted as an evaluation is: out of the training time the records give
+// and out of the step's compute. Each step here observes for 30 ms.
+TEST_F(BackgroundEval, AnObservationIsNeitherTrainingTimeNorCompute) {
+  testing::TempDir dir("gossipd_observe");
+  auto t = make_trainer();
+  WorkerState state;
+  MetricsRegistry metrics;
+  const std::string path = dir.file("observe.jsonl");
+  constexpr int kSteps = 5;
+  constexpr auto kObserve = std::chrono::milliseconds(30);
+  std::chrono::steady_clock::duration took{};
+  {
+    JsonLinesWriter log(path);
+    TrainingLoop loop("w0", *t, *test_, state, metrics, log, 1, /*on_evaluation=*/nullptr);
+    const auto start = std::chrono::steady_clock::now();
+    loop.run(kSteps, std::stop_token{}, [&](std::span<const uint32_t> idx) {
+      const trainer::StepResult r = t->train_step(idx);
+      const TrainingLoop::ObserveTimer observing(loop);
+      std::this_thread::sleep_for(kObserve);
+      return r;
+    });
+    took = std::chrono::steady_clock::now() - start;
+  }
+  const auto records = testing::read_records(path);
+  ASSERT_EQ(records.size(), 1u);
+  const double observed_s = kSteps * std::chrono::duration<double>(kObserve).count();
+  EXPECT_GE(records[0].wall_seconds() - records[0].train_seconds(), observed_s);
+  const double round_ms = std::chrono::duration<double, std::milli>(took).count() / kSteps;
+  EXPECT_LE(records[0].compute_ms_per_round(), round_ms - 30);
+  EXPECT_EQ(records[0].comm_ms_per_round(), 0);
+}
+
 }  // namespace
 
 }  // namespace gossipd::daemon

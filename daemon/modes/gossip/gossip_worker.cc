@@ -195,6 +195,7 @@ void GossipWorker::maybe_measure(uint64_t round, Protocol& protocol) {
     consensus_view_ = view.id();
   }
   double d = 0;
+  const TrainingLoop::ObserveTimer observing(loop_);  // an observation: not training time
   try {
     d = protocol::ConsensusDistance(*consensus_group_).run(protocol.replica());
   } catch (const protocol::Aborted&) {
