@@ -140,22 +140,39 @@ RoundStats CrossoverGossip::run_round(const topology::View& view, uint64_t round
     stats.segments_sent += bytes > 0;
     stats.bytes_sent += bytes;
   }
+  // The segments of peers not waited for (segment_deadlines.h) last: each
+  // taken if it is in once the others are.
+  std::vector<uint32_t> unwaited;
   for (uint32_t s = 0; s < segments_.size(); ++s) {
-    const auto& seg = segments_[s];
     const std::string& from = view.member(plan[s].receive_from);
-    auto msg = inbox.receive(from, s, seg.length, deadline, options_.stop, renudge);
-    if (!msg) {
-      if (options_.stop.stop_requested()) throw Aborted(node_.id(), "crossover round");
-      ++stats.segments_skipped;
-      if (clip_ && inbox.refused_non_finite(from, s)) clip_->refused(from);
-      if (!inbox.refused_non_finite(from, s)) deadlines_.missed(from);
+    const auto wait = deadlines_.wait_for(from);
+    if (wait == SegmentDeadlines::Duration::zero()) {
+      unwaited.push_back(s);
       continue;
     }
-    deadlines_.arrived(from, msg->arrived - start);
-    mix(from, s, params.subspan(seg.offset, seg.length), *msg, stats);
+    receive(inbox, from, s, start, start + wait, renudge, params, stats);
+  }
+  for (const uint32_t s : unwaited) {
+    receive(inbox, view.member(plan[s].receive_from), s, start, std::nullopt, renudge, params, stats);
   }
   if (clip_) stats.named = clip_->end_round();
   return stats;
+}
+
+void CrossoverGossip::receive(SegmentInbox& inbox, const std::string& from, uint32_t s,
+                              Clock::time_point start, std::optional<Clock::time_point> deadline,
+                              std::chrono::milliseconds renudge, std::span<float> params, RoundStats& stats) {
+  const auto& seg = segments_[s];
+  auto msg = inbox.receive(from, s, seg.length, deadline.value_or(Clock::now()), options_.stop, renudge);
+  if (!msg) {
+    if (options_.stop.stop_requested()) throw Aborted(node_.id(), "crossover round");
+    ++stats.segments_skipped;
+    if (clip_ && inbox.refused_non_finite(from, s)) clip_->refused(from);
+    if (deadline && !inbox.refused_non_finite(from, s)) deadlines_.missed(from);
+    return;
+  }
+  deadlines_.arrived(from, msg->arrived - start);
+  mix(from, s, params.subspan(seg.offset, seg.length), *msg, stats);
 }
 
 HierarchicalCrossover::HierarchicalCrossover(Node& node, SegmentTable segments, GossipOptions options,

@@ -106,6 +106,12 @@ class CrossoverGossip {
   const SegmentDeadlines& deadlines() const { return deadlines_; }
 
  private:
+  // Receives segment s from `from` by `deadline` (nullopt: not waited for,
+  // taken only if it is in) and mixes it in; counts it in `stats`.
+  void receive(SegmentInbox& inbox, const std::string& from, uint32_t s,
+               std::chrono::steady_clock::time_point start,
+               std::optional<std::chrono::steady_clock::time_point> deadline,
+               std::chrono::milliseconds renudge, std::span<float> params, RoundStats& stats);
   // Mixes the received segment s of `peer` into x; counts it in `stats`.
   void mix(const std::string& peer, uint32_t s, std::span<float> x, const Message& msg, RoundStats& stats);
 

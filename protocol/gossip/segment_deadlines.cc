@@ -22,6 +22,15 @@ SegmentDeadlines::SegmentDeadlines(DeadlineSpec spec) : spec_(spec), current_(sp
   spec_.per_peer = std::max<size_t>(1, spec_.per_peer);
 }
 
+Duration SegmentDeadlines::wait_for(const std::string& peer) {
+  if (!spec_.adaptive || peers_.size() < spec_.warm_up) return current_;
+  const auto it = peers_.find(peer);
+  if (it == peers_.end() || it->second.median <= current_) return current_;
+  if (++it->second.passed < std::max<size_t>(1, spec_.probe_every)) return Duration::zero();
+  it->second.passed = 0;
+  return current_;
+}
+
 void SegmentDeadlines::arrived(const std::string& peer, Duration after) {
   record(peer, std::max(after, Duration::zero()));
 }

@@ -15,10 +15,13 @@ namespace gossipd::protocol {
 // from the start of the round they were for: phase noise between members
 // moves single arrivals, not medians); the deadline is the `quantile` of
 // those medians over the peers seen, times 1 + `slack`, plus `margin`; never
-// above `ceiling` (--segment-deadline-ms) nor below `floor`. So a slow link
-// or member — fewer than 1 − quantile of the peers — costs its own segments
-// (skipped, as a late one always was) and not everyone's round; a per-peer
-// deadline would wait for it every round it is drawn.
+// above `ceiling` (--segment-deadline-ms) nor below `floor`. A peer whose
+// typical arrival is past that deadline is not waited for at all (its
+// segment is taken if it is in when the round has the others), except
+// every `probe_every`-th time it is drawn: so a slow link or member —
+// fewer than 1 − quantile of the peers — costs its own segments (skipped,
+// as a late one always was) and not everyone's round, and one that comes
+// in time again is seen to.
 struct DeadlineSpec {
   std::chrono::milliseconds ceiling{2000};
   bool adaptive = false;
@@ -29,6 +32,9 @@ struct DeadlineSpec {
   size_t per_peer = 8;
   // Until this many peers are seen the ceiling holds.
   size_t warm_up = 4;
+  // A peer typically later than the deadline is waited for every this many
+  // times it is drawn (1: always, as a fixed deadline does).
+  size_t probe_every = 8;
 };
 
 // One member's segment deadlines, learned round by round. A segment that
@@ -46,9 +52,13 @@ class SegmentDeadlines {
 
   // How long after a round's start its segments are waited for now.
   Duration current() const { return current_; }
+  // How long after a round's start `peer`'s segment is waited for this
+  // time it is drawn: current(), or zero for a peer typically later than
+  // that (adaptive, warmed up), but for every probe_every-th draw of it.
+  Duration wait_for(const std::string& peer);
   // `peer`'s segment arrived `after` its round's start (0 if it came before).
   void arrived(const std::string& peer, Duration after);
-  // `peer`'s segment was not in by the deadline current() gave its round.
+  // `peer`'s segment was not in by the wait wait_for gave it (above zero).
   void missed(const std::string& peer);
   // `peer`'s typical arrival now (its median); the ceiling for a peer not seen.
   Duration typical(const std::string& peer) const;
@@ -62,6 +72,7 @@ class SegmentDeadlines {
     std::vector<Duration> ring;
     size_t next = 0;
     Duration median{};
+    size_t passed = 0;  // draws not waited for since the last wait
   };
   void record(const std::string& peer, Duration sample);
   Duration from_medians() const;

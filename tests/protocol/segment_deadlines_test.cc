@@ -73,6 +73,32 @@ TEST(SegmentDeadlines, APeerThatIsFastAgainIsTakenBack) {
   EXPECT_LE(d.typical(peer(9)), d.current());
 }
 
+TEST(SegmentDeadlines, APeerTypicallyPastTheDeadlineIsWaitedForOnlyEveryProbeEveryDraws) {
+  SegmentDeadlines d(adaptive(milliseconds(2000)));
+  for (int i = 0; i < 10; ++i) d.arrived(peer(i), milliseconds(10));
+  for (int k = 0; k < 8; ++k) d.missed(peer(9));
+  ASSERT_GT(d.typical(peer(9)), d.current());
+  EXPECT_EQ(d.wait_for(peer(0)), d.current()) << "a peer in time is waited for";
+  EXPECT_EQ(d.wait_for(peer(42)), d.current()) << "a peer not seen is waited for";
+  const size_t every = d.spec().probe_every;
+  for (int round = 0; round < 3; ++round) {
+    for (size_t k = 1; k < every; ++k) EXPECT_EQ(d.wait_for(peer(9)), milliseconds(0)) << "draw " << k;
+    EXPECT_EQ(d.wait_for(peer(9)), d.current()) << "its probe";
+  }
+  // In time again (its probes say so): waited for at every draw.
+  for (int k = 0; k < 5; ++k) d.arrived(peer(9), milliseconds(10));
+  for (size_t k = 0; k < every; ++k) EXPECT_EQ(d.wait_for(peer(9)), d.current());
+}
+
+TEST(SegmentDeadlines, AFixedDeadlineWaitsForEveryPeerWhateverItsArrivals) {
+  DeadlineSpec spec = adaptive(milliseconds(500));
+  spec.adaptive = false;
+  SegmentDeadlines d(spec);
+  for (int i = 0; i < 10; ++i) d.arrived(peer(i), milliseconds(10));
+  for (int k = 0; k < 8; ++k) d.missed(peer(9));
+  for (int k = 0; k < 20; ++k) EXPECT_EQ(d.wait_for(peer(9)), milliseconds(500));
+}
+
 TEST(SegmentDeadlines, ANetworkThatSlowsDownIsFollowedUpToTheCeiling) {
   SegmentDeadlines d(adaptive(milliseconds(1000)));
   for (int i = 0; i < 10; ++i) d.arrived(peer(i), milliseconds(5));
