@@ -119,11 +119,8 @@ SANITIZE_SKIP+='|^House\.'
 # five processes with a 1.5 s failure timeout have been run beside other
 # tests; and the partition of 8 namespace hosts, whose heal a test beside
 # it on the 2 cores slowed past its bound once in a clean-clone run (at a
-# 1.5 s failure timeout then); and the 36 processes under a bound on their
-# connections, whose descriptors (the inbound ones a busy receiver has not
-# yet seen closed) went past the budget daemon/README.md gives twice in
-# clean-clone runs, beside other tests (138 and 153 against 128).
-ALONE='^Protocols/Join\.AFifthWorker|^Partition\.FourAndFourHosts|^ConnectionBound\.ThirtySixMembers'
+# 1.5 s failure timeout then).
+ALONE='^Protocols/Join\.AFifthWorker|^Partition\.FourAndFourHosts'
 
 # ctest's own output, made short: no "Start" lines, and each finished test on
 # one line without the padding (ctest pads every line to the longest name,
