@@ -29,16 +29,15 @@ TrainingLoop::TrainingLoop(std::string id, trainer::Trainer& trainer, const trai
   }
 }
 
-TrainingLoop::CommTimer::~CommTimer() {
+TrainingLoop::SpanTimer::~SpanTimer() {
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  loop_.comm_seconds_ += s;
-  loop_.comm_total_.add(s);
-}
-
-TrainingLoop::ObserveTimer::~ObserveTimer() {
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  loop_.observed_seconds_ += s;
-  loop_.eval_seconds_ += s;
+  if (span_ == Span::kComm) {
+    loop_.comm_seconds_ += s;
+    loop_.comm_total_.add(s);
+  } else {
+    loop_.observed_seconds_ += s;
+    loop_.eval_seconds_ += s;
+  }
 }
 
 double TrainingLoop::comm_ms_per_round(uint64_t round) const {

@@ -81,36 +81,33 @@ class TrainingLoop {
   // member); checks `stop` between steps and throws protocol::Aborted.
   void run(size_t steps, std::stop_token stop, const Step& step, const BeforeEval& before_eval = nullptr);
 
-  // Counts the time from construction to destruction as communication: the
-  // training thread waiting on the protocol's exchange (a gossip round, an
-  // allreduce). Reported per round in /status, --metrics-out and compare's
-  // summary as comm_ms_per_round, and in gossipd_comm_seconds_total.
-  class CommTimer {
+  // Counts the time from construction to destruction as `span` (below).
+  class SpanTimer {
    public:
-    explicit CommTimer(TrainingLoop& loop) : loop_(loop), start_(std::chrono::steady_clock::now()) {}
-    ~CommTimer();
-    CommTimer(const CommTimer&) = delete;
-    CommTimer& operator=(const CommTimer&) = delete;
+    enum class Span { kComm, kObserved };
+    SpanTimer(TrainingLoop& loop, Span span)
+        : loop_(loop), span_(span), start_(std::chrono::steady_clock::now()) {}
+    ~SpanTimer();
+    SpanTimer(const SpanTimer&) = delete;
+    SpanTimer& operator=(const SpanTimer&) = delete;
 
    private:
     TrainingLoop& loop_;
+    Span span_;
     std::chrono::steady_clock::time_point start_;
   };
-
-  // Counts the time from construction to destruction as an observation of
-  // the run (the consensus distance's allreduces), as an evaluation is
-  // counted: neither training time (the round rate, time to a target) nor
-  // the step's compute or communication.
-  class ObserveTimer {
-   public:
-    explicit ObserveTimer(TrainingLoop& loop) : loop_(loop), start_(std::chrono::steady_clock::now()) {}
-    ~ObserveTimer();
-    ObserveTimer(const ObserveTimer&) = delete;
-    ObserveTimer& operator=(const ObserveTimer&) = delete;
-
-   private:
-    TrainingLoop& loop_;
-    std::chrono::steady_clock::time_point start_;
+  // Communication: the training thread waiting on the protocol's exchange
+  // (a gossip round, an allreduce). Reported per round in /status,
+  // --metrics-out and compare's summary as comm_ms_per_round, and in
+  // gossipd_comm_seconds_total.
+  struct CommTimer : SpanTimer {
+    explicit CommTimer(TrainingLoop& loop) : SpanTimer(loop, Span::kComm) {}
+  };
+  // An observation of the run (the consensus distance's allreduces),
+  // counted as an evaluation is: neither training time (the round rate,
+  // time to a target) nor the step's compute or communication.
+  struct ObserveTimer : SpanTimer {
+    explicit ObserveTimer(TrainingLoop& loop) : SpanTimer(loop, Span::kObserved) {}
   };
 
  private:
