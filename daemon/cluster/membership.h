@@ -215,7 +215,7 @@ class Membership {
   // The tick due now comes `late` (this process or thread did not run): the
   // timers of that time are moved by the pause instead of suspecting the
   // peers or this member for it.
-  void excuse_pause(Clock::duration late);
+  void excuse_pause(Clock::time_point now, Clock::duration late);
   // `evicted`: for silence (not a LEAVE or a restart): it may be a
   // partition's other side, which this member then looks for (reunion).
   void drop(const std::string& id, const std::string& why, bool evicted = false);

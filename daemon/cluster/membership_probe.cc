@@ -88,7 +88,7 @@ void Membership::send_probe(const Prober::Send& s) {
 // member's own silence, a new probe, anti-entropy, joiners that never came.
 void Membership::tick() {
   const auto now = Clock::now();
-  excuse_pause(now - next_tick_);
+  excuse_pause(now, now - next_tick_);
   {
     std::lock_guard lock(mu_);
     next_tick_ = now + period();
@@ -103,12 +103,16 @@ void Membership::tick() {
   expire_joiners();
 }
 
-void Membership::excuse_pause(Clock::duration late) {
+void Membership::excuse_pause(Clock::time_point now, Clock::duration late) {
   if (late <= options_.heartbeat_interval) return;  // scheduling jitter
   {
     std::lock_guard lock(mu_);
     if (!armed_) return;
-    heard_ += late;
+    // The pause is not silence, but no later than now: what reached the
+    // mailbox during the pause may have been handled (heard_ = now) before
+    // this tick, and silence counted from the future would let this
+    // member's suspicions evict every peer before it learns it was cut off.
+    heard_ = std::min(heard_ + late, now);
     suspicions_.postpone(late);
     adjust_health(+1);  // its own period came late: this member is the slow one
     prober_.reset();    // its ACK may be queued here, unread
