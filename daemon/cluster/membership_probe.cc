@@ -76,7 +76,7 @@ void Membership::send_probe(const Prober::Send& s) {
       *p.add_updates() = std::move(u);
   }
   try {
-    node_.transport().send(s.to, {protocol::envelope_frame(env)}, std::chrono::milliseconds(0));
+    node_.send_control(s.to, {protocol::envelope_frame(env)}, std::chrono::milliseconds(0));
   } catch (const std::exception& e) {
     // A full queue to a silent peer: its probe goes unanswered, and it is suspected.
     spdlog::debug("node '{}': {} to '{}' not sent: {}", node_.id(), proto::MessageType_Name(s.type), s.to,

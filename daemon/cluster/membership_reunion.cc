@@ -18,13 +18,14 @@
 #include <algorithm>
 
 #include "daemon/cluster/membership.h"  // the class whose reunion side this is
+#include "protocol/transport/lanes.h"
 
 namespace gossipd::daemon {
 namespace {
 
 // The transport's name for the connection a REUNION goes out on (the member
-// is no peer any more).
-std::string reunion_peer(const std::string& id) { return "reunion:" + id; }
+// is no peer any more): a lane, which the fault layer gives the peer's link.
+std::string reunion_peer(const std::string& id) { return protocol::lane_name(protocol::Lane::kReunion, id); }
 
 }  // namespace
 

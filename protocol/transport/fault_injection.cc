@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "protocol/transport/lanes.h"
 #include "protocol/wire/errors.h"
 
 namespace gossipd::protocol {
@@ -20,7 +21,7 @@ double tcp_packets(size_t bytes) { return std::ceil(static_cast<double>(bytes + 
 // A WAN link's part: the delay and jitter, a round trip more where a packet
 // was lost, and never before the message sent ahead of it.
 Clock::time_point FaultDice::over_link(const std::string& peer, size_t bytes, Clock::time_point due) {
-  const auto it = options_.links.find(peer);
+  const auto it = options_.links.find(std::string(lane_peer(peer)));  // a lane: its peer's link
   if (it == options_.links.end()) return due;
   const LinkFault& l = it->second;
   std::uniform_real_distribution<double> u(0.0, 1.0);

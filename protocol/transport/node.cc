@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <zmq.hpp>
 
+#include "protocol/transport/lanes.h"
 #include "protocol/transport/shared_payload_transport.h"
 #include "protocol/transport/zap_handler.h"
 #include "protocol/transport/zmq_transport.h"
@@ -88,6 +89,7 @@ void Node::start() {
 
 void Node::add_peer(const std::string& peer, const std::string& endpoint) {
   transport_->connect(peer, endpoint);  // first: an endpoint it cannot take must not leave a member behind
+  transport_->connect(lane_name(Lane::kControl, peer), endpoint);
   {
     std::lock_guard lock(peers_mu_);
     peer_endpoints_[peer] = endpoint;
@@ -108,6 +110,23 @@ void Node::remove_peer(const std::string& peer) {
   }
   validator_.remove_member(peer);
   transport_->disconnect(peer);
+  transport_->disconnect(lane_name(Lane::kControl, peer));
+}
+
+// The lane where the connection bound has room for two connections a peer
+// and is not below the default: a bound set lower asks for fewer
+// connections, and at 36 members with room for 16 the lanes' connections
+// (opened while a member knew few peers) closing and reopening the data's
+// lost segments or stalled rounds under load (daemon/README.md).
+void Node::send_control(const std::string& peer, std::vector<OutFrame> frames,
+                        std::chrono::milliseconds timeout) {
+  const int bound = options_.max_connections;
+  bool lane = bound == 0;
+  if (bound >= kDefaultMaxConnections) {
+    std::lock_guard lock(peers_mu_);
+    lane = 2 * peer_endpoints_.size() <= static_cast<size_t>(bound);
+  }
+  transport_->send(lane ? lane_name(Lane::kControl, peer) : peer, std::move(frames), timeout);
 }
 
 proto::Envelope Node::envelope(proto::MessageType type) const {

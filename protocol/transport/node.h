@@ -94,6 +94,11 @@ class Node {
   // throws (and changes nothing) when the transport cannot take `endpoint`.
   void add_peer(const std::string& peer, const std::string& endpoint);
   void remove_peer(const std::string& peer);
+  // Sends to `peer` on its control lane (lanes.h), which add_peer()
+  // connected: what goes there does not wait behind the bulk data sent to
+  // `peer`. Where max_connections is below its default or has no room for
+  // two connections a peer, on the peer's own connection. Throws as transport().send() does.
+  void send_control(const std::string& peer, std::vector<OutFrame> frames, std::chrono::milliseconds timeout);
 
   // An envelope with this node's version, cluster and sender filled in.
   proto::Envelope envelope(proto::MessageType type) const;

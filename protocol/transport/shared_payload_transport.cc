@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "protocol/transport/data_socket.h"
+#include "protocol/transport/lanes.h"
 
 namespace gossipd::protocol {
 namespace {
@@ -66,7 +67,8 @@ void SharedPayloadTransport::connect(const std::string& peer, const std::string&
   std::string& known = endpoints_[peer];
   if (known != endpoint) rings_.erase(peer);  // moved: another process, which cannot map the old ring
   known = endpoint;
-  if (same_host(inner_->endpoint(), endpoint) && refusals_[peer] < kRefusalsBeforeOff) {
+  // A lane carries small control messages inline: no ring of its own.
+  if (!is_lane(peer) && same_host(inner_->endpoint(), endpoint) && refusals_[peer] < kRefusalsBeforeOff) {
     same_host_.insert(peer);
   } else {
     same_host_.erase(peer);

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "protocol/transport/lanes.h"
 #include "protocol/wire/endpoint.h"
 #include "protocol/wire/errors.h"
 
@@ -255,15 +256,19 @@ void ZmqTransport::ask(Peer& p, const std::string& request) {
   once.set(zmq::sockopt::linger, static_cast<int>(options_.close_linger.count()));
 }
 
+// The peer's connection and its control lane's (lanes.h): the peer cannot
+// tell which of its inbound connections it asked about.
 void ZmqTransport::release(const std::string& peer) {
-  const auto p = peer_or_null(peer);
-  if (!p) return;
-  // A send using it now makes it the most recently used: it stays, and the
-  // peer asks again if it still holds too many.
-  std::unique_lock lock(p->mutex, std::try_to_lock);
-  if (!lock.owns_lock() || !p->connected) return;
-  close_socket(*p, static_cast<int>(options_.close_linger.count()));
-  ++closed_on_request_;
+  for (const std::string& name : {peer, lane_name(Lane::kControl, peer)}) {
+    const auto p = peer_or_null(name);
+    if (!p) continue;
+    // A send using it now makes it the most recently used: it stays, and the
+    // peer asks again if it still holds too many.
+    std::unique_lock lock(p->mutex, std::try_to_lock);
+    if (!lock.owns_lock() || !p->connected) continue;
+    close_socket(*p, static_cast<int>(options_.close_linger.count()));
+    ++closed_on_request_;
+  }
 }
 
 void ZmqTransport::disconnect(const std::string& peer) {

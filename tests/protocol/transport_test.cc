@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "protocol/transport/fault_injection.h"
+#include "protocol/transport/lanes.h"
 #include "protocol/transport/zmq_transport.h"
 #include "protocol/wire/errors.h"
 #include "tests/protocol/test_cluster.h"
@@ -163,6 +164,32 @@ TEST(FaultInjection, AWanLinkHoldsItsPeersMessagesForItsDelayAndJitterInOrder) {
   EXPECT_GE(r.due - now, milliseconds(90)) << "a lost packet's message waits the delay and a round trip more";
 }
 
+// A lane (lanes.h) is its peer's link, not its peer's stream: the link's
+// delay and jitter, but no waiting behind what the peer's main connection
+// holds. Ids are never taken for lanes.
+TEST(FaultInjection, ALaneHasItsPeersLinkButAStreamOfItsOwn) {
+  using std::chrono::milliseconds;
+  const std::string lane = lane_name(Lane::kControl, "far");
+  EXPECT_EQ(lane_peer(lane), "far");
+  EXPECT_TRUE(is_lane(lane));
+  EXPECT_NE(lane_name(Lane::kReunion, "far"), lane);
+  EXPECT_FALSE(is_lane("control:far"));
+  EXPECT_EQ(lane_peer("control:far"), "control:far");
+  // 1% of packets lost: a 1 MB message nearly always waits a round trip
+  // more (150 ms), and the messages behind it on its stream with it.
+  FaultOptions o;
+  o.links["far"] = {milliseconds(50), milliseconds(0), 0.01};
+  FaultDice dice(o);
+  const auto start = std::chrono::steady_clock::now();
+  auto far_last = start;
+  for (int i = 0; i < 10; ++i) far_last = std::max(far_last, dice.roll("far", 1 << 20).due);
+  ASSERT_GE(far_last - start, milliseconds(150));
+  EXPECT_GE(dice.roll("far", 100).due, far_last) << "the main stream keeps its order";
+  const FaultDice::Roll r = dice.roll(lane, 100);  // one packet: lost 1 time in 100 (not with this seed)
+  EXPECT_GE(r.due - start, milliseconds(50)) << "a lane message skipped its link's delay";
+  EXPECT_LT(r.due, far_last) << "a lane message waited behind its peer's main stream";
+}
+
 TEST(ZmqTransport, IpcEndpoint) {
   gossipd::testing::TempDir dir("gossipd_ipc");
   const std::string path = "ipc://" + dir.file("b.sock");
@@ -271,6 +298,27 @@ TEST(Node, SeveralNodesInOneProcessExchangeControlMessages) {
     ASSERT_TRUE(m);
     EXPECT_EQ(m->envelope.sender(), cluster.node((i + 2) % 3).id());
     EXPECT_EQ(cluster.node(i).counters().total(), 0u);
+  }
+}
+
+// send_control goes on the peer's control lane, a connection of its own,
+// where the connection bound has room for two a peer (and is not set below
+// its default); else on the peer's connection. Either way it arrives as from the sender.
+TEST(Node, ControlMessagesTakeALaneWhereTheBoundHasRoomForIt) {
+  for (const int bound : {64, 16, 2}) {
+    SCOPED_TRACE("--max-connections " + std::to_string(bound));
+    testing::TestCluster cluster(3, [&](size_t, NodeOptions& o) { o.max_connections = bound; });
+    Node& from = cluster.node(0);
+    Node& to = cluster.node(1);
+    from.transport().send(to.id(), {envelope_frame(from.envelope(proto::HEARTBEAT))},
+                          std::chrono::seconds(5));
+    from.send_control(to.id(), {envelope_frame(from.envelope(proto::PING))}, std::chrono::seconds(5));
+    for (const auto type : {proto::HEARTBEAT, proto::PING}) {
+      auto m = to.mailbox().pop(type, std::chrono::steady_clock::now() + std::chrono::seconds(5), {});
+      ASSERT_TRUE(m);
+      EXPECT_EQ(m->envelope.sender(), from.id());
+    }
+    EXPECT_EQ(from.transport().connection_counts().opened, bound == 64 ? 2u : 1u);
   }
 }
 
