@@ -10,6 +10,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <thread>
 
 #include "protocol/shm/payload_ring.h"
@@ -197,11 +198,19 @@ TEST(SharedPayloads, AReaderThatRestartedGetsANewRingAfterOneRefusedPayload) {
       10s))
       << "the port of the old b never came free";
   b2->connect("a", a->endpoint());  // it answers a, as a member does
-  a->send("b", big_message(kBig, 10), 5s);
-  auto got = b2->receive(5s);
-  ASSERT_TRUE(got);
+  // What a sends before its side of the old connection has seen it close
+  // is lost with it (once under the sanitizers): a sends until one arrives.
+  std::optional<RawMessage> got;
+  ASSERT_TRUE(gossipd::testing::wait_until(
+      [&] {
+        a->send("b", big_message(kBig, 10), 5s);
+        got = b2->receive(2s);
+        return got.has_value();
+      },
+      30s))
+      << "nothing reached the restarted b";
   EXPECT_EQ(got->frames.at(1).size(), 0u) << "a payload in a ring b2 cannot map";
-  EXPECT_EQ(b2->descriptors_refused(), 1u);
+  EXPECT_GE(b2->descriptors_refused(), 1u);
   ASSERT_TRUE(gossipd::testing::wait_until(
       [&] {
         a->receive(10ms);  // takes the notice
