@@ -5,8 +5,9 @@
 namespace gossipd::protocol {
 namespace {
 
-// A NUL cannot start a member id (ids are printable), so no id is taken
-// for a lane.
+// A NUL cannot start a member id: ids come from argv and config strings,
+// which cannot carry one (ids are not otherwise checked), so no id is
+// taken for a lane.
 constexpr std::array<std::string_view, 2> kPrefixes{std::string_view("\0control:", 9),
                                                     std::string_view("\0reunion:", 9)};
 
