@@ -26,6 +26,7 @@ HostedMode::HostedMode(const Mode& inner, HostedLayout layout, StepRendezvous& r
     throw UsageError("algo '" + inner.name() +
                      "' is not data parallel over whole replicas: a host trains with " + names);
   }
+  if (const std::string why = inner.why_not_hosted(); !why.empty()) throw UsageError(why);
   if (layout_.steps_per_epoch == 0) throw UsageError("steps_per_epoch must be at least 1");
   if (layout_.state_per_param == 0 || layout_.state_per_param > 8)
     throw UsageError("state_per_param " + std::to_string(layout_.state_per_param) +

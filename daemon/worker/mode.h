@@ -121,6 +121,8 @@ class Mode {
   // the whole model, the mode averages what it computed): data parallel over
   // whole replicas.
   virtual bool hostable() const { return false; }
+  // Why a hostable mode cannot be hosted with the flags given (empty: it can).
+  virtual std::string why_not_hosted() const { return ""; }
   // Whether a step that failed under a member's death is taken again once
   // the mode has recovered (AllReduce-SGD re-forms its ring and retries): a
   // host's gradients of that step must then be kept for the retry.

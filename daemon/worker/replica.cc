@@ -17,6 +17,10 @@ std::vector<float> TrainedReplica::params() const {
   return {p.begin(), p.end()};
 }
 
+void TrainedReplica::flip_labels() {
+  for (uint8_t& y : train_.labels) y = static_cast<uint8_t>(train_.classes - 1 - y);
+}
+
 std::string TrainedReplica::config_summary() const {
   char line[160];
   std::snprintf(line, sizeof(line), "%zu parameters in %zu segments, %zu training samples",

@@ -73,6 +73,9 @@ class TrainedReplica : public Replica {
   trainer::Trainer& trainer() { return *trainer_; }
   const trainer::Trainer& trainer() const { return *trainer_; }
   const trainer::Dataset& train() const { return train_; }
+  // Poisoned data (--inject-byzantine label_flip): every training label y
+  // becomes classes − 1 − y, where the trainer reads it.
+  void flip_labels();
   const trainer::Dataset& test() const { return test_; }
 
  private:

@@ -5,6 +5,7 @@
 #include "daemon/config/cli.h"
 #include "daemon/config/mode_flags.h"
 #include "daemon/worker/mode.h"
+#include "daemon/worker/replica.h"
 
 namespace gossipd::daemon {
 namespace {
@@ -39,11 +40,13 @@ std::string attack_list() {
 
 // --inject-byzantine.
 void add_attack_flag(ModeFlags& f, RobustFlags& into, const std::string& what) {
-  f.option("--inject-byzantine", into.inject_byzantine,
-           "Fault injection: this member sends Byzantine " + what + ": KIND[:MAGNITUDE], KIND one of " +
-               attack_list() +
-               " (scaled: the factor, default 1000; noise: the standard deviation, default 1). It trains and "
-               "mixes as an honest member does");
+  f.option(
+      "--inject-byzantine", into.inject_byzantine,
+      "Fault injection: this member sends Byzantine " + what + ": KIND[:MAGNITUDE], KIND one of " +
+          attack_list() +
+          " (scaled: the factor, default 1000; noise: the standard deviation, default 1; ipm: ε, default "
+          "0.1; alie: z, default 1; dissensus: ε, default 1; label_flip trains on flipped labels and "
+          "sends what it trained). It trains and mixes as an honest member does");
 }
 
 }  // namespace
@@ -69,7 +72,7 @@ std::optional<protocol::AttackSpec> checked_attack(const RobustFlags& flags, uin
   if (value.empty()) return spec;
   if (protocol::default_magnitude(*kind) == 0)
     throw UsageError("--inject-byzantine '" + flags.inject_byzantine + "': " + name +
-                     " takes no value (scaled and noise do)");
+                     " takes no value (scaled, noise, ipm, alie and dissensus do)");
   spec.magnitude = positive("--inject-byzantine", flags.inject_byzantine, value);
   return spec;
 }
@@ -103,6 +106,21 @@ void add_robust_launch(EntryLaunch& l, const EntryContext& c) {
 
 bool robust_given(const RobustFlags& flags) {
   return !flags.inject_byzantine.empty() || flags.robust != "none";
+}
+
+std::unique_ptr<Replica> poisoned(std::unique_ptr<Replica> loaded, const RobustFlags& flags) {
+  const auto attack = checked_attack(flags, 0);
+  if (attack && protocol::attack_poisons_data(attack->kind) && loaded->trained())
+    loaded->trained()->flip_labels();
+  return loaded;
+}
+
+std::string why_not_hosted(const RobustFlags& flags) {
+  const auto attack = checked_attack(flags, 0);
+  if (!attack || !protocol::attack_poisons_data(attack->kind)) return "";
+  return "inject_byzantine='label_flip' poisons the daemon's own trainer's data, and a host trains on its "
+         "own: "
+         "flip the labels in the host's data loader instead";
 }
 
 }  // namespace gossipd::daemon

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -12,6 +13,7 @@ namespace gossipd::daemon {
 class ModeFlags;
 struct EntryContext;
 struct EntryLaunch;
+class Replica;
 
 // gossipd run's --inject-byzantine and --robust, as the modes that average
 // what members send take them (flat Crossover-SGD, SGP and OSGP; AllReduce-SGD).
@@ -37,5 +39,11 @@ void add_byzantine_launch(EntryLaunch& launch, const EntryContext& context);
 void add_robust_launch(EntryLaunch& launch, const EntryContext& context);
 // Either flag given.
 bool robust_given(const RobustFlags& flags);
+// The replica a member with these flags trains: `loaded`, its labels
+// flipped for --inject-byzantine label_flip (an attack in the data).
+std::unique_ptr<Replica> poisoned(std::unique_ptr<Replica> loaded, const RobustFlags& flags);
+// Why a member with these flags cannot be hosted (Mode::why_not_hosted):
+// label_flip poisons the daemon's own trainer, which a host does not use.
+std::string why_not_hosted(const RobustFlags& flags);
 
 }  // namespace gossipd::daemon

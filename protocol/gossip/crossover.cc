@@ -26,7 +26,7 @@ void average_into(std::span<float> x, const Message& msg) {
 size_t send_segment(SegmentInbox& inbox, ErrorFeedback& feedback, const std::string& to, uint32_t s,
                     size_t offset, std::span<const float> x, std::chrono::milliseconds timeout,
                     SegmentAttack* attack = nullptr) {
-  if (attack) x = attack->apply(s, inbox.round(), x);
+  if (attack) x = attack->apply(s, inbox.round(), x, to);
   const EncodedSegment data = feedback.encode(offset, x);
   const size_t bytes = inbox.send(to, s, data, std::nullopt, timeout);
   if (bytes > 0) feedback.sent(offset, x, data);
@@ -69,9 +69,12 @@ void CrossoverGossip::mix(const std::string& peer, uint32_t s, std::span<float> 
     ++stats.segments_skipped;
     return;
   }
-  if (clip_) {
+  if (clip_ || (attack_ && attack_->observes())) {
     received_.resize(x.size());
     std::memcpy(received_.data(), msg.payload.at(0).data(), x.size() * sizeof(float));
+  }
+  if (attack_) attack_->observe(peer, s, received_, x);  // an attacker learning the honest replicas
+  if (clip_) {
     stats.segments_clipped += clip_->mix(peer, s, x, received_);
   } else {
     average_into(x, msg);

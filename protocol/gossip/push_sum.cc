@@ -24,14 +24,28 @@ PushSumGossip::PushSumGossip(Node& node, SegmentTable segments, GossipOptions op
   if (options_.clip) clip_ = std::make_unique<ClippedGossip>(*options_.clip);
 }
 
-std::span<const float> PushSumGossip::outbound(uint32_t s, uint64_t round, std::span<const float> xs) {
+std::span<const float> PushSumGossip::outbound(uint32_t s, uint64_t round, std::span<const float> xs,
+                                               std::string_view to) {
   if (!attack_) return xs;
   const double w = weights_[s];
   scratch_.resize(xs.size());
   for (size_t i = 0; i < xs.size(); ++i) scratch_[i] = static_cast<float>(xs[i] / w);
-  const auto z = attack_->apply(s, round, scratch_);
+  const auto z = attack_->apply(s, round, scratch_, to);
   for (size_t i = 0; i < xs.size(); ++i) scratch_[i] = static_cast<float>(z[i] * w);
   return scratch_;
+}
+
+void PushSumGossip::observe(const std::string& peer, uint32_t s, std::span<const float> xs,
+                            const Message& msg, double w) {
+  received_.resize(xs.size());
+  std::memcpy(received_.data(), msg.payload.at(0).data(), xs.size() * sizeof(float));
+  const auto in = static_cast<float>(1 / w), own = static_cast<float>(1 / weights_[s]);
+  observed_.resize(xs.size());
+  for (size_t i = 0; i < xs.size(); ++i) {
+    received_[i] *= in;
+    observed_[i] = xs[i] * own;
+  }
+  attack_->observe(peer, s, received_, observed_);
 }
 
 void PushSumGossip::mix_clipped(const std::string& peer, uint32_t s, std::span<float> xs, const Message& msg,
@@ -148,7 +162,7 @@ void PushSumGossip::push(const topology::View& view, uint64_t round, std::span<f
     auto xs = x.subspan(seg.offset, seg.length);
     for (float& v : xs) v *= share;  // keep our share; push the same share
     weights_[s] *= share;
-    const std::span<const float> pushed = outbound(s, round, xs);
+    const std::span<const float> pushed = outbound(s, round, xs, out.empty() ? "" : view.member(out[0]));
     const EncodedSegment data = feedback_.encode(seg.offset, pushed);  // one payload for every out-peer
     size_t failed = 0;
     for (size_t k = 0; k < out.size(); ++k) {
@@ -196,6 +210,7 @@ void PushSumGossip::fold_in(const topology::View& view, SegmentInbox& inbox, std
         ++stats.segments_skipped;
         continue;
       }
+      if (attack_ && attack_->observes()) observe(peer, s, x.subspan(seg.offset, seg.length), *msg, w);
       if (clip_) {
         mix_clipped(peer, s, x.subspan(seg.offset, seg.length), *msg, w, stats);
         continue;

@@ -81,8 +81,13 @@ class PushSumGossip {
                RoundStats& stats);
   void keep_weights_up(std::span<float> x);
   // What segment s carries to the out-peers: the share xs, or an
-  // attacker's attack on its de-biased values (times its weight).
-  std::span<const float> outbound(uint32_t s, uint64_t round, std::span<const float> xs);
+  // attacker's attack on its de-biased values (times its weight). One
+  // payload goes to every out-peer: an attack aimed at a receiver aims at
+  // `to`, the first.
+  std::span<const float> outbound(uint32_t s, uint64_t round, std::span<const float> xs, std::string_view to);
+  // An attacker that learns from what it receives (--inject-byzantine alie,
+  // dissensus) sees `peer`'s push `msg` of weight w, de-biased.
+  void observe(const std::string& peer, uint32_t s, std::span<const float> xs, const Message& msg, double w);
   // --robust clip: mixes `peer`'s push `msg` of weight w into segment s.
   void mix_clipped(const std::string& peer, uint32_t s, std::span<float> xs, const Message& msg, double w,
                    RoundStats& stats);
@@ -100,6 +105,7 @@ class PushSumGossip {
   std::unique_ptr<ClippedGossip> clip_;
   SegmentDeadlines deadlines_;
   std::vector<float> scratch_, received_;  // an attacked share; a received segment's z
+  std::vector<float> observed_;            // observe(): the own z
 };
 
 }  // namespace gossipd::protocol

@@ -13,8 +13,10 @@
 #include "daemon/config/cli.h"
 #include "daemon/ctl/child_process.h"
 #include "daemon/ctl/compare_args.h"
+#include "daemon/ctl/compare_byzantine_preset.h"
 #include "daemon/ctl/compare_hosts.h"
 #include "daemon/observe/metrics_log.h"
+#include "protocol/robust/attack.h"
 #include "tests/support/cluster.h"
 #include "tests/support/process.h"
 #include "tests/support/records.h"
@@ -246,8 +248,32 @@ TEST_F(CompareTest, AByzantineWorkerOrDefenceThatCannotRunIsOneLine) {
            {{"--algos", "groups:2", "--robust", "clip"}, "--robust: groups takes only none"},
            {{"--algos", "groups:2", "--preset", "byzantine"}, "--robust: groups takes only none"},
            {{"--algos", "crossover", "--robust", "clip:-1"},
-            "--robust 'clip:-1': '-1' is not a number above 0"}})
+            "--robust 'clip:-1': '-1' is not a number above 0"},
+           {{"--algos", "allreduce", "--inject-byzantine", "w1=alie"},
+            "--inject-byzantine alie: allreduce's members receive no one's copy"},
+           {{"--inject-byzantine", "w1=ipm:0"}, "'0' is not a number above 0"}})
     expect_refused(args, needle);
+}
+
+// Without --inject-byzantine the preset runs every attack that each entry
+// takes: AllReduce-SGD refuses those aimed with what a member receives.
+TEST(ByzantinePreset, ByDefaultItRunsEveryAttackEveryEntryTakes) {
+  const auto names = [](std::vector<std::string> algos) {
+    daemon::CompareOptions o;
+    o.workers = 4;
+    o.algos = std::move(algos);
+    std::set<std::string> out;
+    for (const auto& run : daemon::byzantine_runs(o)) out.insert(run.name);
+    return out;
+  };
+  const auto gossip = names({"crossover", "sgp"});
+  for (const std::string& kind : protocol::attack_names())
+    for (const std::string d : {"-none", "-clip"}) EXPECT_TRUE(gossip.contains(kind + d)) << kind + d;
+  const auto with_allreduce = names({"crossover", "allreduce"});
+  EXPECT_TRUE(with_allreduce.contains("ipm-clip"));
+  EXPECT_TRUE(with_allreduce.contains("label_flip-none"));
+  EXPECT_FALSE(with_allreduce.contains("alie-none"));
+  EXPECT_FALSE(with_allreduce.contains("dissensus-clip"));
 }
 
 // --preset stragglers: the same entries at equal speed, then with the last

@@ -64,6 +64,46 @@ TEST(Attacks, StaleReplaysEachSegmentAsFirstSent) {
   EXPECT_EQ(stale.apply(1, 8, std::vector<float>{7})[0], 5.0f);
 }
 
+TEST(Attacks, IpmSendsMinusEpsilonTimesTheValuesAndLabelFlipSendsThemAsTheyAre) {
+  const std::vector<float> x{1.0f, -2.0f};
+  SegmentAttack ipm({AttackKind::kIpm});
+  EXPECT_FLOAT_EQ(ipm.apply(0, 1, x)[0], -0.1f);
+  EXPECT_FLOAT_EQ(ipm.apply(0, 1, x)[1], 0.2f);
+  SegmentAttack flip({AttackKind::kLabelFlip});
+  const auto same = flip.apply(0, 1, x);
+  EXPECT_EQ(std::vector<float>(same.begin(), same.end()), x);
+  EXPECT_TRUE(attack_poisons_data(AttackKind::kLabelFlip));
+  EXPECT_FALSE(attack_poisons_data(AttackKind::kIpm));
+}
+
+TEST(Attacks, AlieSubtractsZTimesTheSpreadItReceivedAroundItsOwnValues) {
+  SegmentAttack alie({AttackKind::kAlie, 2.0});
+  const std::vector<float> x{1.0f, 1.0f};
+  auto sent = alie.apply(0, 1, x, "w1");
+  EXPECT_EQ(std::vector<float>(sent.begin(), sent.end()), x) << "nothing received yet: its own values";
+  alie.observe("w1", 0, std::vector<float>{1.5f, 0.0f}, x);  // spread 0.5, 1
+  sent = alie.apply(0, 2, x, "w2");
+  EXPECT_FLOAT_EQ(sent[0], 0.0f);
+  EXPECT_FLOAT_EQ(sent[1], -1.0f);
+  alie.observe("w2", 0, std::vector<float>{1.0f, 1.0f}, x);  // mean square 3/4 of before
+  EXPECT_FLOAT_EQ(alie.apply(0, 3, x)[1], 1.0f - 2.0f * std::sqrt(0.75f));
+  EXPECT_FLOAT_EQ(alie.apply(1, 3, x)[1], 1.0f) << "another segment has its own spread";
+}
+
+TEST(Attacks, DissensusPushesEachReceiverAwayFromTheAttackersOwnValues) {
+  SegmentAttack d({AttackKind::kDissensus, 0.5});
+  const std::vector<float> x{1.0f, 1.0f};
+  d.observe("w1", 0, std::vector<float>{3.0f, 0.0f}, x);
+  const auto to_w1 = d.apply(0, 2, x, "w1");
+  EXPECT_FLOAT_EQ(to_w1[0], 4.0f);   // 3 + 0.5·(3 − 1)
+  EXPECT_FLOAT_EQ(to_w1[1], -0.5f);  // 0 + 0.5·(0 − 1)
+  const auto to_w2 = d.apply(0, 2, x, "w2");
+  EXPECT_EQ(std::vector<float>(to_w2.begin(), to_w2.end()), x) << "never heard from w2: its own values";
+  SegmentAttack honest_flip({AttackKind::kSignFlip});
+  honest_flip.observe("w1", 0, std::vector<float>{3.0f, 0.0f}, x);  // kept by no attack that needs none
+  EXPECT_FLOAT_EQ(honest_flip.apply(0, 2, x, "w1")[0], -1.0f);
+}
+
 TEST(Attacks, NamesRoundTripAndAnUnknownOneIsNone) {
   for (const std::string& name : attack_names()) {
     ASSERT_TRUE(attack_from_name(name)) << name;
@@ -274,7 +314,7 @@ TEST_P(OneByzantineOfEight, ClippedGossipKeepsTheHonestNearTheirMeanAndEveryHone
 
 INSTANTIATE_TEST_SUITE_P(Attacks, OneByzantineOfEight,
                          ::testing::Values(AttackKind::kSignFlip, AttackKind::kScaled, AttackKind::kNoise,
-                                           AttackKind::kNonFinite, AttackKind::kStale),
+                                           AttackKind::kNonFinite, AttackKind::kStale, AttackKind::kIpm),
                          [](const ::testing::TestParamInfo<AttackKind>& kind) {
                            return std::string(attack_name(kind.param));
                          });

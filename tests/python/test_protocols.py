@@ -266,9 +266,15 @@ def test_a_scaled_attacker_is_named_by_every_honest_member_and_the_replica_stays
         assert named == [f"w{bad}"], seen[rank].get("robustness")
 
 
-def test_an_unknown_defence_is_one_line(closing):
-    w = gd.Worker(id="a", algo="allreduce", robust="krum")
+# An unknown defence, and label_flip (the daemon's label_flip poisons its
+# own trainer's data; a host trains on its own): one line each.
+@pytest.mark.parametrize("flags, message", [
+    ({"algo": "allreduce", "robust": "krum"}, "--robust 'krum' is not a defence"),
+    ({"algo": "crossover", "inject_byzantine": "label_flip"}, "label_flip' poisons the daemon's own trainer's data"),
+])
+def test_a_robust_flag_a_hosted_member_cannot_use_is_one_line(closing, flags, message):
+    w = gd.Worker(id="a", **flags)
     closing(w)
     model = small_model()
-    with pytest.raises(ValueError, match="--robust 'krum' is not a defence"):
+    with pytest.raises(ValueError, match=message):
         gd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1), model, w)

@@ -36,7 +36,7 @@ class AllreduceMode : public Mode {
     if (local_steps_ == 0) throw UsageError("--local-steps 0: take at least 1 step per exchange");
     check_outer_momentum(outer_momentum_, local_steps_);
     checked_codec(compress_);
-    checked_attack(robust_, 0);
+    check_attack(robust_);
     if (local_steps_ > 1 && !robust_.inject_byzantine.empty())
       throw UsageError(
           "--inject-byzantine with --local-steps: local SGD's parameter averages take no attack yet");
@@ -57,7 +57,12 @@ class AllreduceMode : public Mode {
     if (const std::string m = c.value_of("--outer-momentum", "0"); m != "0")
       l.flags.insert(l.flags.end(), {"--outer-momentum", checked_outer_momentum(m)});
     add_robust_launch(l, c);
+    for (const auto& [k, attack] : c.byzantine) check_attack(RobustFlags{attack});
     return l;
+  }
+  std::string why_not_hosted() const override { return daemon::why_not_hosted(robust_); }
+  std::unique_ptr<Replica> load(const RunOptions& o, const Placement& where) const override {
+    return poisoned(Mode::load(o, where), robust_);
   }
   std::unique_ptr<Worker> make_worker(WorkerContext& c) const override {
     return make_allreduce_worker(
@@ -87,6 +92,14 @@ class AllreduceMode : public Mode {
   uint32_t local_steps_ = 1;
   float outer_momentum_ = 0.0f;
   CompressFlags compress_{};
+  // An attack aimed with what a member receives: refused in one line.
+  static void check_attack(const RobustFlags& flags) {
+    if (const auto a = checked_attack(flags, 0); a && protocol::attack_observes(a->kind))
+      throw UsageError("--inject-byzantine " + std::string(protocol::attack_name(a->kind)) +
+                       ": allreduce's members receive no one's copy of the gradients to aim it with; use "
+                       "sign_flip, scaled, noise, non_finite, stale, ipm or label_flip");
+  }
+
   RobustFlags robust_{};  // --inject-byzantine, --robust
 };
 

@@ -144,6 +144,10 @@ class GossipMode : public Mode {
   bool groups_by_label() const override { return flags_.hierarchical; }
   std::string join_name() const override { return name() + (flags_.hierarchical ? "-hierarchical" : ""); }
   bool shares_on_segments() const override { return algo_ != GossipAlgo::kCrossover; }  // push-sum weights
+  std::string why_not_hosted() const override { return daemon::why_not_hosted(flags_.robust); }
+  std::unique_ptr<Replica> load(const RunOptions& o, const Placement& where) const override {
+    return poisoned(Mode::load(o, where), flags_.robust);
+  }
   std::unique_ptr<Worker> make_worker(WorkerContext& c) const override {
     return make_gossip_worker(c, algo_, flags_);
   }
