@@ -1,6 +1,7 @@
 #include "daemon/modes/groups/shard_requests.h"
 
 #include "daemon/modes/groups/shard_wire.h"
+#include "protocol/wire/codec.h"
 
 namespace gossipd::daemon {
 
@@ -38,6 +39,14 @@ void ShardRequests::push(const protocol::Message& m, const std::string& group, c
   const std::string& from = m.envelope.sender();
   const proto::ShardNote& note = msg.note;
   const std::vector<float> grad = shard_values(m);
+  if (!protocol::all_finite(std::as_bytes(std::span<const float>(grad)))) {
+    // Held against the sender; the group goes on with the shard as it was.
+    node_.reject_log().reject(from, protocol::RejectReason::kNonFinite,
+                              "shard " + std::to_string(shard) + " push of step " + std::to_string(step) +
+                                  " holds NaN or an infinity: not applied");
+    answer(from, step, shard);
+    return;
+  }
   const ShardPush push{group, step, note.version(), note.learning_rate(), shard, grad};
   switch (store_.push(push)) {
     case PushOutcome::kApplied:

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <stop_token>
@@ -148,6 +150,43 @@ TEST(ShardService, PushesNotOwnedMisSizedOrRepeatedAreRefusedAndCountedAndServin
   std::vector<float> values(4);
   EXPECT_EQ(owner.store.read(1, values), 2u);
   EXPECT_FLOAT_EQ(values[0], 1.0f - 2 * kLr);
+}
+
+// A push holding NaN or an infinity (a member whose training diverged, or
+// one that cannot be trusted) is not applied: counted as non-finite against
+// its sender, answered with the shard as it was, and serving goes on.
+TEST(ShardService, APushHoldingNaNIsRefusedHeldAgainstItsSenderAndAnsweredWithTheShardAsItWas) {
+  TestCluster c(2);
+  View view(c.ids());
+  const ShardLayout layout(8, c.ids());
+  Member owner(c.node(1), view, layout, {{"n0", "cg0"}, {"n1", "cg1"}});
+  owner.service->follow_view();
+  ASSERT_TRUE(owner.store.owns(1));
+  owner.store.seed(1, std::vector<float>(4, 1.0f), 0);
+  protocol::Node& from = c.node(0);
+  auto push = [&](uint64_t step, float value) {
+    ShardMessage msg{proto::SHARD_PUSH, step, 1, {}};
+    msg.note.set_learning_rate(kLr);
+    std::vector<float> grad(4, 1.0f);
+    grad[2] = value;
+    return send_shard(from, "n1", kTags.request, msg, grad, 1000ms);
+  };
+  ASSERT_TRUE(push(1, std::numeric_limits<float>::quiet_NaN()));
+  ASSERT_TRUE(push(2, std::numeric_limits<float>::infinity()));
+  ASSERT_TRUE(push(3, 1.0f));
+  std::vector<float> answered;
+  for (int k = 0; k < 3; ++k) {
+    auto a = from.mailbox().pop_tag(kTags.answer, std::chrono::steady_clock::now() + 5s, {});
+    ASSERT_TRUE(a) << "answer " << k << " never came";
+    EXPECT_EQ(a->envelope.step(), static_cast<uint32_t>(proto::SHARD_FRESH));
+    float first = 0;
+    std::memcpy(&first, a->payload.at(0).data(), sizeof(float));
+    answered.push_back(first);
+  }
+  EXPECT_EQ(answered, (std::vector<float>{1.0f, 1.0f, 1.0f - kLr})) << "the refused pushes left it as it was";
+  EXPECT_EQ(owner.store.stats().applied, 1u);
+  EXPECT_EQ(c.node(1).counters().get(protocol::RejectReason::kNonFinite), 2u);
+  EXPECT_EQ(c.node(1).counters().against().at("n0"), 2u);
 }
 
 // --compress int8: a push in the run's codec is applied and answered in it;
