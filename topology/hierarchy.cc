@@ -24,21 +24,30 @@ std::optional<size_t> Groups::group_of(const std::string& id) const {
   return it->second;
 }
 
-const std::string& Groups::segment_owner(size_t group, uint32_t segment, GroupSpread spread) const {
+const std::string& Groups::segment_owner(size_t group, uint32_t segment, GroupSpread spread,
+                                         uint64_t round) const {
   const auto& m = groups_.at(group);
-  return spread == GroupSpread::kRoot ? m.front() : m[segment % m.size()];
+  switch (spread) {
+    case GroupSpread::kRoot:
+      return m.front();
+    case GroupSpread::kRotate:
+      return m[(segment + round) % m.size()];
+    default:
+      return m[segment % m.size()];
+  }
 }
 
 std::optional<GroupExchange> inter_group_exchange(const Groups& groups, uint32_t view_id,
                                                   const std::string& self, uint64_t seed, uint64_t round,
                                                   uint32_t segment, GroupSpread spread) {
   auto g = groups.group_of(self);
-  if (!g || groups.count() < 2 || groups.segment_owner(*g, segment, spread) != self) return std::nullopt;
+  if (!g || groups.count() < 2 || groups.segment_owner(*g, segment, spread, round) != self)
+    return std::nullopt;
   const auto p = derangement(groups.count(), seed, view_id, round, segment);
   GroupExchange e;
-  e.send_to = groups.segment_owner(p[*g], segment, spread);
+  e.send_to = groups.segment_owner(p[*g], segment, spread, round);
   for (size_t i = 0; i < p.size(); ++i) {
-    if (p[i] == *g) e.receive_from = groups.segment_owner(i, segment, spread);
+    if (p[i] == *g) e.receive_from = groups.segment_owner(i, segment, spread, round);
   }
   return e;
 }

@@ -14,6 +14,10 @@ namespace gossipd::topology {
 enum class GroupSpread {
   kSpread,  // member k of a group handles the segments s ≡ k (mod group size)
   kRoot,    // the group's first member handles every segment (the paper's scheme)
+  // member (s + round) mod group size handles segment s in round `round`:
+  // each owner hears a segment from every member of a partner group in
+  // turn, not from one alone (--robust clip learns its radius from them).
+  kRotate,
 };
 
 // Hierarchical groups: members with the same label form a group (`--group`,
@@ -29,8 +33,10 @@ class Groups {
   const std::vector<std::string>& members(size_t group) const { return groups_.at(group); }
   const std::string& label(size_t group) const { return labels_.at(group); }
   std::optional<size_t> group_of(const std::string& id) const;
-  // The member of `group` that handles `segment` in the inter-group exchange.
-  const std::string& segment_owner(size_t group, uint32_t segment, GroupSpread spread) const;
+  // The member of `group` that handles `segment` in the inter-group
+  // exchange of round `round` (which only kRotate reads).
+  const std::string& segment_owner(size_t group, uint32_t segment, GroupSpread spread,
+                                   uint64_t round = 0) const;
 
  private:
   std::vector<std::string> labels_;

@@ -4,15 +4,14 @@
 
 namespace gossipd::daemon {
 
-void RobustReport::publish(const protocol::ClippedGossip& clip, const std::vector<std::string>& named,
-                           uint64_t round) {
+void RobustReport::publish(const std::map<std::string, protocol::PeerClipping>& peers,
+                           const std::vector<std::string>& named, uint64_t round) {
   for (const std::string& peer : named) {
     spdlog::warn(
         "node '{}': member '{}' is named Byzantine in round {}: most of its {} were beyond the clipping "
-        "radius (or not finite) in {} of its rounds in a row; they are left out from now on",
-        id_, peer, round, what_, clip.spec().name_after);
+        "radius (or not finite) round after round; they are left out from now on",
+        id_, peer, round, what_);
   }
-  const auto peers = clip.peers();
   for (const auto& [peer, now] : peers) {
     protocol::PeerClipping& was = reported_[peer];
     const Labels labels{{"peer", peer}};

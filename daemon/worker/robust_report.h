@@ -23,7 +23,12 @@ class RobustReport {
       : id_(std::move(id)), what_(std::move(what)), metrics_(metrics), state_(state) {}
 
   // After round `round`, in which `named` were named.
-  void publish(const protocol::ClippedGossip& clip, const std::vector<std::string>& named, uint64_t round);
+  void publish(const protocol::ClippedGossip& clip, const std::vector<std::string>& named, uint64_t round) {
+    publish(clip.peers(), named, round);
+  }
+  // The same from a record of the peers (several judges' merged).
+  void publish(const std::map<std::string, protocol::PeerClipping>& peers,
+               const std::vector<std::string>& named, uint64_t round);
 
  private:
   std::string id_, what_;

@@ -33,6 +33,30 @@ size_t send_segment(SegmentInbox& inbox, ErrorFeedback& feedback, const std::str
   return bytes;
 }
 
+// Mixes `peer`'s segment s (msg) into x: ½·(x + y), or ClippedGossip's
+// clipped mix where `clip`; a named peer's is skipped as a lost one. An
+// attacker that learns from what it receives (`attack`) sees it first.
+void mix_segment(ClippedGossip* clip, SegmentAttack* attack, std::vector<float>& received,
+                 const std::string& peer, uint32_t s, std::span<float> x, const Message& msg,
+                 RoundStats& stats) {
+  if (clip && clip->named(peer)) {
+    ++stats.segments_skipped;
+    return;
+  }
+  if (clip || (attack && attack->observes())) {
+    received.resize(x.size());
+    std::memcpy(received.data(), msg.payload.at(0).data(), x.size() * sizeof(float));
+  }
+  if (attack) attack->observe(peer, s, received, x);
+  if (clip) {
+    stats.segments_clipped += clip->mix(peer, s, x, received);
+  } else {
+    average_into(x, msg);
+  }
+  ++stats.segments_received;
+  stats.bytes_received += x.size() * sizeof(float);
+}
+
 size_t self_index(const topology::View& view, const Node& node) {
   auto self = view.index_of(node.id());
   if (!self) throw ProtocolConfigError("node '" + node.id() + "' is not in the view it gossips over");
@@ -61,26 +85,6 @@ CrossoverGossip::CrossoverGossip(Node& node, SegmentTable segments, GossipOption
   register_segments(node_, segments_);
   if (options_.attack) attack_.emplace(*options_.attack);
   if (options_.clip) clip_ = std::make_unique<ClippedGossip>(*options_.clip);
-}
-
-void CrossoverGossip::mix(const std::string& peer, uint32_t s, std::span<float> x, const Message& msg,
-                          RoundStats& stats) {
-  if (clip_ && clip_->named(peer)) {  // named Byzantine: skipped as a lost segment
-    ++stats.segments_skipped;
-    return;
-  }
-  if (clip_ || (attack_ && attack_->observes())) {
-    received_.resize(x.size());
-    std::memcpy(received_.data(), msg.payload.at(0).data(), x.size() * sizeof(float));
-  }
-  if (attack_) attack_->observe(peer, s, received_, x);  // an attacker learning the honest replicas
-  if (clip_) {
-    stats.segments_clipped += clip_->mix(peer, s, x, received_);
-  } else {
-    average_into(x, msg);
-  }
-  ++stats.segments_received;
-  stats.bytes_received += x.size() * sizeof(float);
 }
 
 RoundStats CrossoverGossip::run_round(const topology::View& view, uint64_t round, std::span<float> params) {
@@ -175,7 +179,8 @@ void CrossoverGossip::receive(SegmentInbox& inbox, const std::string& from, uint
     return;
   }
   deadlines_.arrived(from, msg->arrived - start);
-  mix(from, s, params.subspan(seg.offset, seg.length), *msg, stats);
+  mix_segment(clip_.get(), attack_ ? &*attack_ : nullptr, received_, from, s,
+              params.subspan(seg.offset, seg.length), *msg, stats);
 }
 
 HierarchicalCrossover::HierarchicalCrossover(Node& node, SegmentTable segments, GossipOptions options,
@@ -188,6 +193,42 @@ HierarchicalCrossover::HierarchicalCrossover(Node& node, SegmentTable segments, 
       averages_(options.codec),
       deadlines_(deadline_spec(options)) {
   register_segments(node_, segments_);
+  if (options_.attack) attack_.emplace(*options_.attack);
+  if (options_.clip) {
+    clip_ = std::make_unique<ClippedGossip>(*options_.clip);
+    robust_ = std::make_unique<RobustGroupMean>(*options_.clip);
+  }
+}
+
+void HierarchicalCrossover::group_average(Group& group, uint64_t round, std::span<float> params) {
+  if (attack_) {  // what this member puts into its group: its attack on its replica
+    for (uint32_t s = 0; s < segments_.size(); ++s) {
+      auto x = params.subspan(segments_[s].offset, segments_[s].length);
+      const auto sent = attack_->apply(s, round, x);
+      std::copy(sent.begin(), sent.end(), x.begin());
+    }
+  }
+  if (robust_) {
+    robust_->run(group, params, params);
+  } else {
+    averages_.average(group, params);
+  }
+}
+
+std::map<std::string, PeerClipping> HierarchicalCrossover::clipping_peers() const {
+  std::map<std::string, PeerClipping> peers;
+  if (!clip_) return peers;
+  for (const ClippedGossip* judge : {&robust_->judge(), static_cast<const ClippedGossip*>(clip_.get())}) {
+    for (const auto& [peer, c] : judge->peers()) {
+      PeerClipping& p = peers[peer];
+      p.received += c.received;
+      p.clipped += c.clipped;
+      p.refused += c.refused;
+      p.far_rounds = std::max(p.far_rounds, c.far_rounds);
+      p.named = p.named || c.named;
+    }
+  }
+  return peers;
 }
 
 RoundStats HierarchicalCrossover::run_round(const topology::View& view,
@@ -203,7 +244,7 @@ RoundStats HierarchicalCrossover::run_round(const topology::View& view,
   // The groups' collectives count what they send on the node; a round's
   // bytes are theirs and the segments'.
   const uint64_t collective_bytes = node_.payload_bytes_sent();
-  averages_.average(group, params);  // (1) the group's average
+  group_average(group, round, params);  // (1) the group's average
 
   const auto start = Clock::now();
   const auto deadline = start + deadlines_.current();
@@ -213,27 +254,27 @@ RoundStats HierarchicalCrossover::run_round(const topology::View& view,
     plan[s] = topology::inter_group_exchange(groups, view.id(), node_.id(), options_.seed, round, s, spread_);
     if (!plan[s]) continue;
     const auto& seg = segments_[s];
-    // Honest: the daemon refuses --inject-byzantine with --hierarchical.
     const size_t bytes = send_segment(inbox, feedback_, plan[s]->send_to, s, seg.offset,
-                                      params.subspan(seg.offset, seg.length), options_.segment_deadline);
+                                      params.subspan(seg.offset, seg.length), options_.segment_deadline,
+                                      attack_ ? &*attack_ : nullptr);
     stats.segments_sent += bytes > 0;
     stats.bytes_sent += bytes;
   }
   std::vector<BlockRange> owned;
   for (uint32_t s = 0; s < segments_.size(); ++s) {
     const auto& seg = segments_[s];
-    if (groups.segment_owner(g, s, spread_) != node_.id()) continue;
+    if (groups.segment_owner(g, s, spread_, round) != node_.id()) continue;
     auto mine = params.subspan(seg.offset, seg.length);
     if (plan[s]) {
       auto msg = inbox.receive(plan[s]->receive_from, s, seg.length, deadline, options_.stop);
+      const std::string& from = plan[s]->receive_from;
       if (msg) {
-        deadlines_.arrived(plan[s]->receive_from, msg->arrived - start);
-        average_into(mine, *msg);
-        ++stats.segments_received;
-        stats.bytes_received += seg.length * sizeof(float);
+        deadlines_.arrived(from, msg->arrived - start);
+        mix_segment(clip_.get(), attack_ ? &*attack_ : nullptr, received_, from, s, mine, *msg, stats);
       } else {
         if (options_.stop.stop_requested()) throw Aborted(node_.id(), "hierarchical crossover round");
-        deadlines_.missed(plan[s]->receive_from);
+        if (clip_ && inbox.refused_non_finite(from, s)) clip_->refused(from);
+        if (!inbox.refused_non_finite(from, s)) deadlines_.missed(from);
         ++stats.segments_skipped;
       }
     }
@@ -241,6 +282,11 @@ RoundStats HierarchicalCrossover::run_round(const topology::View& view,
   }
   averages_.share(group, params, owned);  // (3) every segment as its owner left it
   stats.bytes_sent += node_.payload_bytes_sent() - collective_bytes;
+  if (clip_) {
+    stats.named = robust_->end_round();
+    for (auto& n : clip_->end_round())
+      if (std::find(stats.named.begin(), stats.named.end(), n) == stats.named.end()) stats.named.push_back(n);
+  }
   return stats;
 }
 

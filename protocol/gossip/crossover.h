@@ -15,6 +15,7 @@
 #include "protocol/collectives/group.h"
 #include "protocol/collectives/segment_inbox.h"
 #include "protocol/gossip/group_averages.h"
+#include "protocol/gossip/robust_group_mean.h"
 #include "protocol/gossip/segment_deadlines.h"
 #include "protocol/robust/attack.h"
 #include "protocol/robust/clipped_gossip.h"
@@ -156,16 +157,27 @@ class HierarchicalCrossover {
 
   static constexpr uint32_t kTag = tags::first(tags::User::kHierarchical);
 
+  // --robust clip's record of the peers, its two judges' together (the
+  // group's CenteredClip and ClippedGossip between groups); empty without it.
+  std::map<std::string, PeerClipping> clipping_peers() const;
+
  private:
   Group& group_for(const topology::Groups& groups, size_t g, uint32_t view_id);
+  // (1): params ← the group's mean (--robust clip: its robust mean); an
+  // attacker puts its attack into it instead of its replica.
+  void group_average(Group& group, uint64_t round, std::span<float> params);
 
   Node& node_;
   SegmentTable segments_;
   GossipOptions options_;
   topology::GroupSpread spread_;
   ErrorFeedback feedback_;
-  GroupAverages averages_;      // (1) and (3), in the run's codec
-  SegmentDeadlines deadlines_;  // (2)
+  GroupAverages averages_;                   // (1) and (3), in the run's codec
+  SegmentDeadlines deadlines_;               // (2)
+  std::optional<SegmentAttack> attack_;      // --inject-byzantine: (1) and (2)
+  std::unique_ptr<RobustGroupMean> robust_;  // --robust clip: (1)
+  std::unique_ptr<ClippedGossip> clip_;      // --robust clip: (2), at each segment's owner
+  std::vector<float> received_;              // (2): a segment's values, aligned
   // Kept across rounds: its collective sequence numbers must keep counting.
   std::unique_ptr<Group> group_;
   uint32_t group_view_ = 0;  // the id of the view group_ was built for

@@ -21,7 +21,8 @@
 # `byzantine.sh clean`: no attacker, --robust clip, each protocol of ALGOS
 # at each seed of SEEDS (1 2 3) for CLEAN_EPOCHS (5: 585 rounds at N = 8):
 # any member named (there should be none), the rounds run and the accuracy.
-# Usage: byzantine.sh [accuracy|cost|clean] (env: ALGOS, N, BAD, EPOCHS, ATTACKS, DEFENCES, SEED, SEEDS,
+# HIER_GROUPS=K: Crossover-SGD hierarchical over K groups (compare's --groups).
+# Usage: byzantine.sh [accuracy|cost|clean] (env: ALGOS, N, BAD, EPOCHS, ATTACKS, DEFENCES, SEED, SEEDS, HIER_GROUPS,
 # CLEAN_EPOCHS, TIMEOUT, REPS, COST_ALGO, OUT)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -83,7 +84,8 @@ for algo in $ALGOS; do for d in $DEFENCES; do
     byz=(); [ "$a" != honest ] && byz=(--inject-byzantine "$(echo "$BAD" | sed "s/\([^,]*\)/\1=$a/g")")
     rc=0
     timeout "$TIMEOUT" ./build/bin/gossipctl simulate --workers "$N" --algos "$algo" --epochs "$EPOCHS" \
-      --batch 64 --lr 0.05 --seed "$SEED" --robust "$d" "${byz[@]}" --out "$dir" > "$dir.log" 2>&1 || rc=$?
+      --batch 64 --lr 0.05 --seed "$SEED" --robust "$d" "${byz[@]}" ${HIER_GROUPS:+--groups "$HIER_GROUPS"} --out "$dir" \
+      > "$dir.log" 2>&1 || rc=$?
     if [ "$rc" = 124 ]; then touch "$dir.cut"; elif [ "$rc" != 0 ]; then
       echo "failed: $dir: $(tail -1 "$dir.log")" >&2; exit 1
     fi

@@ -221,7 +221,14 @@ struct Outcome {
   std::vector<std::vector<float>> x;            // the replicas at the end
 };
 
-enum class Kind { kCrossover, kSgp, kOsgp };
+enum class Kind { kCrossover, kSgp, kOsgp, kHierarchical };
+
+// Hierarchical Crossover-SGD's groups in these tests: even and odd ranks.
+std::map<std::string, std::string> parity_groups(const topology::View& view) {
+  std::map<std::string, std::string> labels;
+  for (size_t r = 0; r < view.size(); ++r) labels[view.member(r)] = r % 2 ? "odd" : "even";
+  return labels;
+}
 
 // One member's rounds 1..rounds of protocol `kind` on its replica z (for
 // push-sum, numerators and weights around it), each after a `step` plus
@@ -235,6 +242,17 @@ std::vector<std::string> member_rounds(Kind kind, Node& node, const topology::Vi
   const auto train = [&] {
     for (size_t i = 0; i < kValues; ++i) z[i] += step[i] + noise(own);
   };
+  if (kind == Kind::kHierarchical) {
+    // Under the defence the owners rotate, as gossipd run's do (group_spread).
+    HierarchicalCrossover g(node, kTable, opts,
+                            opts.clip ? topology::GroupSpread::kRotate : topology::GroupSpread::kSpread);
+    for (uint64_t round = 1; round <= rounds; ++round) {
+      train();
+      const RoundStats st = g.run_round(view, parity_groups(view), round, z);
+      named.insert(named.end(), st.named.begin(), st.named.end());
+    }
+    return named;
+  }
   if (kind == Kind::kCrossover) {
     CrossoverGossip g(node, kTable, opts);
     for (uint64_t round = 1; round <= rounds; ++round) {
@@ -357,6 +375,41 @@ INSTANTIATE_TEST_SUITE_P(Attacks, OneByzantineOfEightPushing,
                          [](const ::testing::TestParamInfo<std::tuple<Kind, AttackKind>>& p) {
                            return std::string(std::get<0>(p.param) == Kind::kSgp ? "Sgp_" : "Osgp_") +
                                   std::string(attack_name(std::get<1>(p.param)));
+                         });
+
+// Hierarchical Crossover-SGD, two groups of 4 (kBad in the odd one): the
+// attacker puts its attack into its group's mean and sends it to the other
+// group's owners. With --robust clip the group's CenteredClip and the
+// owners' ClippedGossip keep the honest replicas near their mean, and every
+// member of the attacker's group names it (each judges every member of its
+// group every round).
+class OneByzantineOfEightInGroups : public ::testing::TestWithParam<AttackKind> {};
+
+TEST_P(OneByzantineOfEightInGroups, TheGroupsRobustMeanAndClippedGossipKeepTheHonestNearTheirMean) {
+  const AttackKind attack = GetParam();
+  const double honest = run_with(std::nullopt, false, kRounds, Kind::kHierarchical).worst;
+  const Outcome plain = run_with(attack, false, kRounds, Kind::kHierarchical);
+  const Outcome clipped = run_with(attack, true, kRounds, Kind::kHierarchical);
+  EXPECT_GT(plain.worst, honest + 0.5) << "without a defence the attack should move the honest replicas";
+  // Measured 0.057 (plain: 0.95, or NaN): an owner hears a segment every
+  // 4th round, as the owners rotate, so its radius stays cold (1% of the
+  // segment's norm) for 16 rounds, against 4 in flat Crossover (0.003-0.007).
+  EXPECT_LT(clipped.worst, honest + 0.1) << "plain: " << plain.worst << ", no attacker: " << honest;
+  for (size_t r = 0; r < kMembers; ++r) {
+    if (r == kBad) continue;
+    for (const auto& n : clipped.named[r])
+      EXPECT_EQ(n, clipped.bad) << "member " << r << " named an honest one";
+    if (r % 2 == kBad % 2) {
+      EXPECT_EQ(clipped.named[r], std::vector<std::string>{clipped.bad}) << "member " << r << " of its group";
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Attacks, OneByzantineOfEightInGroups,
+                         ::testing::Values(AttackKind::kSignFlip, AttackKind::kScaled,
+                                           AttackKind::kNonFinite),
+                         [](const ::testing::TestParamInfo<AttackKind>& kind) {
+                           return std::string(attack_name(kind.param));
                          });
 
 TEST(NoByzantine, ClippedGossipNamesNoOneAndAveragesAsPlainCrossoverDoes) {

@@ -20,6 +20,10 @@ TEST(Groups, FormedByLabelInAFixedOrder) {
   EXPECT_FALSE(g.group_of("nobody").has_value());
   EXPECT_EQ(g.segment_owner(2, 4, GroupSpread::kSpread), "w3");  // 4 mod 3 = 1
   EXPECT_EQ(g.segment_owner(2, 4, GroupSpread::kRoot), "w1");
+  // Rotating: member (4 + round) mod 3, round by round.
+  EXPECT_EQ(g.segment_owner(2, 4, GroupSpread::kRotate, 0), "w3");
+  EXPECT_EQ(g.segment_owner(2, 4, GroupSpread::kRotate, 1), "w5");
+  EXPECT_EQ(g.segment_owner(2, 4, GroupSpread::kRotate, 2), "w1");
 }
 
 TEST(Groups, InterGroupExchangeIsABalancedMatchingOfOwners) {
@@ -27,7 +31,7 @@ TEST(Groups, InterGroupExchangeIsABalancedMatchingOfOwners) {
   std::map<std::string, std::string> labels{{"a1", "A"}, {"a2", "A"}, {"b1", "B"},
                                             {"b2", "B"}, {"c1", "C"}, {"c2", "C"}};
   Groups g(v, labels);
-  for (auto spread : {GroupSpread::kSpread, GroupSpread::kRoot}) {
+  for (auto spread : {GroupSpread::kSpread, GroupSpread::kRoot, GroupSpread::kRotate}) {
     for (uint32_t seg = 0; seg < 8; ++seg) {
       std::map<std::string, int> sends, receives;
       for (const auto& id : v.members()) {

@@ -68,12 +68,17 @@ class GossipMode : public Mode {
     checked_codec(flags_.compress);
     if (flags_.hierarchical && flags_.overlap)
       throw UsageError("--hierarchical and --overlap do not combine yet; pick one");
-    if (flags_.hierarchical && robust_given(flags_.robust))
-      throw UsageError(
-          "--inject-byzantine and --robust are for flat --algo crossover, sgp and osgp: the groups' exact "
-          "averages of --hierarchical have no defence yet");
     checked_attack(flags_.robust, 0);
-    checked_defence(flags_.robust);
+    const bool defended = checked_defence(flags_.robust).has_value();
+    if (flags_.hierarchical && defended && !checked_codec(flags_.compress).lossless())
+      throw UsageError(
+          "--robust with --hierarchical and --compress: the group's robust mean takes float32 replicas; drop "
+          "one of them");
+    if (flags_.hierarchical && defended && flags_.group_owner == "root")
+      throw UsageError(
+          "--group-owner root with --robust: under the defence the owners rotate, so that each hears a "
+          "partner "
+          "group's every member; drop one of them");
     if (flags_.pace && !can_pace(flags_.hierarchical))
       throw UsageError("--pace is for flat --algo crossover and sgp (not osgp, allreduce or --hierarchical)");
   }
@@ -125,7 +130,7 @@ class GossipMode : public Mode {
     if (const std::string m = c.value_of("--outer-momentum", "0");
         m != "0" && algo_ == GossipAlgo::kCrossover)
       l.flags.insert(l.flags.end(), {"--outer-momentum", checked_outer_momentum(m)});
-    if (!hierarchical) add_robust_launch(l, c);
+    add_robust_launch(l, c);
     if (compare_pace_ == "on" && !l.paced && can_pace(false))
       l.unmet = "--pace on is for flat crossover and sgp: drop --groups or --pace";
     return l;
@@ -192,7 +197,7 @@ class GossipMode : public Mode {
            "crossover: exact averages inside each --group, crossover gossip between groups");
     f.option("--group-owner", flags_.group_owner,
              "Hierarchical: who exchanges a group's segments: spread (member k: segments s = k mod size) or "
-             "root")
+             "root (under --robust clip they rotate: member (s + round) mod size)")
         ->check(CLI::IsMember({"spread", "root"}))
         ->capture_default_str();
   }

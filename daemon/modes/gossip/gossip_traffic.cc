@@ -79,11 +79,10 @@ class GossipTraffic : public RoundTraffic {
 
   TrafficStage between_groups(uint64_t round) const {
     TrafficStage st;
-    const auto spread =
-        flags_.group_owner == "root" ? topology::GroupSpread::kRoot : topology::GroupSpread::kSpread;
+    const auto spread = group_spread(flags_);
     for (uint32_t s = 0; s < c_.segments.size(); ++s) {
       for (size_t g = 0; g < groups_->count(); ++g) {
-        const std::string& owner = groups_->segment_owner(g, s, spread);
+        const std::string& owner = groups_->segment_owner(g, s, spread, round);
         const auto x = topology::inter_group_exchange(*groups_, view_.id(), owner, c_.seed, round, s, spread);
         if (x)
           st.messages.push_back(

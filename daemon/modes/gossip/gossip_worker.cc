@@ -70,8 +70,9 @@ class GossipWorker::Protocol {
   virtual std::span<const float> replica() = 0;
   // Before an evaluation and at the end: the model holds the replica.
   virtual protocol::RoundStats settle() { return {}; }
-  // --robust clip's record of the peers (nullptr: no defence).
-  virtual const protocol::ClippedGossip* clipping() const { return nullptr; }
+  // --robust clip's record of the peers (nullopt: no defence).
+  using Clipping = std::optional<std::map<std::string, protocol::PeerClipping>>;
+  virtual Clipping clipping() const { return std::nullopt; }
 };
 
 namespace {
@@ -105,7 +106,10 @@ class CrossoverProtocol : public GossipWorker::Protocol {
   protocol::RoundStats settle() override {
     return overlapped_ ? overlapped_->drain(params_) : protocol::RoundStats{};
   }
-  const protocol::ClippedGossip* clipping() const override { return flat_.clipping(); }
+  Clipping clipping() const override {
+    if (!options_.clip) return std::nullopt;
+    return options_.hierarchical ? hierarchical_.clipping_peers() : flat_.clipping()->peers();
+  }
 
  private:
   protocol::RoundStats hierarchical(uint64_t round) {
@@ -169,7 +173,10 @@ class PushSumProtocol : public GossipWorker::Protocol {
     push_sum_.debias(x_, params_);
     return {};
   }
-  const protocol::ClippedGossip* clipping() const override { return push_sum_.clipping(); }
+  Clipping clipping() const override {
+    if (!push_sum_.clipping()) return std::nullopt;
+    return push_sum_.clipping()->peers();
+  }
 
  private:
   Membership& membership_;
@@ -216,7 +223,7 @@ void GossipWorker::maybe_measure(uint64_t round, Protocol& protocol) {
 
 void GossipWorker::report_robustness(const Protocol& p, const std::vector<std::string>& named,
                                      uint64_t round) {
-  if (const protocol::ClippedGossip* clip = p.clipping()) robust_report_.publish(*clip, named, round);
+  if (const auto peers = p.clipping()) robust_report_.publish(*peers, named, round);
 }
 
 void GossipWorker::account(const protocol::RoundStats& stats) {
@@ -352,6 +359,11 @@ void GossipWorker::run(std::stop_token stop) {
   checkpoint_now();
 }
 
+topology::GroupSpread group_spread(const GossipFlags& flags) {
+  if (checked_defence(flags.robust)) return topology::GroupSpread::kRotate;
+  return flags.group_owner == "root" ? topology::GroupSpread::kRoot : topology::GroupSpread::kSpread;
+}
+
 std::unique_ptr<Worker> make_gossip_worker(WorkerContext& c, GossipAlgo algo, const GossipFlags& o) {
   GossipWorkerOptions w;
   w.algo = algo;
@@ -370,7 +382,7 @@ std::unique_ptr<Worker> make_gossip_worker(WorkerContext& c, GossipAlgo algo, co
   w.attack = checked_attack(o.robust, c.topology_seed ^ std::hash<std::string>{}(c.node.id()));
   w.clip = checked_defence(o.robust);
   w.hierarchical = o.hierarchical;
-  w.spread = o.group_owner == "root" ? topology::GroupSpread::kRoot : topology::GroupSpread::kSpread;
+  w.spread = group_spread(o);
   w.consensus_every = o.consensus_every;
   w.startup_timeout = std::chrono::milliseconds(c.options.startup_timeout_ms);
   w.timeout = std::chrono::milliseconds(c.options.timeout_ms);

@@ -35,10 +35,15 @@ struct GossipFlags {
   CompressFlags compress{};        // --compress, --compress-block
   uint32_t local_steps = 1;        // exchange every H-th step
   float outer_momentum = 0.0f;     // crossover: the outer step over each exchange window
-  RobustFlags robust{};            // flat crossover: --inject-byzantine, --robust
+  RobustFlags robust{};            // crossover, sgp, osgp: --inject-byzantine, --robust
   std::string deadline = "fixed";  // --deadline: fixed | adaptive
   double deadline_quantile = protocol::DeadlineSpec{}.quantile;  // --deadline-quantile
 };
+
+// Who exchanges a group's segments (--group-owner; under --robust clip the
+// owners rotate, so that each hears every member of a partner group in
+// turn and ClippedGossip's radius is not learned from one sender alone).
+topology::GroupSpread group_spread(const GossipFlags& flags);
 
 struct GossipWorkerOptions {
   GossipAlgo algo = GossipAlgo::kCrossover;

@@ -224,8 +224,14 @@ TEST(GossipFlags, BadGossipFlagsAreOneLine) {
        "--inject-byzantine is for --algo"},
       {{"--algo", "allreduce", "--local-steps", "4", "--inject-byzantine", "scaled"},
        "--inject-byzantine with --local-steps"},
-      {{"--algo", "crossover", "--hierarchical", "--group", "g0", "--robust", "clip"},
-       "--inject-byzantine and --robust are for flat --algo crossover, sgp and osgp"},
+      {{"--algo", "crossover", "--hierarchical", "--group", "g0", "--robust", "clip", "--compress", "int8"},
+       "--robust with --hierarchical and --compress"},
+      {{"--algo", "crossover", "--hierarchical", "--group", "g0", "--robust", "clip", "--group-owner",
+        "root"},
+       "--group-owner root with --robust"},
+      {{"--algo", "allreduce", "--inject-byzantine", "dissensus"},
+       "--inject-byzantine dissensus: allreduce's members receive no one's copy"},
+      {{"--algo", "crossover", "--inject-byzantine", "label_flip:2"}, "label_flip takes no value"},
       {{"--algo", "crossover", "--max-message-bytes", "65536"},
        "--max-message-bytes 65536 is too small for segment 0"},
       {{"--peers", "w1=tcp://h:0"}, "--peers w1 'tcp://h:0' is not an endpoint: port 0 can only be bound"},
@@ -247,7 +253,7 @@ TEST(GossipFlags, BadGossipFlagsAreOneLine) {
     // --check-config finds the same problem without starting anything.
     argv.push_back("--check-config");
     RunResult c = run(argv, 30s);
-    EXPECT_EQ(c.exit_code, 2) << c.err;
+    EXPECT_EQ(c.exit_code, 2) << needle << ": " << c.err;
     EXPECT_NE(c.err.find(needle), std::string::npos) << c.err;
   }
   RunResult ok = run({bin("gossipd"), "run", "--id", "w0", "--algo", "crossover", "--listen",
