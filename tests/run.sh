@@ -109,6 +109,11 @@ SANITIZE_SKIP+='|^ConnectionBound\.ThirtySixMembers'
 # namespace hosts cut 4 + 4 (a 3 s failure timeout, under the sanitizers'
 # slowdown a false eviction; REUNION runs sanitized in the membership fuzz target).
 SANITIZE_SKIP+='|^JoinDonors\.AShareWhoseDonorWasKilled|^Partition\.FourAndFourHosts'
+# Learned segment deadlines against 40 ms links: beside stage 3's fuzzers a
+# member once learned every peer as late and took no segment after the
+# warm-up (d63a36e's clean clone; 5 of 5 alone sanitized, every stage 1).
+# SegmentDeadlines' own tests run sanitized.
+SANITIZE_SKIP+='|^AdaptiveDeadlineCrossover\.'
 # The house checks read the source tree (and gossipd --help): nothing of
 # theirs runs sanitized code.
 SANITIZE_SKIP+='|^House\.'
