@@ -31,7 +31,7 @@ cd "$(dirname "$0")/.."
 # run). Check: ctest -N -E "$SANITIZE_SKIP".
 SANITIZE_SKIP='^Protocols/Join\.AFifthWorker|^FiveWorkers\.|^Protocols/LossyNetwork\.GossipStillReaches'
 SANITIZE_SKIP+='|^Protocols/GossipTraining\.|^GroupOwners/Hierarchical\.|^MemberRestart\.'
-SANITIZE_SKIP+='|^Protocols/WholeClusterRestart\.|^CompareTest\.|^CurveCluster\.'
+SANITIZE_SKIP+='|^Protocols/WholeClusterRestart\.|^CompareTest\.|^ComparePresets\.|^CurveCluster\.'
 # gossipctl soak's five processes through kills and joins (its plan and its
 # measures run sanitized in SoakPlan.* and SoakRecord.*).
 SANITIZE_SKIP+='|^Soak\.'
