@@ -16,6 +16,7 @@ class GossipTraffic : public RoundTraffic {
       : algo_(algo),
         flags_(flags),
         codec_{checked_codec(flags.compress)},
+        spread_(group_spread(flags)),
         c_(std::move(c)),
         view_(topology::starting_view(c_.members)) {
     if (!flags_.hierarchical) return;
@@ -79,11 +80,11 @@ class GossipTraffic : public RoundTraffic {
 
   TrafficStage between_groups(uint64_t round) const {
     TrafficStage st;
-    const auto spread = group_spread(flags_);
     for (uint32_t s = 0; s < c_.segments.size(); ++s) {
       for (size_t g = 0; g < groups_->count(); ++g) {
-        const std::string& owner = groups_->segment_owner(g, s, spread, round);
-        const auto x = topology::inter_group_exchange(*groups_, view_.id(), owner, c_.seed, round, s, spread);
+        const std::string& owner = groups_->segment_owner(g, s, spread_, round);
+        const auto x =
+            topology::inter_group_exchange(*groups_, view_.id(), owner, c_.seed, round, s, spread_);
         if (x)
           st.messages.push_back(
               {index(owner), index(x->send_to), segment_message_bytes(c_.segments[s], codec_), s});
@@ -94,7 +95,8 @@ class GossipTraffic : public RoundTraffic {
 
   GossipAlgo algo_;
   GossipFlags flags_;
-  protocol::CodecSpec codec_;  // how segments travel; the groups' allreduces stay float32
+  protocol::CodecSpec codec_;     // how segments travel; the groups' allreduces stay float32
+  topology::GroupSpread spread_;  // who exchanges a group's segments
   TrafficContext c_;
   topology::View view_;
   std::unique_ptr<topology::Groups> groups_;
