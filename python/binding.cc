@@ -13,6 +13,7 @@
 #include "daemon/config/cli.h"
 #include "daemon/config/run_options.h"
 #include "daemon/hosted/hosted_member.h"
+#include "daemon/worker/mode_set.h"
 
 namespace py = pybind11;
 using gossipd::daemon::HostedError;
@@ -71,6 +72,12 @@ PYBIND11_MODULE(_gossipd, m) {
   m.def(
       "default_mode", [] { return std::string(gossipd::daemon::kDefaultMode); },
       "The mode a Worker trains with when none is named: gossipd run's default --algo");
+  m.def(
+      "host_averages_state",
+      [](const std::string& algo) { return gossipd::daemon::ModeSet().find(algo).host_averages_state(); },
+      py::arg("algo"),
+      "Whether a Worker of this algo averages the optimizer's state with the parameters by default "
+      "(DistributedOptimizer's average_state)");
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
@@ -131,6 +138,9 @@ PYBIND11_MODULE(_gossipd, m) {
       .def("one_replica", &HostedMember::one_replica,
            "Whether every member holds the one model exactly: the buffers are then averaged with the "
            "gradients")
+      .def("finish", &HostedMember::finish, py::call_guard<py::gil_scoped_release>(),
+           "Between two steps: ends training with the members' exact average, then closes; returns the "
+           "members averaged (0: none taken)")
       .def("close", &HostedMember::close, py::call_guard<py::gil_scoped_release>(),
            "Leaves the cluster and stops the member's threads");
 }

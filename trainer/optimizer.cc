@@ -18,8 +18,6 @@ Optimizer::Optimizer(OptimizerOptions options, std::vector<ParamSegment> segment
     : options_(options),
       segments_(std::move(segments)),
       velocity_(param_count * options.state_per_param, 0.0f) {
-  if (options.state_per_param == 0)
-    throw std::invalid_argument("an optimizer keeps at least one state float");
   if (options.momentum < 0.0f || options.momentum >= 1.0f) {
     throw std::invalid_argument("momentum must be in [0, 1)");
   }

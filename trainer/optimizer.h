@@ -20,7 +20,9 @@ struct OptimizerOptions {
   // The state's floats per parameter: 1, the velocity. A host that steps
   // with its own optimizer (daemon/hosted: Adam keeps two moments) asks for
   // more; the state is then its storage (joins, checkpoints, re-synced
-  // rings carry it) and this optimizer never steps.
+  // rings carry it) and this optimizer never steps; 0 where the host keeps
+  // its state in the parameters' segments (gossipd.torch under gossip),
+  // and a step throws for the sizes.
   size_t state_per_param = 1;
 };
 

@@ -99,6 +99,13 @@ std::chrono::milliseconds HostedMember::step_timeout() const {
                                    line_.options.segment_deadline_ms);
 }
 
+uint32_t HostedMember::finish() {
+  // The average waits --timeout-ms for the others; the leave after it is bounded as close()'s.
+  rendezvous_.finish(step_timeout() + std::chrono::milliseconds(line_.options.timeout_ms));
+  close();
+  return member_->state().snapshot().final_average_members();
+}
+
 void HostedMember::close() {
   stop_.request_stop();
   if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();

@@ -59,6 +59,13 @@ class HostedMember {
   // Stops the member (it leaves the cluster gracefully) and its thread;
   // idempotent, bounded by the member's own timeouts.
   void close();
+  // Between two steps: ends training with the members' exact average (the
+  // gossip protocols: one allreduce of the parameters and the optimizer's
+  // state over the view, every member finishing at the same step), then
+  // closes. Returns the members averaged: 0 where the mode keeps one replica
+  // already or a member never came (the replica is then its own, and the
+  // member's log says why). HostedError where the member failed.
+  uint32_t finish();
 
  private:
   class Events;

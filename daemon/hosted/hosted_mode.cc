@@ -28,9 +28,10 @@ HostedMode::HostedMode(const Mode& inner, HostedLayout layout, StepRendezvous& r
   }
   if (const std::string why = inner.why_not_hosted(); !why.empty()) throw UsageError(why);
   if (layout_.steps_per_epoch == 0) throw UsageError("steps_per_epoch must be at least 1");
-  if (layout_.state_per_param == 0 || layout_.state_per_param > 8)
-    throw UsageError("state_per_param " + std::to_string(layout_.state_per_param) +
-                     ": an optimizer's state is 1 to 8 floats a parameter");
+  if (layout_.state_per_param > 8)
+    throw UsageError(
+        "state_per_param " + std::to_string(layout_.state_per_param) +
+        ": an optimizer's state is 0 (kept in the parameters' segments) to 8 floats a parameter");
   if (!layout_.initial_state.empty() &&
       layout_.initial_state.size() != layout_.state_per_param * layout_.initial.size())
     throw UsageError("the initial optimizer state holds " + std::to_string(layout_.initial_state.size()) +

@@ -21,7 +21,8 @@ struct HostedLayout {
   size_t steps_per_epoch = 1000;  // the host's loader length: the epochs /status counts
   // The host optimizer's state floats per parameter (SGD's momentum: 1,
   // Adam's two moments: 2): the arena's optimizer_state holds that many
-  // runs of the parameters' length.
+  // runs of the parameters' length; 0 where the host keeps its state in
+  // the parameters' segments (gossipd.torch's layout.py, under gossip).
   size_t state_per_param = 1;
   std::vector<float> initial_state;  // empty: zeros; else state_per_param runs of the parameters' length
 };

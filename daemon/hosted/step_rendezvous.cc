@@ -16,7 +16,8 @@ trainer::StepResult StepRendezvous::gradients(std::stop_token stop) {
   }
   turn_ = Turn::kHost;  // the previous step (or the start) is complete
   cv_.notify_all();
-  cv_.wait(lock, stop, [&] { return turn_ == Turn::kMemberGradients; });
+  cv_.wait(lock, stop, [&] { return turn_ == Turn::kMemberGradients || turn_ == Turn::kMemberFinish; });
+  if (turn_ == Turn::kMemberFinish) throw FinishRequested("hosted", "the host finished training");
   // Stopped before the host handed this step's gradients: nothing of it happened.
   if (turn_ != Turn::kMemberGradients)
     throw StoppedBetweenSteps("hosted", "waiting for the host's gradients");
@@ -42,6 +43,7 @@ void StepRendezvous::ended(const std::string& error, bool timed_out) {
   std::lock_guard lock(mu_);
   turn_ = Turn::kEnded;
   timed_out_ = timed_out;
+  failed_ = !error.empty();
   error_ = error.empty() ? "the member's training has ended" : error;
   cv_.notify_all();
 }
@@ -60,6 +62,22 @@ void StepRendezvous::wait_host(std::unique_lock<std::mutex>& lock, std::chrono::
 void StepRendezvous::wait_ready(std::chrono::milliseconds timeout) {
   std::unique_lock lock(mu_);
   wait_host(lock, timeout, Turn::kHost, "start of training (the other members, or the join)");
+}
+
+void StepRendezvous::finish(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  if (turn_ == Turn::kEnded) return;
+  if (turn_ == Turn::kHostApply)
+    throw HostedError("gossipd: finish() inside a step (after begin_step)", false);
+  wait_host(lock, timeout, Turn::kHost, "end of the round before the finish");
+  turn_ = Turn::kMemberFinish;
+  cv_.notify_all();
+  if (!cv_.wait_for(lock, timeout, [&] { return turn_ == Turn::kEnded; })) {
+    throw HostedError("gossipd: the member did not end within " + std::to_string(timeout.count()) +
+                          " ms of finish() (its final average waits --timeout-ms for the others)",
+                      true);
+  }
+  if (failed_) throw HostedError(error_, timed_out_);
 }
 
 float StepRendezvous::begin_step(std::chrono::milliseconds timeout, trainer::StepResult step) {

@@ -29,13 +29,14 @@ namespace gossipd::daemon {
 // that error. Nothing here calls the host back: it asks.
 class StepRendezvous {
  public:
-  enum class Turn { kStarting, kHost, kMemberGradients, kHostApply, kMemberApplied, kEnded };
+  enum class Turn { kStarting, kHost, kMemberGradients, kHostApply, kMemberApplied, kMemberFinish, kEnded };
 
   // The member's side (its training thread). gradients() hands the turn to
   // the host (the previous step is complete) and waits for the gradients;
   // apply() asks the host to apply them and waits until it has. When `stop`
   // fires, gradients() throws StoppedBetweenSteps (nothing of the step has
-  // happened) and apply() StoppedMidStep (the host may be writing).
+  // happened) and apply() StoppedMidStep (the host may be writing); when the
+  // host finishes (finish()), gradients() throws FinishRequested.
   trainer::StepResult gradients(std::stop_token stop);
   void apply(float lr, std::stop_token stop);
   // A mode that retries a failed step (AllReduce-SGD re-forms its ring after
@@ -59,6 +60,10 @@ class StepRendezvous {
   // Waits until the member's first step may begin (it has joined or
   // started); throws as above.
   void wait_ready(std::chrono::milliseconds timeout);
+  // Between two steps: training ends here, the member takes its mode's
+  // final average (FinishRequested) and stops. Returns once it has ended
+  // (at once if it had); HostedError as above, or when a step is half done.
+  void finish(std::chrono::milliseconds timeout);
   Turn turn() const;
   // The host's latest test figures, which the member's evaluations report.
   void set_evaluation(trainer::EvalResult e);
@@ -78,6 +83,7 @@ class StepRendezvous {
   trainer::EvalResult evaluation_;
   std::string error_;
   bool timed_out_ = false;
+  bool failed_ = false;  // ended with an error (not a finish or a stop)
 };
 
 // A hosted member's failure as its host sees it: the member's own error, or

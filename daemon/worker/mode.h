@@ -123,6 +123,10 @@ class Mode {
   virtual bool hostable() const { return false; }
   // Why a hostable mode cannot be hosted with the flags given (empty: it can).
   virtual std::string why_not_hosted() const { return ""; }
+  // Whether a host's optimizer state travels with its parameters by
+  // default (gossipd.torch's average_state): where averaging it measured
+  // better (python/README.md).
+  virtual bool host_averages_state() const { return false; }
   // Whether a step that failed under a member's death is taken again once
   // the mode has recovered (AllReduce-SGD re-forms its ring and retries): a
   // host's gradients of that step must then be kept for the retry.

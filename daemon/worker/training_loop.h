@@ -27,6 +27,15 @@ class StoppedBetweenSteps : public protocol::Aborted {
   using protocol::Aborted::Aborted;
 };
 
+// The host (a Python process: gossipd.torch's close()) ended training
+// between two steps and asked for the members' exact average first. A stop
+// to every worker that does not take the average (AllReduce-SGD's replicas
+// are one already).
+class FinishRequested : public StoppedBetweenSteps {
+ public:
+  using StoppedBetweenSteps::StoppedBetweenSteps;
+};
+
 // Training stopped while the host (a Python process) applied a step: the
 // parameters are the host's to write until it is done, so no checkpoint is
 // taken of them.

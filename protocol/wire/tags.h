@@ -23,6 +23,7 @@ enum class User : uint8_t {
   kHierarchicalGroup,  // a group's collectives, per (view, group)
   kConsensus,          // consensus-distance measurements, per view
   kReformedRing,       // AllReduce's ring re-formed over a new view, per view
+  kFinalAverage,       // the members' exact average at the end of training, per view
   // The modes' own: a block the modes' registry lays out, a range for each
   // mode that asks (daemon/worker/mode_set.h), so that no list here names
   // a mode.
@@ -36,7 +37,7 @@ enum class User : uint8_t {
 constexpr std::array<uint8_t, static_cast<size_t>(User::kCount)> kRangeBits{
     0,  0,  16, 16, 16,  // startup, allreduce, three gossip protocols
     24,                  // hierarchical groups: 2^16 views x 256 groups
-    22, 22,              // consensus, re-formed rings: 2^22 views each
+    22, 22, 22,          // consensus, re-formed rings, final averages: 2^22 views each
     28,                  // the modes' block: room for sixteen ranges of 2^24
     0,                   // data path announcements
     24,                  // two-level groups: 2^16 parent tags x 256 groups

@@ -16,24 +16,14 @@ with the GIL released.
 
 import torch
 
+from gossipd._gossipd import host_averages_state
 from gossipd.buffers import Buffers
+from gossipd.layout import ArenaLayout
 from gossipd.mirror import ParamMirror, viewable
 from gossipd.optim_state import initial_state, set_steps, state_keys
 from gossipd.worker import Worker
 
 __all__ = ["Worker", "DistributedOptimizer"]
-
-
-def _segments(model):
-    """One segment per module: the parameters of a module are contiguous."""
-    segments = []
-    for name, p in model.named_parameters():
-        module = name.rsplit(".", 1)[0] if "." in name else name
-        if segments and segments[-1][0] == module:
-            segments[-1] = (module, segments[-1][1] + p.numel())
-        else:
-            segments.append((module, p.numel()))
-    return segments
 
 
 def _check_tensor(name, p):
@@ -51,11 +41,17 @@ class DistributedOptimizer(torch.optim.Optimizer):
     arena, so a joiner downloads the state and a checkpoint holds it
     (those of other types than float32 on the CPU are mirrored: mirror.py).
 
+    `average_state` (default: on for SGP and OSGP, off for Crossover-SGD,
+    as measured): the state tensors travel with the parameters, each
+    module's in its segment (layout.py), so a round averages the moments as
+    it averages the parameters; off, each member's state is its own.
+    AllReduce-SGD's members hold one state already.
+
     It is a torch.optim.Optimizer whose param_groups and state are the
     wrapped optimizer's own (not copies), so torch's learning-rate
     schedulers drive it as they drive the optimizer it wraps."""
 
-    def __init__(self, optimizer, model, worker):  # pylint: disable=super-init-not-called
+    def __init__(self, optimizer, model, worker, average_state=None):  # pylint: disable=super-init-not-called
         # torch's Optimizer.__init__ would copy the groups: they are shared instead.
         self._keys = state_keys(optimizer)  # a TypeError for one whose state is not known
         self.optimizer = optimizer
@@ -72,13 +68,18 @@ class DistributedOptimizer(torch.optim.Optimizer):
             raise ValueError(f"gossipd: parameter '{missing[0]}' is not in the optimizer: give it all of "
                              "model.parameters()")
         self._buffers = Buffers(model)
-        with torch.no_grad():
-            initial = torch.cat([p.detach().reshape(-1).float() for _, p in self._params] + self._buffers.flat())
         params = [p for _, p in self._params]
-        self._param_floats = sum(p.numel() for p in params)
-        start = initial_state(optimizer, params, self._keys, initial.numel() - self._param_floats).numpy()
-        member = worker._start(_segments(model) + self._buffers.segments(), initial.numpy(),
-                               max(1, len(self._keys)), start)
+        # Where it measured better the state travels with the parameters (layout.py): the mode says.
+        self._layout = ArenaLayout(self._params, self._keys, average_state if average_state is not None else
+                                   host_averages_state(worker.algo))
+        self._param_floats = self._layout.param_floats  # where the buffers begin
+        initial = self._layout.initial(optimizer, self._buffers.flat())
+        segments = self._layout.segments + self._buffers.segments()
+        if self._layout.gossiped_state:
+            member = worker._start(segments, initial.numpy(), 0, None)  # no state apart
+        else:
+            start = initial_state(optimizer, params, self._keys, self._buffers.floats).numpy()
+            member = worker._start(segments, initial.numpy(), max(1, len(self._keys)), start)
         self._arena = torch.from_numpy(member.params())
         # A mode whose members hold the one model (AllReduce-SGD) averages the
         # buffers with the gradients (their run of the gradients' arena).
@@ -87,6 +88,7 @@ class DistributedOptimizer(torch.optim.Optimizer):
         self._state = torch.from_numpy(member.optimizer_state())
         self._mirror = ParamMirror(list(self._slices()), optimizer, self._keys)
         self._bind()
+        worker._after_average = self._from_arena  # close()'s average, into the mirrored tensors and buffers
 
     # torch.optim.Optimizer's fields, the wrapped optimizer's.
     @property
@@ -109,17 +111,13 @@ class DistributedOptimizer(torch.optim.Optimizer):
                          "to the optimizer before wrapping it")
 
     def _slices(self, bound_only=False):
-        offset = 0
-        for name, p in self._params:
-            n = p.numel()
+        for name, p, s in self._layout.entries:
             if not bound_only or viewable(p):
-                yield name, p, slice(offset, offset + n)
-            offset += n
+                yield name, p, s
 
     def _state_view(self, k, s):
         """The arena's run of state key k for the parameter at slice s."""
-        n = self._arena.numel()
-        return self._state[k * n + s.start:k * n + s.stop]
+        return self._layout.state_view(self._arena, self._state, k, s)
 
     def _bind(self):
         with torch.no_grad():
@@ -129,14 +127,14 @@ class DistributedOptimizer(torch.optim.Optimizer):
                 for k, key in enumerate(self._keys):
                     self.optimizer.state[p][key] = self._state_view(k, s).view_as(p)
             self._mirror.start_state(self._state_view)
-            self._buffers.bind(self._arena[self._param_floats:])
+            self._buffers.bind(self._arena[self._param_floats:self._param_floats + self._buffers.floats])
         set_steps(self.optimizer, [p for _, p in self._params], 0, only_missing=True)
 
     def _from_arena(self):
         """The arena into the tensors that are not its views (after a join's
         download or a checkpoint's resume, and after each round)."""
         self._mirror.from_arena(self._arena, self._state_view)
-        self._buffers.from_arena(self._arena[self._param_floats:])
+        self._buffers.from_arena(self._arena[self._param_floats:self._param_floats + self._buffers.floats])
 
     def _resumed_at(self, round):
         """The state came with a join's download or from a checkpoint:
@@ -144,7 +142,7 @@ class DistributedOptimizer(torch.optim.Optimizer):
         set_steps(self.optimizer, [p for _, p in self._params], round)
 
     def _check_bindings(self):
-        self._buffers.check(self._arena[self._param_floats:])
+        self._buffers.check(self._arena[self._param_floats:self._param_floats + self._buffers.floats])
         for name, p, s in self._slices(bound_only=True):
             if p.data_ptr() != self._arena[s].data_ptr():
                 raise RuntimeError(
@@ -188,15 +186,15 @@ class DistributedOptimizer(torch.optim.Optimizer):
             loss = closure_loss
         self._check_bindings()
         self._bind_grads()
-        buffers = self._arena[self._param_floats:]
+        buffers = self._arena[self._param_floats:self._param_floats + self._buffers.floats]
         self._buffers.to_arena(buffers)
         if self._average_buffers:
-            self._grads[self._param_floats:].copy_(buffers)
+            self._grads[self._param_floats:self._param_floats + self._buffers.floats].copy_(buffers)
         member = self.worker.member
         loss = float(loss) if loss is not None else 0.0
         member.begin_step(loss, int(correct), int(batch) if batch else (1 if loss else 0))
         if self._average_buffers:  # the member averaged them with the gradients
-            buffers.copy_(self._grads[self._param_floats:])
+            buffers.copy_(self._grads[self._param_floats:self._param_floats + self._buffers.floats])
         self._mirror.grads_from_arena(self._grads)
         self.optimizer.step()
         self._mirror.to_arena(self._arena, self._state_view)

@@ -20,7 +20,7 @@ _open_workers = weakref.WeakSet()
 def _close_open_workers():
     # A script that never calls close() still leaves the cluster and exits.
     for w in list(_open_workers):
-        w.close()
+        w.close(average=False)  # the others may not be at this step: no collective at exit
 
 
 def _flag_args(flags):
@@ -98,6 +98,10 @@ class Worker:
         self._steps_per_epoch = int(steps_per_epoch)
         self._member = None
         self._ready = None
+        # close()'s final average: the members it averaged (None: not taken yet),
+        # and what reads the arena back into the model's own tensors after it.
+        self.averaged_members = None
+        self._after_average = None
 
     def _rendezvous(self, launch, id, flags):
         """(id, peers, join) from the launcher's store (rendezvous.py)."""
@@ -114,8 +118,8 @@ class Worker:
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
-        self.close()
+    def __exit__(self, exc_type, *exc):
+        self.close(average=exc_type is None)  # after an error the others may never come
         return False
 
     def _start(self, segments, initial, state_per_param=1, initial_state=None):
@@ -179,8 +183,20 @@ class Worker:
         epoch's end, as `gossipd run`'s) and /status show these figures."""
         self.member.set_evaluation(float(test_accuracy), float(test_loss), int(samples))
 
-    def close(self):
-        """Leaves the cluster (gracefully) and stops the member's threads."""
+    def close(self, average=True):
+        """Ends training: leaves the cluster (gracefully) and stops the
+        member's threads. With `average` (the default), the gossip
+        protocols' members first average their parameters, buffers and
+        optimizer state exactly (one allreduce over the members still
+        training), so that every member holds and saves the same model:
+        call it after the same step on every member. `averaged_members`
+        then says how many were averaged (0: none, the others never came
+        within --timeout-ms; the log says why). AllReduce-SGD's replicas
+        are one model already."""
         if self._member is not None:
+            if average and self.averaged_members is None and not self._member.one_replica():
+                self.averaged_members = self._member.finish()
+                if self._after_average is not None:
+                    self._after_average()
             self._member.close()
         _open_workers.discard(self)

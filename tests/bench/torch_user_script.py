@@ -5,12 +5,13 @@ as torchrun launches (python3 -m gossipd.launch --nproc_per_node P), rank
 and size from the worker for its shard. DDP (gloo) runs the same script
 under the same launcher (init_process_group reads the same environment).
 
-  tests/bench/torch_user_script.py [--procs 4] [--epochs 2] [--protos ddp,allreduce,crossover]
-      [--join-after 1] [--reps 1]
+  tests/bench/torch_user_script.py [--procs 4] [--epochs 2] [--protos ddp,allreduce,crossover,sgp+own_state]
+      [--join-after 1] [--reps 1] [--samples 60000]
 
 For each protocol: the mean final test accuracy of the P workers against
 DDP's, the median step (forward, backward, step, the scheduler's step)
-against DDP's, and, for the gossip protocols with --join-after E, a
+against DDP's; for the gossip protocols the accuracy of the model every
+member holds after close()'s exact average; and, with --join-after E, a
 process started with `gossipd.launch --join` after rank 0's epoch E: its
 first evaluation (the state it downloaded) against the others' at epoch E.
 
@@ -54,6 +55,7 @@ def train(a):
     sys.path.insert(0, a.package)
     from gossipd.fashion_mnist import load
     x, y = load("train")
+    x, y = x[:a.samples], y[:a.samples]
     tx, ty = load("test")
     steps = len(y) // a.procs // a.batch
     torch.manual_seed(a.seed)
@@ -68,8 +70,11 @@ def train(a):
         opt = torch.optim.AdamW(net.parameters(), lr=a.lr, weight_decay=0.01)
     else:
         import gossipd.torch as gd
-        w = gd.Worker(algo=a.proto, steps_per_epoch=steps)
-        opt = gd.DistributedOptimizer(torch.optim.AdamW(net.parameters(), lr=a.lr, weight_decay=0.01), net, w)
+        # sgp+own_state / sgp+average_state: the members' AdamW moments their own / averaged (else the default)
+        algo, _, variant = a.proto.partition("+")
+        w = gd.Worker(algo=algo, steps_per_epoch=steps)
+        opt = gd.DistributedOptimizer(torch.optim.AdamW(net.parameters(), lr=a.lr, weight_decay=0.01), net, w,
+                                      average_state={"own_state": False, "average_state": True}.get(variant))
         first_round = w.sync_state(net, opt)
         rank, size = (None, None) if joiner else (w.rank, w.size)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=a.epochs * steps)
@@ -96,17 +101,20 @@ def train(a):
         evals.append((epoch + 1, w.round() if w else 0, accuracy(net, tx, ty)))
         if rank == 0 and epoch + 1 == a.join_after and a.proto != "ddp":
             flag.touch()
-    name = "joiner" if joiner else os.environ["RANK"]
-    (Path(a.out_dir) / f"{a.proto}-{name}.json").write_text(json.dumps({"evals": evals, "step_seconds": times}))
+    averaged = None
     if w is not None:
-        w.close()
+        w.close()  # the gossip protocols' members average exactly (AllReduce-SGD's are one model)
+        averaged = (w.averaged_members, accuracy(net, tx, ty))
+    name = "joiner" if joiner else os.environ["RANK"]
+    (Path(a.out_dir) / f"{a.proto}-{name}.json").write_text(
+        json.dumps({"evals": evals, "step_seconds": times, "averaged": averaged}))
 
 
 def launcher(a, proto, tmp, port, extra):
     env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "PYTHONPATH": a.package}
     cmd = [sys.executable, "-m", "gossipd.launch", "--master_port", str(port)] + extra + [
         __file__, "train", "--proto", proto, "--procs", str(a.procs), "--epochs", str(a.epochs), "--batch",
-        str(a.batch), "--lr", str(a.lr), "--seed", str(a.seed), "--join-after", str(a.join_after), "--package",
+        str(a.batch), "--samples", str(a.samples), "--lr", str(a.lr), "--seed", str(a.seed), "--join-after", str(a.join_after), "--package",
         a.package, "--out-dir", tmp]
     return subprocess.Popen(cmd, env=env)
 
@@ -149,6 +157,10 @@ def report(a, proto, ranks, joiner, base):
                 f"({step / base[1]:.2f}x ddp)"
     else:
         line += f"  median step {1000 * step:.1f} ms"
+    if ranks[0]["averaged"] and ranks[0]["averaged"][0]:
+        members, acc = ranks[0]["averaged"]
+        line += f"; close()'s exact average of {members} {acc:.4f} ({100 * (acc - final):+.2f} points vs the " \
+                f"replicas' mean" + (f", {100 * (acc - base[0]):+.2f} vs ddp)" if base else ")")
     if joiner:
         at = statistics.mean(e[2] for r in ranks for e in r["evals"] if e[0] == a.join_after)
         first = joiner["evals"][0]
@@ -165,6 +177,7 @@ def main():
     p.add_argument("--protos", default="ddp,allreduce,crossover")
     p.add_argument("--epochs", type=int, default=2)
     p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--samples", type=int, default=60000, help="the first N training samples")
     p.add_argument("--lr", type=float, default=0.002)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--join-after", type=int, default=1, help="0: no joiner")

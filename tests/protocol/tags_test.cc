@@ -42,7 +42,7 @@ TEST(Tags, PacingNotesStayInTheirGossipProtocolsRange) {
 }
 
 TEST(Tags, PerViewTagsWrapInsideTheirRange) {
-  for (User u : {User::kConsensus, User::kReformedRing, User::kHierarchicalGroup}) {
+  for (User u : {User::kConsensus, User::kReformedRing, User::kFinalAverage, User::kHierarchicalGroup}) {
     const Range r = tags::range(u);
     for (uint64_t view : {uint64_t{0}, uint64_t{1}, uint64_t{0xffffffff}, uint64_t{0xffffffff} << 8 | 0xff}) {
       EXPECT_TRUE(r.contains(r.at(view))) << view;

@@ -150,6 +150,9 @@ class GossipMode : public Mode {
   std::string join_name() const override { return name() + (flags_.hierarchical ? "-hierarchical" : ""); }
   bool shares_on_segments() const override { return algo_ != GossipAlgo::kCrossover; }  // push-sum weights
   std::string why_not_hosted() const override { return daemon::why_not_hosted(flags_.robust); }
+  // Measured with AdamW (tests/bench/README.md#pytorch-a-users-own-script):
+  // SGP nearer DDP with the moments averaged, Crossover-SGD with its own.
+  bool host_averages_state() const override { return algo_ != GossipAlgo::kCrossover; }
   std::unique_ptr<Replica> load(const RunOptions& o, const Placement& where) const override {
     return poisoned(Mode::load(o, where), flags_.robust);
   }

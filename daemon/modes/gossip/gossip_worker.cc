@@ -3,16 +3,11 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <thread>
 
+#include "daemon/modes/gossip/final_average.h"
 #include "daemon/worker/outer_momentum.h"
-#include "daemon/worker/round_floats.h"
-#include "daemon/worker/same_layout.h"
-#include "protocol/collectives/barrier.h"
-#include "protocol/collectives/broadcast_ring.h"
 #include "protocol/collectives/consensus.h"
 #include "protocol/collectives/group.h"
-#include "protocol/collectives/ring.h"
 #include "protocol/gossip/crossover.h"
 #include "protocol/gossip/overlapped_round.h"
 #include "protocol/gossip/push_sum.h"
@@ -21,17 +16,6 @@
 #include "topology/view.h"
 
 namespace gossipd::daemon {
-
-uint64_t agree_on_oldest_round(protocol::Group& group, uint64_t mine) {
-  // Two floats per member (round_to_floats); each contributes its own block.
-  std::vector<float> all(2 * group.size(), 0.0f);
-  const auto own = round_to_floats(mine);
-  std::copy(own.begin(), own.end(), all.begin() + static_cast<std::ptrdiff_t>(2 * group.rank()));
-  protocol::AllgatherRing(group, all).run();
-  uint64_t oldest = mine;
-  for (size_t r = 0; r < group.size(); ++r) oldest = std::min(oldest, round_from_floats(&all[2 * r]));
-  return oldest;
-}
 
 GossipWorker::GossipWorker(protocol::Node& node, std::vector<std::string> members, Membership& membership,
                            trainer::Trainer& trainer, TrainingLoop& loop, WorkerState& state,
@@ -70,6 +54,9 @@ class GossipWorker::Protocol {
   virtual std::span<const float> replica() = 0;
   // Before an evaluation and at the end: the model holds the replica.
   virtual protocol::RoundStats settle() { return {}; }
+  // The model's parameters were replaced (the final average): the
+  // protocol's own state follows (SGP: the numerators x = w z).
+  virtual void adopt_model() {}
   // --robust clip's record of the peers (nullopt: no defence).
   using Clipping = std::optional<std::map<std::string, protocol::PeerClipping>>;
   virtual Clipping clipping() const { return std::nullopt; }
@@ -173,6 +160,7 @@ class PushSumProtocol : public GossipWorker::Protocol {
     push_sum_.debias(x_, params_);
     return {};
   }
+  void adopt_model() override { push_sum_.rebias(params_, x_); }
   Clipping clipping() const override {
     if (!push_sum_.clipping()) return std::nullopt;
     return push_sum_.clipping()->peers();
@@ -219,6 +207,21 @@ void GossipWorker::maybe_measure(uint64_t round, Protocol& protocol) {
     s.set_consensus_distance(d);
     s.set_consensus_round(round);
   });
+}
+
+void GossipWorker::finish(Protocol& p) {
+  account(p.settle());
+  const uint64_t round = trainer_.step_count();
+  const uint32_t n = final_average(node_, membership_.view_at(round), trainer_.model().params(),
+                                   trainer_.optimizer().state(), options_.timeout, stop_);
+  p.adopt_model();
+  const std::string hash = param_hash(trainer_.model().params());
+  state_.update([&](proto::Status& s) {
+    s.set_final_average_members(n);
+    s.set_param_hash(hash);
+  });
+  if (n > 1)
+    spdlog::info("node '{}': final model at round {}: the exact average of {} members", node_.id(), round, n);
 }
 
 void GossipWorker::report_robustness(const Protocol& p, const std::vector<std::string>& named,
@@ -280,40 +283,6 @@ std::unique_ptr<GossipWorker::Protocol> GossipWorker::make_protocol() {
   return std::make_unique<PushSumProtocol>(node_, membership_, trainer_, options_, g);
 }
 
-void GossipWorker::start(std::stop_token stop) {
-  if (!options_.joined) {
-    protocol::CollectiveOptions copts;
-    copts.timeout = options_.startup_timeout;
-    copts.stop = stop;
-    protocol::Group everyone(node_, protocol::tags::first(protocol::tags::User::kStartup), members_, copts);
-    protocol::Barrier(everyone).run();  // every member is up (and knows the segments) before round 0
-    agree_on_layout(everyone, trainer_);
-    if (options_.resumed) {
-      // Rounds name the topology draws and the segments' sequence: every
-      // member goes on from the same one, the oldest checkpoint's.
-      const uint64_t mine = trainer_.step_count();
-      trainer_.set_step_count(agree_on_oldest_round(everyone, mine));
-      if (trainer_.step_count() != mine) {
-        spdlog::info("node '{}': resuming at round {} with the others (own checkpoint: round {})", node_.id(),
-                     trainer_.step_count(), mine);
-      }
-    }
-  }
-  if (!options_.hierarchical) return;
-  // Groups come from labels every member must know before round 1 (with
-  // --group auto, measured now that every member is up).
-  membership_.find_group();
-  const auto deadline = std::chrono::steady_clock::now() + options_.startup_timeout;
-  const uint64_t first = trainer_.step_count() + 1;
-  if (membership_.wait_until([&] { return membership_.labels_known(first); }, deadline, stop)) return;
-  if (stop.stop_requested()) throw protocol::Aborted(node_.id(), "waiting for group labels");
-  throw protocol::TransportError(
-      node_.id(), "",
-      "node '" + node_.id() +
-          "': the members' --group labels never all arrived "
-          "within --startup-timeout-ms (are all members running with --hierarchical?)");
-}
-
 trainer::StepResult GossipWorker::step(Protocol& p, OuterMomentum& outer, std::span<const uint32_t> idx) {
   // Between two steps: a joiner or a checkpoint may take the state.
   const uint64_t done = trainer_.step_count();
@@ -350,6 +319,10 @@ void GossipWorker::run(std::stop_token stop) {
         [&] { account(p->settle()); });
   } catch (const StoppedMidStep&) {
     throw;  // the host was writing the parameters
+  } catch (const FinishRequested&) {
+    finish(*p);
+    checkpoint_now();
+    throw;  // then stops as asked
   } catch (const protocol::Aborted&) {
     // Stopped between two steps, or inside a round: a gossip state is whole
     // after any part of a round (each segment mixed or not yet), so it is kept.

@@ -121,6 +121,9 @@ class GossipWorker : public Worker {
   // Every member calls it after the same rounds (they run in step). A
   // measurement that fails (a member just died) is skipped, never fatal.
   void maybe_measure(uint64_t round, Protocol& protocol);
+  // The host finished training (FinishRequested): the members' exact
+  // average (final_average.h) in the model, /status's final_average_members.
+  void finish(Protocol& protocol);
   // One step: the joiners' and checkpoints' turn, the local step, the exchange.
   trainer::StepResult step(Protocol& p, OuterMomentum& outer, std::span<const uint32_t> idx);
   // This worker's state (x: the parameters, for SGP the numerators), as a
