@@ -75,7 +75,7 @@ class HostedMode : public Mode {
 
  private:
   const Mode& inner_;
-  HostedLayout layout_;
+  mutable HostedLayout layout_;  // its initial values move into the model at load()
   StepRendezvous& rendezvous_;
   std::stop_token stop_;
   std::function<void(HostedArena)> loaded_;

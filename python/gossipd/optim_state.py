@@ -33,7 +33,10 @@ def initial_state(optimizer, params, keys, extra=0):
     """The arena's start: each key's tensor where the optimizer has one
     (Adagrad's initial accumulator, a loaded state), else zeros; each key's
     run `extra` zeros longer (the buffers after the parameters, which no
-    optimizer steps)."""
+    optimizer steps). None where the optimizer has no state yet (the
+    member starts it at zeros: no copy made)."""
+    if not any(key in optimizer.state.get(p, {}) for key in keys for p in params):
+        return None
     runs = []
     for key in keys:
         for p in params:

@@ -78,8 +78,9 @@ class DistributedOptimizer(torch.optim.Optimizer):
         if self._layout.gossiped_state:
             member = worker._start(segments, initial.numpy(), 0, None)  # no state apart
         else:
-            start = initial_state(optimizer, params, self._keys, self._buffers.floats).numpy()
-            member = worker._start(segments, initial.numpy(), max(1, len(self._keys)), start)
+            start = initial_state(optimizer, params, self._keys, self._buffers.floats)
+            member = worker._start(segments, initial.numpy(), max(1, len(self._keys)),
+                                   None if start is None else start.numpy())
         self._arena = torch.from_numpy(member.params())
         # A mode whose members hold the one model (AllReduce-SGD) averages the
         # buffers with the gradients (their run of the gradients' arena).

@@ -1,6 +1,7 @@
 """Shared helpers of the Python module's tests: free loopback ports, a small
 model, members in threads of this process (each step() releases the GIL)."""
 
+import contextlib
 import os
 import sys
 import threading
@@ -58,6 +59,31 @@ def run_threads(fns, timeout=60):
         assert not t.is_alive(), "a worker thread hung"
     if errors:
         raise errors[0]
+
+
+@contextlib.contextmanager
+def training_in_background(step, join_timeout=60):
+    """Calls step(0), step(1), ... on a thread of its own while the block
+    runs; re-raises the thread's error after it."""
+    stop, errors = threading.Event(), []
+
+    def body():
+        try:
+            s = 0
+            while not stop.is_set():
+                step(s)
+                s += 1
+        except BaseException as e:  # noqa: B036 (re-raised below)
+            errors.append(e)
+
+    t = threading.Thread(target=body, daemon=True)
+    t.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        t.join(join_timeout)
+    assert not errors, errors
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ import pytest
 import torch
 
 import gossipd.torch as gd
-from conftest import FAST, batch, free_ports, run_threads, small_model, static_cluster
+from conftest import FAST, batch, free_ports, run_threads, small_model, static_cluster, training_in_background
 
 
 def flat(model):
@@ -46,26 +46,16 @@ def test_a_joiner_trains_from_the_downloaded_state_and_status_lists_it(closing, 
     model_a = small_model(seed=1)
     opt_a = gd.DistributedOptimizer(make(model_a.parameters()), model_a, a)
     a.sync_state()
-    stop = threading.Event()
-    errors = []
     history = []  # A's parameters after each of its steps
 
-    def train_a():
-        try:
-            s = 0
-            while not stop.is_set():
-                x, y = batch(s % 7)
-                opt_a.zero_grad()
-                torch.nn.functional.cross_entropy(model_a(x), y).backward()
-                opt_a.step()
-                history.append(flat(model_a))
-                s += 1
-        except BaseException as e:  # noqa: B036 (asserted below)
-            errors.append(e)
+    def step_a(s):
+        x, y = batch(s % 7)
+        opt_a.zero_grad()
+        torch.nn.functional.cross_entropy(model_a(x), y).backward()
+        opt_a.step()
+        history.append(flat(model_a))
 
-    t = threading.Thread(target=train_a, daemon=True)
-    t.start()
-    try:
+    with training_in_background(step_a, join_timeout=30):
         wait_for("a few steps of the first member", lambda: a.round() >= 5)
         b = gd.Worker(id="b", listen=f"tcp://127.0.0.1:{pb}", join=f"tcp://127.0.0.1:{pa}", algo="crossover",
                       **FAST)
@@ -95,10 +85,6 @@ def test_a_joiner_trains_from_the_downloaded_state_and_status_lists_it(closing, 
                 return json.load(r).get("members", [])
 
         wait_for("/status to list the Python joiner", lambda: "b" in members())
-    finally:
-        stop.set()
-        t.join(30)
-    assert not errors, errors
 
 
 def test_peers_that_never_come_are_a_timeout_naming_them(closing):
