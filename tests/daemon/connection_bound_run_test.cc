@@ -7,7 +7,11 @@
 // descriptors a member held (/proc/PID/fd, sampled while it trains) are
 // printed, not asserted: they count the connections still flushing after
 // their close, which a starved machine holds longer (101-212 measured; a
-// resource figure, tests/bench/connection_bound.sh's).
+// resource figure, tests/bench/connection_bound.sh's). The failure timeout
+// is long too (10 s): 36 processes on 2 cores starve one another's probes,
+// and at the default 3 s one run in five alone evicted a live member (its
+// peers then skipped the segments it was drawn for) -- membership under
+// starvation is the membership tests' subject, not this one's.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -43,6 +47,22 @@ int ended(const Cluster& c) {
   return n;
 }
 
+// Where each member that has not ended stands: its rounds, its skipped
+// segments, its view, whether its process still runs.
+std::string unended(Cluster& c) {
+  std::string out;
+  for (int i = 0; i < c.size(); ++i) {
+    if (c.end_record(i)) continue;
+    const auto m = fetch_metrics(c.http_port(i));
+    const bool runs = std::filesystem::exists("/proc/" + std::to_string(c.proc(i).pid()));
+    out += " w" + std::to_string(i) + (runs ? "" : " (exited)") + ": round " +
+           std::to_string(m.value("gossipd_rounds_total").value_or(-1)) + ", skipped " +
+           std::to_string(m.value("gossipd_segments_skipped_total").value_or(-1)) + ", view " +
+           std::to_string(m.value("gossipd_members").value_or(-1)) + ";";
+  }
+  return out;
+}
+
 TEST(ConnectionBound, ThirtySixMembersWithRoomForSixteenConnectionsLoseNoExchange) {
   const std::vector<std::string> args{"--algo",
                                       "crossover",
@@ -63,6 +83,8 @@ TEST(ConnectionBound, ThirtySixMembersWithRoomForSixteenConnectionsLoseNoExchang
                                       std::to_string(kBound),
                                       "--segment-deadline-ms",
                                       "20000",
+                                      "--failure-timeout-ms",
+                                      "10000",
                                       "--linger-ms",
                                       "600000"};
   Cluster c(kMembers, args, nullptr, Cluster::Listen::kTcp);
@@ -85,7 +107,7 @@ TEST(ConnectionBound, ThirtySixMembersWithRoomForSixteenConnectionsLoseNoExchang
     }
     std::this_thread::sleep_for(200ms);
   }
-  ASSERT_EQ(ended(c), kMembers) << "not every member ended within 300 s";
+  ASSERT_EQ(ended(c), kMembers) << "not every member ended within 300 s:" << unended(c);
   double closed_lru = 0, asked = 0, closed_on_request = 0;
   for (int i = 0; i < c.size(); ++i) {
     const auto end = c.end_record(i);
