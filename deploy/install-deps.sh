@@ -17,14 +17,16 @@ packages=(
 # Extra groups, asked for by flag: --bench adds the OpenMPI and GraphBLAS references,
 # --fuzz clang and its libFuzzer runtime (tests/fuzz/run.sh), --format
 # clang-format (tests/format.sh), --soak curl (tests/soak/soak.sh reads
-# /status with it).
+# /status with it), --deploy the engines deploy/ is tested under
+# (prometheus and promtool, systemd-analyze).
 for arg in "$@"; do
   case "$arg" in
     --bench) packages+=(openmpi-bin libopenmpi-dev libgraphblas-dev) ;;
     --fuzz) packages+=(clang libclang-rt-14-dev) ;;
     --format) packages+=(clang-format) ;;
     --soak) packages+=(curl) ;;
-    *) echo "install-deps.sh: unknown option '$arg' (known: --bench, --fuzz, --format, --soak)" >&2; exit 2 ;;
+    --deploy) packages+=(prometheus systemd) ;;
+    *) echo "install-deps.sh: unknown option '$arg' (known: --bench, --fuzz, --format, --soak, --deploy)" >&2; exit 2 ;;
   esac
 done
 

@@ -29,6 +29,7 @@
 #include "daemon/ctl/compare_stragglers.h"
 #include "daemon/ctl/compare_wan.h"
 #include "daemon/ctl/mean_curve.h"
+#include "daemon/ctl/prometheus_targets.h"
 #include "daemon/ctl/worker_watch.h"
 #include "daemon/observe/metrics_log.h"
 #include "proto/gossip.pb.h"
@@ -131,8 +132,10 @@ class Comparison {
       w.control = dir + "/" + w.id + ".control";
       w.proc = std::make_unique<ChildProcess>(worker_argv(algo, i, dir), w.out, w.err);
     }
-    WatchSpec spec{algo, steps(algo) * static_cast<uint64_t>(o_.epochs), o_.epochs,
-                   [&] { return best_mean_accuracy(algo); }, nullptr};
+    WatchSpec spec{algo,      steps(algo) * static_cast<uint64_t>(o_.epochs),
+                   o_.epochs, [&] { return best_mean_accuracy(algo); },
+                   nullptr,   nullptr};
+    spec.serving = [&](const std::vector<WatchedWorker>& serving) { announce_targets(algo, serving); };
     if (o_.stop_when)
       spec.end_early = [&](uint64_t round) { return o_.stop_when(entry_metrics_files(o_, algo), round); };
     const WatchEnd end = watch_workers(workers, spec, stop_, progress_);
@@ -150,6 +153,22 @@ class Comparison {
     for (const auto& w : workers) metrics.push_back(w.metrics), params.push_back(w.params);
     summarize_compare_entry(o_, metrics, params, dir, res);
     return res;
+  }
+
+  // The entry's members as Prometheus targets (deploy/prometheus/), one
+  // group per member so that each series names it; a file that cannot be
+  // written is said, not fatal to the comparison.
+  void announce_targets(const std::string& algo, const std::vector<WatchedWorker>& workers) const {
+    std::vector<TargetGroup> groups;
+    for (const auto& w : workers) {
+      groups.push_back({{w.host + ":" + std::to_string(w.http_port)},
+                        {{"cluster", "compare-" + entry_dir(algo)}, {"member", w.id}}});
+    }
+    try {
+      write_prometheus_targets(o_.out + "/prometheus_targets.json", groups);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "gossipctl compare: %s\n", e.what());
+    }
   }
 
   // The first worker that failed by itself (not one compare then killed), and how.

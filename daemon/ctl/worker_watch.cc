@@ -105,8 +105,14 @@ WatchEnd watch_workers(std::vector<WatchedWorker>& workers, const WatchSpec& spe
   const auto start = Clock::now();
   const auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
   double best = 0;
+  bool announced = !spec.serving;
   for (;;) {
     const WatchLook l = look_at_workers(workers, spec.total_rounds, spec.epochs);
+    if (!announced &&
+        std::all_of(workers.begin(), workers.end(), [](const auto& w) { return w.http_port != 0; })) {
+      spec.serving(workers);
+      announced = true;
+    }
     best = std::max(best, spec.best_accuracy());
     if (l.all_done) break;
     if (l.failed) {  // the others would only wait for it until their timeouts

@@ -62,6 +62,8 @@ struct WatchSpec {
   int epochs = 0;
   std::function<double()> best_accuracy;
   std::function<bool(uint64_t round)> end_early;  // may be empty
+  // Called once, when every worker's HTTP port is known; may be empty.
+  std::function<void(const std::vector<WatchedWorker>&)> serving;
 };
 
 enum class WatchEnd {

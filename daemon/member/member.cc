@@ -137,6 +137,7 @@ void Member::open_node() {
                  o_.id, self_.endpoint());
   }
   register_transport_metrics(metrics_, *node_);
+  register_state_metrics(metrics_, state_);
   state_.update([&](proto::Status& s) {
     describe_worker(s, o_, *node_);
     if (joining_) s.set_state("joining");

@@ -139,6 +139,21 @@ void register_transport_metrics(MetricsRegistry& metrics, protocol::Node& node) 
                   });
 }
 
+void register_state_metrics(MetricsRegistry& metrics, WorkerState& state) {
+  metrics.sampled(
+      "gossipd_state",
+      "1 for the state the member is in (starting, joining, training, done, stopped, failed, cut_off)",
+      "gauge", [&state] {
+        const std::string now = state.snapshot().state();
+        return std::vector<std::pair<Labels, double>>{{{{"state", now.empty() ? "starting" : now}}, 1.0}};
+      });
+  metrics.sampled("gossipd_rejoins",
+                  "Times this process entered its cluster again after being cut off (--rejoin)", "gauge",
+                  [&state] {
+                    return std::vector<std::pair<Labels, double>>{{{}, double(state.snapshot().rejoins())}};
+                  });
+}
+
 HttpHandler status_routes(WorkerState& state, MetricsRegistry& metrics, protocol::Node& node) {
   return [&](const std::string& path) -> HttpResponse {
     if (path == "/status") {

@@ -27,6 +27,12 @@ void register_transport_metrics(MetricsRegistry& metrics, protocol::Node& node);
 
 // What /status says of the worker from the start: id, algo, the endpoint
 // bound, the direct data path's port.
+// The member's state as a metric (gossipd_state{state} 1 for the state it
+// is in: joining, training, done, stopped, failed, cut_off) and how many
+// times this process entered its cluster again after being cut off
+// (gossipd_rejoins): what deploy/prometheus/'s alerts read.
+void register_state_metrics(MetricsRegistry& metrics, WorkerState& state);
+
 void describe_worker(proto::Status& status, const RunOptions& options, const protocol::Node& node);
 
 // /status (the worker's state as JSON) and /metrics (Prometheus text).

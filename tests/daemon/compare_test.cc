@@ -105,6 +105,12 @@ TEST_F(CompareTest, ThreeProtocolsGiveASummaryPlotsAndAReport) {
   // Piped stdout: plain progress lines, no terminal control codes.
   EXPECT_EQ(r.out.find("\033["), std::string::npos);
   EXPECT_NE(r.out.find("report in " + out), std::string::npos) << r.out;
+  // The last entry's members as Prometheus targets (deploy/prometheus/).
+  const std::string targets = daemon::read_file(out + "/prometheus_targets.json");
+  for (const std::string w : {"w0", "w1", "w2"})
+    EXPECT_NE(targets.find("\"member\": \"" + w + "\""), std::string::npos) << targets;
+  EXPECT_NE(targets.find("\"cluster\": \"compare-allreduce\""), std::string::npos) << targets;
+  EXPECT_NE(targets.find("\"targets\": [\"127.0.0.1:"), std::string::npos) << targets;
 
   // A second run into the same directory would overwrite the first: refused.
   const auto again = run({bin("gossipctl"), "compare", "--workers", "2", "--out", out}, 30s);

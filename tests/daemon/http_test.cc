@@ -2,6 +2,7 @@
 
 #include <asio.hpp>
 
+#include "daemon/ctl/prometheus_targets.h"
 #include "daemon/member/node_setup.h"
 #include "daemon/observe/http_client.h"
 #include "daemon/observe/http_server.h"
@@ -102,6 +103,36 @@ TEST(Metrics, ANonFiniteRejectionIsCountedAgainstItsSender) {
       << "a codec mismatch is not held against its sender";
   EXPECT_NE(text.find("gossipd_messages_rejected_total{reason=\"non_finite\"} 2\n"), std::string::npos)
       << text;
+}
+
+// The state a member is in, one series at 1 that follows it (what
+// deploy/prometheus/'s cut-off and failure alerts read), and its rejoins.
+TEST(Metrics, TheMembersStateIsOneSeriesThatFollowsIt) {
+  WorkerState state;
+  MetricsRegistry m;
+  register_state_metrics(m, state);
+  state.update([](proto::Status& s) { s.set_state("training"); });
+  EXPECT_NE(m.render().find("gossipd_state{state=\"training\"} 1\n"), std::string::npos) << m.render();
+  state.update([](proto::Status& s) {
+    s.set_state("cut_off");
+    s.set_rejoins(2);
+  });
+  const std::string text = m.render();
+  EXPECT_NE(text.find("gossipd_state{state=\"cut_off\"} 1\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("state=\"training\""), std::string::npos) << "the state it left is still a series";
+  EXPECT_NE(text.find("gossipd_rejoins 2\n"), std::string::npos) << text;
+}
+
+// compare's targets file is Prometheus' file_sd format, its strings escaped.
+TEST(PrometheusTargets, OneGroupPerMemberWithItsLabels) {
+  const std::string json =
+      prometheus_targets_json({{{"127.0.0.1:8080"}, {{"cluster", "c\"1"}, {"member", "w0"}}},
+                               {{"127.0.0.1:8081"}, {{"member", "w1"}}}});
+  EXPECT_EQ(
+      json,
+      "[{\"targets\": [\"127.0.0.1:8080\"], \"labels\": {\"cluster\": \"c\\\"1\", \"member\": \"w0\"}},\n"
+      " {\"targets\": [\"127.0.0.1:8081\"], \"labels\": {\"member\": \"w1\"}}]\n");
+  EXPECT_THROW(write_prometheus_targets("/nonexistent-dir/targets.json", {}), std::runtime_error);
 }
 
 }  // namespace
