@@ -156,9 +156,9 @@ class Comparison {
   }
 
   // The entry's members as Prometheus targets (deploy/prometheus/), one
-  // group per member so that each series names it; a file that cannot be
-  // written is said, not fatal to the comparison.
-  void announce_targets(const std::string& algo, const std::vector<WatchedWorker>& workers) const {
+  // group per member so that each series names it (a file that cannot be
+  // written is said, not fatal to the comparison), and the page of w0.
+  void announce_targets(const std::string& algo, const std::vector<WatchedWorker>& workers) {
     std::vector<TargetGroup> groups;
     for (const auto& w : workers) {
       groups.push_back({{w.host + ":" + std::to_string(w.http_port)},
@@ -169,6 +169,10 @@ class Comparison {
     } catch (const std::exception& e) {
       std::fprintf(stderr, "gossipctl compare: %s\n", e.what());
     }
+    progress_.end();  // its line, on a terminal, ends before this one
+    std::printf("%-10s watch it train: http://%s:%u/ (w0's page)\n", algo.c_str(), workers[0].host.c_str(),
+                workers[0].http_port);
+    std::fflush(stdout);
   }
 
   // The first worker that failed by itself (not one compare then killed), and how.

@@ -143,7 +143,7 @@ void Member::open_node() {
     if (joining_) s.set_state("joining");
   });
   if (!o_.http.empty())
-    http_ = std::make_unique<HttpServer>(o_.http, status_routes(state_, metrics_, *node_));
+    http_ = std::make_unique<HttpServer>(o_.http, status_routes(state_, metrics_, *node_, history_));
   events_.listening(record("listening"));
   if (TrainedReplica* t = replica_->trained())
     mine_ = describe(mode_.join_name(), self_, t->trainer(), replica_->segments());
@@ -278,7 +278,10 @@ void Member::fail(const std::exception& e) {
 }
 
 EvaluationSink Member::evaluation_sink() {
-  return [this](const proto::EpochRecord& r) { events_.evaluated(r, epochs_); };
+  return [this](const proto::EpochRecord& r) {
+    history_.add(r);
+    events_.evaluated(r, epochs_);
+  };
 }
 
 Member::End Member::stopped() {

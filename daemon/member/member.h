@@ -14,6 +14,7 @@
 #include "daemon/cluster/status_delegate.h"
 #include "daemon/config/run_options.h"
 #include "daemon/member/member_events.h"
+#include "daemon/observe/evaluation_history.h"
 #include "daemon/observe/http_server.h"
 #include "daemon/observe/metrics.h"
 #include "daemon/observe/metrics_log.h"
@@ -115,6 +116,7 @@ class Member {
   WorkerState state_;
   StatusDelegate status_delegate_{state_};  // membership's view of this member: its /status
   MetricsRegistry metrics_;
+  EvaluationHistory history_;  // what /history serves
   std::unique_ptr<HttpServer> http_;
   proto::Hello mine_;
   MembershipOptions membership_options_;

@@ -4,6 +4,7 @@
 
 #include "daemon/config/cli.h"
 #include "daemon/observe/metrics_log.h"
+#include "daemon/observe/status_page.h"
 #include "protocol/transport/curve.h"
 
 namespace gossipd::daemon {
@@ -154,7 +155,8 @@ void register_state_metrics(MetricsRegistry& metrics, WorkerState& state) {
                   });
 }
 
-HttpHandler status_routes(WorkerState& state, MetricsRegistry& metrics, protocol::Node& node) {
+HttpHandler status_routes(WorkerState& state, MetricsRegistry& metrics, protocol::Node& node,
+                          const EvaluationHistory& history) {
   return [&](const std::string& path) -> HttpResponse {
     if (path == "/status") {
       proto::Status s = state.snapshot();
@@ -162,7 +164,9 @@ HttpHandler status_routes(WorkerState& state, MetricsRegistry& metrics, protocol
       return {200, "application/json", to_json(s) + "\n"};
     }
     if (path == "/metrics") return {200, "text/plain; version=0.0.4; charset=utf-8", metrics.render()};
-    return {404, "text/plain; charset=utf-8", "not found; try /status or /metrics\n"};
+    if (path == "/history") return {200, "application/json", history.json()};
+    if (path == "/") return {200, "text/html; charset=utf-8", status_page_html()};
+    return {404, "text/plain; charset=utf-8", "not found; try /, /status, /history or /metrics\n"};
   };
 }
 

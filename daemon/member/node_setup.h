@@ -5,6 +5,7 @@
 
 #include "daemon/config/run_options.h"
 #include "daemon/config/wan_topology.h"
+#include "daemon/observe/evaluation_history.h"
 #include "daemon/observe/http_server.h"
 #include "daemon/observe/metrics.h"
 #include "daemon/observe/worker_state.h"
@@ -35,7 +36,9 @@ void register_state_metrics(MetricsRegistry& metrics, WorkerState& state);
 
 void describe_worker(proto::Status& status, const RunOptions& options, const protocol::Node& node);
 
-// /status (the worker's state as JSON) and /metrics (Prometheus text).
-HttpHandler status_routes(WorkerState& state, MetricsRegistry& metrics, protocol::Node& node);
+// /status (the worker's state as JSON), /metrics (Prometheus text),
+// /history (its evaluations, JSON) and / (the page that shows them).
+HttpHandler status_routes(WorkerState& state, MetricsRegistry& metrics, protocol::Node& node,
+                          const EvaluationHistory& history);
 
 }  // namespace gossipd::daemon

@@ -123,6 +123,32 @@ TEST(Metrics, TheMembersStateIsOneSeriesThatFollowsIt) {
   EXPECT_NE(text.find("gossipd_rejoins 2\n"), std::string::npos) << text;
 }
 
+// /history holds the last evaluations, oldest first; / is the page, which
+// draws them from /history and /status.
+TEST(StatusRoutes, HistoryKeepsTheLastEvaluationsAndTheRootIsThePage) {
+  protocol::NodeOptions o;
+  o.id = "w0";
+  protocol::Node node(o);
+  WorkerState state;
+  MetricsRegistry m;
+  EvaluationHistory history(2);
+  const HttpHandler routes = status_routes(state, m, node, history);
+  EXPECT_EQ(routes("/history").body, "[]\n");
+  for (uint64_t round : {10, 20, 30}) {
+    proto::EpochRecord r;
+    r.set_round(round);
+    history.add(r);
+  }
+  const std::string json = routes("/history").body;
+  EXPECT_EQ(json.find("\"round\":\"10\""), std::string::npos) << "past the capacity: " << json;
+  EXPECT_LT(json.find("\"round\":\"20\""), json.find("\"round\":\"30\"")) << json;
+  const HttpResponse page = routes("/");
+  EXPECT_EQ(page.status, 200);
+  EXPECT_NE(page.content_type.find("text/html"), std::string::npos);
+  EXPECT_NE(page.body.find("json(\"/history\")"), std::string::npos);
+  EXPECT_EQ(routes("/nothing").status, 404);
+}
+
 // compare's targets file is Prometheus' file_sd format, its strings escaped.
 TEST(PrometheusTargets, OneGroupPerMemberWithItsLabels) {
   const std::string json =

@@ -17,42 +17,17 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.parse
-import urllib.request
+
+from local_members import free_port, get, start_members, stop
+from local_members import wait_for as wait_until
 
 MEMBERS = 4
 TIMEOUT = 90  # seconds any one condition is waited for
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def get(url):
-    with urllib.request.urlopen(url, timeout=5) as r:
-        return r.read().decode()
-
-
-def wait_for(what, fn):
-    """fn() until it returns something true, for TIMEOUT seconds; fails naming `what`."""
-    end = time.monotonic() + TIMEOUT
-    last = None
-    while time.monotonic() < end:
-        try:
-            value = fn()
-            if value:
-                return value
-        except OSError as e:  # not answering yet
-            last = e
-        time.sleep(0.25)
-    sys.exit(f"prometheus_live: timed out after {TIMEOUT} s waiting for {what} (last error: {last})")
 
 
 class Prometheus:
@@ -68,21 +43,6 @@ class Prometheus:
     def query(self, expr):
         """{member: value} of an instant query."""
         return {r["metric"].get("member"): float(r["value"][1]) for r in self.api("query", query=expr)["result"]}
-
-
-def start_members(gossipd, work):
-    ports = [free_port() for _ in range(MEMBERS)]
-    http = [free_port() for _ in range(MEMBERS)]
-    peers = ",".join(f"w{i}=tcp://127.0.0.1:{p}" for i, p in enumerate(ports))
-    procs = []
-    for i in range(MEMBERS):
-        cmd = [gossipd, "run", "--id", f"w{i}", "--listen", f"tcp://127.0.0.1:{ports[i]}", "--peers", peers,
-               "--http", f"127.0.0.1:{http[i]}", "--cluster-id", "prom", "--algo", "crossover", "--hidden", "16",
-               "--epochs", "100000", "--train-limit", "2048", "--test-limit", "100", "--threads", "1", "--quiet",
-               "--inject-step-delay-ms", "40"]
-        procs.append(subprocess.Popen(cmd, stdout=open(os.path.join(work, f"w{i}.log"), "w"),
-                                      stderr=subprocess.STDOUT))
-    return procs, http
 
 
 def write_config(deploy, work, http):
@@ -149,6 +109,10 @@ def firing(prom, name):
                   if a["labels"].get("alertname") == name and a["state"] == "firing")
 
 
+def wait_for(what, fn):
+    return wait_until(what, fn, TIMEOUT, "prometheus_live")
+
+
 def main():
     gossipd, deploy = sys.argv[1], sys.argv[2]
     prometheus = shutil.which("prometheus")
@@ -158,7 +122,7 @@ def main():
     work = tempfile.mkdtemp(prefix="gossipd_prom_")
     procs = []
     try:
-        procs, http = start_members(gossipd, work)
+        procs, http = start_members(gossipd, work, MEMBERS, "prom", ["--inject-step-delay-ms", "40"])
         write_config(deploy, work, http)
         port = free_port()
         procs.append(subprocess.Popen(
@@ -179,10 +143,7 @@ def main():
         print(f"prometheus_live: GossipdMemberEvicted fires on w0, w1, w2 {time.monotonic() - killed:.1f} s after "
               f"w{MEMBERS - 1}'s SIGKILL")
     finally:
-        for p in procs:
-            p.kill()
-            p.wait()
-        shutil.rmtree(work, ignore_errors=True)
+        stop(procs, work)
 
 
 if __name__ == "__main__":
