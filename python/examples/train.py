@@ -5,7 +5,8 @@
     PYTHONPATH=build/python python3 python/examples/train.py --rank 1 --workers 2
 
 Each worker trains on its shard and averages with the others every step
-(--algo crossover, sgp, osgp or allreduce); /status on 127.0.0.1:8280+rank.
+(--algo crossover, sgp, osgp or allreduce); /status on 127.0.0.1:8280+rank
+(--http-port).
 """
 
 import argparse
@@ -21,6 +22,8 @@ p.add_argument("--workers", type=int, default=2)
 p.add_argument("--algo", default="crossover")
 p.add_argument("--epochs", type=int, default=2)
 p.add_argument("--port", type=int, default=7200, help="worker i listens on port + i")
+p.add_argument("--http-port", type=int, default=8280, help="worker i serves /status on http-port + i")
+p.add_argument("--samples", type=int, default=0, help="train on the first N samples (0: all)")
 a = p.parse_args()
 
 torch.set_num_threads(1)
@@ -28,12 +31,14 @@ torch.manual_seed(1)  # every worker starts from the same model
 model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(784, 256), torch.nn.ReLU(),
                             torch.nn.Linear(256, 10))
 x, y = load("train")
+if a.samples > 0:
+    x, y = x[:a.samples], y[:a.samples]
 shard = torch.arange(a.rank, len(y), a.workers)
 batches = len(shard) // 64
 peers = {f"w{i}": f"tcp://127.0.0.1:{a.port + i}" for i in range(a.workers)}
 
 with gd.Worker(id=f"w{a.rank}", listen=peers[f"w{a.rank}"], peers=peers, algo=a.algo,
-               http=f"127.0.0.1:{8280 + a.rank}", steps_per_epoch=batches) as w:
+               http=f"127.0.0.1:{a.http_port + a.rank}", steps_per_epoch=batches) as w:
     opt = gd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9), model, w)
     w.sync_state(model, opt)
     for epoch in range(a.epochs):

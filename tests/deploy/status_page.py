@@ -1,16 +1,16 @@
 #!/usr/bin/env python3
-"""The page a member serves at /, in headless Chromium with two members
+"""The page a member serves at /, in headless Chromium with four members
 training behind it.
 
 Asserts: the HTML is self-contained (nothing fetched from elsewhere: no
 src, href, url() or @import, fetch() only of the member's own paths); once
 the page has run, its accuracy and loss curves hold a point for each
 evaluation /history held before it opened (counted from the DOM), it shows
-the member's state and both members of its view; Chromium logs no console
+the member's state and the four members of its view; Chromium logs no console
 message (the page logs none; an uncaught error would be one); a
 screenshot is written.
 
-Usage: status_page.py GOSSIPD
+Usage: status_page.py GOSSIPD   (GOSSIPD_PAGE_SCREENSHOT=FILE keeps the screenshot there)
 Skipped (one line, exit 0) where `chromium` is not installed: as root,
 deploy/install-deps.sh --deploy installs it (tests/run.sh does).
 """
@@ -27,6 +27,7 @@ from local_members import wait_for as wait_until
 
 TIMEOUT = 60  # seconds any one condition is waited for
 EVALUATIONS = 4  # /history holds this many before the page opens
+MEMBERS = 4
 
 
 def check_self_contained(html):
@@ -68,7 +69,7 @@ def main():
     work = tempfile.mkdtemp(prefix="gossipd_page_")
     procs = []
     try:
-        procs, http = start_members(gossipd, work, 2, "page",
+        procs, http = start_members(gossipd, work, MEMBERS, "page",
                                     ["--evals-per-epoch", "4", "--inject-step-delay-ms", "20"])
         url = f"http://127.0.0.1:{http[0]}/"
         held = wait_for(f"{EVALUATIONS} evaluations in /history",
@@ -83,14 +84,16 @@ def main():
         if 'id="state" class="state training">training<' not in dom:
             sys.exit("status_page: the page does not show the member training")
         rows = re.findall(r"<tr><td>(w\d)</td>", dom)
-        if rows != ["w0", "w1"]:
-            sys.exit(f"status_page: members shown {rows}, not w0 and w1")
+        if rows != [f"w{i}" for i in range(MEMBERS)]:
+            sys.exit(f"status_page: members shown {rows}, not w0..w{MEMBERS - 1}")
         shot = os.path.join(work, "page.png")
         chromium(browser, work, url, "--window-size=1300,900", f"--screenshot={shot}")
         if not os.path.exists(shot) or open(shot, "rb").read(8) != b"\x89PNG\r\n\x1a\n":
             sys.exit("status_page: no screenshot written")
+        if os.environ.get("GOSSIPD_PAGE_SCREENSHOT"):
+            shutil.copyfile(shot, os.environ["GOSSIPD_PAGE_SCREENSHOT"])
         print(f"status_page: {svg_points(dom, 'acc')} accuracy points ({len(held)} in /history before), "
-              f"members w0 w1, no console message, screenshot {os.path.getsize(shot)} bytes")
+              f"members w0..w{MEMBERS - 1}, no console message, screenshot {os.path.getsize(shot)} bytes")
     finally:
         stop(procs, work)
 
