@@ -1,4 +1,6 @@
-"""A launcher's environment (torchrun's, gossipd.launch's) to a gossipd
+"""A launcher's environment (torchrun's, gossipd.launch's, or a Slurm job
+step's: srun's SLURM_PROCID, SLURM_NTASKS and SLURM_STEP_NODELIST stand for
+RANK, WORLD_SIZE and MASTER_ADDR, the step's first node) to a gossipd
 cluster: every worker puts its endpoint in a torch.distributed.TCPStore at
 MASTER_ADDR:MASTER_PORT (rank 0 serves it, as init_process_group's env://
 does) and takes everyone's. Ids are rank0, rank1, ... (zero padded) so that
@@ -12,6 +14,11 @@ from dataclasses import dataclass
 
 LAUNCH_KEYS = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 JOIN_KEYS = ("MASTER_ADDR", "MASTER_PORT")
+SLURM_KEYS = ("SLURM_PROCID", "SLURM_NTASKS", "SLURM_STEP_NODELIST")
+# Under Slurm without MASTER_PORT: SLURM_PORT_BASE + SLURM_JOB_ID mod
+# SLURM_PORT_SPAN, the same for every step of a job (a worker added as a
+# later step with GOSSIPD_JOIN finds the store).
+SLURM_PORT_BASE, SLURM_PORT_SPAN = 20000, 20000
 
 
 @dataclass
@@ -33,9 +40,56 @@ def _whole(env, key):
         raise ValueError(f"gossipd: the launcher's {key} is not a whole number: {env[key]!r}") from None
 
 
+def expand_hostlist(hosts):
+    """Slurm's compressed host list ("node[01-03,7],login") as names, in order.
+    ValueError naming a list it cannot read."""
+    out, depth, start = [], 0, 0
+    for i, c in enumerate(hosts + ","):
+        depth += (c == "[") - (c == "]")
+        if depth < 0 or (c == "," and depth == 0):
+            if depth < 0 or i == start:
+                raise ValueError(f"gossipd: Slurm's host list {hosts!r} cannot be read")
+            out += _expand_one(hosts[start:i], hosts)
+            start = i + 1
+    if depth:
+        raise ValueError(f"gossipd: Slurm's host list {hosts!r} cannot be read")
+    return out
+
+
+def _expand_one(item, hosts):
+    if "[" not in item:
+        return [item]
+    head, rest = item.split("[", 1)
+    ranges, tail = rest.split("]", 1)
+    names = []
+    for r in ranges.split(","):
+        lo, _, hi = r.partition("-")
+        if not lo.isdigit() or (hi and not hi.isdigit()):
+            raise ValueError(f"gossipd: Slurm's host list {hosts!r} cannot be read")
+        for n in range(int(lo), int(hi or lo) + 1):
+            names += [head + str(n).zfill(len(lo)) + t for t in _expand_one(tail, hosts)]
+    return names
+
+
+def slurm_launch_keys(env):
+    """torchrun's keys for a Slurm job step's environment (as `srun` sets
+    it), or {} where it is not one; MASTER_PORT where given stays."""
+    if not all(k in env for k in SLURM_KEYS):
+        return {}
+    port = env.get("MASTER_PORT") or str(SLURM_PORT_BASE + _whole(env, "SLURM_JOB_ID") % SLURM_PORT_SPAN
+                                         if "SLURM_JOB_ID" in env else "")
+    if not port:
+        raise ValueError("gossipd: a Slurm job step without SLURM_JOB_ID or MASTER_PORT: set MASTER_PORT")
+    return {"RANK": env["SLURM_PROCID"], "WORLD_SIZE": env["SLURM_NTASKS"],
+            "MASTER_ADDR": expand_hostlist(env["SLURM_STEP_NODELIST"])[0], "MASTER_PORT": port}
+
+
 def launched(env):
     """The Launch the environment describes, or None where it names no
     launcher. ValueError naming what is missing or wrong."""
+    joining = env.get("GOSSIPD_JOIN", "") not in ("", "0")
+    if not joining and not any(k in env for k in ("RANK", "WORLD_SIZE")):
+        env = {**env, **slurm_launch_keys(env)}  # torchrun's keys win where srun starts torchrun
     joining = env.get("GOSSIPD_JOIN", "") not in ("", "0")
     present = [k for k in LAUNCH_KEYS if k in env]
     if not present and not joining:

@@ -11,7 +11,7 @@ import numpy
 
 from gossipd._gossipd import Member, default_mode
 from gossipd.local import free_ports
-from gossipd.rendezvous import address_toward, check_arguments, contacts, launched, meet, rank_id
+from gossipd.rendezvous import LAUNCH_KEYS, address_toward, check_arguments, contacts, launched, meet, rank_id
 
 _open_workers = weakref.WeakSet()
 
@@ -45,6 +45,8 @@ def _launch(id, peers, join):
     ValueError where the environment is incomplete, or where the keyword
     arguments give the cluster too or contradict it."""
     explicit = peers is not None or join is not None
+    if explicit and not any(k in os.environ for k in LAUNCH_KEYS + ("GOSSIPD_JOIN",)):
+        return None  # srun's environment alone: it started the process, the script gives the cluster
     try:
         launch = launched(os.environ)
     except ValueError:

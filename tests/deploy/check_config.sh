@@ -3,7 +3,9 @@
 # --check-config`, so the manifests and scripts cannot drift from the binary.
 # A command line is found by its "run --id"; the variables the engines fill
 # in (pod and node names, Slurm's, the systemd instance and environment file)
-# get sample values. Fails if a file has no command line at all.
+# get sample values. Fails if a file has no command line at all, but for the
+# PyTorch job scripts (*-torch.*: they run python3, not gossipd run), which
+# must parse as bash.
 #   tests/deploy/check_config.sh GOSSIPD_BINARY
 set -euo pipefail
 gossipd=$(realpath "$1")
@@ -45,7 +47,11 @@ while IFS= read -r file; do
     echo "FAIL ${file#"$root"/}: no gossipd run command line found"
     status=1
   fi
-done < <(find "$root/deploy/kubernetes" "$root/deploy/slurm" "$root/deploy/systemd" -type f ! -name '*.env' | sort)
+done < <(find "$root/deploy/kubernetes" "$root/deploy/slurm" "$root/deploy/systemd" -type f ! -name '*.env' \
+  ! -name '*-torch.*' | sort)
+for file in "$root"/deploy/slurm/*-torch.sbatch; do
+  if bash -n "$file"; then echo "ok   ${file#"$root"/}: bash -n"; else echo "FAIL ${file#"$root"/}: bash -n"; status=1; fi
+done
 echo "$checked command lines checked"
 [ "$checked" -gt 0 ] || status=1
 exit $status

@@ -4,6 +4,7 @@ through a TCPStore at MASTER_ADDR:MASTER_PORT (processes, on loopback)."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -12,6 +13,7 @@ import time
 import pytest
 
 import gossipd.torch as gd
+from gossipd import rendezvous
 from conftest import FAST, free_ports
 
 SCRIPT = textwrap.dedent("""
@@ -19,7 +21,8 @@ SCRIPT = textwrap.dedent("""
     sys.path.insert(0, os.environ["GOSSIPD_PYTHONPATH"])
     import torch
     import gossipd.torch as gd
-    if os.environ["RANK"] == os.environ.get("FAIL_RANK"):
+    RANK = os.environ.get("RANK") or os.environ["SLURM_PROCID"]  # torchrun's, or srun's
+    if RANK == os.environ.get("FAIL_RANK"):
         sys.exit(3)
     torch.manual_seed(1)
     model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 3))
@@ -33,8 +36,8 @@ SCRIPT = textwrap.dedent("""
             torch.nn.functional.cross_entropy(model(x), y).backward()
             opt.step()
         total = sum(float(p.detach().double().sum()) for p in model.parameters())
-        with open(os.path.join(os.environ["OUT_DIR"], os.environ["RANK"] + ".json"), "w") as f:
-            json.dump({"id": w.id, "rank": w.rank, "size": w.size, "env_rank": int(os.environ["RANK"]),
+        with open(os.path.join(os.environ["OUT_DIR"], RANK + ".json"), "w") as f:
+            json.dump({"id": w.id, "rank": w.rank, "size": w.size, "env_rank": int(RANK),
                        "sum": total, "endpoint": w.endpoint}, f)
 """)
 
@@ -161,6 +164,49 @@ def test_a_worker_launched_with_join_enters_the_running_cluster(tmp_path):
     assert joined["entered"] > 0, "it downloaded the running cluster's round"
     assert joined["id"] not in ("rank0", "rank1")
     assert "joins a running cluster: it has no fixed rank" in joined["rank"]
+
+
+def test_workers_in_a_slurm_job_step_meet_through_sruns_environment_and_train_as_one(tmp_path):
+    """As `srun -n 3 python3 train.py` starts them: SLURM_PROCID, SLURM_NTASKS
+    and SLURM_STEP_NODELIST, no RANK; the same script as under torchrun."""
+    path = tmp_path / "train.py"
+    path.write_text(SCRIPT)
+    port = free_ports(1)[0]
+    base = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")}
+    base.setdefault("GOSSIPD_PYTHONPATH", sys.path[0])
+    procs = [subprocess.Popen([sys.executable, str(path)], stderr=subprocess.PIPE, text=True,
+                              env=dict(base, FLAGS=json.dumps(FAST), OUT_DIR=str(tmp_path), SLURM_PROCID=str(r),
+                                       SLURM_NTASKS="3", SLURM_STEP_NODELIST="localhost", SLURM_JOB_ID="7",
+                                       MASTER_PORT=str(port)))
+             for r in range(3)]
+    errors = [finished(p)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0], errors
+    lines = [json.loads((tmp_path / f"{rank}.json").read_text()) for rank in range(3)]
+    assert [(d["id"], d["rank"], d["size"]) for d in lines] == [("rank0", 0, 3), ("rank1", 1, 3), ("rank2", 2, 3)]
+    assert len({d["sum"] for d in lines}) == 1, "AllReduce-SGD: one replica"
+
+
+def test_sruns_environment_reads_as_torchruns():
+    step = {"SLURM_PROCID": "2", "SLURM_NTASKS": "4", "SLURM_STEP_NODELIST": "gpu[07-09,12],login", "SLURM_JOB_ID": "41"}
+    assert rendezvous.launched(step) == rendezvous.Launch(2, 4, "gpu07", 20041)
+    assert rendezvous.launched(dict(step, MASTER_PORT="29400")).port == 29400
+    assert rendezvous.expand_hostlist("gpu[07-09,12],login") == ["gpu07", "gpu08", "gpu09", "gpu12", "login"]
+    # torchrun started by srun: torchrun's keys win.
+    assert rendezvous.launched(dict(step, RANK="0", WORLD_SIZE="8", MASTER_ADDR="h", MASTER_PORT="1")).size == 8
+    for bad in ("gpu[07-09", "gpu]", "gpu[a-b]", ",login"):
+        with pytest.raises(ValueError, match=f"Slurm's host list '{re.escape(bad)}' cannot be read"):
+            rendezvous.launched(dict(step, SLURM_STEP_NODELIST=bad))
+    with pytest.raises(ValueError, match="without SLURM_JOB_ID or MASTER_PORT"):
+        rendezvous.launched({k: v for k, v in step.items() if k != "SLURM_JOB_ID"})
+
+
+def test_an_explicit_cluster_inside_a_slurm_step_is_not_the_steps(monkeypatch):
+    for key, value in (("SLURM_PROCID", "1"), ("SLURM_NTASKS", "2"), ("SLURM_STEP_NODELIST", "localhost"),
+                       ("SLURM_JOB_ID", "5")):
+        monkeypatch.setenv(key, value)
+    for key in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "GOSSIPD_JOIN"):
+        monkeypatch.delenv(key, raising=False)
+    gd.Worker(peers={"a": "tcp://127.0.0.1:1"})  # its own peers: srun only started it
 
 
 def test_a_launchers_environment_that_is_not_numbers_is_a_value_error(monkeypatch):
