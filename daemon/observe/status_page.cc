@@ -10,9 +10,9 @@ body{font:14px system-ui,sans-serif;margin:1.5em;color:#222}
 h1{font-size:1.3em;margin:0 0 .6em}
 .state{padding:.1em .5em;border-radius:.3em;background:#ddd}
 .state.training{background:#cfe8cf}.state.failed,.state.cut_off{background:#f3c4c4}
-.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(11em,1fr));gap:.5em;margin-bottom:1em}
-.grid div{background:#f4f4f4;padding:.4em .6em;border-radius:.3em}
-.grid b{display:block;font-size:1.2em}
+.tiles{display:flex;flex-wrap:wrap;gap:.5em;margin-bottom:1em}
+.tiles div{background:#f4f4f4;padding:.4em .6em;border-radius:.3em;min-width:10em}
+.tiles b{display:block;font-size:1.2em}
 .plots{display:flex;flex-wrap:wrap;gap:1em}
 svg{background:#fafafa;border:1px solid #ddd}
 svg text{font-size:11px;fill:#555}
@@ -23,7 +23,7 @@ table{border-collapse:collapse}td,th{padding:.2em .8em;border-bottom:1px solid #
 </style></head><body>
 <h1>gossipd <span id="who"></span> <span id="state" class="state"></span></h1>
 <div id="error"></div>
-<div class="grid">
+<div class="tiles">
 <div>round<b id="round">-</b></div><div>epoch<b id="epoch">-</b></div>
 <div>rounds/s<b id="rps">-</b></div><div>bytes/s sent<b id="bps">-</b></div>
 <div>consensus distance<b id="consensus">-</b></div><div>segments skipped<b id="skipped">-</b></div>
