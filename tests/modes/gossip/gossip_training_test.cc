@@ -142,11 +142,20 @@ TEST(AutoGroups, AJoinerEntersItsRegionsGroup) {
       },
       60s))
       << c.proc(j).err();
-  EXPECT_EQ(s.group(), "auto-w2");
+  // Its region's group, whichever member of the region named it: the name
+  // is the lowest id the first member to decide measured within reach, and
+  // a round trip slowed past --group-near-ms (sanitizers, a loaded machine:
+  // w1 once named its own, and w0 took it) changes who, not the grouping.
+  EXPECT_EQ(s.group(), fetch_status(c.http_port(2)).group());
+  EXPECT_EQ(s.group(), fetch_status(c.http_port(3)).group());
   const uint64_t first = s.round();
   EXPECT_TRUE(wait_until([&] { return fetch_status(joiner).round() > first + 5; }, 60s))
       << "the joiner does not train on: " << c.proc(j).err();
-  EXPECT_EQ(fetch_status(port).group(), "auto-w0");
+  const std::string a = fetch_status(port).group();
+  EXPECT_EQ(a, fetch_status(c.http_port(1)).group()) << "region a is one group";
+  EXPECT_NE(a, s.group()) << "the two regions are two groups";
+  EXPECT_TRUE(a == "auto-w0" || a == "auto-w1") << a;
+  EXPECT_TRUE(s.group() == "auto-w2" || s.group() == "auto-w3") << s.group();
 }
 
 TEST(GossipStatus, CrossoverReportsSegmentsBytesAndConsensus) {
