@@ -11,7 +11,8 @@ namespace gossipd::daemon {
 
 // A member's evaluations so far (the records its JSON lines get), the last
 // `capacity` of them: what /history serves and the page at / draws, so a
-// page opened mid-run shows the whole curve. Thread-safe.
+// page opened mid-run shows the whole curve. Each is rendered once, as it
+// comes (the page asks every second). Thread-safe.
 class EvaluationHistory {
  public:
   explicit EvaluationHistory(size_t capacity = 4096) : capacity_(capacity) {}
@@ -23,7 +24,7 @@ class EvaluationHistory {
  private:
   size_t capacity_;
   mutable std::mutex mu_;
-  std::deque<proto::EpochRecord> records_;
+  std::deque<std::string> records_;  // each as JSON
 };
 
 }  // namespace gossipd::daemon

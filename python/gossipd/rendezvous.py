@@ -76,10 +76,11 @@ def slurm_launch_keys(env):
     it), or {} where it is not one; MASTER_PORT where given stays."""
     if not all(k in env for k in SLURM_KEYS):
         return {}
-    port = env.get("MASTER_PORT") or str(SLURM_PORT_BASE + _whole(env, "SLURM_JOB_ID") % SLURM_PORT_SPAN
-                                         if "SLURM_JOB_ID" in env else "")
+    port = env.get("MASTER_PORT")
     if not port:
-        raise ValueError("gossipd: a Slurm job step without SLURM_JOB_ID or MASTER_PORT: set MASTER_PORT")
+        if "SLURM_JOB_ID" not in env:
+            raise ValueError("gossipd: a Slurm job step without SLURM_JOB_ID or MASTER_PORT: set MASTER_PORT")
+        port = str(SLURM_PORT_BASE + _whole(env, "SLURM_JOB_ID") % SLURM_PORT_SPAN)
     return {"RANK": env["SLURM_PROCID"], "WORLD_SIZE": env["SLURM_NTASKS"],
             "MASTER_ADDR": expand_hostlist(env["SLURM_STEP_NODELIST"])[0], "MASTER_PORT": port}
 
