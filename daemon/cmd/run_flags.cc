@@ -65,7 +65,8 @@ void add_run_command(CLI::App& app, RunCommandLine& line) {
       ->capture_default_str();
   cmd->add_option(
       "--advertise", o.advertise,
-      "Endpoint other members reach this worker at (default: the bound one; needed with 0.0.0.0)");
+      "Endpoint other members reach this worker at (default: the bound one; bound to 0.0.0.0, its own "
+      "--peers entry; needed with 0.0.0.0 and --join)");
   cmd->add_option("--group", o.group,
                   "Hierarchical group label (default: the host of the advertised endpoint), or auto: the "
                   "members within --group-near-ms of each other's round trip form a group, a region a group");

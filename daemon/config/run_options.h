@@ -41,7 +41,7 @@ struct RunOptions {
   // downloaded anew (--rejoin; 0: it ends with one line instead).
   int rejoin = 3;
   int rejoined = 0;       // times this process has (gossipd run's count, in /status)
-  std::string advertise;  // the endpoint others reach this worker at (default: the bound one)
+  std::string advertise;  // the endpoint others reach this worker at (default: Member::advertised_endpoint)
   std::string
       group;  // hierarchical group label (default: the host of the advertised endpoint; "auto": measured)
   int group_near_ms = 20;  // --group auto: peers within this round trip share a group

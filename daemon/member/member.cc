@@ -83,10 +83,20 @@ RunOptions Member::rejoin_options(const CutOff& cut) const {
   return next;
 }
 
+// Where the others reach this member: --advertise; else, bound to every
+// interface, its own --peers entry (where the others already reach it);
+// else the endpoint it bound.
+std::string Member::advertised_endpoint() const {
+  if (!o_.advertise.empty()) return o_.advertise;
+  if (binds_everything(node_->endpoint()) && !listed_endpoint_.empty()) return listed_endpoint_;
+  return node_->endpoint();
+}
+
 // Who is who: the members listed in --peers (ranks in sorted order), or a
 // joiner that learns them from the member it joins.
 void Member::place() {
   peers_ = parse_peers(o_.peers);
+  if (const auto own = peers_.find(o_.id); own != peers_.end()) listed_endpoint_ = own->second;
   peers_.erase(o_.id);
   joining_ = !o_.join.empty();
   if (joining_ && !mode_.accepts_joins())
@@ -127,14 +137,16 @@ void Member::open_node() {
   protocol::register_segments(*node_, replica_->segments());
   for (const auto& [id, endpoint] : peers_) node_->add_peer(id, endpoint);
   self_.set_id(o_.id);
-  self_.set_endpoint(o_.advertise.empty() ? node_->endpoint() : o_.advertise);
+  self_.set_endpoint(advertised_endpoint());
   // --group auto: no label until the member has measured its round trips (Membership::find_group).
   self_.set_group(o_.group == kAutoGroup ? ""
                   : o_.group.empty()     ? default_group(self_.endpoint())
                                          : o_.group);
-  if (o_.advertise.empty() && binds_everything(self_.endpoint())) {
-    spdlog::warn("node '{}': listening on {} without --advertise: joiners cannot use this member's endpoint",
-                 o_.id, self_.endpoint());
+  if (binds_everything(self_.endpoint())) {
+    spdlog::warn(
+        "node '{}': listening on {} without --advertise or a --peers entry of its own: joiners cannot "
+        "use this member's endpoint",
+        o_.id, self_.endpoint());
   }
   register_transport_metrics(metrics_, *node_);
   register_state_metrics(metrics_, state_);

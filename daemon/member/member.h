@@ -81,6 +81,7 @@ class Member {
 
  private:
   void place();
+  std::string advertised_endpoint() const;
   void load();
   void open_node();
   void enter(std::stop_token stop);
@@ -103,6 +104,7 @@ class Member {
   protocol::InProcHub* hub_;
   // place()
   std::map<std::string, std::string> peers_;
+  std::string listed_endpoint_;       // this member's own --peers entry, if it has one
   std::vector<std::string> members_;  // the initial members, sorted: index = rank
   size_t rank_ = 0;
   bool joining_ = false;
