@@ -19,14 +19,15 @@ packages=(
 # clang-format (tests/format.sh), --soak curl (tests/soak/soak.sh reads
 # /status with it), --deploy the engines deploy/ is tested under
 # (prometheus and promtool, systemd-analyze, pip in a virtual environment,
-# headless chromium for the status page).
+# headless chromium for the status page, Slurm's controller, nodes and
+# client with munge).
 for arg in "$@"; do
   case "$arg" in
     --bench) packages+=(openmpi-bin libopenmpi-dev libgraphblas-dev) ;;
     --fuzz) packages+=(clang libclang-rt-14-dev) ;;
     --format) packages+=(clang-format) ;;
     --soak) packages+=(curl) ;;
-    --deploy) packages+=(prometheus systemd python3-venv python3-pip chromium) ;;
+    --deploy) packages+=(prometheus systemd python3-venv python3-pip chromium slurmctld slurmd slurm-client munge) ;;
     *) echo "install-deps.sh: unknown option '$arg' (known: --bench, --fuzz, --format, --soak, --deploy)" >&2; exit 2 ;;
   esac
 done

@@ -3,7 +3,8 @@
 # --check-config`, so the manifests and scripts cannot drift from the binary.
 # A command line is found by its "run --id"; the variables the engines fill
 # in (pod and node names, Slurm's, the systemd instance and environment file)
-# get sample values. Fails if a file has no command line at all, but for the
+# get sample values, and the Slurm job's settings (gossipd.sbatch's `export
+# GOSSIPD_X=${GOSSIPD_X:-default}` lines) their defaults. Fails if a file has no command line at all, but for the
 # PyTorch job scripts (*-torch.*: they run python3, not gossipd run), which
 # must parse as bash.
 #   tests/deploy/check_config.sh GOSSIPD_BINARY
@@ -13,9 +14,14 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
-mkdir -p out/slurm-1 var-lib-gossipd
+mkdir -p out/slurm-1/checkpoints var-lib-gossipd
 # Sample values of what Kubernetes, Slurm and systemd provide.
-export POD_NAME=gossipd-1 NODE_NAME=node-a SLURM_CPUS_PER_TASK=2 SLURM_JOB_ID=1
+export POD_NAME=gossipd-1 NODE_NAME=node-a SLURM_CPUS_PER_TASK=2 SLURM_JOB_ID=1 SLURM_STEP_ID=1
+export id=node1 port=7102 GOSSIPD_PEERS=node1=tcp://node1:7100,node2=tcp://node2:7100
+export GOSSIPD_JOIN=tcp://node1:7100,tcp://node2:7100
+# The job's settings as gossipd.sbatch defaults them (gossipd-join.sh reads the job's).
+# shellcheck disable=SC2016
+eval "$(grep -h '^export GOSSIPD[A-Z_]*=\${' "$root"/deploy/slurm/*.sbatch)"
 set -a
 # shellcheck disable=SC1091
 . "$root/deploy/systemd/gossipd.env"
