@@ -35,7 +35,7 @@ import time
 from slurm_cluster import SlurmCluster, missing_programs
 
 FLAGS = "--algo crossover --epochs 3 --train-limit 8192 --test-limit 2000 --hidden 32"
-TORCH_ARGS = ["--algo", "allreduce", "--epochs", "2", "--samples", "8192"]  # one replica: the same either way
+TORCH_ARGS = ["--algo", "allreduce", "--epochs", "2", "--samples", "4096"]  # one replica: the same either way
 JOB_TIMEOUT = 180  # seconds any job is waited for
 
 

@@ -82,7 +82,10 @@ def test_a_joiner_downloads_31m_parameters_and_their_momentum(closing):
         history.append(flat(model_a).clone())
 
     with training_in_background(step_a):
-        b = gd.Worker(id="b", listen=f"tcp://127.0.0.1:{pb}", join=f"tcp://127.0.0.1:{pa}", algo="crossover", **FAST)
+        # It enters a few rounds ahead of A, each of A's 31M-parameter steps
+        # seconds on a loaded machine: FAST's 10 s start would be a clock bound.
+        b = gd.Worker(id="b", listen=f"tcp://127.0.0.1:{pb}", join=f"tcp://127.0.0.1:{pa}", algo="crossover",
+                      **dict(FAST, startup_timeout_ms=120000))
         closing(b)
         model_b = big_model(seed=2)  # another start: the join replaces it
         opt_b = gd.DistributedOptimizer(torch.optim.SGD(model_b.parameters(), lr=0.01, momentum=0.9), model_b, b)
