@@ -16,6 +16,7 @@ Each worker trains on its shard and averages with the others every step
 
 import argparse
 import os
+import sys
 
 import torch
 
@@ -66,4 +67,7 @@ with gd.Worker(**flags) as w:
         tx, ty = load("test")
         with torch.no_grad():
             acc = (model(tx).argmax(1) == ty).float().mean().item()
-        print(f"[{w.id}] epoch {epoch + 1}/{a.epochs}  round {w.round()}  test_acc {acc:.4f}", flush=True)
+        # One write a line: the workers of a launcher share its stdout, and
+        # print() writes the newline apart when Python runs unbuffered.
+        sys.stdout.write(f"[{w.id}] epoch {epoch + 1}/{a.epochs}  round {w.round()}  test_acc {acc:.4f}\n")
+        sys.stdout.flush()

@@ -157,11 +157,15 @@ def torch_job(cluster, work, source, python_dir):
     within_a_point("train.py under srun vs under gossipd.launch", under_srun, reference, 4)
 
 
-def last_accuracies(text):
-    """{rank: the last epoch's test accuracy} of train.py's lines."""
+def last_accuracies(text, ranks=4):
+    """{rank: the last epoch's test accuracy} of train.py's lines; every
+    rank's last epoch must be there."""
     found = {}
-    for m in re.finditer(r"\[(\S+)\] epoch \d+/\d+ .* test_acc ([0-9.]+)", text):
-        found[m.group(1)] = float(m.group(2))
+    for m in re.finditer(r"\[(\S+)\] epoch (\d+)/(\d+) .*?test_acc ([0-9.]+)$", text, re.MULTILINE):
+        if m.group(2) == m.group(3):
+            found[m.group(1)] = float(m.group(4))
+    if len(found) != ranks:
+        fail(f"train.py's last epoch reported by {sorted(found)}, not by {ranks} ranks: {text[-3000:]}")
     return found
 
 
