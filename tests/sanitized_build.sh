@@ -2,7 +2,8 @@
 # Configures and builds build-sanitize-<LIST>/ with clang and
 # -fsanitize=LIST (RelWithDebInfo with line tables only, assertions kept). With address or
 # undefined in LIST the tree also holds the libFuzzer targets (the code is
-# built with -fsanitize=fuzzer-no-link), so the sanitized tests and the
+# built with -fsanitize=fuzzer-no-link; a test binary's own sources are not:
+# tests/CMakeLists.txt), so the sanitized tests and the
 # fuzzers share one build. Extra arguments are build targets.
 #
 #   tests/sanitized_build.sh address,undefined [TARGET...]
