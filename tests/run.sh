@@ -97,6 +97,9 @@ SANITIZE_SKIP+='|^EveryPartitioner/SparseRow(Inference|Training)\.[A-Za-z]*/hype
 # sanitized: the sanitized binary's start-up is the whole cost, as
 # GossipFlags' below); the same refusals run in stage 1.
 SANITIZE_SKIP+='|^Simulate\.BadTimeModelInputIsRefused'
+# deploy/'s command lines through gossipd run --check-config, one start of
+# the sanitized binary each (9 s sanitized): the same check runs in stage 1.
+SANITIZE_SKIP+='|^Deploy\.CheckConfig$'
 
 # Multi-process runs whose code runs under the sanitizers in-process (the
 # grid's step in GridExactness, the sparse rows in SparseRowInference and
