@@ -13,6 +13,7 @@ import time
 import pytest
 
 import gossipd.torch as gd
+from gossipd import launch as launch_module
 from gossipd import rendezvous
 from conftest import FAST, free_ports
 
@@ -38,7 +39,7 @@ SCRIPT = textwrap.dedent("""
         total = sum(float(p.detach().double().sum()) for p in model.parameters())
         with open(os.path.join(os.environ["OUT_DIR"], RANK + ".json"), "w") as f:
             json.dump({"id": w.id, "rank": w.rank, "size": w.size, "env_rank": int(RANK),
-                       "sum": total, "endpoint": w.endpoint}, f)
+                       "sum": total, "endpoint": w.endpoint, "tunables": os.environ.get("GLIBC_TUNABLES")}, f)
 """)
 
 
@@ -79,6 +80,14 @@ def test_launched_workers_meet_through_torchruns_environment_and_train_as_one(tm
     assert [(d["id"], d["rank"], d["size"]) for d in lines] == [("rank0", 0, 3), ("rank1", 1, 3), ("rank2", 2, 3)]
     assert all(d["rank"] == d["env_rank"] for d in lines), "gossipd's rank is the launcher's RANK"
     assert len({d["sum"] for d in lines}) == 1, "AllReduce-SGD: one replica"
+    assert all("glibc.malloc.hugetlb=1" in d["tunables"] for d in lines), "malloc's huge pages"
+
+
+def test_the_launcher_adds_huge_pages_to_the_tunables_unless_they_name_them():
+    assert launch_module.huge_pages({}) == "glibc.malloc.hugetlb=1"
+    assert launch_module.huge_pages({"GLIBC_TUNABLES": "glibc.malloc.arena_max=2"}) == \
+        "glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1"
+    assert launch_module.huge_pages({"GLIBC_TUNABLES": "glibc.malloc.hugetlb=0"}) == "glibc.malloc.hugetlb=0"
 
 
 def test_a_worker_that_fails_stops_the_others_and_its_code_is_the_launchers(tmp_path):
