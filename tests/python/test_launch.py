@@ -74,13 +74,16 @@ def launch(tmp_path, n, **env):
 
 
 def test_launched_workers_meet_through_torchruns_environment_and_train_as_one(tmp_path):
-    r = launch(tmp_path, 3)
+    # Another tunable set (the suite's own GLIBC_TUNABLES names hugetlb,
+    # which the launcher would keep as it is): the launcher adds its own.
+    r = launch(tmp_path, 3, GLIBC_TUNABLES="glibc.malloc.arena_max=8")
     assert r.returncode == 0, r.stderr
     lines = [json.loads((tmp_path / f"{rank}.json").read_text()) for rank in range(3)]  # each worker its file
     assert [(d["id"], d["rank"], d["size"]) for d in lines] == [("rank0", 0, 3), ("rank1", 1, 3), ("rank2", 2, 3)]
     assert all(d["rank"] == d["env_rank"] for d in lines), "gossipd's rank is the launcher's RANK"
     assert len({d["sum"] for d in lines}) == 1, "AllReduce-SGD: one replica"
-    assert all("glibc.malloc.hugetlb=1" in d["tunables"] for d in lines), "malloc's huge pages"
+    assert all(d["tunables"] == "glibc.malloc.arena_max=8:glibc.malloc.hugetlb=1" for d in lines), \
+        "the user's tunables and malloc's huge pages"
 
 
 def test_the_launcher_adds_huge_pages_to_the_tunables_unless_they_name_them():
