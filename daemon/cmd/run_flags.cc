@@ -160,6 +160,12 @@ void add_run_command(CLI::App& app, RunCommandLine& line) {
                   "its time less its communication), on any machine")
       ->check(CLI::Range(1.0, 100.0))
       ->capture_default_str();
+  cmd->add_option(
+         "--emulate-step-ms", o.emulate_step_ms,
+         "Emulate a machine whose step computes this long: after each step's real compute, wait "
+         "until it has taken MS (0: off), so processes sharing cores behave as machines of their own")
+      ->check(CLI::Range(0, 60000))
+      ->capture_default_str();
   cmd->add_option("--inject-drop", o.inject_drop,
                   "Fault injection: lose each outbound message with this probability")
       ->check(CLI::Range(0.0, 1.0))

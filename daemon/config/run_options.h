@@ -78,6 +78,7 @@ struct RunOptions {
   std::string wan;            // a WAN topology file (wan_topology.h): each peer's link's delay, jitter, loss
   int step_delay_ms = 0;      // injected slowness: every training step takes this much longer
   double step_slowdown = 1;   // injected slowness: compute this many times slower
+  int emulate_step_ms = 0;    // an emulated machine: each step's compute padded to this many ms
   double inject_drop = 0;     // injected loss, duplication, reordering (probabilities)
   double inject_duplicate = 0;
   double inject_reorder = 0;

@@ -65,6 +65,8 @@ struct CompareOptions {
   // resolve_step_delays where the command reads its flags.
   PerWorker<int> step_delays;
   PerWorker<double> step_slowdowns;
+  // --emulate-step-ms 40,w6=80: every worker's (or the named ones') emulated step.
+  PerWorker<int> emulated_steps;
   // "w3=scaled": Byzantine workers (compare_byzantine.h), typed by
   // resolve_byzantine; and --robust, for every entry or per protocol.
   PerWorker<std::string> byzantine;

@@ -194,6 +194,7 @@ std::unique_ptr<Worker> Member::make_worker() {
                                            evaluation_sink(), o_.evals_per_epoch, mode_.eval_model(o_));
     loop_->set_step_delay(std::chrono::milliseconds(o_.step_delay_ms));
     loop_->set_step_slowdown(o_.step_slowdown);
+    loop_->set_emulated_step(std::chrono::milliseconds(o_.emulate_step_ms));
   }
   proto::StateHeader header;
   header.set_steps_per_epoch(steps_);

@@ -106,7 +106,7 @@ void TrainingLoop::run(size_t steps, std::stop_token stop, const Step& step, con
     const auto began = std::chrono::steady_clock::now();
     const double other_before = not_compute();
     const trainer::StepResult r = step(trainer_.sampler().next_batch(batch));
-    if (step_slowdown_ > 1) slow_down(began, other_before, stop);
+    if (step_slowdown_ > 1 || emulated_step_.count() > 0) pad_compute(began, other_before, stop);
     compute_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - delayed).count() -
                         (not_compute() - other_before);
     loss_sum += r.loss * r.samples;
@@ -121,12 +121,14 @@ void TrainingLoop::run(size_t steps, std::stop_token stop, const Step& step, con
   if (background_) eval_seconds_ += background_->finish();
 }
 
-void TrainingLoop::slow_down(std::chrono::steady_clock::time_point began, double other_before,
-                             std::stop_token stop) {
+void TrainingLoop::pad_compute(std::chrono::steady_clock::time_point began, double other_before,
+                               std::stop_token stop) {
   const double step_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
   const double compute_s = std::max(0.0, step_s - (not_compute() - other_before));
-  injected_wait(std::chrono::duration_cast<std::chrono::microseconds>(
-                    std::chrono::duration<double>((step_slowdown_ - 1) * compute_s)),
+  const double emulated_s = std::chrono::duration<double>(emulated_step_).count();
+  const double wait_s = step_slowdown_ * std::max(compute_s, emulated_s) - compute_s;
+  if (wait_s <= 0) return;
+  injected_wait(std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::duration<double>(wait_s)),
                 stop);
 }
 

@@ -85,6 +85,14 @@ class TrainingLoop {
   // waits K - 1 times the step's compute (its time less its CommTimers'),
   // so the worker computes K times slower whatever the machine.
   void set_step_slowdown(double k) { step_slowdown_ = k; }
+  // Emulated machines (--emulate-step-ms MS): after each step the loop waits
+  // until the step's compute (its time less its CommTimers') has taken MS, so
+  // a process whose real compute is a fraction of MS leaves its core idle the
+  // rest and behaves as a machine of its own: several such processes on one
+  // core no longer compute in each other's waits. A step that computes
+  // longer than MS is not shortened. With a slowdown K as well, the machine
+  // is K times slower: the compute padded to K x MS.
+  void set_emulated_step(std::chrono::milliseconds ms) { emulated_step_ = ms; }
 
   // Runs `epochs` epochs of `steps` steps each (the same count on every
   // member); checks `stop` between steps and throws protocol::Aborted.
@@ -121,9 +129,11 @@ class TrainingLoop {
 
  private:
   void step_done(uint64_t round, double running_loss);
-  // --inject-step-slowdown: waits K - 1 times the compute of the step that
-  // began at `began` with `other_before` seconds of not_compute() counted.
-  void slow_down(std::chrono::steady_clock::time_point began, double other_before, std::stop_token stop);
+  // --inject-step-slowdown and --emulate-step-ms: waits K - 1 times the
+  // compute of the step that began at `began` with `other_before` seconds of
+  // not_compute() counted; with an emulated step, until the step has taken
+  // K times the longer of its compute and the emulated step.
+  void pad_compute(std::chrono::steady_clock::time_point began, double other_before, std::stop_token stop);
   // CommTimers' and ObserveTimers' seconds: a step's time less these is its compute.
   double not_compute() const { return comm_seconds_ + observed_seconds_; }
   // Fault injection's wait: `d`, or until `stop` fires.
@@ -146,6 +156,7 @@ class TrainingLoop {
   int evals_per_epoch_;
   std::chrono::milliseconds step_delay_{0};
   double step_slowdown_ = 1;
+  std::chrono::milliseconds emulated_step_{0};
   Counter& comm_total_;
   double comm_seconds_ = 0;      // CommTimers on the training thread, since run() began
   double observed_seconds_ = 0;  // ObserveTimers, since run() began (in eval_seconds_ too)

@@ -362,6 +362,45 @@ TEST_F(BackgroundEval, AStepSlowdownWaitsKMinusOneTimesEachStepsComputeAfterIt) 
   EXPECT_LE(records[0].compute_ms_per_round() + records[0].comm_ms_per_round(), round_ms);
 }
 
+// --emulate-step-ms 40: each step's compute (5 ms here, with 10 ms of
+// communication beside it) is padded to 40 ms, so 5 steps take at least
+// 5 x (40 + 10) ms; with --inject-step-slowdown 2 as well, the emulated
+// machine is twice as slow: 5 x (80 + 10) ms. Lower bounds no slow machine
+// breaks; the records count the padding as compute, not the exchange.
+TEST_F(BackgroundEval, AnEmulatedStepPadsEachStepsComputeToItsTime) {
+  for (const double slowdown : {1.0, 2.0}) {
+    testing::TempDir dir("gossipd_emulated");
+    auto t = make_trainer();
+    WorkerState state;
+    MetricsRegistry metrics;
+    const std::string path = dir.file("emulated.jsonl");
+    constexpr int kSteps = 5;
+    std::chrono::steady_clock::duration took{};
+    {
+      JsonLinesWriter log(path);
+      TrainingLoop loop("w0", *t, *test_, state, metrics, log, 1, /*on_evaluation=*/nullptr);
+      loop.set_emulated_step(std::chrono::milliseconds(40));
+      loop.set_step_slowdown(slowdown);
+      const auto start = std::chrono::steady_clock::now();
+      loop.run(kSteps, std::stop_token{}, [&](std::span<const uint32_t> idx) {
+        {
+          TrainingLoop::CommTimer comm(loop);
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        return t->train_step(idx);
+      });
+      took = std::chrono::steady_clock::now() - start;
+    }
+    const int emulated_ms = static_cast<int>(slowdown * 40);
+    EXPECT_GE(took, kSteps * std::chrono::milliseconds(emulated_ms + 10)) << slowdown;
+    const auto records = testing::read_records(path);
+    ASSERT_EQ(records.size(), 1u);
+    EXPECT_GE(records[0].compute_ms_per_round(), emulated_ms) << slowdown;
+    EXPECT_GE(records[0].comm_ms_per_round(), 10) << slowdown;
+  }
+}
+
 // An observation (ObserveTimer: the consensus distance's allreduces) is
 // counted as an evaluation is: out of the training time the records give
 // and out of the step's compute. Each step here observes for 30 ms.

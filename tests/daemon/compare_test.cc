@@ -229,6 +229,25 @@ TEST_F(CompareTest, AStepDelayNamedForOneWorkerSlowsThatWorkersSteps) {
             std::string::npos);
 }
 
+// --emulate-step-ms 20,w1=100: every worker an emulated machine of 20 ms a
+// step but w1, of 100 ms: w1's 10 steps take at least a second of training
+// time whatever its real compute, and the report names the machines.
+TEST_F(CompareTest, EmulatedMachinesPadEachWorkersStepsToTheirTime) {
+  const std::string out = dir_ + "/emulated";
+  const auto r = run(
+      {bin("gossipctl"), "compare", "--workers", "2", "--algos", "allreduce", "--epochs", "1", "--batch",
+       "32", "--train-limit", "640", "--test-limit", "100", "--emulate-step-ms", "20,w1=100", "--out", out},
+      120s);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto w1 = read_json_lines<proto::EpochRecord>(out + "/allreduce/w1.jsonl");
+  ASSERT_FALSE(w1.empty());
+  EXPECT_EQ(w1.back().round(), 10u);
+  EXPECT_GE(w1.back().train_seconds(), 10 * 0.1) << "10 steps of w1, each an emulated 100 ms";
+  EXPECT_GE(w1.back().compute_ms_per_round(), 100) << "the emulated step is compute";
+  EXPECT_NE(daemon::read_file(out + "/report.md").find("emulated machines: 20 ms a step, w1 100 ms"),
+            std::string::npos);
+}
+
 TEST_F(CompareTest, AStepDelayForNoSuchWorkerOrOfNoDurationIsOneLine) {
   for (const auto& [value, needle] : std::vector<std::pair<std::string, std::string>>{
            {"w4=10", "there is no worker w4 among --workers 4"},
@@ -241,6 +260,12 @@ TEST_F(CompareTest, AStepDelayForNoSuchWorkerOrOfNoDurationIsOneLine) {
                                                         {"w1=0.5", "w1=0.5 is not a factor from 1 to 100"},
                                                         {"w1=fast", "w1=fast is not a factor from 1 to 100"}})
     expect_refused({"--inject-step-slowdown", value}, needle);
+  for (const auto& [value, needle] : std::vector<std::pair<std::string, std::string>>{
+           {"w4=10", "there is no worker w4 among --workers 4"},
+           {"fast", "--emulate-step-ms: 'fast' is not a whole number of milliseconds"},
+           {"40,w1=-5", "--emulate-step-ms: w1=-5 is not a whole number of milliseconds"},
+           {"40,80", "--emulate-step-ms: '80': give one number for every worker, then wK=MS"}})
+    expect_refused({"--emulate-step-ms", value}, needle);
 }
 
 TEST_F(CompareTest, AByzantineWorkerOrDefenceThatCannotRunIsOneLine) {
