@@ -32,9 +32,11 @@ bool is_tensor_type(proto::MessageType type) {
 }
 
 OutFrame OutFrame::copy_of(const void* data, size_t size) {
-  auto buf = std::make_shared<std::vector<std::byte>>(size);
-  if (size > 0) std::memcpy(buf->data(), data, size);
-  return OutFrame{buf->data(), size, buf};
+  // Not zeroed first: the copy writes every byte (a segment of megabytes
+  // was written twice).
+  std::shared_ptr<std::byte[]> buf = std::make_shared_for_overwrite<std::byte[]>(size);
+  if (size > 0) std::memcpy(buf.get(), data, size);
+  return OutFrame{buf.get(), size, std::move(buf)};
 }
 
 OutFrame OutFrame::from_string(std::string bytes) {

@@ -157,8 +157,8 @@ void GroupsWorker::step(protocol::Group& ring, protocol::HostAwareCollectives& l
   const auto slice = layout.slice(ring.rank(), ring.size());
   if (slice.first < slice.second) {
     const float scale = 1.0f / static_cast<float>(ring.size());
-    for (size_t i = layout.range(slice.first).begin; i < layout.range(slice.second - 1).end; ++i)
-      grads[i] *= scale;
+    const size_t end = layout.range(slice.second - 1).end;
+    for (size_t i = layout.range(slice.first).begin; i < end; ++i) grads[i] *= scale;
   }
   // The versions this step's gradient was computed on: those the parameters
   // hold (an overlapped pull still in flight has moved the client's on).

@@ -19,11 +19,17 @@ std::optional<double> MomentumLineup::Sums::momentum() const {
   return (ya * bb - yb * ab) / det;
 }
 
-void MomentumLineup::moved(uint64_t version, std::span<const float> before, std::span<const float> after) {
+void MomentumLineup::moving(uint64_t version, std::span<const float> before) {
   Delta& d = deltas_[version % window_];
+  d.version = UINT64_MAX;  // not a delta until moved()
+  d.values.assign(before.begin(), before.end());
+}
+
+void MomentumLineup::moved(uint64_t version, std::span<const float> after) {
+  Delta& d = deltas_[version % window_];
+  if (d.values.size() != after.size()) return;
+  for (size_t i = 0; i < after.size(); ++i) d.values[i] = after[i] - d.values[i];
   d.version = version;
-  d.values.resize(after.size());
-  for (size_t i = 0; i < after.size(); ++i) d.values[i] = after[i] - before[i];
 }
 
 const MomentumLineup::Delta* MomentumLineup::delta(uint64_t version) const {
@@ -36,13 +42,30 @@ void MomentumLineup::gradient_at(uint64_t version, std::span<const float> grad) 
   const Delta* y = delta(version);
   const Delta* a = delta(version - 1);
   if (!y || !a || y->values.size() != grad.size() || a->values.size() != grad.size()) return;
-  for (size_t i = 0; i < grad.size(); ++i) {
+  // Four lanes of each sum (the elements i mod 4), added at the end: one
+  // chain of additions a sum ran at the adder's latency, on the owner's
+  // thread while the pushing group waited for its answer.
+  constexpr size_t kLanes = 4;
+  double aa[kLanes] = {}, ab[kLanes] = {}, bb[kLanes] = {}, ya[kLanes] = {}, yb[kLanes] = {};
+  const size_t n = grad.size();
+  const auto add = [&](size_t i, size_t l) {
     const double av = a->values[i], bv = grad[i], yv = y->values[i];
-    sums_.aa += av * av;
-    sums_.ab += av * bv;
-    sums_.bb += bv * bv;
-    sums_.ya += yv * av;
-    sums_.yb += yv * bv;
+    aa[l] += av * av;
+    ab[l] += av * bv;
+    bb[l] += bv * bv;
+    ya[l] += yv * av;
+    yb[l] += yv * bv;
+  };
+  size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (size_t l = 0; l < kLanes; ++l) add(i + l, l);
+  for (; i < n; ++i) add(i, i % kLanes);
+  for (size_t l = 0; l < kLanes; ++l) {
+    sums_.aa += aa[l];
+    sums_.ab += ab[l];
+    sums_.bb += bb[l];
+    sums_.ya += ya[l];
+    sums_.yb += yb[l];
   }
   ++sums_.lined_up;
 }

@@ -32,8 +32,10 @@ class MomentumLineup {
 
   explicit MomentumLineup(size_t window = 32) : window_(window), deltas_(window) {}
 
-  // Version `version` became version + 1: `before` → `after`.
-  void moved(uint64_t version, std::span<const float> before, std::span<const float> after);
+  // Version `version` becomes version + 1: `before` is its values (kept in
+  // the window's slot, whose storage is reused), then `after` the new ones.
+  void moving(uint64_t version, std::span<const float> before);
+  void moved(uint64_t version, std::span<const float> after);
   // A gradient computed on version `version`.
   void gradient_at(uint64_t version, std::span<const float> grad);
   const Sums& sums() const { return sums_; }

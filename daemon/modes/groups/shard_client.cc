@@ -72,9 +72,19 @@ void ShardClient::exchange(uint64_t step, float lr, std::pair<size_t, size_t> sh
   const Step s{step, lr, grads, params, computed_on};
   service_.follow_view();
   std::vector<Pending> pending;
+  std::vector<size_t> own;
   for (size_t j = shards.first; j < shards.second; ++j) {
     Pending p{j, owner_of(j), {}, Clock::now() + options_.give_up, options_.first_resend};
-    if (p.owner == node_.id() && local(s, j)) continue;
+    if (p.owner == node_.id()) {
+      own.push_back(j);  // applied below, while the other owners apply theirs
+      continue;
+    }
+    push(s, p);
+    pending.push_back(p);
+  }
+  for (size_t j : own) {
+    if (local(s, j)) continue;
+    Pending p{j, node_.id(), {}, Clock::now() + options_.give_up, options_.first_resend};
     push(s, p);
     pending.push_back(p);
   }

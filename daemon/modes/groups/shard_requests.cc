@@ -48,7 +48,8 @@ void ShardRequests::push(const protocol::Message& m, const std::string& group, c
     return;
   }
   const ShardPush push{group, step, note.version(), note.learning_rate(), shard, grad};
-  switch (store_.push(push)) {
+  const PushOutcome outcome = store_.apply_only(push);
+  switch (outcome) {
     case PushOutcome::kApplied:
       break;
     case PushOutcome::kDuplicate:
@@ -71,16 +72,21 @@ void ShardRequests::push(const protocol::Message& m, const std::string& group, c
       return;
   }
   answer(from, step, shard);
+  if (outcome == PushOutcome::kApplied) store_.line_up(push);  // after the answer: off the group's wait
 }
 
 void ShardRequests::answer(const std::string& to, uint64_t step, uint32_t shard) {
-  std::vector<float> values(store_.layout().range(shard).size());
+  const size_t count = store_.layout().range(shard).size();
+  // Read straight into the frame the transport sends (no copy of a copy).
+  std::shared_ptr<float[]> frame = std::make_shared_for_overwrite<float[]>(count);
+  const std::span<float> values(frame.get(), count);
   const auto version = store_.read(shard, values);
   if (!version) return;  // moved away meanwhile: the group resends to the new owner
   ShardMessage fresh{proto::SHARD_FRESH, step, shard, {}};
   fresh.note.set_version(*version);
   if (codec_.lossless()) {
-    send_shard(node_, to, answer_tag_, fresh, values, send_timeout_);
+    send_shard_frame(node_, to, answer_tag_, fresh, count,
+                     protocol::OutFrame::borrowed(frame.get(), count * sizeof(float), frame), send_timeout_);
     return;
   }
   // The store's values are exact: each answer rounds them afresh, nothing to carry.

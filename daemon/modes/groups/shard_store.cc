@@ -53,6 +53,18 @@ bool ShardStore::seed(size_t shard, std::span<const float> values, uint64_t vers
 }
 
 PushOutcome ShardStore::push(const ShardPush& p) {
+  const PushOutcome o = apply_only(p);
+  if (o == PushOutcome::kApplied) line_up(p);
+  return o;
+}
+
+void ShardStore::line_up(const ShardPush& p) {
+  std::lock_guard lock(mutex_);
+  auto it = shards_.find(p.shard);
+  if (it != shards_.end()) it->second.lineup.gradient_at(p.version, p.grad);
+}
+
+PushOutcome ShardStore::apply_only(const ShardPush& p) {
   std::lock_guard lock(mutex_);
   auto it = shards_.find(p.shard);
   if (it == shards_.end()) {
@@ -82,11 +94,10 @@ PushOutcome ShardStore::apply(Shard& s, const ShardPush& p) {
   ++stats_.staleness[std::min<uint64_t>(tau, kStalenessBuckets - 1)];
   stats_.staleness_sum += static_cast<double>(tau);
   stats_.staleness_max = std::max(stats_.staleness_max, tau);
-  const std::vector<float> before = s.values;
+  s.lineup.moving(s.version, s.values);
   s.optimizer->step(s.values, p.grad, p.lr);
-  s.lineup.moved(s.version, before, s.values);
+  s.lineup.moved(s.version, s.values);
   ++s.version;
-  s.lineup.gradient_at(p.version, p.grad);
   ++stats_.applied;
   return PushOutcome::kApplied;
 }

@@ -66,6 +66,11 @@ class ShardStore {
   // group's copy of a shard whose owner left, is counted.
   bool seed(size_t shard, std::span<const float> values, uint64_t version);
   PushOutcome push(const ShardPush& p);
+  // push() in two halves: the update, then (kApplied only) the momentum
+  // fit's line-up of its gradient, which an owner runs after it has
+  // answered, off the pushing group's wait.
+  PushOutcome apply_only(const ShardPush& p);
+  void line_up(const ShardPush& p);
   // The values (into `out`, the shard's size) and version of an owned,
   // seeded shard; nullopt otherwise.
   std::optional<uint64_t> read(size_t shard, std::span<float> out) const;
@@ -80,7 +85,7 @@ class ShardStore {
     MomentumLineup lineup;
   };
   Shard make_shard(size_t shard) const;
-  PushOutcome apply(Shard& s, const ShardPush& p);
+  PushOutcome apply(Shard& s, const ShardPush& p);  // mutex_ held
 
   ShardLayout layout_;
   trainer::OptimizerOptions options_;

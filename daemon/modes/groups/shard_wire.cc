@@ -37,6 +37,11 @@ bool send_frames(protocol::Node& node, const std::string& peer, uint32_t tag, co
 
 }  // namespace
 
+bool send_shard_frame(protocol::Node& node, const std::string& peer, uint32_t tag, const ShardMessage& m,
+                      size_t count, protocol::OutFrame values, std::chrono::milliseconds timeout) {
+  return send_frames(node, peer, tag, m, {}, count, std::move(values), timeout);
+}
+
 bool send_shard(protocol::Node& node, const std::string& peer, uint32_t tag, const ShardMessage& m,
                 std::span<const float> values, std::chrono::milliseconds timeout) {
   return send_frames(node, peer, tag, m, {}, values.size(),

@@ -41,6 +41,9 @@ struct ShardMessage {
 // queue stayed full past `timeout` or the peer is gone (the caller resends).
 bool send_shard(protocol::Node& node, const std::string& peer, uint32_t tag, const ShardMessage& m,
                 std::span<const float> values, std::chrono::milliseconds timeout);
+// The same with `count` floats in a frame the caller made (not copied again).
+bool send_shard_frame(protocol::Node& node, const std::string& peer, uint32_t tag, const ShardMessage& m,
+                      size_t count, protocol::OutFrame values, std::chrono::milliseconds timeout);
 // The same with values already encoded (--compress: pushes and answers).
 bool send_encoded_shard(protocol::Node& node, const std::string& peer, uint32_t tag, const ShardMessage& m,
                         const protocol::EncodedSegment& values, std::chrono::milliseconds timeout);
