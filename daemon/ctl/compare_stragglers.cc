@@ -42,11 +42,9 @@ void resolve_emulated_steps(CompareOptions& o) {
       every = whole_ms(flag, item, "'" + item + "'");
     }
   }
-  const std::string text = o.emulated_steps.text;
-  o.emulated_steps.text = named;
-  resolve(o.emulated_steps, flag, o.workers,
-          [&](const std::string& v, const std::string& item) { return whole_ms(flag, v, item); });
-  o.emulated_steps.text = text;
+  o.emulated_steps.values.clear();
+  for (const auto& [k, v] : worker_values(named, flag, o.workers))
+    o.emulated_steps.values[k] = whole_ms(flag, v, "w" + std::to_string(k) + "=" + v);
   for (int k = 0; every && k < o.workers; ++k)
     o.emulated_steps.values.try_emplace(static_cast<size_t>(k), *every);
 }
