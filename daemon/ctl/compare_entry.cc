@@ -78,6 +78,14 @@ std::vector<std::string> default_compare_entries() {
   return entries;
 }
 
+bool entry_reads_one_model(const std::string& entry) {
+  const std::string mode = entry.substr(0, entry.find(':'));
+  const ModeSet modes;
+  for (const auto& m : modes.all())
+    if (m->name() == mode) return m->members_read_one_model();
+  return false;
+}
+
 std::string compare_entry_error(const std::string& text) {
   try {
     parse_compare_entry(text, EntryContext{.workers = 0});

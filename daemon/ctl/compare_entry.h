@@ -18,6 +18,11 @@ struct CompareEntry {
   bool one_replica = false;  // Mode::one_replica: no consensus distance, no gossip bytes
 };
 
+// Whether the mode of `entry` (an entry, or a bare mode name as gossipctl
+// collect knows it) is one whose members read one model
+// (Mode::members_read_one_model); false for a name that is no mode.
+bool entry_reads_one_model(const std::string& entry);
+
 // The entry as a directory and cluster-id name ("grid:4x2" -> "grid-4x2").
 std::string entry_dir(std::string label);
 

@@ -199,7 +199,8 @@ void summarize_protocol(const std::vector<std::string>& metrics_files, double ta
   res.set_seconds_to_target(-1);
   res.set_train_seconds_to_target(-1);
   res.set_epochs_to_target(-1);
-  for (const CurvePoint& p : mean_curve(recs)) {
+  const bool one_model = entry_reads_one_model(res.algo());
+  for (const CurvePoint& p : one_model ? model_curve(recs) : mean_curve(recs)) {
     const double d_rounds = static_cast<double>(p.round - prev.round);
     const double per_round = d_rounds > 0 ? (p.bytes_sent - prev.bytes_sent) / d_rounds : 0;
     const double round_ms = d_rounds > 0 ? 1000.0 * (p.wall_seconds - prev.wall_seconds) / d_rounds : 0;

@@ -41,7 +41,8 @@ void prepare_out_dir(const std::string& out);
 std::vector<proto::EpochRecord> read_epoch_records(const std::string& path);
 
 // From the workers' epoch files: writes DIR/curve.dat (per-evaluation means
-// over the evaluations every worker recorded) and fills `res` with accuracies, time
+// over the evaluations every worker recorded; for a mode whose members read
+// one model, res.algo()'s, that model's curve: model_curve) and fills `res` with accuracies, time
 // and epochs to `target`, rates, bytes, skips and consensus distance.
 void summarize_protocol(const std::vector<std::string>& metrics_files, double target, const std::string& dir,
                         proto::CompareResult& res);

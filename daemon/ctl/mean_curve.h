@@ -29,4 +29,18 @@ std::vector<CurvePoint> mean_curve(const std::vector<std::vector<proto::EpochRec
 // The same from the workers' --metrics-out files.
 std::vector<CurvePoint> mean_curve(const std::vector<std::string>& metrics_files);
 
+// The curve of the one model a run's members read (Mode::members_read_one_model:
+// compute groups): every evaluation of every worker is a point, in order of
+// training time, with that evaluation's accuracy, loss and training time (its
+// wall time too, or the point before's where that is later), and
+// what the members had trained by then (progress and bytes their means,
+// round their mean too: each worker's linear between its records, from 0 at
+// time 0, its last after its last). A fast group's evaluation is a point
+// when it ran; the slow group's evaluations come later, as points of their own.
+std::vector<CurvePoint> model_curve(const std::vector<std::vector<proto::EpochRecord>>& workers);
+std::vector<CurvePoint> model_curve(const std::vector<std::string>& metrics_files);
+
+// model_curve where `one_model` (the entry's members read one model), else mean_curve.
+std::vector<CurvePoint> run_curve(const std::vector<std::string>& metrics_files, bool one_model);
+
 }  // namespace gossipd::daemon

@@ -151,6 +151,11 @@ class Mode {
   // Every member holds the one model exactly (no consensus distance, no
   // gossip bytes to report): AllReduce-SGD, the grid.
   virtual bool one_replica() const { return false; }
+  // Every member reads the one model that owners update as they go (compute
+  // groups): an evaluation is of that model when it ran, so the run's curve
+  // is its members' evaluations in order of time (model_curve), not their
+  // means at each progress, which would wait for the slowest member.
+  virtual bool members_read_one_model() const { return false; }
   virtual std::unique_ptr<Worker> make_worker(WorkerContext& context) const = 0;
   // gossipctl simulate's time model: what a round of this mode sends
   // between the members (round_traffic.h), with its flags as configured;

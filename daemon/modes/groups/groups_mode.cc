@@ -80,6 +80,7 @@ class GroupsMode : public Mode {
   std::string stragglers_label() const override { return "compute groups (groups:2, ranks in halves)"; }
 
   bool accepts_joins() const override { return false; }
+  bool members_read_one_model() const override { return true; }
   void check_model(const RunOptions& o, size_t members, const trainer::Model&) const override {
     check_groups(flags_, members, o);
   }

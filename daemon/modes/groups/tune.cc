@@ -164,7 +164,7 @@ proto::TuneRun Tuner::run(const TuneConfig& c, const std::string& dir, bool prob
   std::string stopped = "epochs";
   const double best = best_predicted();
   co.stop_when = [&](const std::vector<std::string>& files, uint64_t) {
-    const auto curve = mean_curve(files);
+    const auto curve = model_curve(files);
     if (goal_point(curve, goal_))
       stopped = "goal";
     else if (probe && !curve.empty() && curve.back().train_seconds > best)
@@ -191,7 +191,7 @@ proto::TuneRun Tuner::run(const TuneConfig& c, const std::string& dir, bool prob
   r.set_wall_seconds(seconds_since(t0));
   r.set_status(res.status());
   r.set_stopped(res.status() == "stopped by signal" ? "signal" : stopped);
-  const auto curve = mean_curve(entry_metrics_files(co, entry_of(c.groups)));
+  const auto curve = model_curve(entry_metrics_files(co, entry_of(c.groups)));
   if (r.stopped() != "signal" && goal_point(curve, goal_))
     r.set_stopped("goal");  // reached after the look that stopped it
   write_goal_curve(o_.run.out + "/" + r.dir() + "/goal.dat", curve, goal_);
