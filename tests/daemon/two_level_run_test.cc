@@ -38,7 +38,9 @@ LevelEnd expect_identical(std::vector<std::unique_ptr<Process>>& procs,
   std::set<std::string> hashes;
   LevelEnd e;
   for (size_t i = 0; i < procs.size(); ++i) {
-    EXPECT_TRUE(procs[i]->wait(180s)) << "w" << i << " did not finish";
+    if (!procs[i]->wait(180s)) {
+      ADD_FAILURE() << "w" << i << " did not finish in 180 s; its threads:\n" << procs[i]->threads();
+    }
     EXPECT_EQ(procs[i]->exit_code(), 0) << procs[i]->err();
     const auto records = daemon::read_control_records(controls[i]);
     if (records.empty() || records.back().event() != "done") {

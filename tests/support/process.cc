@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <sstream>
 
 #include "daemon/ctl/compare_hosts.h"
@@ -19,6 +20,24 @@ Process::~Process() {
 
 std::string Process::out() const { return daemon::read_file(dir_.file("out")); }
 std::string Process::err() const { return daemon::read_file(dir_.file("err")); }
+
+std::string Process::threads() const {
+  if (exited()) return "(it has exited)";
+  const std::string pid = std::to_string(child_->pid());
+  if (std::filesystem::exists("/usr/bin/gdb")) {
+    const RunResult gdb = run({"/usr/bin/gdb", "-p", pid, "-batch", "-nx", "-ex", "thread apply all bt 30"},
+                              std::chrono::seconds(60));
+    if (gdb.out.find("Thread ") != std::string::npos) return gdb.out;
+  }
+  std::ostringstream where;
+  std::error_code ec;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/" + pid + "/task", ec)) {
+    const auto name = daemon::read_file(task.path().string() + "/comm");
+    where << task.path().filename().string() << " " << name.substr(0, name.find('\n')) << ": "
+          << daemon::read_file(task.path().string() + "/wchan") << "\n";
+  }
+  return where.str().empty() ? "(no threads found under /proc/" + pid + ")" : where.str();
+}
 
 RunResult run(std::vector<std::string> argv, std::chrono::milliseconds timeout) {
   Process p(std::move(argv));

@@ -33,6 +33,10 @@ class Process {
   int term_signal() const { return child_->term_signal(); }
   std::string out() const;
   std::string err() const;
+  // Where a process that has not ended is, for a test's failure message:
+  // every thread's stack (gdb, where installed and allowed to attach), else
+  // each thread's name and the kernel call it waits in (/proc).
+  std::string threads() const;
 
  private:
   TempDir dir_{"gossipd_proc"};  // declared first: goes after the child
