@@ -8,15 +8,20 @@
 # Prints each one's training time to the target (the first evaluation at or
 # above it, as compare measures it), the tuned run's, the ratios, the
 # prediction's error and the tuning time. Root (network namespaces).
+# EMULATE=SPEC runs the 8 workers as emulated machines on loopback instead
+# (--emulate-step-ms SPEC, e.g. 40,w6=80,w7=80: two 2x slower), no root.
 #
-#   tests/bench/groups_tuner.sh          TARGET=0.86 EPOCHS=8 BUDGET=600 TEST_LIMIT=2000
+#   tests/bench/groups_tuner.sh          TARGET=0.86 EPOCHS=8 BUDGET=600 TEST_LIMIT=2000 EVALS=4 EMULATE=
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 TARGET=${TARGET:-0.86} EPOCHS=${EPOCHS:-8} BUDGET=${BUDGET:-600} TEST_LIMIT=${TEST_LIMIT:-2000}
+EVALS=${EVALS:-4} EMULATE=${EMULATE:-}
 cmake --build build -j2 --target gossipd gossipctl >/dev/null
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-common=(--workers 8 --netns --bandwidth 100mbit --epochs "$EPOCHS" --evals-per-epoch 4 --test-limit "$TEST_LIMIT")
+machines=(--netns --bandwidth 100mbit)
+[ -n "$EMULATE" ] && machines=(--emulate-step-ms "$EMULATE")
+common=(--workers 8 "${machines[@]}" --epochs "$EPOCHS" --evals-per-epoch "$EVALS" --test-limit "$TEST_LIMIT")
 ./build/bin/gossipctl compare "${common[@]}" --algos allreduce,groups:8,crossover --momentum 0.9 --target "$TARGET" \
   --out "$out/untuned" | grep -E "final mean acc|FAILED"
 ./build/bin/gossipctl tune "${common[@]}" --groups 1,2,4,8 --target-accuracy "$TARGET" --budget-s "$BUDGET" \
