@@ -20,12 +20,14 @@ std::optional<double> MomentumLineup::Sums::momentum() const {
 }
 
 void MomentumLineup::moving(uint64_t version, std::span<const float> before) {
+  if (!kept(version)) return;
   Delta& d = deltas_[version % window_];
   d.version = UINT64_MAX;  // not a delta until moved()
   d.values.assign(before.begin(), before.end());
 }
 
 void MomentumLineup::moved(uint64_t version, std::span<const float> after) {
+  if (!kept(version)) return;
   Delta& d = deltas_[version % window_];
   if (d.values.size() != after.size()) return;
   for (size_t i = 0; i < after.size(); ++i) d.values[i] = after[i] - d.values[i];
@@ -38,7 +40,7 @@ const MomentumLineup::Delta* MomentumLineup::delta(uint64_t version) const {
 }
 
 void MomentumLineup::gradient_at(uint64_t version, std::span<const float> grad) {
-  if (version == 0) return;
+  if (version == 0 || !lined_up(version)) return;
   const Delta* y = delta(version);
   const Delta* a = delta(version - 1);
   if (!y || !a || y->values.size() != grad.size() || a->values.size() != grad.size()) return;

@@ -19,8 +19,18 @@ namespace gossipd::daemon {
 // coordinate of every lined-up gradient. With plain momentum m and one
 // group it is m; with g equally fast groups Omnivore's model puts the
 // asynchrony's share at 1 − 1/g.
+//
+// Every `every`-th version is lined up (its update and the one before kept,
+// the gradients computed on it fitted), not all: keeping and fitting every
+// update cost the owner three passes over the shard per push, under the
+// store's lock, on the pushing group's wait (2 emulated machines, hidden
+// 1024: a groups' round of 51–55 ms with every version, 49–50 ms with one
+// in eight; tests/bench/README.md). The fit still takes every coordinate of
+// the versions it lines up.
 class MomentumLineup {
  public:
+  static constexpr size_t kEvery = 8;
+
   // The normal equations' sums, which shards add up.
   struct Sums {
     double aa = 0, ab = 0, bb = 0, ya = 0, yb = 0;  // a = Δ_{t-1}, b = ∇f(w_t), y = Δ_t
@@ -30,7 +40,8 @@ class MomentumLineup {
     std::optional<double> momentum() const;
   };
 
-  explicit MomentumLineup(size_t window = 32) : window_(window), deltas_(window) {}
+  explicit MomentumLineup(size_t every = kEvery, size_t window = 32)
+      : every_(every == 0 ? 1 : every), window_(window), deltas_(window) {}
 
   // Version `version` becomes version + 1: `before` is its values (kept in
   // the window's slot, whose storage is reused), then `after` the new ones.
@@ -46,7 +57,11 @@ class MomentumLineup {
     std::vector<float> values;
   };
   const Delta* delta(uint64_t version) const;
+  // A lined-up version, and the one before it, whose updates are kept.
+  bool lined_up(uint64_t version) const { return version % every_ == 0; }
+  bool kept(uint64_t version) const { return lined_up(version) || lined_up(version + 1); }
 
+  size_t every_;
   size_t window_;
   std::vector<Delta> deltas_;  // by version modulo the window
   Sums sums_;

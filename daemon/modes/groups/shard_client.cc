@@ -130,7 +130,8 @@ bool ShardClient::take(const Step& s, const protocol::Message& m, std::vector<Pe
     push(s, *p);  // the owner takes the seed first: one pipe, in order
     return false;
   }
-  const auto values = shard_values(m);
+  std::vector<float> scratch;  // only where the frame cannot be read in place
+  const std::span<const float> values = shard_view(m, scratch);
   const auto r = store_.layout().range(p->shard);
   if (msg->kind != proto::SHARD_FRESH || values.size() != r.size()) {
     node_.reject_log().reject(m.envelope.sender(), protocol::RejectReason::kSizeMismatch,

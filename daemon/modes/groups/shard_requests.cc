@@ -38,7 +38,8 @@ void ShardRequests::push(const protocol::Message& m, const std::string& group, c
   const uint32_t shard = msg.shard;
   const std::string& from = m.envelope.sender();
   const proto::ShardNote& note = msg.note;
-  const std::vector<float> grad = shard_values(m);
+  std::vector<float> scratch;  // only where the frame cannot be read in place
+  const std::span<const float> grad = shard_view(m, scratch);
   if (!protocol::all_finite(std::as_bytes(std::span<const float>(grad)))) {
     // Held against the sender; the group goes on with the shard as it was.
     node_.reject_log().reject(from, protocol::RejectReason::kNonFinite,

@@ -4,12 +4,13 @@
 
 namespace gossipd::daemon {
 
-ShardStore::ShardStore(ShardLayout layout, trainer::OptimizerOptions optimizer)
-    : layout_(std::move(layout)), options_(optimizer) {}
+ShardStore::ShardStore(ShardLayout layout, trainer::OptimizerOptions optimizer, size_t lineup_every)
+    : layout_(std::move(layout)), options_(optimizer), lineup_every_(lineup_every) {}
 
 ShardStore::Shard ShardStore::make_shard(size_t shard) const {
   const size_t n = layout_.range(shard).size();
   Shard s;
+  s.lineup = MomentumLineup(lineup_every_);
   s.optimizer = std::make_unique<trainer::Optimizer>(
       options_, std::vector<trainer::ParamSegment>{{"shard " + std::to_string(shard), 0, n}}, n);
   return s;

@@ -51,8 +51,10 @@ struct ShardStats {
 // answered with the values, not applied. Thread-safe.
 class ShardStore {
  public:
-  // `optimizer` must be element-wise (SGD: momentum, Nesterov, weight decay).
-  ShardStore(ShardLayout layout, trainer::OptimizerOptions optimizer);
+  // `optimizer` must be element-wise (SGD: momentum, Nesterov, weight decay);
+  // the momentum fit lines up every `lineup_every`-th version.
+  ShardStore(ShardLayout layout, trainer::OptimizerOptions optimizer,
+             size_t lineup_every = MomentumLineup::kEvery);
 
   const ShardLayout& layout() const { return layout_; }
   void set_momentum(float momentum);
@@ -89,6 +91,7 @@ class ShardStore {
 
   ShardLayout layout_;
   trainer::OptimizerOptions options_;
+  size_t lineup_every_;
   mutable std::mutex mutex_;
   std::map<size_t, Shard> shards_;
   ShardStats stats_;

@@ -1,5 +1,6 @@
 #include "daemon/modes/groups/shard_wire.h"
 
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -82,19 +83,30 @@ std::optional<ShardMessage> read_shard(protocol::Node& node, const protocol::Mes
   return ShardMessage{kind, e.collective_seq(), e.chunk(), note};
 }
 
-std::vector<float> shard_values(const protocol::Message& m) {
+std::span<const float> shard_view(const protocol::Message& m, std::vector<float>& scratch) {
   const auto& frame = m.payload.at(0);
   const std::optional<protocol::CodecSpec> spec = protocol::declared_spec(m.envelope);
   if (spec && !spec->lossless()) {
-    std::vector<float> out(m.envelope.count());
-    if (!protocol::decode(*spec, m.bytes(), out)) return {};
-    return out;
+    scratch.resize(m.envelope.count());
+    if (!protocol::decode(*spec, m.bytes(), scratch)) return {};
+    return scratch;
   }
-  std::vector<float> out(frame.size() / sizeof(float));
+  const size_t n = frame.size() / sizeof(float);
   // An empty frame's data() may be null, and memcpy from null is undefined
   // even for no bytes (fuzz_shard found one).
-  if (!out.empty()) std::memcpy(out.data(), frame.data(), out.size() * sizeof(float));
-  return out;
+  if (n == 0) return {};
+  if (reinterpret_cast<std::uintptr_t>(frame.data()) % alignof(float) == 0)
+    return {reinterpret_cast<const float*>(frame.data()), n};
+  scratch.resize(n);
+  std::memcpy(scratch.data(), frame.data(), n * sizeof(float));
+  return scratch;
+}
+
+std::vector<float> shard_values(const protocol::Message& m) {
+  std::vector<float> scratch;
+  const std::span<const float> v = shard_view(m, scratch);
+  if (v.data() == scratch.data()) return scratch;
+  return {v.begin(), v.end()};
 }
 
 }  // namespace gossipd::daemon

@@ -59,5 +59,9 @@ std::optional<ShardMessage> read_shard(protocol::Node& node, const protocol::Mes
 // aligned for floats; the validator checked it holds count of them); empty
 // when a compressed frame does not decode (a non-finite scale).
 std::vector<float> shard_values(const protocol::Message& m);
+// The same without a copy where the frame holds plain floats at a float's
+// alignment (a view of `m`'s frame, valid while `m` is); else decoded or
+// copied into `scratch`, which the span then views.
+std::span<const float> shard_view(const protocol::Message& m, std::vector<float>& scratch);
 
 }  // namespace gossipd::daemon

@@ -122,33 +122,37 @@ TEST(ShardStore, MomentumIsTheOwnersAndKeptPerShard) {
 // On f(w) = Σ c_i w_i²/2 (curvatures unlike, so the last update and the
 // gradient are not parallel) with momentum m and every gradient fresh, the
 // fit is m; the same when each push is applied and lined up in two halves,
-// as an owner does to answer before it lines up (apply_only, line_up).
+// as an owner does to answer before it lines up (apply_only, line_up), and
+// when only every eighth version is lined up (the default).
 TEST(MomentumLineup, FitsThePlainMomentumOfFreshGradients) {
-  for (const bool halves : {false, true}) {
-    for (const float m : {0.0f, 0.3f, 0.9f}) {
-      trainer::OptimizerOptions o;
-      o.momentum = m;
-      constexpr size_t kN = 7;  // a whole group of four lanes and a tail
-      ShardStore store(ShardLayout(kN, {"a"}), o);
-      store.own({0});
-      store.seed(0, std::vector<float>{1.0f, -2.0f, 0.5f, 0.7f, -1.1f, 0.3f, 2.0f}, 0);
-      const float c[kN] = {1.0f, 3.0f, 0.2f, 0.5f, 2.0f, 1.5f, 0.1f};
-      std::vector<float> w(kN), grad(kN);
-      for (uint64_t step = 1; step <= 30; ++step) {
-        const uint64_t version = *store.read(0, w);
-        for (size_t i = 0; i < kN; ++i) grad[i] = c[i] * w[i];
-        const ShardPush push{"cg0", step, version, 0.05f, 0, grad};
-        if (!halves) {
-          ASSERT_EQ(store.push(push), PushOutcome::kApplied);
-          continue;
+  for (const size_t every : {size_t{1}, MomentumLineup::kEvery}) {
+    for (const bool halves : {false, true}) {
+      for (const float m : {0.0f, 0.3f, 0.9f}) {
+        trainer::OptimizerOptions o;
+        o.momentum = m;
+        constexpr size_t kN = 7;  // a whole group of four lanes and a tail
+        ShardStore store(ShardLayout(kN, {"a"}), o, every);
+        store.own({0});
+        store.seed(0, std::vector<float>{1.0f, -2.0f, 0.5f, 0.7f, -1.1f, 0.3f, 2.0f}, 0);
+        const float c[kN] = {1.0f, 3.0f, 0.2f, 0.5f, 2.0f, 1.5f, 0.1f};
+        std::vector<float> w(kN), grad(kN);
+        for (uint64_t step = 1; step <= 30; ++step) {
+          const uint64_t version = *store.read(0, w);
+          for (size_t i = 0; i < kN; ++i) grad[i] = c[i] * w[i];
+          const ShardPush push{"cg0", step, version, 0.05f, 0, grad};
+          if (!halves) {
+            ASSERT_EQ(store.push(push), PushOutcome::kApplied);
+            continue;
+          }
+          ASSERT_EQ(store.apply_only(push), PushOutcome::kApplied);
+          store.line_up(push);
         }
-        ASSERT_EQ(store.apply_only(push), PushOutcome::kApplied);
-        store.line_up(push);
+        const auto mu = store.stats().fit.momentum();
+        ASSERT_TRUE(mu.has_value()) << m;
+        EXPECT_NEAR(*mu, m, 1e-3) << m << (halves ? " in halves" : "") << ", every " << every;
+        // Versions 1..29 every one, else 8, 16 and 24.
+        EXPECT_EQ(store.stats().fit.lined_up, every == 1 ? 29u : 3u) << "every " << every;
       }
-      const auto mu = store.stats().fit.momentum();
-      ASSERT_TRUE(mu.has_value()) << m;
-      EXPECT_NEAR(*mu, m, 1e-3) << m << (halves ? " in halves" : "");
-      EXPECT_EQ(store.stats().fit.lined_up, 29u) << "every push but the first lined up once";
     }
   }
 }
