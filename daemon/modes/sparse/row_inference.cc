@@ -25,10 +25,7 @@ size_t round_up(size_t n) { return (n + sp::kLaneChunk - 1) / sp::kLaneChunk * s
 // --block B` (N = 4096, 120 layers, hypergraph), two pairs: B = 64 (the
 // serial default) 5.02 and 5.42 s median (best 4.48, 4.86), 256 4.89 and
 // 4.90 (4.63, 4.67); 512 was 6.8-7.1 s (out of cache).
-size_t row_block(uint32_t neurons) {
-  const size_t per_block = (size_t{4} << 20) / sizeof(float) / std::max<uint32_t>(neurons, 1);
-  return std::clamp<size_t>(per_block / sp::kLaneChunk * sp::kLaneChunk, sp::kLaneChunk, 256);
-}
+constexpr size_t kRowBlockBytes = size_t{4} << 20;
 
 }  // namespace
 
@@ -207,7 +204,7 @@ RowInferResult RowInference::run(const sp::SparseInputs& inputs, const sp::Infer
     throw std::invalid_argument("the inputs have " + std::to_string(inputs.neurons) +
                                 " neurons, the network " + std::to_string(neurons_));
   }
-  const size_t block = round_up(o.block != 0 ? o.block : row_block(neurons_));
+  const size_t block = round_up(o.block != 0 ? o.block : sp::default_block(neurons_, kRowBlockBytes));
   RowInferResult out;
   out.activations.neurons = neurons_;
   out.payload_bytes.assign(share_.products.size(), 0);

@@ -90,8 +90,8 @@ class BlockRun {
 
 }  // namespace
 
-size_t default_block(uint32_t neurons) {
-  const size_t per_block = (size_t{1} << 20) / sizeof(float) / std::max<uint32_t>(neurons, 1);
+size_t default_block(uint32_t neurons, size_t bytes) {
+  const size_t per_block = bytes / sizeof(float) / std::max<uint32_t>(neurons, 1);
   return std::clamp<size_t>(per_block / kLaneChunk * kLaneChunk, kLaneChunk, 256);
 }
 

@@ -28,11 +28,12 @@ struct InferResult {
 InferResult infer(const SparseNet& net, const SparseInputs& inputs, const InferOptions& o = {});
 
 // The block size `infer` uses for N neurons when none is given: a layer's
-// activations of 1 MiB (N = 1024: 256 samples, 4096: 64), at most 256.
+// activations of `bytes`, 1 MiB (N = 1024: 256 samples, 4096: 64), in
+// whole lane chunks, at most 256.
 // Measured alternately on one core (RadiX-Net, L = 120, 6000 inputs): N =
 // 4096 took 7.6-7.8 s with 64 against 9.6-9.8 with 16 (256 KiB) and 8.2-8.3
 // with 32; N = 1024 1.73 s with 256, 1.70 with 128, 2.15-2.21 with 64 (a
 // later pass: 1.91, 1.79, 2.34).
-size_t default_block(uint32_t neurons);
+size_t default_block(uint32_t neurons, size_t bytes = size_t{1} << 20);
 
 }  // namespace gossipd::trainer::sparse
