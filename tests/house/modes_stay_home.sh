@@ -84,9 +84,9 @@ done < <(python3 "$here/mode_literals.py" "$modes" <<<"$shared")
 # 3: a path outside daemon/modes/ (and the tests' mirror, tests/modes/)
 # that names a mode.
 while read -r path; do
-  base=$(basename "$path")
-  name=$(grep -oE "(^|[_.-])($modes)([_.-]|$)" <<<"$base" | head -n 1 | tr -d '_.-')
-  [ -n "$name" ] || continue
+  # In bash, not a grep a path: ~500 paths, three processes each, were 9 s of the test's 11.
+  [[ "${path##*/}" =~ (^|[_.-])($modes)([_.-]|$) ]] || continue
+  name=${BASH_REMATCH[2]}
   allowed_here "$path" "$name" && continue
   fail "$path: a file or folder named for a mode outside daemon/modes/: move it into the mode's folder"
 done < <(find daemon protocol topology trainer proto python -not -path 'daemon/modes/*' -not -path 'python/examples*' \
