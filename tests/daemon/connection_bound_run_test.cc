@@ -73,7 +73,7 @@ TEST(ConnectionBound, ThirtySixMembersWithRoomForSixteenConnectionsLoseNoExchang
                                       "--epochs",
                                       "1",
                                       "--train-limit",
-                                      "36864",
+                                      "18432",
                                       "--test-limit",
                                       "100",
                                       "--threads",
