@@ -48,7 +48,7 @@ Dataset* Training::train_ = nullptr;
 Dataset* Training::test_ = nullptr;
 
 TEST_F(Training, SameSeedOneThreadIsBitIdentical) {
-  Dataset small = train_->head(1500);
+  Dataset small = train_->head(512);
   for (std::string model : {"mlp", "cnn"}) {
     auto a = make(model, small, 9);
     auto b = make(model, small, 9);
