@@ -28,8 +28,9 @@ gossipctl="$build/bin/gossipctl"
 serial=() parallel=()
 for ((i = 1; i <= pairs; i++)); do
   # "gossipctl sparse infer: ..., 6000 inputs, 9.428 s, ..."
-  s=$("$gossipctl" sparse infer "$dir" --inputs "$inputs" 2>&1 | sed -nE 's/.* inputs, ([0-9.]+) s,.*/\1/p')
-  [ -n "$s" ] || { echo "sparse_alone.sh: gossipctl sparse infer printed no time" >&2; exit 1; }
+  said=$("$gossipctl" sparse infer "$dir" --inputs "$inputs" 2>&1) || { echo "$said" >&2; exit 1; }
+  s=$(sed -nE 's/.* inputs, ([0-9.]+) s,.*/\1/p' <<<"$said")
+  [ -n "$s" ] || { echo "sparse_alone.sh: gossipctl sparse infer printed no time: $said" >&2; exit 1; }
   line=$("$gossipctl" bench sparse "$dir" --inputs "$inputs" --procs "$procs" --partition "$partition" \
     --reps "$reps" --warmup 1)
   [[ "$line" == *'"exact":true'* ]] || { echo "sparse_alone.sh: not exact: $line" >&2; exit 1; }
