@@ -163,7 +163,9 @@ proto::TuneRun Tuner::run(const TuneConfig& c, const std::string& dir, bool prob
   co.extra_flags = {"--momentum", format("%g", c.momentum)};
   std::string stopped = "epochs";
   const double best = best_predicted();
+  const bool learns_speeds = c.groups == 1 && summary_.speeds().empty();
   co.stop_when = [&](const std::vector<std::string>& files, uint64_t) {
+    if (learns_speeds && !every_member_timed(files)) return false;
     const auto curve = model_curve(files);
     if (goal_point(curve, goal_))
       stopped = "goal";
@@ -179,8 +181,7 @@ proto::TuneRun Tuner::run(const TuneConfig& c, const std::string& dir, bool prob
   if (c.groups > 1 && !summary_.group_order().empty())
     co.extra_flags.insert(co.extra_flags.end(), {"--compute-group-order", summary_.group_order()});
   const proto::CompareResult res = run_compare_entry(co, entry_of(c.groups), hosts_, stop_);
-  if (c.groups == 1 && res.status() == "ok" && summary_.speeds().empty())
-    learn_speeds(entry_metrics_files(co, entry_of(1)));
+  if (learns_speeds && res.status() == "ok") learn_speeds(entry_metrics_files(co, entry_of(1)));
   proto::TuneRun r;
   r.set_name(c.name());
   r.set_groups(static_cast<uint32_t>(c.groups));

@@ -7,12 +7,25 @@
 
 namespace gossipd::daemon {
 
+namespace {
+
+// The compute per step of the last record that timed one (0: none did).
+double last_timed_ms(const std::string& file) {
+  const auto records = read_epoch_records(file);
+  for (auto r = records.rbegin(); r != records.rend(); ++r)
+    if (r->compute_ms_per_round() > 0) return r->compute_ms_per_round();
+  return 0.0;
+}
+
+}  // namespace
+
+bool every_member_timed(const std::vector<std::string>& files) {
+  return std::all_of(files.begin(), files.end(), [](const std::string& f) { return last_timed_ms(f) > 0; });
+}
+
 MemberSpeeds member_speeds(const std::vector<std::string>& files) {
   MemberSpeeds s;
-  for (const auto& f : files) {
-    const auto records = read_epoch_records(f);
-    s.compute_ms.push_back(records.empty() ? 0.0 : records.back().compute_ms_per_round());
-  }
+  for (const auto& f : files) s.compute_ms.push_back(last_timed_ms(f));
   const auto [fastest, slowest] = std::minmax_element(s.compute_ms.begin(), s.compute_ms.end());
   if (s.compute_ms.empty() || *fastest <= 0 || *slowest <= kSameSpeed * *fastest) return s;
   std::vector<size_t> by_speed(s.compute_ms.size());

@@ -23,8 +23,14 @@ struct MemberSpeeds {
 // Slowest over fastest compute at or below which members count as equal.
 constexpr double kSameSpeed = 1.25;
 
-// From each worker's records file (worker i's at files[i], id "w<i>").
+// From each worker's records file (worker i's at files[i], id "w<i>"):
+// its last record that timed a step.
 MemberSpeeds member_speeds(const std::vector<std::string>& files);
+
+// Whether every worker's file holds a record that timed a step: the probe
+// that learns the speeds does not stop before (a member that evaluates
+// later than the one that reaches the goal would read as 0 ms).
+bool every_member_timed(const std::vector<std::string>& files);
 
 // "w0,w2,w1,w3" (the flag's value).
 std::string order_flag(const MemberSpeeds& s);
