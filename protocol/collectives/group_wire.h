@@ -73,14 +73,16 @@ class GroupWire {
     size_t rank = 0;
     uint64_t nonce = 0;  // the lower rank's; 0 on the higher (waits for the announcement)
     Clock::time_point announced;
+    Clock::time_point since;  // when the link was asked for
   };
   DataListener& listener(size_t rank);  // throws PeerGone (naming `rank`) once the node is closed
   void announce(const Pending& p);
   bool advance(Pending& p, Clock::time_point now);  // true once connected
   Fd connect_announced(const std::string& peer, const Message& announcement);
   void progress(Clock::time_point now, const std::string& during);
-  void wait(Clock::time_point deadline);  // poll(2) on every link
-  void close_gracefully();                // the destructor's: FIN, then read to the peer's
+  void wait(Clock::time_point deadline);                    // poll(2) on every link
+  Clock::duration look_again(Clock::time_point now) const;  // while connections are pending
+  void close_gracefully();                                  // the destructor's: FIN, then read to the peer's
   // Both on this host, sharing on, no injected faults (DataLink's shared memory).
   bool shares_memory(size_t rank) const;
   [[noreturn]] void lost(const DataLink& l, const std::string& during);
