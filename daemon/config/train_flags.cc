@@ -1,6 +1,7 @@
 #include "daemon/config/train_flags.h"
 
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 
@@ -38,7 +39,9 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
   app.add_option("--hidden", f.hidden, "Hidden dense widths, e.g. 256,128 (default: the model's)")
       ->delimiter(',')
       ->check(CLI::Range(1, 65536));
-  app.add_option("--data", f.data, "Directory with the Fashion-MNIST IDX files")
+  app.add_option("--data", f.data,
+                 "Directory with the Fashion-MNIST IDX files, gzipped or plain (default: $GOSSIPD_DATA_DIR "
+                 "where set)")
       ->default_str(GOSSIPD_FASHION_MNIST_DIR);
   app.add_option("--epochs", f.epochs, "Passes over the training data")
       ->check(CLI::Range(1, 100000))
@@ -120,7 +123,9 @@ trainer::TrainerOptions trainer_options(const TrainFlags& f) {
 }
 
 std::string data_dir(const TrainFlags& f) {
-  return f.data.empty() ? std::string(GOSSIPD_FASHION_MNIST_DIR) : f.data;
+  if (!f.data.empty()) return f.data;
+  if (const char* env = std::getenv("GOSSIPD_DATA_DIR"); env && *env) return env;
+  return GOSSIPD_FASHION_MNIST_DIR;
 }
 
 }  // namespace gossipd::daemon

@@ -46,6 +46,8 @@ void add_train_flags(CLI::App& app, TrainFlags& flags);
 trainer::ModelOptions model_options(const TrainFlags& flags);
 // Throws std::invalid_argument for values that do not fit together.
 trainer::TrainerOptions trainer_options(const TrainFlags& flags);
+// --data; else $GOSSIPD_DATA_DIR where set (tests/run.sh points it at
+// plain copies); else the Debian package's directory.
 std::string data_dir(const TrainFlags& flags);
 
 }  // namespace gossipd::daemon

@@ -5,6 +5,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -72,6 +73,22 @@ TEST(Cli, RejectsBadFlagsWithOneLine) {
 TEST(Cli, MissingDatasetNamesPackageAndFlag) {
   expect_usage_error(train_args({"--data", "/nonexistent/fashion"}), "dataset-fashion-mnist");
   expect_usage_error(train_args({"--data", "/nonexistent/fashion"}), "--data");
+}
+
+// --data, else $GOSSIPD_DATA_DIR, else the Debian package's directory.
+TEST(Cli, TheDataDirectoryIsTheFlagsElseTheEnvironmentsElseThePackages) {
+  const char* was = std::getenv("GOSSIPD_DATA_DIR");
+  const std::string saved = was ? was : "";
+  ::setenv("GOSSIPD_DATA_DIR", "/nonexistent/from-env", 1);
+  expect_usage_error(train_args({}), "file /nonexistent/from-env/train-");
+  expect_usage_error(train_args({"--data", "/nonexistent/flag"}), "file /nonexistent/flag/train-");
+  if (was) {
+    ::setenv("GOSSIPD_DATA_DIR", saved.c_str(), 1);
+  } else {
+    ::unsetenv("GOSSIPD_DATA_DIR");
+  }
+  const RunResult r = run(train_args({"--help"}), 60s);
+  EXPECT_NE(r.out.find("GOSSIPD_DATA_DIR"), std::string::npos) << r.out;
 }
 
 TEST(Cli, TruncatedDatasetIsOneLine) {
