@@ -165,8 +165,10 @@ proto::TuneRun Tuner::run(const TuneConfig& c, const std::string& dir, bool prob
   const double best = best_predicted();
   const bool learns_speeds = c.groups == 1 && summary_.speeds().empty();
   co.stop_when = [&](const std::vector<std::string>& files, uint64_t) {
-    if (learns_speeds && !every_member_timed(files)) return false;
-    const auto curve = model_curve(files);
+    std::vector<std::vector<proto::EpochRecord>> workers;
+    for (const auto& f : files) workers.push_back(read_epoch_records(f));
+    if (learns_speeds && !every_member_timed(workers)) return false;
+    const auto curve = model_curve(workers);
     if (goal_point(curve, goal_))
       stopped = "goal";
     else if (probe && !curve.empty() && curve.back().train_seconds > best)

@@ -10,8 +10,7 @@ namespace gossipd::daemon {
 namespace {
 
 // The compute per step of the last record that timed one (0: none did).
-double last_timed_ms(const std::string& file) {
-  const auto records = read_epoch_records(file);
+double last_timed_ms(const std::vector<proto::EpochRecord>& records) {
   for (auto r = records.rbegin(); r != records.rend(); ++r)
     if (r->compute_ms_per_round() > 0) return r->compute_ms_per_round();
   return 0.0;
@@ -19,13 +18,13 @@ double last_timed_ms(const std::string& file) {
 
 }  // namespace
 
-bool every_member_timed(const std::vector<std::string>& files) {
-  return std::all_of(files.begin(), files.end(), [](const std::string& f) { return last_timed_ms(f) > 0; });
+bool every_member_timed(const std::vector<std::vector<proto::EpochRecord>>& workers) {
+  return std::all_of(workers.begin(), workers.end(), [](const auto& w) { return last_timed_ms(w) > 0; });
 }
 
 MemberSpeeds member_speeds(const std::vector<std::string>& files) {
   MemberSpeeds s;
-  for (const auto& f : files) s.compute_ms.push_back(last_timed_ms(f));
+  for (const auto& f : files) s.compute_ms.push_back(last_timed_ms(read_epoch_records(f)));
   const auto [fastest, slowest] = std::minmax_element(s.compute_ms.begin(), s.compute_ms.end());
   if (s.compute_ms.empty() || *fastest <= 0 || *slowest <= kSameSpeed * *fastest) return s;
   std::vector<size_t> by_speed(s.compute_ms.size());

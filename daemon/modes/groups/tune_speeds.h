@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include "proto/gossip.pb.h"
+
 namespace gossipd::daemon {
 
 // gossipctl tune's view of the machines (issue 58): each member's compute
@@ -27,10 +29,10 @@ constexpr double kSameSpeed = 1.25;
 // its last record that timed a step.
 MemberSpeeds member_speeds(const std::vector<std::string>& files);
 
-// Whether every worker's file holds a record that timed a step: the probe
-// that learns the speeds does not stop before (a member that evaluates
-// later than the one that reaches the goal would read as 0 ms).
-bool every_member_timed(const std::vector<std::string>& files);
+// Whether every worker's records (read_epoch_records) hold one that timed
+// a step: the probe that learns the speeds does not stop before (a member
+// that evaluates later than the one that reaches the goal would read as 0 ms).
+bool every_member_timed(const std::vector<std::vector<proto::EpochRecord>>& workers);
 
 // "w0,w2,w1,w3" (the flag's value).
 std::string order_flag(const MemberSpeeds& s);
