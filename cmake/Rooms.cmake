@@ -16,11 +16,22 @@ endfunction()
 # the training loop, the modes' workers, the simulator's driver): it runs
 # once a command, a round or a step, not once a value (the kernels that do:
 # trainer/, protocol/, a mode's parts, stay at the build type's flags).
-# Compiled with GOSSIPD_CONTROL_OPTIMIZE where that is set
-# (tests/sanitized_build.sh: -O0, where clang's -O2 with the sanitizers is
-# most of the build: daemon/cluster's unity file 48 s at -O2, 20 s at -O0);
-# empty, the build type's flags.
-set(GOSSIPD_CONTROL_OPTIMIZE "" CACHE STRING "Optimisation flag for the control plane's rooms; empty: the build type's")
+# Compiled with GOSSIPD_CONTROL_OPTIMIZE where that is set; empty, the
+# build type's flags. Its default: -O1 in a Release build, where GCC's -O3
+# on these rooms was 433 s of CPU of the build's ~1,080 and -O1 is 280 s,
+# and no difference the tests measure (eight multi-process training, grid,
+# compare and simulate tests, alternated twice: 53.0 and 53.3 s of CPU at
+# -O3, 52.5 and 54.9 at -O1); tests/sanitized_build.sh sets -O0, where clang's
+# -O2 with the sanitizers is most of the build (daemon/cluster's unity file
+# 48 s at -O2, 20 s at -O0). Set only at a tree's first configure: pass
+# -DGOSSIPD_CONTROL_OPTIMIZE= to change it later ("" for the build type's).
+if(CMAKE_BUILD_TYPE STREQUAL "Release")
+  set(control_optimize_default "-O1")
+else()
+  set(control_optimize_default "")
+endif()
+set(GOSSIPD_CONTROL_OPTIMIZE "${control_optimize_default}" CACHE STRING
+    "Optimisation flag for the control plane's rooms; empty: the build type's (default: -O1 in Release)")
 function(gossipd_control_plane target)
   if(GOSSIPD_CONTROL_OPTIMIZE)
     target_compile_options(${target} PRIVATE ${GOSSIPD_CONTROL_OPTIMIZE})
