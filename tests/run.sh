@@ -67,7 +67,7 @@ SANITIZE_SKIP+='|^TuneTest\.AtEqualSpeedOnLinks'
 # The hierarchical one's groups (compare's --groups 2) run sanitized in
 # Simulate.AutoGroupsOnAWanAreItsRegionsAsCompareGroupsThemByHand, held to
 # the same compare run (14 s of CPU sanitized).
-SANITIZE_SKIP+='|^Simulate\.[A-Za-z]*EndBitForBit|^Simulate\.HierarchicalCrossoverEndsBitForBit'
+SANITIZE_SKIP+='|^Simulate\.[A-Za-z]*Ends?BitForBit'
 # ... and its run of every codec under every protocol (55 s sanitized): the
 # codecs run sanitized in protocol_*_test, the simulator's members in
 # Simulate.TheMembersSkipTheSegmentsTheModelLoses.
