@@ -72,6 +72,7 @@ RoundStats& RoundStats::operator+=(const RoundStats& o) {
   bytes_sent += o.bytes_sent;
   bytes_received += o.bytes_received;
   segments_clipped += o.segments_clipped;
+  values_refused += o.values_refused;
   named.insert(named.end(), o.named.begin(), o.named.end());
   return *this;
 }
@@ -200,7 +201,7 @@ HierarchicalCrossover::HierarchicalCrossover(Node& node, SegmentTable segments, 
   }
 }
 
-void HierarchicalCrossover::group_average(Group& group, uint64_t round, std::span<float> params) {
+size_t HierarchicalCrossover::group_average(Group& group, uint64_t round, std::span<float> params) {
   if (attack_) {  // what this member puts into its group: its attack on its replica
     for (uint32_t s = 0; s < segments_.size(); ++s) {
       auto x = params.subspan(segments_[s].offset, segments_[s].length);
@@ -210,9 +211,9 @@ void HierarchicalCrossover::group_average(Group& group, uint64_t round, std::spa
   }
   if (robust_) {
     robust_->run(group, params, params);
-  } else {
-    averages_.average(group, params);
+    return 0;
   }
+  return averages_.average(group, params);
 }
 
 std::map<std::string, PeerClipping> HierarchicalCrossover::clipping_peers() const {
@@ -244,7 +245,7 @@ RoundStats HierarchicalCrossover::run_round(const topology::View& view,
   // The groups' collectives count what they send on the node; a round's
   // bytes are theirs and the segments'.
   const uint64_t collective_bytes = node_.payload_bytes_sent();
-  group_average(group, round, params);  // (1) the group's average
+  stats.values_refused += group_average(group, round, params);  // (1) the group's average
 
   const auto start = Clock::now();
   const auto deadline = start + deadlines_.current();
@@ -280,7 +281,7 @@ RoundStats HierarchicalCrossover::run_round(const topology::View& view,
     }
     owned.push_back({seg.offset, seg.offset + seg.length});
   }
-  averages_.share(group, params, owned);  // (3) every segment as its owner left it
+  stats.values_refused += averages_.share(group, params, owned);  // (3) every segment as its owner left it
   stats.bytes_sent += node_.payload_bytes_sent() - collective_bytes;
   if (clip_) {
     stats.named = robust_->end_round();

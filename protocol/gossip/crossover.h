@@ -83,7 +83,10 @@ struct RoundStats {
   size_t segments_skipped = 0;
   size_t bytes_sent = 0;
   size_t bytes_received = 0;
-  size_t segments_clipped = 0;     // --robust clip
+  size_t segments_clipped = 0;  // --robust clip
+  // Hierarchical: elements of the group's average and share that came out
+  // NaN or infinite and kept this member's own value (group_averages.h).
+  size_t values_refused = 0;
   std::vector<std::string> named;  // --robust clip: peers named Byzantine this round
   RoundStats& operator+=(const RoundStats& o);
 };
@@ -164,8 +167,9 @@ class HierarchicalCrossover {
  private:
   Group& group_for(const topology::Groups& groups, size_t g, uint32_t view_id);
   // (1): params ← the group's mean (--robust clip: its robust mean); an
-  // attacker puts its attack into it instead of its replica.
-  void group_average(Group& group, uint64_t round, std::span<float> params);
+  // attacker puts its attack into it instead of its replica. Returns the
+  // elements refused as not finite (the robust mean refuses a copy instead).
+  size_t group_average(Group& group, uint64_t round, std::span<float> params);
 
   Node& node_;
   SegmentTable segments_;

@@ -19,15 +19,21 @@ namespace gossipd::protocol {
 //            a group has one (its first round, a new group, a failed round):
 //            then float32;
 //   share:   each owner's change to its segments since the average (base).
+// An element either leaves NaN or an infinity (one member's contribution
+// held one: averaged in, it would reach every replica of the group) keeps
+// this member's own value from before it; every member of a group holds
+// the same result, so all agree which elements (and, in a codec, the next
+// average travels in float32: their results differ there). Each returns
+// how many. A sum does not say who sent one.
 class GroupAverages {
  public:
   explicit GroupAverages(CodecSpec codec) : codec_(codec), mean_(codec), shared_(codec) {}
 
   // (1) params ← the group's mean.
-  void average(Group& group, std::span<float> params);
+  size_t average(Group& group, std::span<float> params);
   // (3) params ← the average's result with each member's `owned` ranges as
   // that member left them (each element is owned by one member, or none).
-  void share(Group& group, std::span<float> params, const std::vector<BlockRange>& owned);
+  size_t share(Group& group, std::span<float> params, const std::vector<BlockRange>& owned);
   // A new group, or a round that failed part way: the members' starts may
   // differ, and the residuals are owed against parameters no longer held.
   void reset();
@@ -38,6 +44,12 @@ class GroupAverages {
   std::vector<float> start_;  // the group's last shared result (empty: none known)
   std::vector<float> base_;   // the average's result this round
   std::vector<float> buffer_;
+  std::vector<float> own_;  // this member's parameters before a collective
+  bool apart_ = false;      // this round's average refused an element
 };
+
+// Elements of `result` that are NaN or an infinity take `own`'s value;
+// returns how many. Spans of equal size.
+size_t keep_own_where_not_finite(std::span<float> result, std::span<const float> own);
 
 }  // namespace gossipd::protocol

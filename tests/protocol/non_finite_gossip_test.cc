@@ -2,7 +2,10 @@
 // rate, failing memory) gossips them in every codec: each other member
 // refuses those segments (RejectReason::kNonFinite), holds them against that
 // member and no one else, skips them as lost ones, and its replica stays
-// finite. Over the real ZeroMQ loopback transport, ranks as threads.
+// finite. Hierarchical Crossover-SGD's group average and share are sums
+// that do not say who sent a NaN: the member's group mates keep their own
+// values where one comes out (counted, held against no one). Over the real
+// ZeroMQ loopback transport, ranks as threads.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -36,7 +39,14 @@ std::vector<float> replica(size_t rank) {
   return x;
 }
 
-enum class Kind { kCrossover, kSgp, kOsgp };
+enum class Kind { kCrossover, kSgp, kOsgp, kHierarchical };
+
+// Hierarchical groups: even and odd ranks (kBad's mate is rank 1).
+std::map<std::string, std::string> parity_groups(const topology::View& view) {
+  std::map<std::string, std::string> labels;
+  for (size_t r = 0; r < view.size(); ++r) labels[view.member(r)] = r % 2 ? "odd" : "even";
+  return labels;
+}
 
 class NonFiniteSegments : public ::testing::TestWithParam<std::tuple<Kind, Codec>> {};
 
@@ -61,6 +71,9 @@ TEST_P(NonFiniteSegments, AreRefusedHeldAgainstTheirSenderAndNoOtherReplicaTakes
     if (kind == Kind::kCrossover) {
       CrossoverGossip g(node, kTable, opts);
       for (uint64_t r = 0; r < kRounds; ++r) stats[rank] += g.run_round(view, r, x);
+    } else if (kind == Kind::kHierarchical) {
+      HierarchicalCrossover g(node, kTable, opts);
+      for (uint64_t r = 1; r <= kRounds; ++r) stats[rank] += g.run_round(view, parity_groups(view), r, x);
     } else {
       PushSumGossip g(node, kTable, opts, 1, kind == Kind::kOsgp);
       for (uint64_t r = 1; r <= kRounds; ++r) stats[rank] += g.run_round(view, r, x);
@@ -81,19 +94,30 @@ TEST_P(NonFiniteSegments, AreRefusedHeldAgainstTheirSenderAndNoOtherReplicaTakes
     // Nothing else is lost here: every skipped segment is a refused one.
     EXPECT_EQ(stats[r].segments_skipped, mine) << "rank " << r;
     refused += mine;
+    // Its group mate's first average holds NaN in every element (kBad's
+    // are all non-finite); the other group's collectives none.
+    const bool mate = kind == Kind::kHierarchical && r % 2 == kBad % 2;
+    if (mate) {
+      EXPECT_GE(stats[r].values_refused, kValues) << "rank " << r;
+    } else {
+      EXPECT_EQ(stats[r].values_refused, 0u) << "rank " << r;
+    }
   }
   EXPECT_GT(refused, 0u) << "the topology routed no segment of the bad member to another";
   EXPECT_TRUE(cluster.node(kBad).counters().against().empty()) << "the honest members' segments are finite";
 }
 
 std::string case_name(const ::testing::TestParamInfo<std::tuple<Kind, Codec>>& info) {
-  static const std::map<Kind, std::string> kNames{
-      {Kind::kCrossover, "Crossover"}, {Kind::kSgp, "Sgp"}, {Kind::kOsgp, "Osgp"}};
+  static const std::map<Kind, std::string> kNames{{Kind::kCrossover, "Crossover"},
+                                                  {Kind::kSgp, "Sgp"},
+                                                  {Kind::kOsgp, "Osgp"},
+                                                  {Kind::kHierarchical, "Hierarchical"}};
   return kNames.at(std::get<0>(info.param)) + "_" + codec_name(std::get<1>(info.param));
 }
 
 INSTANTIATE_TEST_SUITE_P(Protocols, NonFiniteSegments,
-                         ::testing::Combine(::testing::Values(Kind::kCrossover, Kind::kSgp, Kind::kOsgp),
+                         ::testing::Combine(::testing::Values(Kind::kCrossover, Kind::kSgp, Kind::kOsgp,
+                                                              Kind::kHierarchical),
                                             ::testing::Values(Codec::kNone, Codec::kFp16, Codec::kBf16)),
                          case_name);
 

@@ -121,14 +121,18 @@ bool AllreduceWorker::skipped_non_finite(uint64_t round) {
   const std::span<const float> grads = trainer_.model().grads();
   if (protocol::all_finite(std::as_bytes(grads))) return false;
   trainer_.count_step();
+  count_non_finite(round, "summed gradient", "the step");
+  return true;
+}
+
+void AllreduceWorker::count_non_finite(uint64_t round, const char* sum, const char* skipped) {
   if (options_.non_finite_steps) options_.non_finite_steps->add();
   if (non_finite_skipped_++ % 100 == 0) {
     spdlog::warn(
-        "node '{}': step {}: the members' summed gradient holds NaN or an infinity; every member skips the "
-        "step ({} so far; a sum does not say which member sent it)",
-        node_.id(), round, non_finite_skipped_);
+        "node '{}': step {}: the members' {} holds NaN or an infinity; every member skips {} ({} so far; a "
+        "sum does not say which member sent it)",
+        node_.id(), round, sum, skipped, non_finite_skipped_);
   }
-  return true;
 }
 
 void AllreduceWorker::average_gradients(uint64_t round) {
@@ -267,9 +271,10 @@ AllreduceWorkerOptions allreduce_worker_options(const WorkerContext& c) {
   w.checkpointer = c.checkpointer;
   w.resumed = c.resumed;
   w.state = &c.state;
-  w.non_finite_steps = &c.metrics.counter(
-      "gossipd_steps_skipped_non_finite_total",
-      "AllReduce-SGD steps every member skipped: the summed gradient held NaN or an infinity");
+  w.non_finite_steps = &c.metrics.counter("gossipd_steps_skipped_non_finite_total",
+                                          "AllReduce-SGD steps (--local-steps: parameters' averages) every "
+                                          "member skipped: the sum held NaN or an "
+                                          "infinity");
   return w;
 }
 

@@ -104,6 +104,8 @@ class AllreduceWorker : public Worker {
   // sum, so every one skips the step (counted, not applied) and the
   // replicas stay equal. Returns whether it did.
   bool skipped_non_finite(uint64_t round);
+  // A sum that held NaN or an infinity, counted and logged (every 100th).
+  void count_non_finite(uint64_t round, const char* sum, const char* skipped);
   void sum(std::span<float> data);
   // The ring the worker uses from now on. Its sums take two levels where
   // its members share hosts evenly (protocol::HostAwareCollectives, laid

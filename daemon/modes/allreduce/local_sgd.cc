@@ -5,12 +5,15 @@
 // member keeps its own momentum. With --compress the ring sums each
 // window's change (the parameters less the last average, which every
 // replica holds) in the codec: a change is small, so the codec's steps are,
-// and every replica adds the same decoded average to the same start.
+// and every replica adds the same decoded average to the same start. An
+// average that holds NaN or an infinity (one member's replica did) is the
+// same on every member: each keeps its own replica for that window.
 #include <algorithm>
 #include <vector>
 
 #include "daemon/modes/allreduce/allreduce_worker.h"
 #include "protocol/collectives/collectives.h"
+#include "protocol/wire/codec.h"
 #include "protocol/wire/errors.h"
 
 namespace gossipd::daemon {
@@ -39,6 +42,11 @@ trainer::StepResult AllreduceWorker::local_step(std::span<const uint32_t> idx, s
         restart_window(params);
       }
       average_parameters(params);
+      if (!protocol::all_finite(std::as_bytes(params))) {  // one member's NaN: every member keeps its own
+        std::copy(before.begin(), before.end(), params.begin());
+        count_non_finite(round, "parameters' average", "its average");
+        return r;
+      }
       outer_->step(params);
       if (!options_.codec.lossless()) window_start_.assign(params.begin(), params.end());
       report_bytes();

@@ -29,6 +29,10 @@ GossipWorker::GossipWorker(protocol::Node& node, std::vector<std::string> member
       metrics_(metrics),
       options_(std::move(options)),
       skipped_(metrics.counter("gossipd_segments_skipped_total", "Segments that missed their deadline")),
+      values_refused_(
+          metrics.counter("gossipd_group_values_non_finite_total",
+                          "Elements of a hierarchical group's average or share that came out NaN or "
+                          "infinite and kept the member's own value")),
       bytes_sent_(metrics.counter("gossipd_gossip_bytes_sent_total", "Gossip bytes sent")),
       bytes_received_(metrics.counter("gossipd_gossip_bytes_received_total", "Gossip bytes received")),
       consensus_(metrics.gauge("gossipd_consensus_distance",
@@ -231,6 +235,16 @@ void GossipWorker::report_robustness(const Protocol& p, const std::vector<std::s
 
 void GossipWorker::account(const protocol::RoundStats& stats) {
   skipped_.add(static_cast<double>(stats.segments_skipped));
+  if (stats.values_refused > 0) {
+    values_refused_.add(static_cast<double>(stats.values_refused));
+    if (rounds_refusing_++ % 100 == 0) {
+      spdlog::warn(
+          "node '{}': {} values of its group's average or share came out NaN or infinite and kept this "
+          "member's "
+          "own ({} rounds so far; a sum does not say which member sent one)",
+          node_.id(), stats.values_refused, rounds_refusing_);
+    }
+  }
   bytes_sent_.add(static_cast<double>(stats.bytes_sent));
   bytes_received_.add(static_cast<double>(stats.bytes_received));
   state_.update([&](proto::Status& s) {

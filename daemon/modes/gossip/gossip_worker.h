@@ -146,6 +146,8 @@ class GossipWorker : public Worker {
   MetricsRegistry& metrics_;
   GossipWorkerOptions options_;
   Counter& skipped_;
+  Counter& values_refused_;
+  uint64_t rounds_refusing_ = 0;  // rounds whose group collectives refused a value
   Counter& bytes_sent_;
   Counter& bytes_received_;
   Gauge& consensus_;

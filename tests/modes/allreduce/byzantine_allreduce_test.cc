@@ -44,6 +44,36 @@ TEST(ByzantineAllreduce, ANonFiniteGradientIsSkippedByEveryMemberAndNoReplicaTak
   for (int i = 1; i < c.size(); ++i) EXPECT_EQ(hashes[i], hashes[0]) << "worker " << i;
 }
 
+// Local SGD (--local-steps): a member whose replica diverged (a learning
+// rate of 1e30 overflows it) puts NaN into every parameters' average;
+// every member sees the same average, skips it and keeps its own replica,
+// so the honest ones still learn and no NaN reaches them.
+TEST(ByzantineAllreduce, LocalSgdSkipsAParametersAverageHoldingNanAndNoHonestReplicaTakesIt) {
+  Cluster c(3,
+            {"--algo", "allreduce", "--local-steps", "4", "--epochs", "1", "--quiet", "--threads", "1",
+             "--train-limit", "1920", "--test-limit", "500", "--batch", "32"},
+            [](int i) {
+              return i == 2 ? std::vector<std::string>{"--lr", "1e30"} : std::vector<std::string>{};
+            });
+  for (int i = 0; i < c.size(); ++i) {
+    ASSERT_TRUE(c.proc(i).wait(120s)) << "worker " << i << " did not finish";
+    ASSERT_EQ(c.proc(i).exit_code(), 0) << c.proc(i).err();
+    const auto end = c.end_record(i);
+    ASSERT_TRUE(end && end->event() == "done") << c.proc(i).out();
+    const std::string log = c.proc(i).out() + c.proc(i).err();
+    EXPECT_NE(
+        log.find("the members' parameters' average holds NaN or an infinity; every member skips its average"),
+        std::string::npos)
+        << log;
+    if (i == 2) {
+      EXPECT_FALSE(std::isfinite(end->status().test_loss())) << "the diverged member's replica";
+    } else {
+      EXPECT_TRUE(std::isfinite(end->status().test_loss())) << "worker " << i << " took a NaN";
+      EXPECT_GT(end->status().test_accuracy(), 0.5) << "worker " << i << " learned on its own steps";
+    }
+  }
+}
+
 // Without an attacker, --robust clip sends each member's momentum, clips
 // none of it and hands the optimizer M_t - mu*M_{t-1}: plain AllReduce-SGD
 // with momentum again, to float rounding.
