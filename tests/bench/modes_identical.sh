@@ -43,6 +43,7 @@ while read -r name n args; do
   echo "$s $name: old [$a] new [$b]"
 done <<'LIST'
 allreduce 2 --algo allreduce --train-limit 1200
+allreduce-local 2 --algo allreduce --local-steps 4 --train-limit 1200
 crossover 2 --algo crossover --train-limit 1200
 crossover-hierarchical 4 --algo crossover --hierarchical --group g --train-limit 1200
 sgp 2 --algo sgp --train-limit 1200

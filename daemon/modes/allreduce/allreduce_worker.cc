@@ -271,10 +271,9 @@ AllreduceWorkerOptions allreduce_worker_options(const WorkerContext& c) {
   w.checkpointer = c.checkpointer;
   w.resumed = c.resumed;
   w.state = &c.state;
-  w.non_finite_steps = &c.metrics.counter("gossipd_steps_skipped_non_finite_total",
-                                          "AllReduce-SGD steps (--local-steps: parameters' averages) every "
-                                          "member skipped: the sum held NaN or an "
-                                          "infinity");
+  w.non_finite_steps = &c.metrics.counter(
+      "gossipd_steps_skipped_non_finite_total",
+      "AllReduce-SGD steps (--local-steps: averages) every member skipped: the sum held NaN or an infinity");
   return w;
 }
 

@@ -239,9 +239,8 @@ void GossipWorker::account(const protocol::RoundStats& stats) {
     values_refused_.add(static_cast<double>(stats.values_refused));
     if (rounds_refusing_++ % 100 == 0) {
       spdlog::warn(
-          "node '{}': {} values of its group's average or share came out NaN or infinite and kept this "
-          "member's "
-          "own ({} rounds so far; a sum does not say which member sent one)",
+          "node '{}': {} values of its group's average or share came out NaN or infinite and kept its own "
+          "({} rounds so far; a sum does not say which member sent one)",
           node_.id(), stats.values_refused, rounds_refusing_);
     }
   }
