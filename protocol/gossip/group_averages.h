@@ -41,15 +41,15 @@ class GroupAverages {
  private:
   CodecSpec codec_;
   ErrorFeedback mean_, shared_;
-  std::vector<float> start_;  // the group's last shared result (empty: none known)
-  std::vector<float> base_;   // the average's result this round
-  std::vector<float> buffer_;
-  std::vector<float> own_;  // this member's parameters before a collective
-  bool apart_ = false;      // this round's average refused an element
+  std::vector<float> start_;   // the group's last shared result (empty: none known)
+  std::vector<float> base_;    // the average's result this round
+  std::vector<float> buffer_;  // a collective's result before params take it
+  bool apart_ = false;         // this round's average refused an element
 };
 
-// Elements of `result` that are NaN or an infinity take `own`'s value;
-// returns how many. Spans of equal size.
-size_t keep_own_where_not_finite(std::span<float> result, std::span<const float> own);
+// params ← result, but for the elements of result that are NaN or an
+// infinity (params keeps its own there); returns how many. Spans of equal
+// size.
+size_t adopt_finite(std::span<float> params, std::span<const float> result);
 
 }  // namespace gossipd::protocol
