@@ -19,9 +19,9 @@ namespace gossipd::protocol {
 //            a group has one (its first round, a new group, a failed round):
 //            then float32;
 //   share:   each owner's change to its segments since the average (base).
-// An element either leaves NaN or an infinity (one member's contribution
-// held one: averaged in, it would reach every replica of the group) keeps
-// this member's own value from before it; every member of a group holds
+// An element that either leaves as NaN or an infinity (one member's
+// contribution held one: averaged in, it would reach every replica of the
+// group) keeps this member's own value from before it; every member of a group holds
 // the same result, so all agree which elements (and, in a codec, the next
 // average travels in float32: their results differ there). Each returns
 // how many. A sum does not say who sent one.

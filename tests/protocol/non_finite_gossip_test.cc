@@ -41,12 +41,7 @@ std::vector<float> replica(size_t rank) {
 
 enum class Kind { kCrossover, kSgp, kOsgp, kHierarchical };
 
-// Hierarchical groups: even and odd ranks (kBad's mate is rank 1).
-std::map<std::string, std::string> parity_groups(const topology::View& view) {
-  std::map<std::string, std::string> labels;
-  for (size_t r = 0; r < view.size(); ++r) labels[view.member(r)] = r % 2 ? "odd" : "even";
-  return labels;
-}
+// Hierarchical: testing::parity_groups (kBad's group mate is rank 1).
 
 class NonFiniteSegments : public ::testing::TestWithParam<std::tuple<Kind, Codec>> {};
 
@@ -73,7 +68,8 @@ TEST_P(NonFiniteSegments, AreRefusedHeldAgainstTheirSenderAndNoOtherReplicaTakes
       for (uint64_t r = 0; r < kRounds; ++r) stats[rank] += g.run_round(view, r, x);
     } else if (kind == Kind::kHierarchical) {
       HierarchicalCrossover g(node, kTable, opts);
-      for (uint64_t r = 1; r <= kRounds; ++r) stats[rank] += g.run_round(view, parity_groups(view), r, x);
+      for (uint64_t r = 1; r <= kRounds; ++r)
+        stats[rank] += g.run_round(view, testing::parity_groups(view), r, x);
     } else {
       PushSumGossip g(node, kTable, opts, 1, kind == Kind::kOsgp);
       for (uint64_t r = 1; r <= kRounds; ++r) stats[rank] += g.run_round(view, r, x);

@@ -223,13 +223,6 @@ struct Outcome {
 
 enum class Kind { kCrossover, kSgp, kOsgp, kHierarchical };
 
-// Hierarchical Crossover-SGD's groups in these tests: even and odd ranks.
-std::map<std::string, std::string> parity_groups(const topology::View& view) {
-  std::map<std::string, std::string> labels;
-  for (size_t r = 0; r < view.size(); ++r) labels[view.member(r)] = r % 2 ? "odd" : "even";
-  return labels;
-}
-
 // One member's rounds 1..rounds of protocol `kind` on its replica z (for
 // push-sum, numerators and weights around it), each after a `step` plus
 // noise from `own`; returns the peers it named.
@@ -248,7 +241,7 @@ std::vector<std::string> member_rounds(Kind kind, Node& node, const topology::Vi
                             opts.clip ? topology::GroupSpread::kRotate : topology::GroupSpread::kSpread);
     for (uint64_t round = 1; round <= rounds; ++round) {
       train();
-      const RoundStats st = g.run_round(view, parity_groups(view), round, z);
+      const RoundStats st = g.run_round(view, testing::parity_groups(view), round, z);
       named.insert(named.end(), st.named.begin(), st.named.end());
     }
     return named;

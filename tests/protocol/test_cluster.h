@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <exception>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -11,6 +12,7 @@
 
 #include "protocol/transport/node.h"
 #include "tests/support/wait.h"
+#include "topology/view.h"
 
 namespace gossipd::protocol::testing {
 
@@ -88,5 +90,13 @@ inline void expect_no_errors(const std::vector<std::exception_ptr>& errors) {
 }
 
 using gossipd::testing::wait_until;
+
+// Hierarchical Crossover-SGD's groups in the protocol tests: the view's even
+// and odd ranks.
+inline std::map<std::string, std::string> parity_groups(const topology::View& view) {
+  std::map<std::string, std::string> labels;
+  for (size_t r = 0; r < view.size(); ++r) labels[view.member(r)] = r % 2 ? "odd" : "even";
+  return labels;
+}
 
 }  // namespace gossipd::protocol::testing
