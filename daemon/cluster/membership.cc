@@ -59,7 +59,10 @@ Membership::Membership(protocol::Node& node, proto::Member self, const proto::Me
                                         "state does not hold")),
       health_gauge_(metrics.gauge("gossipd_member_local_health",
                                   "Lifeguard's local health score: 0 healthy; the protocol period stretches "
-                                  "by (1 + score)")) {
+                                  "by (1 + score)")),
+      byzantine_evicted_(metrics.counter("gossipd_byzantine_evicted_total",
+                                         "Members this one took out of its view as Byzantine: a quorum "
+                                         "of members named them (--evict-byzantine)")) {
   for (const auto& m : admitted.members()) {
     if (m.id() == self_.id()) {
       self_.set_since_round(m.since_round());
@@ -271,7 +274,7 @@ void Membership::merge(const proto::MemberList& list) {
         }
         continue;
       }
-      if (departed_.left(m.id(), m.since_round())) continue;  // saw this one leave
+      if (departed_.left(m.id(), m.since_round()) || accusations_.banned(m.id())) continue;  // saw it leave
       if (entries_.size() + 1 >= options_.max_members) {
         spdlog::warn("node '{}': member '{}' not taken into the view: it holds --max-members {} already",
                      node_.id(), m.id(), options_.max_members);
@@ -371,7 +374,8 @@ void Membership::loop(std::stop_token stop) {
                                                   proto::HEARTBEAT, proto::REUNION};
   while (!stop.stop_requested()) {
     if (Clock::now() >= next_tick_) tick();
-    probe_indirectly();  // when this period's probe is due for it
+    take_own_accusations();  // --evict-byzantine: what this member's worker named
+    probe_indirectly();      // when this period's probe is due for it
     if (auto m = node_.mailbox().pop_any(kTypes, next_wake(), stop)) handle(*m);
   }
 }

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "daemon/cluster/accusations.h"
 #include "daemon/cluster/admission.h"
 #include "daemon/cluster/auto_group.h"
 #include "daemon/cluster/departed_set.h"
@@ -190,6 +191,17 @@ class Membership {
   // span's segments with the joiner), the span streamed by the share queue's thread.
   void at_step(uint64_t round, const std::function<ReplicaState(const ShareSpan&)>& snapshot);
 
+  // --evict-byzantine: a member named Byzantine by `quorum` distinct
+  // members (this one's accusations and those that reach it) leaves the
+  // view and is refused should it come back in this run. Without it (0)
+  // accusations are kept and passed on, never acted on.
+  void evict_byzantine(size_t quorum);
+  // This member names `id` Byzantine (its --robust named it): the
+  // accusation goes out on the probes, with every accuser of `id` known here.
+  void accuse(const std::string& id);
+  // How many distinct members are known here to have accused `id`.
+  size_t accusers_of(const std::string& id) const;
+
   // Applies one validated control message (PING, ACK, PING_REQ,
   // MEMBER_LIST, LEAVE, HELLO; others are ignored). The membership thread calls it for every one
   // it takes from the mailbox; the fuzz target calls it directly.
@@ -256,7 +268,14 @@ class Membership {
   void apply(const proto::Probe& probe);
   bool apply_about_self(const proto::MemberUpdate& u);  // with mu_ held
   bool apply_one(const proto::MemberUpdate& u);         // with mu_ held; true: the table changed
-  void send_probe(const Prober::Send& s);               // with this member's updates piggybacked
+  // --evict-byzantine (membership_evict.cc), with mu_ held: the accusers an
+  // ACCUSED update names taken in (passed on when any is new); why the
+  // accused goes, when it now has the quorum ("" otherwise).
+  std::string take_accusation(const proto::MemberUpdate& u);
+  std::string accused_by(const std::string& id, const std::string& accuser);
+  void queue_accusation(const std::string& id);
+  void take_own_accusations();             // without mu_: those accuse() left, on the membership thread
+  void send_probe(const Prober::Send& s);  // with this member's updates piggybacked
   void queue_update(proto::MemberUpdate::Kind kind, const std::string& id);  // with mu_ held
   const std::vector<std::string>& peer_ids();                                // with mu_ held
   Clock::time_point next_wake() const;
@@ -313,6 +332,11 @@ class Membership {
   // Lifeguard's local health score (MembershipOptions::max_local_health), under mu_.
   LocalHealth health_{options_.max_local_health};
   Gauge& health_gauge_;
+  // --evict-byzantine (membership_evict.cc), under mu_.
+  Accusations accusations_{options_.max_members};
+  size_t evict_quorum_ = 0;
+  std::vector<std::string> own_accusations_;  // accuse()'s, not yet taken
+  Counter& byzantine_evicted_;
   void adjust_health(int delta);             // health_ and its gauge; under mu_
   std::chrono::milliseconds period() const;  // the protocol period, stretched by local health; under mu_
   std::chrono::milliseconds push_pull_period() const;  // push_pull_interval scaled past 32 members; under mu_

@@ -70,6 +70,10 @@ void Membership::handle_hello(const std::string& id, const proto::Hello& hello) 
         return;
       }
       std::string why = admission_.refusal(hello);
+      if (accusations_.banned(id))
+        why = "member '" + id + "' was evicted as Byzantine in this run (named by " +
+              std::to_string(accusations_.of(id).size()) +
+              " members, --evict-byzantine): it may not come back";
       if (why.empty() && !entries_.count(id) && entries_.size() + 1 >= options_.max_members) {
         why = "the cluster is full: " + std::to_string(entries_.size() + 1) + " members, --max-members " +
               std::to_string(options_.max_members);

@@ -11,11 +11,20 @@ namespace gossipd::daemon {
 
 void Membership::apply(const proto::Probe& probe) {
   bool changed = false, labelled = false;
-  std::vector<std::pair<std::string, std::string>> gone;  // id, why
+  struct Gone {
+    std::string id, why;
+    bool byzantine = false;  // --evict-byzantine (not evicted for silence)
+  };
+  std::vector<Gone> gone;
   {
     std::lock_guard lock(mu_);
     for (const auto& u : probe.updates()) {
       const proto::Member& m = u.member();
+      if (u.kind() == proto::MemberUpdate::ACCUSED) {
+        if (std::string why = take_accusation(u); !why.empty())
+          gone.push_back({m.id(), std::move(why), true});
+        continue;
+      }
       if (m.id() == self_.id()) {
         apply_about_self(u);
         continue;
@@ -24,8 +33,8 @@ void Membership::apply(const proto::Probe& probe) {
       if (u.kind() == proto::MemberUpdate::DEAD && it != entries_.end() &&
           m.since_round() == it->second.since_round && m.incarnation() >= it->second.incarnation) {
         queue_update(proto::MemberUpdate::DEAD, m.id());  // passed on before the entry goes
-        gone.emplace_back(m.id(),
-                          "evicted (suspected by a peer, and no word from it within the failure timeout)");
+        gone.push_back(
+            {m.id(), "evicted (suspected by a peer, and no word from it within the failure timeout)"});
         continue;
       }
       const bool had_label = it != entries_.end() && !it->second.group.empty();
@@ -34,9 +43,9 @@ void Membership::apply(const proto::Probe& probe) {
       if (!had_label && it != entries_.end() && !it->second.group.empty()) labelled = true;
     }
   }
-  for (const auto& [id, why] : gone) {
-    evictions_.add();
-    drop(id, why, true);
+  for (const Gone& g : gone) {
+    (g.byzantine ? byzantine_evicted_ : evictions_).add();
+    drop(g.id, g.why, !g.byzantine);
   }
   if (changed)
     publish();
@@ -65,7 +74,8 @@ bool Membership::apply_one(const proto::MemberUpdate& u) {
   auto it = entries_.find(m.id());
   if (it == entries_.end()) {
     // A member not known: only its ALIVE brings it in (as a member list would).
-    if (u.kind() != proto::MemberUpdate::ALIVE || departed_.left(m.id(), m.since_round())) {
+    if (u.kind() != proto::MemberUpdate::ALIVE || departed_.left(m.id(), m.since_round()) ||
+        accusations_.banned(m.id())) {
       stale_updates_.add();
       return false;
     }

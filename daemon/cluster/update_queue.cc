@@ -6,7 +6,11 @@
 namespace gossipd::daemon {
 
 void UpdateQueue::add(const proto::MemberUpdate& update) {
-  queued_[update.member().id()] = Queued{update, 0, next_order_++};
+  // An accusation is kept beside what is said of the member's liveness: the
+  // accused refuting a suspicion does not take it off the queue.
+  std::string key = update.member().id();
+  if (update.kind() == proto::MemberUpdate::ACCUSED) key.insert(0, 1, '\0');
+  queued_[key] = Queued{update, 0, next_order_++};
 }
 
 std::vector<proto::MemberUpdate> UpdateQueue::take(size_t max, size_t limit) {

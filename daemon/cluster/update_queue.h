@@ -18,7 +18,8 @@ namespace gossipd::daemon {
 // does. A newer update about a member replaces the older one.
 class UpdateQueue {
  public:
-  // Queues `update` (sent 0 times so far), replacing any about the same member.
+  // Queues `update` (sent 0 times so far), replacing any about the same
+  // member (an accusation replaces only an accusation).
   void add(const proto::MemberUpdate& update);
   // The updates for one message: at most `max`, the least sent first (the
   // newest among equals); each counts as sent once, and is forgotten when
@@ -32,7 +33,7 @@ class UpdateQueue {
     size_t sent = 0;
     uint64_t order = 0;  // when it was queued: newer first among equals
   };
-  std::map<std::string, Queued> queued_;  // member id -> its update
+  std::map<std::string, Queued> queued_;  // member id (an accusation's: \0 first) -> its update
   uint64_t next_order_ = 0;
 };
 

@@ -71,6 +71,7 @@ struct CompareOptions {
   // resolve_byzantine; and --robust, for every entry or per protocol.
   PerWorker<std::string> byzantine;
   std::string robust = "none";
+  bool evict_byzantine = false;  // gossipd run --evict-byzantine where --robust is on
   // gossipd run --send-buffer-kb for every worker of every protocol; 0: with
   // `bandwidth`, link_send_buffer_kb of it, else the daemon's default.
   int send_buffer_kb = 0;

@@ -32,6 +32,7 @@ EntryContext entry_context(const CompareOptions& o, size_t train_samples) {
                     {"--outer-momentum", o.outer_momentum},
                     {"--robust", o.robust}};
   c.byzantine = o.byzantine.values;
+  c.evict_byzantine = o.evict_byzantine;
   return c;
 }
 

@@ -15,9 +15,14 @@ void add_byzantine_flags(CLI::App* cmd, CompareOptions& o) {
                   "How members mix what they receive (gossipd run --robust): none or clip for every protocol "
                   "that takes it, or per protocol as for --compress (ALGO=clip,...)")
       ->capture_default_str();
+  cmd->add_flag("--evict-byzantine", o.evict_byzantine,
+                "Where --robust is on: a member named Byzantine by two members leaves every view and is "
+                "refused should it come back (gossipd run --evict-byzantine)");
 }
 
 void resolve_byzantine(CompareOptions& o) {
+  if (o.evict_byzantine && o.robust == "none")
+    throw UsageError("--evict-byzantine evicts the members --robust names: add --robust clip, or drop it");
   resolve(o.byzantine, "--inject-byzantine", o.workers, [](const std::string& text, const std::string& item) {
     RobustFlags flags;
     flags.inject_byzantine = text;
@@ -36,6 +41,7 @@ std::string byzantine_setup(const CompareOptions& o) {
     out += (out.empty() ? ", Byzantine " : ", ") + std::string("w") + std::to_string(k) + " " + attack;
   if (!out.empty()) out += " (--inject-byzantine)";
   if (o.robust != "none") out += ", --robust " + o.robust;
+  if (o.evict_byzantine) out += ", --evict-byzantine";
   return out;
 }
 

@@ -42,6 +42,8 @@ void refuse_process_flags(const CompareOptions& o) {
   };
   refuse(o.netns, "--netns");
   refuse(!o.gossipd.empty(), "--gossipd");
+  // An evicted member would wait forever on the one modelled clock the members share.
+  refuse(o.evict_byzantine, "--evict-byzantine");
   if (o.delay_ms > 0)
     throw UsageError(
         "--delay-ms is compare's (injected in real processes); simulate models a link's latency "

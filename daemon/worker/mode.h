@@ -38,6 +38,7 @@ struct EntryContext {
   // a mode that takes it adds gossipd run --inject-byzantine to that
   // worker's flags, and compare refuses it for a mode that does not.
   std::map<size_t, std::string> byzantine{};
+  bool evict_byzantine = false;  // compare --evict-byzantine: with this mode's --robust on
   // per_protocol's value of `flag`, or `plain` where it has none.
   std::string value_of(const std::string& flag, const std::string& plain) const {
     const auto it = per_protocol.find(flag);

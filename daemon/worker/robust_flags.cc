@@ -59,6 +59,13 @@ void add_robust_flags(ModeFlags& f, RobustFlags& into, const std::string& what) 
                "radius, ClippedGossip or CenteredClip as the protocol takes it; a peer far beyond it round "
                "after round is named and left out) or clip:TAU (a fixed radius, the L2 norm of a difference)")
       ->capture_default_str();
+  f.flag("--evict-byzantine", into.evict_byzantine,
+         "With --robust clip: a member named Byzantine by --evict-quorum members leaves every view and is "
+         "refused should it come back in this run");
+  f.option("--evict-quorum", into.evict_quorum,
+           "With --evict-byzantine: how many distinct members must name a member before it is evicted (one "
+           "more than the attackers that may accuse the honest)")
+      ->capture_default_str();
 }
 
 std::optional<protocol::AttackSpec> checked_attack(const RobustFlags& flags, uint64_t seed) {
@@ -87,6 +94,20 @@ std::optional<protocol::ClipSpec> checked_defence(const RobustFlags& flags) {
   return spec;
 }
 
+size_t checked_eviction(const RobustFlags& flags) {
+  if (!flags.evict_byzantine) {
+    if (flags.evict_quorum != RobustFlags{}.evict_quorum)
+      throw UsageError(
+          "--evict-quorum without --evict-byzantine changes nothing: add --evict-byzantine, or drop it");
+    return 0;
+  }
+  if (!checked_defence(flags))
+    throw UsageError("--evict-byzantine evicts the members --robust names: add --robust clip, or drop it");
+  if (flags.evict_quorum == 0)
+    throw UsageError("--evict-quorum 0: a member is evicted once at least 1 member named it; give 1 or more");
+  return flags.evict_quorum;
+}
+
 void add_byzantine_launch(EntryLaunch& l, const EntryContext& c) {
   if (c.byzantine.empty()) return;
   l.per_worker.resize(c.workers);
@@ -100,6 +121,7 @@ void add_robust_launch(EntryLaunch& l, const EntryContext& c) {
     flags.robust = r;
     checked_defence(flags);
     l.flags.insert(l.flags.end(), {"--robust", r});
+    if (c.evict_byzantine) l.flags.push_back("--evict-byzantine");
   }
   add_byzantine_launch(l, c);
 }

@@ -15,14 +15,16 @@ struct EntryContext;
 struct EntryLaunch;
 class Replica;
 
-// gossipd run's --inject-byzantine and --robust, as the modes that average
+// gossipd run's --inject-byzantine, --robust and --evict-byzantine, as the modes that average
 // what members send take them (flat Crossover-SGD, SGP and OSGP; AllReduce-SGD).
 struct RobustFlags {
   std::string inject_byzantine;  // KIND[:MAGNITUDE]; empty: an honest member
   std::string robust = "none";   // none | clip | clip:TAU
+  bool evict_byzantine = false;  // a member named by evict_quorum members leaves the view
+  size_t evict_quorum = 2;
 };
 
-// Adds both flags, stored in `into`; `what` names what an attacker sends
+// Adds the flags, stored in `into`; `what` names what an attacker sends
 // ("gossip segments").
 void add_robust_flags(ModeFlags& flags, RobustFlags& into, const std::string& what);
 // The attack --inject-byzantine names (nullopt: none), its noise keyed by
@@ -31,6 +33,9 @@ std::optional<protocol::AttackSpec> checked_attack(const RobustFlags& flags, uin
 // The defence --robust names (nullopt: none); UsageError in one line for an
 // unknown one or τ <= 0.
 std::optional<protocol::ClipSpec> checked_defence(const RobustFlags& flags);
+// The quorum of accusers --evict-byzantine evicts on (0: no eviction);
+// UsageError in one line for it without a defence or a quorum of 0.
+size_t checked_eviction(const RobustFlags& flags);
 // compare --inject-byzantine (EntryContext::byzantine): gossipd run
 // --inject-byzantine in the launch's flags of each Byzantine worker.
 void add_byzantine_launch(EntryLaunch& launch, const EntryContext& context);

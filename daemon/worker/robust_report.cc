@@ -4,6 +4,12 @@
 
 namespace gossipd::daemon {
 
+void RobustReport::evict_through(Membership& membership, size_t quorum) {
+  if (quorum == 0) return;
+  membership.evict_byzantine(quorum);
+  accuse_to_ = &membership;
+}
+
 void RobustReport::publish(const std::map<std::string, protocol::PeerClipping>& peers,
                            const std::vector<std::string>& named, uint64_t round) {
   for (const std::string& peer : named) {
@@ -11,6 +17,7 @@ void RobustReport::publish(const std::map<std::string, protocol::PeerClipping>& 
         "node '{}': member '{}' is named Byzantine in round {}: most of its {} were beyond the clipping "
         "radius (or not finite) round after round; they are left out from now on",
         id_, peer, round, what_);
+    if (accuse_to_) accuse_to_->accuse(peer);
   }
   for (const auto& [peer, now] : peers) {
     protocol::PeerClipping& was = reported_[peer];

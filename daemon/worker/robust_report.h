@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/cluster/membership.h"
 #include "daemon/observe/metrics.h"
 #include "daemon/observe/worker_state.h"
 #include "protocol/robust/clipped_gossip.h"
@@ -22,6 +23,11 @@ class RobustReport {
   RobustReport(std::string id, std::string what, MetricsRegistry& metrics, WorkerState& state)
       : id_(std::move(id)), what_(std::move(what)), metrics_(metrics), state_(state) {}
 
+  // --evict-byzantine: from now on each member named is accused to
+  // `membership`, which evicts it once `quorum` members accused it
+  // (membership.h; 0: nobody is accused).
+  void evict_through(Membership& membership, size_t quorum);
+
   // After round `round`, in which `named` were named.
   void publish(const protocol::ClippedGossip& clip, const std::vector<std::string>& named, uint64_t round) {
     publish(clip.peers(), named, round);
@@ -32,6 +38,7 @@ class RobustReport {
 
  private:
   std::string id_, what_;
+  Membership* accuse_to_ = nullptr;  // --evict-byzantine
   MetricsRegistry& metrics_;
   WorkerState& state_;
   std::map<std::string, protocol::PeerClipping> reported_;  // per peer, as last put in the metrics

@@ -167,6 +167,15 @@ std::optional<RejectReason> Validator::check_body(const proto::Envelope& env, st
     if (!probe.target().empty() && bad_id(probe.target())) return RejectReason::kBadBody;
     for (const auto& u : probe.updates()) {
       if (bad_id(u.member().id())) return RejectReason::kBadBody;
+      const bool accused = u.kind() == proto::MemberUpdate::ACCUSED;
+      if (accused != (u.accusers_size() > 0) ||
+          static_cast<size_t>(u.accusers_size()) > options_.max_members) {
+        *why = "a member update of kind " + std::to_string(u.kind()) + " naming " +
+               std::to_string(u.accusers_size()) + " accusers";
+        return RejectReason::kBadBody;
+      }
+      for (const auto& accuser : u.accusers())
+        if (bad_id(accuser)) return RejectReason::kBadBody;
       if (u.kind() == proto::MemberUpdate::ALIVE && bad_endpoint(u.member().endpoint(), "member"))
         return RejectReason::kBadBody;
     }

@@ -280,7 +280,8 @@ TEST_F(CompareTest, AByzantineWorkerOrDefenceThatCannotRunIsOneLine) {
             "--robust 'clip:-1': '-1' is not a number above 0"},
            {{"--algos", "allreduce", "--inject-byzantine", "w1=alie"},
             "--inject-byzantine alie: allreduce's members receive no one's copy"},
-           {{"--inject-byzantine", "w1=ipm:0"}, "'0' is not a number above 0"}})
+           {{"--inject-byzantine", "w1=ipm:0"}, "'0' is not a number above 0"},
+           {{"--evict-byzantine"}, "--evict-byzantine evicts the members --robust names"}})
     expect_refused(args, needle);
 }
 

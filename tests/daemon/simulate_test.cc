@@ -176,7 +176,10 @@ TEST(Simulate, BadCompressAndLocalStepsFlagsAreRefusedInOneLine) {
 TEST(Simulate, FlagsOfRealProcessesAreRefusedInOneLine) {
   TempDir tmp("gossipd_simulate_test");
   for (const std::vector<std::string>& extra :
-       std::vector<std::vector<std::string>>{{"--netns"}, {"--delay-ms", "5"}, {"--gossipd", "/bin/true"}}) {
+       std::vector<std::vector<std::string>>{{"--netns"},
+                                             {"--delay-ms", "5"},
+                                             {"--gossipd", "/bin/true"},
+                                             {"--evict-byzantine", "--robust", "clip"}}) {
     std::vector<std::string> a{bin("gossipctl"), "simulate", "--out", tmp.path() + "/x", "--workers", "2"};
     a.insert(a.end(), extra.begin(), extra.end());
     const auto r = run(a, 30s);

@@ -1,7 +1,7 @@
 // Membership's handlers (HELLO, MEMBER_LIST, PING, ACK, PING_REQ, LEAVE) on validated
-// messages, with a join policy in place and a worker that reports steps (so
-// admitted joiners get a snapshot streamed). The view must stay consistent:
-// this node in it, within --max-members.
+// messages (accusations acted on: --evict-byzantine), with a join policy in place and a worker that reports
+// steps (so admitted joiners get a snapshot streamed). The view must stay consistent: this node in it, within
+// --max-members.
 #include <cassert>
 
 #include "daemon/cluster/membership.h"
@@ -29,6 +29,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                 delegate, metrics);
   membership.set_join_policy(daemon::JoinPolicy{
       [](const proto::Hello& hello) { return hello.algo() == "crossover" ? "" : "another --algo"; }, 7});
+  membership.evict_byzantine(2);  // accusations (ACCUSED) evict on a quorum of 2
   uint64_t round = 0;
   h.each_valid(data, size, [&](protocol::Message& m) {
     membership.handle(m);

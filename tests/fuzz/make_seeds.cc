@@ -118,6 +118,15 @@ std::string control_seeds(bool for_envelope) {
     u->mutable_member()->set_endpoint(std::string("inproc-hub://") + id);
   }
   all += one("m2", ping);
+  // m3 accused by m1 and m2 (--evict-byzantine's quorum), then its HELLO again.
+  proto::Envelope accused = envelope("m2", proto::PING);
+  accused.mutable_probe()->set_seq(9);
+  proto::MemberUpdate* a = accused.mutable_probe()->add_updates();
+  a->set_kind(proto::MemberUpdate::ACCUSED);
+  a->mutable_member()->set_id("m3");
+  a->add_accusers("m1");
+  a->add_accusers("m2");
+  all += one("m2", accused);
   proto::Envelope ack = envelope("m1", proto::ACK);
   ack.mutable_probe()->set_seq(1);
   all += one("m1", ack);

@@ -99,8 +99,9 @@ TEST_F(ValidationTest, WrongVersion) {
 // Membership's probes (SWIM): more piggybacked updates than any member
 // sends, a member id ZeroMQ cannot route to, an ALIVE whose endpoint
 // nobody can connect to, a PING_REQ for an unroutable target, more padding
-// than --group auto's measuring PINGs carry: each dropped and counted
-// before membership sees it.
+// than --group auto's measuring PINGs carry, an accusation naming no
+// accuser or an unroutable one, accusers on an update of another kind:
+// each dropped and counted before membership sees it.
 TEST_F(ValidationTest, MalformedProbesAreRejectedAsBadBodies) {
   auto probe = [this](proto::MessageType type) {
     auto e = envelope(type);
@@ -129,6 +130,18 @@ TEST_F(ValidationTest, MalformedProbesAreRejectedAsBadBodies) {
   auto padded = probe(proto::PING);  // --group auto pads its PINGs; no more than kMaxProbePadding
   padded.mutable_probe()->set_padding(std::string(kMaxProbePadding + 1, '\0'));
   expect_rejected({padded.SerializeAsString()}, RejectReason::kBadBody);
+  auto accusing = [&](proto::MemberUpdate::Kind kind, const std::vector<std::string>& accusers) {
+    auto e = probe(proto::PING);
+    auto* u = e.mutable_probe()->add_updates();
+    u->set_kind(kind);
+    u->mutable_member()->set_id("m3");
+    for (const auto& a : accusers) u->add_accusers(a);
+    return e.SerializeAsString();
+  };
+  expect_rejected({accusing(proto::MemberUpdate::ACCUSED, {})}, RejectReason::kBadBody);
+  expect_rejected({accusing(proto::MemberUpdate::ACCUSED, {"m1", std::string(256, 'x')})},
+                  RejectReason::kBadBody);
+  expect_rejected({accusing(proto::MemberUpdate::DEAD, {"m1"})}, RejectReason::kBadBody);
   expect_still_serving();
 }
 

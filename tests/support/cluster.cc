@@ -80,4 +80,27 @@ uint16_t http_port(Process& p, const std::string& control_file) {
   return port;
 }
 
+std::string why_not_evicted(Cluster& c, int bad) {
+  const std::string id = Cluster::id(bad);
+  for (int i = 0; i < c.size(); ++i) {
+    const std::string log = c.proc(i).out() + c.proc(i).err();
+    const auto has = [&](const std::string& text) { return log.find(text) != std::string::npos; };
+    const std::string who = "worker " + std::to_string(i) + ": ";
+    if (i == bad) {
+      if (c.proc(i).exit_code() == 0) return who + "the evicted member ended well\n" + log;
+      if (!has("member '" + id + "' was evicted as Byzantine in this run"))
+        return who + "not refused\n" + log;
+      continue;
+    }
+    if (c.proc(i).exit_code() != 0) return who + "failed\n" + log;
+    const auto end = c.end_record(i);
+    if (!end || end->event() != "done") return who + "no end record 'done'\n" + log;
+    if (!has("member '" + id + "' evicted as Byzantine: named by "))
+      return who + "no eviction logged\n" + log;
+    for (const auto& m : end->status().members())
+      if (m == id) return who + "ends with the evicted member in its view\n" + end->status().DebugString();
+  }
+  return "";
+}
+
 }  // namespace gossipd::testing

@@ -69,6 +69,12 @@ class Cluster {
   std::map<std::string, std::string> tcp_;      // id -> tcp:// endpoint (Listen::kTcp)
 };
 
+// --evict-byzantine's outcome in a cluster whose processes have all
+// exited: "" when worker `bad` ended with an error, its join again refused
+// because it was evicted, and every other ended done, logged the eviction
+// and ended in a view without it; otherwise what is not so, with the log.
+std::string why_not_evicted(Cluster& c, int bad);
+
 // The HTTP port a `gossipd run --http 127.0.0.1:0 --control-out FILE`
 // process names in FILE once it listens (0 if not within 30 s, or it exited
 // first).

@@ -40,6 +40,7 @@ class AllreduceMode : public Mode {
     if (local_steps_ > 1 && !robust_.inject_byzantine.empty())
       throw UsageError(
           "--inject-byzantine with --local-steps: local SGD's parameter averages take no attack yet");
+    checked_eviction(robust_);
     if (!checked_defence(robust_)) return;
     if (local_steps_ > 1)
       throw UsageError(
@@ -68,7 +69,7 @@ class AllreduceMode : public Mode {
     return make_allreduce_worker(
         c, {local_steps_, outer_momentum_, checked_codec(compress_),
             checked_attack(robust_, c.topology_seed ^ std::hash<std::string>{}(c.node.id())),
-            checked_defence(robust_)});
+            checked_defence(robust_), checked_eviction(robust_)});
   }
   // One allreduce of every gradient per step, or of the parameters every
   // H-th (the last step's average, where H does not divide the run, left out),

@@ -283,10 +283,13 @@ std::unique_ptr<Worker> make_allreduce_worker(WorkerContext& c, const AllreduceF
   w.outer_momentum = flags.outer_momentum;
   w.codec = flags.codec;
   w.attack = flags.attack;
-  if (flags.defence)
+  if (flags.defence) {
+    RobustReport report(c.node.id(), "gradient blocks", c.metrics, c.state);
+    report.evict_through(c.membership, flags.evict_quorum);
     w.robust = std::make_shared<RobustAverage>(
-        *flags.defence, RobustReport(c.node.id(), "gradient blocks", c.metrics, c.state),
+        *flags.defence, std::move(report),
         c.trainer().hosted() ? 0.0f : c.trainer().optimizer().options().momentum);
+  }
   w.last_step = static_cast<uint64_t>(c.options.train.epochs) * c.steps_per_epoch;
   return std::make_unique<AllreduceWorker>(c.node, c.members, c.membership, c.trainer(), c.loop(), w);
 }

@@ -72,6 +72,7 @@ struct AllreduceFlags {
   protocol::CodecSpec codec{};
   std::optional<protocol::AttackSpec> attack;
   std::optional<protocol::ClipSpec> defence;  // --robust
+  size_t evict_quorum = 0;                    // --evict-byzantine: the members named are accused (0: not)
 };
 
 // AllReduce-SGD: every step, each member computes gradients on its own shard,

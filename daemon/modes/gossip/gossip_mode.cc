@@ -70,6 +70,7 @@ class GossipMode : public Mode {
       throw UsageError("--hierarchical and --overlap do not combine yet; pick one");
     checked_attack(flags_.robust, 0);
     const bool defended = checked_defence(flags_.robust).has_value();
+    checked_eviction(flags_.robust);
     if (flags_.hierarchical && defended && !checked_codec(flags_.compress).lossless())
       throw UsageError(
           "--robust with --hierarchical and --compress: the group's robust mean takes float32 replicas; drop "

@@ -39,7 +39,9 @@ GossipWorker::GossipWorker(protocol::Node& node, std::vector<std::string> member
                                "Mean squared distance of the replicas from their mean")),
       measure_failures_(metrics.counter("gossipd_consensus_failures_total",
                                         "Consensus measurements abandoned (a member failed meanwhile)")),
-      robust_report_(node.id(), "segments", metrics, state) {}
+      robust_report_(node.id(), "segments", metrics, state) {
+  robust_report_.evict_through(membership_, options_.evict_quorum);
+}
 
 // What differs between the protocols inside one step; the step around it is
 // GossipWorker::run's. After train() the trainer has counted the step, so
@@ -367,6 +369,7 @@ std::unique_ptr<Worker> make_gossip_worker(WorkerContext& c, GossipAlgo algo, co
   // An attacker's noise differs from member to member and from run to run.
   w.attack = checked_attack(o.robust, c.topology_seed ^ std::hash<std::string>{}(c.node.id()));
   w.clip = checked_defence(o.robust);
+  w.evict_quorum = checked_eviction(o.robust);
   w.hierarchical = o.hierarchical;
   w.spread = group_spread(o);
   w.consensus_every = o.consensus_every;

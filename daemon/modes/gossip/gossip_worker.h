@@ -69,6 +69,7 @@ struct GossipWorkerOptions {
   // Flat crossover: --inject-byzantine (this member attacks) and --robust clip.
   std::optional<protocol::AttackSpec> attack;
   std::optional<protocol::ClipSpec> clip;
+  size_t evict_quorum = 0;  // --evict-byzantine: the members named are accused (0: not)
   // Crossover: exact averages inside groups of members with the same
   // --group label, crossover between groups (protocol::HierarchicalCrossover).
   bool hierarchical = false;

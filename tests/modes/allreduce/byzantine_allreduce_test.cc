@@ -139,6 +139,48 @@ TEST_P(RobustAllreduceRun, EveryHonestMemberNamesTheAttackerTheyLearnAndTheRepli
   for (int i = 1; i < c.size(); ++i) EXPECT_EQ(hashes[i], hashes[0]) << "worker " << i;
 }
 
+// --evict-byzantine: the named attacker leaves every honest member's view
+// (the ring re-forms over the three once the step in flight times out, as
+// for a member evicted for silence), the honest train on with identical
+// replicas; cut off, the attacker asks to join again and is refused.
+TEST(ByzantineAllreduce, EvictByzantineTakesTheNamedAttackerOutOfTheRingAndTheHonestStayIdentical) {
+  constexpr int kBad = 3;
+  Cluster c(4,
+            {"--algo",
+             "allreduce",
+             "--robust",
+             "clip",
+             "--evict-byzantine",
+             "--epochs",
+             "3",
+             "--quiet",
+             "--threads",
+             "1",
+             "--train-limit",
+             "6000",
+             "--test-limit",
+             "1000",
+             "--batch",
+             "32",
+             "--failure-timeout-ms",
+             "1000",
+             "--timeout-ms",
+             "3000"},
+            [&](int i) {
+              return i == kBad ? std::vector<std::string>{"--inject-byzantine", "scaled"}
+                               : std::vector<std::string>{};
+            });
+  for (int i = 0; i < c.size(); ++i) ASSERT_TRUE(c.proc(i).wait(180s)) << "worker " << i << " did not finish";
+  ASSERT_EQ(why_not_evicted(c, kBad), "");
+  std::vector<std::string> hashes;
+  for (int i = 0; i < kBad; ++i) {
+    const auto end = c.end_record(i);
+    EXPECT_GE(end->status().test_accuracy(), 0.6) << "worker " << i;
+    hashes.push_back(end->param_hash());
+  }
+  for (size_t i = 1; i < hashes.size(); ++i) EXPECT_EQ(hashes[i], hashes[0]) << "worker " << i;
+}
+
 INSTANTIATE_TEST_SUITE_P(Attacks, RobustAllreduceRun, ::testing::Values("scaled", "non_finite"),
                          [](const auto& p) { return p.param; });
 

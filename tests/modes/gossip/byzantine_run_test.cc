@@ -1,7 +1,9 @@
 // A member that cannot be trusted, across real gossipd processes: one of
 // four sends its segments scaled ×1000 (--inject-byzantine); with --robust
 // clip every honest member names it (in /status's record and the log) and
-// no one else, keeps learning, and its replica stays finite.
+// no one else, keeps learning, and its replica stays finite. With
+// --evict-byzantine they take it out of their views, and refuse it when it
+// asks to join again.
 #include <gtest/gtest.h>
 
 #include "tests/support/cluster.h"
@@ -35,6 +37,25 @@ TEST(ByzantineRun, ClippedCrossoverNamesTheScaledAttackerAndTheHonestLearn) {
     // they learn: measured 0.75-0.8 after these 47 rounds.
     EXPECT_GE(end->status().test_accuracy(), 0.6) << "worker " << i;
   }
+}
+
+// w3 is named by each of the three honest members, two of which make the
+// quorum: every honest member takes it out of its view and trains on with
+// the others. Cut off, w3 asks to join again (--rejoin 1) and is refused
+// with the reason; it ends with an error.
+TEST(ByzantineRun, EvictByzantineTakesTheNamedAttackerOutOfEveryViewAndRefusesItsRejoin) {
+  constexpr int kBad = 3;
+  Cluster c(4,
+            {"--algo", "crossover", "--robust", "clip", "--evict-byzantine", "--epochs", "5", "--quiet",
+             "--threads", "1", "--train-limit", "6000", "--test-limit", "1000", "--batch", "32",
+             "--failure-timeout-ms", "1000"},
+            [](int i) {
+              return i == kBad ? std::vector<std::string>{"--inject-byzantine", "scaled", "--rejoin", "1"}
+                               : std::vector<std::string>{};
+            });
+  for (int i = 0; i < c.size(); ++i) ASSERT_TRUE(c.proc(i).wait(180s)) << "worker " << i << " did not finish";
+  ASSERT_EQ(why_not_evicted(c, kBad), "");
+  for (int i = 0; i < kBad; ++i) EXPECT_GE(c.end_record(i)->status().test_accuracy(), 0.6) << "worker " << i;
 }
 
 }  // namespace
