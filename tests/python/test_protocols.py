@@ -266,10 +266,11 @@ def test_a_scaled_attacker_is_named_by_every_honest_member_and_the_replica_stays
         assert named == [f"w{bad}"], seen[rank].get("robustness")
 
 
-# An unknown defence, and label_flip (the daemon's label_flip poisons its
+# An unknown defence, eviction without a defence, and label_flip (the daemon's label_flip poisons its
 # own trainer's data; a host trains on its own): one line each.
 @pytest.mark.parametrize("flags, message", [
     ({"algo": "allreduce", "robust": "krum"}, "--robust 'krum' is not a defence"),
+    ({"algo": "crossover", "evict_byzantine": True}, "--evict-byzantine evicts the members --robust names"),
     ({"algo": "crossover", "inject_byzantine": "label_flip"}, "label_flip' poisons the daemon's own trainer's data"),
 ])
 def test_a_robust_flag_a_hosted_member_cannot_use_is_one_line(closing, flags, message):
