@@ -130,6 +130,7 @@ class Comparison {
       w.metrics = dir + "/" + w.id + ".jsonl";
       w.params = dir + "/" + w.id + ".params";
       w.control = dir + "/" + w.id + ".control";
+      w.evictable = o_.evict_byzantine && o_.byzantine.values.count(static_cast<size_t>(i)) > 0;
       w.proc = std::make_unique<ChildProcess>(worker_argv(algo, i, dir), w.out, w.err);
     }
     WatchSpec spec{algo,      steps(algo) * static_cast<uint64_t>(o_.epochs),
@@ -150,7 +151,10 @@ class Comparison {
     }
     res.set_status("ok");
     std::vector<std::string> metrics, params;
-    for (const auto& w : workers) metrics.push_back(w.metrics), params.push_back(w.params);
+    for (const auto& w : workers) {
+      if (w.evictable) continue;  // --evict-byzantine: the attacker is no part of the cluster's model
+      metrics.push_back(w.metrics), params.push_back(w.params);
+    }
     summarize_compare_entry(o_, metrics, params, dir, res);
     return res;
   }
@@ -180,7 +184,7 @@ class Comparison {
     std::stable_partition(workers.begin(), workers.end(),
                           [](const WatchedWorker& w) { return w.proc->term_signal() == 0; });
     for (auto& w : workers) {
-      if (w.proc->exit_code() == 0) continue;
+      if (!failed(w)) continue;
       return w.id + " exited with " +
              (w.proc->term_signal() ? "signal " + std::to_string(w.proc->term_signal())
                                     : "code " + std::to_string(w.proc->exit_code())) +

@@ -9,6 +9,7 @@
 #include <regex>
 #include <thread>
 
+#include "daemon/ctl/child_process.h"
 #include "daemon/observe/http_client.h"
 #include "daemon/observe/metrics_log.h"
 
@@ -50,13 +51,18 @@ void update_position(WatchedWorker& w, uint64_t total, int epochs) {
 
 }  // namespace
 
+bool evicted(const WatchedWorker& w) { return w.evictable && w.proc->exit_code() != 0; }
+
+bool failed(const WatchedWorker& w) { return w.proc->exit_code() != 0 && !evicted(w); }
+
 WatchLook look_at_workers(std::vector<WatchedWorker>& workers, uint64_t total, int epochs) {
   WatchLook l{true, false, total, static_cast<uint32_t>(epochs)};
   for (auto& w : workers) {
     if (w.proc->wait(std::chrono::milliseconds(0))) {
-      l.failed = l.failed || w.proc->exit_code() != 0;
+      l.failed = l.failed || failed(w);
       continue;
     }
+    if (w.evictable) continue;  // neither holds the run nor shows its progress
     l.all_done = false;
     update_position(w, total, epochs);
     l.round = std::min(l.round, w.round);
@@ -132,9 +138,10 @@ WatchEnd watch_workers(std::vector<WatchedWorker>& workers, const WatchSpec& spe
   progress.show(spec.label, spec.total_rounds, spec.total_rounds, static_cast<uint32_t>(spec.epochs),
                 spec.epochs, best, elapsed());
   progress.end();
-  const bool failed = std::any_of(workers.begin(), workers.end(),
-                                  [](const WatchedWorker& w) { return w.proc->exit_code() != 0; });
-  return failed ? WatchEnd::kFailed : WatchEnd::kFinished;
+  stop_workers(workers);  // an evictable worker still running (the others have exited)
+  const bool any_failed =
+      std::any_of(workers.begin(), workers.end(), [](const WatchedWorker& w) { return failed(w); });
+  return any_failed ? WatchEnd::kFailed : WatchEnd::kFinished;
 }
 
 }  // namespace gossipd::daemon

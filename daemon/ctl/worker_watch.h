@@ -23,7 +23,17 @@ struct WatchedWorker {
   // control record says it ended (its /status closes before it exits).
   uint64_t round = 0;
   uint32_t epoch = 0;
+  // A Byzantine worker under --evict-byzantine: evicted, it ends with an
+  // error (refused when it asks to join again, or cut off after the others
+  // ended), which is the defence working, not the run failing; one still
+  // running when every other worker has exited is stopped.
+  bool evictable = false;
 };
+
+// Whether `w` is an evictable worker that did not finish its run.
+bool evicted(const WatchedWorker& w);
+// Whether `w` exited with an error, other than an evicted worker's.
+bool failed(const WatchedWorker& w);
 
 // The slowest running worker's round and epoch, as its progress line shows them.
 struct WatchLook {

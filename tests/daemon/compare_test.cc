@@ -281,8 +281,34 @@ TEST_F(CompareTest, AByzantineWorkerOrDefenceThatCannotRunIsOneLine) {
            {{"--algos", "allreduce", "--inject-byzantine", "w1=alie"},
             "--inject-byzantine alie: allreduce's members receive no one's copy"},
            {{"--inject-byzantine", "w1=ipm:0"}, "'0' is not a number above 0"},
-           {{"--evict-byzantine"}, "--evict-byzantine evicts the members --robust names"}})
+           {{"--evict-byzantine"}, "--evict-byzantine evicts the members --robust names"},
+           {{"--algos", "crossover", "--groups", "2", "--robust", "clip", "--evict-byzantine"},
+            "--evict-byzantine with --hierarchical"}})
     expect_refused(args, needle);
+}
+
+// --evict-byzantine: the attacker, evicted, ends with an error (refused,
+// or stopped once the others are done); that is no failure of the run, and
+// the report is the honest members'.
+TEST_F(CompareTest, AnEvictedAttackerEndsWithoutFailingTheRunAndTheReportIsTheHonestMembers) {
+  const std::string out = dir_ + "/report";
+  const auto r =
+      run({bin("gossipctl"), "compare", "--workers", "4",    "--algos",           "crossover,allreduce",
+           "--epochs",       "3",       "--batch",   "32",   "--train-limit",     "6000",
+           "--test-limit",   "1000",    "--robust",  "clip", "--evict-byzantine", "--inject-byzantine",
+           "w3=scaled",      "--out",   out},
+          300s);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto summary = read_json_file<proto::CompareSummary>(out + "/summary.json");
+  for (const std::string algo : {"crossover", "allreduce"}) {
+    const proto::CompareResult& res = result_of(summary, algo);
+    EXPECT_EQ(res.status(), "ok") << algo;
+    EXPECT_GT(res.final_mean_accuracy(), 0.6) << algo;
+    const std::string log =
+        daemon::read_file(out + "/" + algo + "/w0.log") + daemon::read_file(out + "/" + algo + "/w0.err");
+    EXPECT_NE(log.find("member 'w3' evicted as Byzantine: named by "), std::string::npos)
+        << algo << ": " << log;
+  }
 }
 
 TEST_F(CompareTest, EvaluationsInsideEpochsRefineTheTimeToTarget) {
