@@ -56,6 +56,7 @@ void AllreduceWorker::run(std::stop_token stop) {
     const topology::View view = membership_.view_at(trainer_.step_count() + 1);
     view_id_ = view.id();
     if (options_.ring_of) use_ring(make_ring(view, group_->options()));  // every replica starts the same
+    watch_ring(trainer_.step_count() + 1, stop);
   }
   membership_.arm();
   try {
@@ -89,7 +90,8 @@ trainer::StepResult AllreduceWorker::step(std::span<const uint32_t> idx, std::st
     trainer::StepResult r;
     try {
       const topology::View view = membership_.view_at(round);
-      if (!group_ || ring_changed(view)) reform(view, round, stop);
+      if (must_reform(view)) reform(view, round, stop);
+      watch_->at_round(round);
       // Gradients at the current parameters: after a re-sync they are recomputed.
       r = trainer_.compute_gradients(idx);
       if (attack_ && !options_.robust) {  // --inject-byzantine: what this member adds to the sum
@@ -104,6 +106,10 @@ trainer::StepResult AllreduceWorker::step(std::span<const uint32_t> idx, std::st
       }
       average_gradients(round);
     } catch (const protocol::Aborted&) {
+      if (!stop.stop_requested()) {  // the ring watch: the view for this step left the ring
+        await_view_change(std::current_exception(), round, stop);
+        continue;
+      }
       // Stopped before this step touched the parameters or the optimizer's
       // state (an update of its own may have: its stop is passed on as it is).
       if (options_.update) throw;
@@ -213,8 +219,8 @@ void AllreduceWorker::reform(const topology::View& view, uint64_t round, std::st
   use_ring(make_ring(view, copts));
   view_id_ = view.id();
   barrier_unless_view_changes(round, newer, stop);
-  group_->options().stop = stop;
   group_->options().timeout = options_.timeout;
+  watch_ring(round, stop);
   // Every replica takes the state of the first member that was already
   // training (never a joiner's snapshot, which is older).
   size_t root = 0;
@@ -243,6 +249,20 @@ void AllreduceWorker::barrier_unless_view_changes(uint64_t round, std::stop_sour
 
 std::vector<std::string> AllreduceWorker::ring_members(const topology::View& view) const {
   return options_.ring_of ? options_.ring_of(view) : view.members();
+}
+
+void AllreduceWorker::watch_ring(uint64_t round, std::stop_token stop) {
+  watch_.reset();  // the old ring's
+  const std::vector<std::string> ring = group_->members();
+  watch_ = std::make_unique<RingWatch>(
+      membership_,
+      [this, ring, view_id = view_id_](uint64_t r) {
+        const topology::View v = membership_.view_at(r);
+        return options_.ring_of ? ring_members(v) != ring : v.id() != view_id;
+      },
+      round, stop);
+  group_->options().stop = watch_->token();
+  ring_sum_.reset();  // made anew at its first use, with the watch's stop
 }
 
 bool AllreduceWorker::ring_changed(const topology::View& view) const {

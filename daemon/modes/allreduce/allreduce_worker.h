@@ -10,6 +10,7 @@
 
 #include "daemon/cluster/checkpoint.h"
 #include "daemon/cluster/membership.h"
+#include "daemon/modes/allreduce/ring_watch.h"
 #include "daemon/modes/allreduce/robust_average.h"
 #include "daemon/observe/metrics.h"
 #include "daemon/worker/outer_momentum.h"
@@ -127,6 +128,13 @@ class AllreduceWorker : public Worker {
   // The ring's members for `view`, and whether they differ from the ring's.
   std::vector<std::string> ring_members(const topology::View& view) const;
   bool ring_changed(const topology::View& view) const;
+  // The ring formed (over view_id_), from step `round` on: its collectives
+  // stop when the view for the step in flight leaves it (RingWatch).
+  void watch_ring(uint64_t round, std::stop_token stop);
+  // Whether the step's loop must re-form the ring before `view`'s step.
+  bool must_reform(const topology::View& view) const {
+    return !group_ || ring_changed(view) || (watch_ && watch_->fired());
+  }
   std::unique_ptr<protocol::Group> make_ring(const topology::View& view, protocol::CollectiveOptions copts);
   // Every member takes the parameters, optimizer state and step of `root`.
   void sync_from(size_t root);
@@ -143,6 +151,7 @@ class AllreduceWorker : public Worker {
   // group_'s collectives; they say once if they take two levels.
   std::unique_ptr<protocol::HostAwareCollectives> ring_sum_;
   uint32_t view_id_ = 0;                           // the id of the view group_ was formed over
+  std::unique_ptr<RingWatch> watch_;               // group_'s
   std::unique_ptr<OuterMomentum> outer_;           // local SGD's outer step (--outer-momentum)
   protocol::ErrorFeedback feedback_;               // --compress: what this member's encodings rounded off
   std::vector<float> window_start_;                // --compress with local SGD: the replicas' last average

@@ -37,10 +37,11 @@ trainer::StepResult AllreduceWorker::local_step(std::span<const uint32_t> idx, s
       // A re-formed ring starts from its first member's replica: the
       // average below is then of equal replicas, and the outer step starts
       // afresh from it on every member.
-      if (!group_ || ring_changed(view)) {
+      if (must_reform(view)) {
         reform(view, round, stop);
         restart_window(params);
       }
+      watch_->at_round(round);
       average_parameters(params);
       if (!protocol::all_finite(std::as_bytes(params))) {  // one member's NaN: every member keeps its own
         std::copy(before.begin(), before.end(), params.begin());
@@ -53,6 +54,10 @@ trainer::StepResult AllreduceWorker::local_step(std::span<const uint32_t> idx, s
       return r;
     } catch (const protocol::Aborted&) {  // stopped mid-average: this member's own step is whole again
       std::copy(before.begin(), before.end(), params.begin());
+      if (!stop.stop_requested()) {  // the ring watch: the view for this step left the ring
+        await_view_change(std::current_exception(), round, stop);
+        continue;
+      }
       throw StoppedBetweenSteps(node_.id(), "the parameters' average");
     } catch (const protocol::TransportError&) {  // a member died mid-average: ours is whole again
       std::copy(before.begin(), before.end(), params.begin());
