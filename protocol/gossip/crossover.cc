@@ -295,7 +295,7 @@ Group& HierarchicalCrossover::group_for(const topology::Groups& groups, size_t g
   if (group_ && group_view_ == view_id && group_->members() == groups.members(g)) return *group_;
   CollectiveOptions copts;
   copts.timeout = options_.group_timeout;
-  copts.stop = options_.stop;
+  copts.stop = group_stop_;
   // A tag per (view, group): groups never mix, and a new view starts
   // fresh sequence numbers without meeting the old view's stale ones.
   const uint32_t tag = tags::range(tags::User::kHierarchicalGroup).at(uint64_t{view_id} << 8 | (g & 0xff));

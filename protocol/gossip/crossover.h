@@ -157,6 +157,12 @@ class HierarchicalCrossover {
     group_.reset();
     averages_.reset();
   }
+  // The stop the group's collectives take from the next group built on
+  // (a view watch's); the round's other waits keep options.stop.
+  void stop_groups_with(std::stop_token stop) {
+    group_stop_ = std::move(stop);
+    reset();
+  }
 
   static constexpr uint32_t kTag = tags::first(tags::User::kHierarchical);
 
@@ -185,6 +191,7 @@ class HierarchicalCrossover {
   // Kept across rounds: its collective sequence numbers must keep counting.
   std::unique_ptr<Group> group_;
   uint32_t group_view_ = 0;  // the id of the view group_ was built for
+  std::stop_token group_stop_ = options_.stop;
 };
 
 }  // namespace gossipd::protocol

@@ -254,7 +254,7 @@ std::vector<std::string> AllreduceWorker::ring_members(const topology::View& vie
 void AllreduceWorker::watch_ring(uint64_t round, std::stop_token stop) {
   watch_.reset();  // the old ring's
   const std::vector<std::string> ring = group_->members();
-  watch_ = std::make_unique<RingWatch>(
+  watch_ = std::make_unique<ViewWatch>(
       membership_,
       [this, ring, view_id = view_id_](uint64_t r) {
         const topology::View v = membership_.view_at(r);

@@ -10,11 +10,11 @@
 
 #include "daemon/cluster/checkpoint.h"
 #include "daemon/cluster/membership.h"
-#include "daemon/modes/allreduce/ring_watch.h"
 #include "daemon/modes/allreduce/robust_average.h"
 #include "daemon/observe/metrics.h"
 #include "daemon/worker/outer_momentum.h"
 #include "daemon/worker/training_loop.h"
+#include "daemon/worker/view_watch.h"
 #include "daemon/worker/worker.h"
 #include "protocol/collectives/error_feedback.h"
 #include "protocol/collectives/group.h"
@@ -129,7 +129,7 @@ class AllreduceWorker : public Worker {
   std::vector<std::string> ring_members(const topology::View& view) const;
   bool ring_changed(const topology::View& view) const;
   // The ring formed (over view_id_), from step `round` on: its collectives
-  // stop when the view for the step in flight leaves it (RingWatch).
+  // stop when the view for the step in flight leaves it (ViewWatch).
   void watch_ring(uint64_t round, std::stop_token stop);
   // Whether the step's loop must re-form the ring before `view`'s step.
   bool must_reform(const topology::View& view) const {
@@ -151,7 +151,7 @@ class AllreduceWorker : public Worker {
   // group_'s collectives; they say once if they take two levels.
   std::unique_ptr<protocol::HostAwareCollectives> ring_sum_;
   uint32_t view_id_ = 0;                           // the id of the view group_ was formed over
-  std::unique_ptr<RingWatch> watch_;               // group_'s
+  std::unique_ptr<ViewWatch> watch_;               // group_'s
   std::unique_ptr<OuterMomentum> outer_;           // local SGD's outer step (--outer-momentum)
   protocol::ErrorFeedback feedback_;               // --compress: what this member's encodings rounded off
   std::vector<float> window_start_;                // --compress with local SGD: the replicas' last average

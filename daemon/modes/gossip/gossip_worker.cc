@@ -6,6 +6,7 @@
 
 #include "daemon/modes/gossip/final_average.h"
 #include "daemon/worker/outer_momentum.h"
+#include "daemon/worker/view_watch.h"
 #include "protocol/collectives/consensus.h"
 #include "protocol/collectives/group.h"
 #include "protocol/gossip/crossover.h"
@@ -79,6 +80,7 @@ class CrossoverProtocol : public GossipWorker::Protocol {
       : membership_(membership),
         trainer_(trainer),
         options_(o),
+        stop_(g.stop),
         params_(trainer.model().params()),
         flat_(node, o.segments, g),
         hierarchical_(node, o.segments, g, o.spread) {
@@ -107,29 +109,52 @@ class CrossoverProtocol : public GossipWorker::Protocol {
  private:
   protocol::RoundStats hierarchical(uint64_t round) {
     std::vector<float> before(params_.begin(), params_.end());
+    const topology::View view = membership_.view_at(round);
+    watch_view(view, round);
     try {
-      return hierarchical_.run_round(membership_.view_at(round), membership_.labels(), round, params_);
+      return hierarchical_.run_round(view, membership_.labels(), round, params_);
     } catch (const protocol::Aborted&) {
-      throw;  // the worker is stopping
+      if (stop_.stop_requested()) throw;  // the worker is stopping
+      return skip_round(before);          // the view watch: the view for this round changed
     } catch (const protocol::TransportError&) {
       // A group member failed mid-round (silent past --timeout-ms, or its
-      // connection gone): keep our own replica whole (the group collectives
-      // work in place) and go on; membership evicts the dead one.
-      std::copy(before.begin(), before.end(), params_.begin());
-      hierarchical_.reset();
-      protocol::RoundStats skipped;
-      skipped.segments_skipped = options_.segments.size();
-      return skipped;
+      // connection gone): go on; membership evicts the dead one.
+      return skip_round(before);
     }
+  }
+  // A round the group could not finish: keep our own replica whole (the
+  // group collectives work in place) and build the group anew next round.
+  protocol::RoundStats skip_round(std::span<const float> before) {
+    std::copy(before.begin(), before.end(), params_.begin());
+    hierarchical_.reset();
+    protocol::RoundStats skipped;
+    skipped.segments_skipped = options_.segments.size();
+    return skipped;
+  }
+  // The group's collectives stop once the view for the round in flight is
+  // no longer `view` (ViewWatch): a member evicted mid-round.
+  void watch_view(const topology::View& view, uint64_t round) {
+    if (!watch_ || watched_view_ != view.id() || watch_->fired()) {
+      watch_.reset();
+      watch_ = std::make_unique<ViewWatch>(
+          membership_, [this, id = view.id()](uint64_t r) { return membership_.view_at(r).id() != id; },
+          round, stop_);
+      watched_view_ = view.id();
+      hierarchical_.stop_groups_with(watch_->token());
+    }
+    watch_->at_round(round);
   }
 
   Membership& membership_;
   trainer::Trainer& trainer_;
   const GossipWorkerOptions& options_;
+  std::stop_token stop_;  // the worker's
   std::span<float> params_;
   protocol::CrossoverGossip flat_;
   protocol::HierarchicalCrossover hierarchical_;
   std::unique_ptr<protocol::OverlappedRound> overlapped_;
+  std::unique_ptr<ViewWatch> watch_;  // hierarchical: the view its group was built for
+  uint32_t watched_view_ = 0;
 };
 
 // SGP: the numerators x live here; the model holds z = x / w for the gradients.

@@ -73,6 +73,34 @@ TEST_P(Hierarchical, SixWorkersInTwoGroupsHoldIdenticalReplicasPerGroup) {
 
 INSTANTIATE_TEST_SUITE_P(GroupOwners, Hierarchical, ::testing::Values("spread", "root"));
 
+// A group member SIGKILLed mid-run: its group mate's collectives in flight
+// stop when membership evicts it (or time out), that round is skipped, and
+// every survivor trains on to the planned round in a view of three, the
+// group that lost a member now one of one.
+TEST(Hierarchical, SurvivorsOfAKilledGroupMemberTrainOnToThePlannedRound) {
+  Cluster c(4,
+            {"--algo", "crossover", "--hierarchical", "--epochs", "20", "--quiet", "--threads", "1",
+             "--train-limit", "3000", "--test-limit", "300", "--batch", "32", "--heartbeat-ms", "100",
+             "--failure-timeout-ms", "1500"},
+            [](int i) {
+              return std::vector<std::string>{"--group", i % 2 ? "b" : "a"};
+            });
+  for (int i = 0; i < c.size(); ++i) {
+    const uint16_t port = c.http_port(i);
+    ASSERT_GT(port, 0);
+    ASSERT_TRUE(wait_until([&] { return fetch_status(port).round() > 0; }, 60s)) << "worker " << i;
+  }
+  c.proc(3).signal(SIGKILL);
+  for (int i : {0, 1, 2}) {
+    ASSERT_TRUE(c.proc(i).wait(400s)) << "survivor " << i << " hangs: " << c.proc(i).err();
+    EXPECT_EQ(c.proc(i).exit_code(), 0) << c.proc(i).err();
+    const auto end = c.end_record(i);
+    ASSERT_TRUE(end && end->event() == "done") << c.proc(i).out();
+    EXPECT_EQ(end->round(), 20u * (3000 / 4 / 32)) << "worker " << i;
+    EXPECT_EQ(end->status().members_size(), 3) << end->status().DebugString();
+  }
+}
+
 // A group's exact average is no segment: it cannot be skipped at the
 // segment deadline. Groups {w0, w2} and {w1, w3} across two regions 100 ms
 // apart (each average waits on that link; the segments between groups stay

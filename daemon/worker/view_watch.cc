@@ -1,10 +1,10 @@
-#include "daemon/modes/allreduce/ring_watch.h"
+#include "daemon/worker/view_watch.h"
 
 #include <chrono>
 
 namespace gossipd::daemon {
 
-RingWatch::RingWatch(Membership& membership, std::function<bool(uint64_t)> left, uint64_t round,
+ViewWatch::ViewWatch(Membership& membership, std::function<bool(uint64_t)> left, uint64_t round,
                      std::stop_token outer)
     : membership_(membership),
       left_(std::move(left)),
@@ -19,7 +19,7 @@ RingWatch::RingWatch(Membership& membership, std::function<bool(uint64_t)> left,
   });
 }
 
-RingWatch::~RingWatch() {
+ViewWatch::~ViewWatch() {
   thread_.request_stop();
   if (thread_.joinable()) thread_.join();
 }
