@@ -91,4 +91,23 @@ std::string InProcCluster::lost(size_t i) const {
   return members_[i] ? *members_[i]->lost : "";
 }
 
+proto::Envelope InProcCluster::ping_from(const std::string& from, uint64_t seq) {
+  proto::Envelope env;
+  env.set_version(protocol::kProtocolVersion);
+  env.set_cluster_id("inproc-cluster");
+  env.set_sender(from);
+  env.set_type(proto::PING);
+  env.mutable_probe()->set_seq(seq);
+  return env;
+}
+
+bool InProcCluster::deliver(size_t i, const proto::Envelope& env) {
+  const std::string bytes = env.SerializeAsString();
+  protocol::RawMessage raw;
+  raw.peer = env.sender();
+  const auto* data = reinterpret_cast<const std::byte*>(bytes.data());
+  raw.frames.emplace_back(std::vector<std::byte>(data, data + bytes.size()));
+  return hub_.deliver("inproc-hub://" + id(i), std::move(raw));
+}
+
 }  // namespace gossipd::daemon

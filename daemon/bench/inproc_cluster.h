@@ -59,6 +59,12 @@ class InProcCluster {
   std::string lost(size_t i) const;
   // The transport they share: tests deliver messages of their own through it.
   protocol::InProcHub& hub() { return hub_; }
+  // A PING (number `seq`) as member `from` would send it, for a test to
+  // add updates to and deliver.
+  static proto::Envelope ping_from(const std::string& from, uint64_t seq);
+  // `env` handed to member i as if its sender sent it; false when member i
+  // does not listen.
+  bool deliver(size_t i, const proto::Envelope& env);
 
  private:
   struct Member {

@@ -8,7 +8,7 @@
 // accusing the honest: below it an accusation only travels. What it does
 // not defend against: membership's words are not signed, so a member that
 // relays an accusation could add accusers' names to it, as it could say
-// DEAD of a live member today (daemon/README.md, "Byzantine members").
+// DEAD of a live member today (daemon/README.md, "Members that cannot be trusted").
 #include <spdlog/spdlog.h>
 
 #include "daemon/cluster/membership.h"  // the class whose evictions these are

@@ -51,9 +51,7 @@ void update_position(WatchedWorker& w, uint64_t total, int epochs) {
 
 }  // namespace
 
-bool evicted(const WatchedWorker& w) { return w.evictable && w.proc->exit_code() != 0; }
-
-bool failed(const WatchedWorker& w) { return w.proc->exit_code() != 0 && !evicted(w); }
+bool failed(const WatchedWorker& w) { return w.proc->exit_code() != 0 && !w.evictable; }
 
 WatchLook look_at_workers(std::vector<WatchedWorker>& workers, uint64_t total, int epochs) {
   WatchLook l{true, false, total, static_cast<uint32_t>(epochs)};

@@ -30,9 +30,7 @@ struct WatchedWorker {
   bool evictable = false;
 };
 
-// Whether `w` is an evictable worker that did not finish its run.
-bool evicted(const WatchedWorker& w);
-// Whether `w` exited with an error, other than an evicted worker's.
+// Whether `w` exited with an error, other than an evictable worker's.
 bool failed(const WatchedWorker& w);
 
 // The slowest running worker's round and epoch, as its progress line shows them.

@@ -31,24 +31,6 @@ bool accusers_everywhere(InProcCluster& c, const std::string& id, size_t n, size
   return true;
 }
 
-// A PING from m0 to member `to` carrying `update`, delivered through the hub.
-void deliver_update(InProcCluster& c, size_t to, const proto::MemberUpdate& update) {
-  proto::Envelope env;
-  env.set_version(protocol::kProtocolVersion);
-  env.set_cluster_id("inproc-cluster");
-  env.set_sender("m0");
-  env.set_type(proto::PING);
-  env.mutable_probe()->set_seq(77);
-  *env.mutable_probe()->add_updates() = update;
-  const std::string bytes = env.SerializeAsString();
-  protocol::RawMessage raw;
-  raw.peer = "m0";
-  raw.frames.emplace_back(
-      std::vector<std::byte>(reinterpret_cast<const std::byte*>(bytes.data()),
-                             reinterpret_cast<const std::byte*>(bytes.data()) + bytes.size()));
-  ASSERT_TRUE(c.hub().deliver("inproc-hub://" + InProcCluster::id(to), std::move(raw)));
-}
-
 TEST(Accusations, CountsDistinctAccusersAndKeepsTheBan) {
   daemon::Accusations a(2);
   EXPECT_TRUE(a.add("w3", "w0"));
@@ -97,7 +79,9 @@ TEST(EvictByzantine, OneAccuserEvictsNobodyAndASecondTakesTheAccusedOutOfEveryVi
   back.mutable_member()->set_endpoint("inproc-hub://m5");
   back.mutable_member()->set_since_round(1000);  // a later join of the id
   const double stale_before = c.counter(3, "gossipd_member_updates_stale_total");
-  deliver_update(c, 3, back);
+  proto::Envelope ping = InProcCluster::ping_from("m0", 77);
+  *ping.mutable_probe()->add_updates() = back;
+  ASSERT_TRUE(c.deliver(3, ping));
   ASSERT_TRUE(
       wait_until([&] { return c.counter(3, "gossipd_member_updates_stale_total") > stale_before; }, 30s));
   EXPECT_FALSE(c.membership(3).knows("m5"));

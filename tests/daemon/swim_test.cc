@@ -108,22 +108,11 @@ TEST(Swim, TwoMembersAdmittedAtOnceThroughOthersLearnEachOtherWithinAFewPeriods)
 TEST(Swim, ASuspectedMemberRefutesAndStays) {
   InProcCluster c(6, quick());
   c.arm_all();
-  proto::Envelope env;
-  env.set_version(protocol::kProtocolVersion);
-  env.set_cluster_id("inproc-cluster");
-  env.set_sender("m2");
-  env.set_type(proto::PING);
-  env.mutable_probe()->set_seq(99);
+  proto::Envelope env = InProcCluster::ping_from("m2", 99);
   *env.mutable_probe()->add_updates() = update("m1", proto::MemberUpdate::SUSPECT);
-  const std::string bytes = env.SerializeAsString();
   for (size_t i = 0; i < 6; ++i) {
     if (i == 2) continue;
-    protocol::RawMessage raw;
-    raw.peer = "m2";
-    raw.frames.emplace_back(
-        std::vector<std::byte>(reinterpret_cast<const std::byte*>(bytes.data()),
-                               reinterpret_cast<const std::byte*>(bytes.data()) + bytes.size()));
-    ASSERT_TRUE(c.hub().deliver("inproc-hub://" + InProcCluster::id(i), std::move(raw)));
+    ASSERT_TRUE(c.deliver(i, env));
   }
   ASSERT_TRUE(wait_until([&] { return c.counter(1, "gossipd_suspicions_refuted_total") >= 1; }, 30s));
   // Every member holds m1 at the refuting incarnation: the suspicion is over everywhere.
@@ -146,14 +135,8 @@ TEST(Swim, ASuspectedMemberRefutesAndStays) {
   proto::MemberUpdate ghost = update("m3", proto::MemberUpdate::DEAD, 5);
   ghost.mutable_member()->set_since_round(99);
   *env.mutable_probe()->add_updates() = ghost;
-  const std::string stale = env.SerializeAsString();
-  protocol::RawMessage raw;
-  raw.peer = "m2";
-  raw.frames.emplace_back(
-      std::vector<std::byte>(reinterpret_cast<const std::byte*>(stale.data()),
-                             reinterpret_cast<const std::byte*>(stale.data()) + stale.size()));
   const double stale_before = c.counter(0, "gossipd_member_updates_stale_total");
-  ASSERT_TRUE(c.hub().deliver("inproc-hub://m0", std::move(raw)));
+  ASSERT_TRUE(c.deliver(0, env));
   ASSERT_TRUE(wait_until(
       [&] { return c.counter(0, "gossipd_member_updates_stale_total") >= stale_before + 2; }, 30s));
   EXPECT_TRUE(c.listed_everywhere("m3"));
