@@ -10,11 +10,80 @@ namespace gossipd::protocol {
 
 namespace {
 
+// A chunk of each copy's coordinates (a multiple of 8, for Sum8): a pass
+// works on one chunk of every copy at a time, in cache, and measures the
+// distances in the same pass.
+constexpr size_t kChunk = 512;
+
 // ClippedGossip's naming with CenteredClip's thresholds.
 ClipSpec naming(ClipSpec spec) {
   spec.far = CenteredClip::kFar;
   spec.name_after = CenteredClip::kNameAfter;
   return spec;
+}
+
+// The passes' kernels, each built twice, for AVX2 and for the baseline,
+// and picked at load time (as daemon/modes/sparse/net's): the two give the
+// same bits, with no FMA contraction in ISO C++ mode and the same operations
+// in the same order.
+
+// Sorts each of n columns of the m rows (`stride` apart) with an odd-even
+// transposition network: m rounds of compare-exchanges between whole rows,
+// each a min and a max that vectorize (an nth_element per coordinate took
+// most of an aggregate's time). v ← the middle row (the mean of the middle
+// two for an even m).
+__attribute__((target_clones("avx2", "default"))) void median_of_columns(float* __restrict sorted, size_t m,
+                                                                         size_t stride, size_t n,
+                                                                         float* __restrict v) {
+  for (size_t round = 0; round < m; ++round) {
+    for (size_t j = round % 2; j + 1 < m; j += 2) {
+      float* __restrict lo = sorted + j * stride;
+      float* __restrict hi = lo + stride;
+      for (size_t k = 0; k < n; ++k) {
+        const float a = lo[k], b = hi[k];
+        lo[k] = std::min(a, b);
+        hi[k] = std::max(a, b);
+      }
+    }
+  }
+  const float* mid = sorted + (m / 2) * stride;
+  if (m % 2) {
+    std::copy_n(mid, n, v);
+    return;
+  }
+  const float* below = mid - stride;
+  for (size_t k = 0; k < n; ++k) v[k] = 0.5f * (below[k] + mid[k]);
+}
+
+// sums[j] += ClippedGossip::distance's terms for coordinates [begin,
+// begin + n) of copy j against v.
+__attribute__((target_clones("avx2", "default"))) void add_squared_distances(const float* const* copies,
+                                                                             size_t m, const float* v,
+                                                                             size_t begin, size_t n,
+                                                                             Sum8* sums) {
+  for (size_t j = 0; j < m; ++j) {
+    const float* g = copies[j];
+    sums[j].add(begin, begin + n, [&](size_t i) {
+      const double d = double(g[i]) - double(v[i]);
+      return d * d;
+    });
+  }
+}
+
+// x ← x + inv·Σ_j scale[j]·(copy_j − x) on coordinates [begin, begin + n),
+// `delta` n floats of scratch.
+__attribute__((target_clones("avx2", "default"))) void clipped_step(const float* const* copies,
+                                                                    const float* scale, size_t m, float inv,
+                                                                    size_t begin, size_t n,
+                                                                    float* __restrict x,
+                                                                    float* __restrict delta) {
+  std::fill_n(delta, n, 0.0f);
+  for (size_t j = 0; j < m; ++j) {
+    const float* __restrict g = copies[j] + begin;
+    const float s = scale[j];
+    for (size_t k = 0; k < n; ++k) delta[k] += s * (g[k] - x[k]);
+  }
+  for (size_t k = 0; k < n; ++k) x[k] += inv * delta[k];
 }
 
 }  // namespace
@@ -40,49 +109,38 @@ std::vector<size_t> CenteredClip::accepted(std::span<const std::string> members,
 
 void CenteredClip::median(std::span<const float> rows, std::span<const size_t> take, std::span<float> out) {
   const size_t width = out.size(), m = take.size();
-  // The accepted copies sorted coordinate by coordinate with an odd-even
-  // transposition network: m rounds of compare-exchanges between whole
-  // rows, each a min and a max the compiler vectorizes (an nth_element
-  // per coordinate took most of an aggregate's time).
-  sorted_.resize(m * width);
-  for (size_t j = 0; j < m; ++j)
-    std::copy_n(rows.begin() + static_cast<std::ptrdiff_t>(take[j] * width), width,
-                sorted_.begin() + static_cast<std::ptrdiff_t>(j * width));
-  for (size_t round = 0; round < m; ++round) {
-    for (size_t j = round % 2; j + 1 < m; j += 2) {
-      float* lo = sorted_.data() + j * width;
-      float* hi = lo + width;
-      for (size_t k = 0; k < width; ++k) {
-        const float a = lo[k], b = hi[k];
-        lo[k] = std::min(a, b);
-        hi[k] = std::max(a, b);
-      }
-    }
+  copies_.clear();
+  for (size_t i : take) copies_.push_back(rows.data() + i * width);
+  sorted_.resize(m * kChunk);
+  sums_.assign(m, Sum8{});
+  for (size_t begin = 0; begin < width; begin += kChunk) {
+    const size_t n = std::min(kChunk, width - begin);
+    for (size_t j = 0; j < m; ++j) std::copy_n(copies_[j] + begin, n, sorted_.data() + j * kChunk);
+    median_of_columns(sorted_.data(), m, kChunk, n, out.data() + begin);
+    add_squared_distances(copies_.data(), m, out.data(), begin, n, sums_.data());
   }
-  const float* mid = sorted_.data() + (m / 2) * width;
-  if (m % 2) {
-    std::copy_n(mid, width, out.begin());
-    return;
-  }
-  // An even count: the mean of the two middle values.
-  const float* below = mid - width;
-  for (size_t k = 0; k < width; ++k) out[k] = 0.5f * (below[k] + mid[k]);
+  measured();
 }
 
-bool CenteredClip::step(std::span<const float> rows, std::span<const size_t> take, std::span<const double> d,
-                        std::span<float> v) {
-  const size_t width = v.size();
-  delta_.assign(width, 0.0f);
-  bool clipped = false;
-  for (size_t j = 0; j < take.size(); ++j) {
-    const float* g = rows.data() + take[j] * width;
-    const float s = d[j] > tau_ ? static_cast<float>(tau_ / d[j]) : 1.0f;
-    clipped = clipped || d[j] > tau_;
-    for (size_t k = 0; k < width; ++k) delta_[k] += s * (g[k] - v[k]);
+void CenteredClip::step(std::span<float> v, bool measure_after) {
+  const size_t width = v.size(), m = copies_.size();
+  scale_.resize(m);
+  for (size_t j = 0; j < m; ++j)
+    scale_[j] = distances_[j] > tau_ ? static_cast<float>(tau_ / distances_[j]) : 1.0f;
+  const float inv = 1.0f / static_cast<float>(m);
+  delta_.resize(kChunk);
+  if (measure_after) sums_.assign(m, Sum8{});
+  for (size_t begin = 0; begin < width; begin += kChunk) {
+    const size_t n = std::min(kChunk, width - begin);
+    clipped_step(copies_.data(), scale_.data(), m, inv, begin, n, v.data() + begin, delta_.data());
+    if (measure_after) add_squared_distances(copies_.data(), m, v.data(), begin, n, sums_.data());
   }
-  const float inv = 1.0f / static_cast<float>(take.size());
-  for (size_t k = 0; k < width; ++k) v[k] += inv * delta_[k];
-  return clipped;
+  if (measure_after) measured();
+}
+
+void CenteredClip::measured() {
+  distances_.resize(sums_.size());
+  for (size_t j = 0; j < sums_.size(); ++j) distances_[j] = std::sqrt(sums_[j].total());
 }
 
 void CenteredClip::aggregate(std::span<const std::string> members, size_t own, std::span<const float> rows,
@@ -97,18 +155,17 @@ void CenteredClip::aggregate(std::span<const std::string> members, size_t own, s
     return;
   }
   median(rows, take, out);
-  distances_.clear();
-  for (size_t i : take)
-    distances_.push_back(ClippedGossip::distance(out, 1.0, rows.subspan(i * width, width), 1.0));
   tau_ = spec_.tau > 0 ? spec_.tau : spec_.kappa * quantile(distances_, spec_.quantile);
   for (size_t j = 0; j < take.size(); ++j)
     if (take[j] != own) judge_.count(members[take[j]], distances_[j], tau_, true);
   if (tau_ <= 0) return;  // every copy the same: the median is the mean
-  // The first iteration from the median's distances; where it clipped no
-  // copy, v is their mean and another would change nothing.
-  for (int it = 0; step(rows, take, distances_, out) && ++it < iterations_;) {
-    for (size_t j = 0; j < take.size(); ++j)
-      distances_[j] = ClippedGossip::distance(out, 1.0, rows.subspan(take[j] * width, width), 1.0);
+  // From the median's distances. Where an iteration clips no copy, v is
+  // their mean and another would change nothing.
+  for (int it = 0; it < iterations_; ++it) {
+    const bool clips = std::any_of(distances_.begin(), distances_.end(), [&](double d) { return d > tau_; });
+    const bool again = clips && it + 1 < iterations_;
+    step(out, again);
+    if (!again) return;
   }
 }
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "protocol/robust/clipped_gossip.h"
+#include "protocol/robust/sum8.h"
 
 namespace gossipd::protocol {
 
@@ -52,18 +53,24 @@ class CenteredClip {
   // The copies aggregate() takes: finite, and of members not named.
   std::vector<size_t> accepted(std::span<const std::string> members, size_t own, std::span<const float> rows,
                                size_t width);
+  // out ← the coordinate-wise median of the copies `take` (copies_ points
+  // at them), and distances_ their distances to it, in one pass.
   void median(std::span<const float> rows, std::span<const size_t> take, std::span<float> out);
-  // One iteration: v ← v + (1/m)·Σ clip(g_i − v, τ), copy j at distance
-  // d[j] from v. Returns whether it clipped a copy.
-  bool step(std::span<const float> rows, std::span<const size_t> take, std::span<const double> d,
-            std::span<float> v);
+  // One iteration, v ← v + (1/m)·Σ clip(g_i − v, τ) with copy j at distance
+  // distances_[j] from v, in one pass over the copies; where
+  // `measure_after`, distances_ become their distances to the new v in it.
+  void step(std::span<float> v, bool measure_after);
+  // The pass's sums measured: distances_ ← √ of each copy's.
+  void measured();
 
   ClipSpec spec_;
   int iterations_;
   ClippedGossip judge_;
   double tau_ = 0;
-  std::vector<float> sorted_, delta_;
+  std::vector<const float*> copies_;           // the copies taken this step
+  std::vector<float> sorted_, delta_, scale_;  // one chunk of them, of v; their scales
   std::vector<double> distances_;
+  std::vector<Sum8> sums_;  // a pass's squared distances, per copy
 };
 
 }  // namespace gossipd::protocol

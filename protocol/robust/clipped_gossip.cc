@@ -3,28 +3,10 @@
 #include <algorithm>
 #include <cmath>
 
+#include "protocol/robust/sum8.h"
 #include "protocol/wire/errors.h"
 
 namespace gossipd::protocol {
-namespace {
-
-// Σ term(i) for i < n, in eight partial sums: the loop vectorizes, where
-// one running sum is an ordered reduction (and took as long as the rest of
-// an SGP round's mixing).
-template <class Term>
-double sum8(size_t n, Term term) {
-  double part[8] = {};
-  const size_t whole = n - n % 8;
-  for (size_t i = 0; i < whole; i += 8) {
-    for (size_t k = 0; k < 8; ++k) part[k] += term(i + k);
-  }
-  double s = 0;
-  for (size_t i = whole; i < n; ++i) s += term(i);
-  for (double p : part) s += p;
-  return s;
-}
-
-}  // namespace
 
 double quantile(std::vector<double> v, double q) {
   const auto at = v.begin() + static_cast<std::ptrdiff_t>(q * double(v.size() - 1));

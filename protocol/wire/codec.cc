@@ -252,7 +252,9 @@ uint16_t to_bfloat16(float f) {
 
 float from_bfloat16(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
 
-bool all_finite(std::span<const std::byte> values) {
+// Built for AVX2 and for the baseline, picked at load time (a pass over
+// every float received).
+__attribute__((target_clones("avx2", "default"))) bool all_finite(std::span<const std::byte> values) {
   // Exponent bits all set: an infinity or a NaN. Or-ed over the whole span
   // with no early exit, so that the loop vectorizes.
   constexpr uint32_t kExponent = 0x7f800000u;

@@ -6,12 +6,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
 
 #include "protocol/collectives/block_gather.h"
 #include "protocol/collectives/collectives.h"
+#include "protocol/robust/sum8.h"
 #include "tests/protocol/collective_inputs.h"
 #include "tests/protocol/test_cluster.h"
 
@@ -126,6 +128,65 @@ TEST(CenteredClip, AFixedRadiusIsTheOneUsedAndBadShapesAreRefused) {
                ProtocolConfigError);
   EXPECT_THROW(clip.aggregate(kCopiesOf, 8, rows, out), ProtocolConfigError);
   EXPECT_THROW(CenteredClip(ClipSpec{}, 0), ProtocolConfigError);
+}
+
+// Sum8 over ranges that start at multiples of 8 (the chunks CenteredClip
+// measures in) gives the bits of one pass over all the terms.
+TEST(Sum8, RangesStartingAtMultiplesOfEightGiveTheBitsOfOnePass) {
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> n01(0.0, 1.0);
+  for (size_t n : {5u, 8u, 1003u, 4096u}) {
+    std::vector<double> terms(n);
+    for (double& t : terms) t = std::exp(4 * n01(rng));  // magnitudes far apart: order shows
+    const auto term = [&](size_t i) { return terms[i]; };
+    Sum8 chunked;
+    for (size_t begin = 0; begin < n; begin += 24) chunked.add(begin, std::min(n, begin + 24), term);
+    EXPECT_EQ(chunked.total(), sum8(n, term)) << n << " terms";
+  }
+}
+
+// The aggregate against the textbook form, a whole row at a time (median
+// by sorting each coordinate, then full passes per iteration): the same
+// bits for every width (the passes go by chunks of 512), with copies
+// clipped in every iteration.
+TEST(CenteredClip, ChunkedPassesGiveTheBitsOfWholeRowIterations) {
+  for (size_t width : {1u, 511u, 1300u}) {
+    for (size_t m : {5u, 8u}) {
+      auto rows = honest_rows(width, width + m);
+      rows.resize(m * width);
+      for (size_t k = 0; k < width; ++k) rows[(m - 1) * width + k] *= 50.0f;
+      const std::vector<std::string> members(kCopiesOf.begin(), kCopiesOf.begin() + static_cast<long>(m));
+      CenteredClip clip(ClipSpec{}, 3);
+      std::vector<float> out(width), v(width), column(m);
+      clip.aggregate(members, 0, rows, out);
+      for (size_t k = 0; k < width; ++k) {
+        for (size_t i = 0; i < m; ++i) column[i] = rows[i * width + k];
+        std::sort(column.begin(), column.end());
+        v[k] = m % 2 ? column[m / 2] : 0.5f * (column[m / 2 - 1] + column[m / 2]);
+      }
+      std::vector<double> d(m);
+      const auto measure = [&] {
+        for (size_t i = 0; i < m; ++i)
+          d[i] = ClippedGossip::distance(v, 1.0, std::span<const float>(rows).subspan(i * width, width), 1.0);
+      };
+      measure();
+      const double tau = clip.last_tau();
+      EXPECT_EQ(tau, 2 * quantile(d, 0.25));
+      EXPECT_GT(d[m - 1], tau) << "the scaled copy is clipped";
+      for (int it = 0; it < 3; ++it) {
+        const bool clips = std::any_of(d.begin(), d.end(), [&](double x) { return x > tau; });
+        std::vector<float> delta(width, 0.0f);
+        for (size_t i = 0; i < m; ++i) {
+          const float s = d[i] > tau ? static_cast<float>(tau / d[i]) : 1.0f;
+          for (size_t k = 0; k < width; ++k) delta[k] += s * (rows[i * width + k] - v[k]);
+        }
+        for (size_t k = 0; k < width; ++k) v[k] += 1.0f / static_cast<float>(m) * delta[k];
+        measure();
+        if (!clips) break;  // v is the mean: another iteration changes nothing
+      }
+      EXPECT_EQ(out, v) << width << " floats, " << m << " copies";
+    }
+  }
 }
 
 // Each owner gets every rank's copy of its block, for even, uneven and
