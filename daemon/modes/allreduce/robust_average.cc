@@ -1,6 +1,7 @@
 #include "daemon/modes/allreduce/robust_average.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "protocol/collectives/block_gather.h"
 #include "protocol/collectives/collectives.h"
@@ -40,10 +41,10 @@ void RobustAverage::run(protocol::Group& group, std::span<float> grads, protocol
     return;
   }
   previous_.resize(grads.size(), 0.0f);
-  for (size_t k = 0; k < grads.size(); ++k) {
-    grads[k] = average_[k] - momentum_ * previous_[k];
-    previous_[k] = average_[k];
-  }
+  for (size_t k = 0; k < grads.size(); ++k) grads[k] = average_[k] - momentum_ * previous_[k];
+  // M_t becomes M_{t-1}; the next step writes all of average_ again (its
+  // own block, then the allgather every other).
+  std::swap(previous_, average_);
 }
 
 void RobustAverage::restart() {
