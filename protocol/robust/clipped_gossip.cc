@@ -14,16 +14,30 @@ double quantile(std::vector<double> v, double q) {
   return *at;
 }
 
-double ClippedGossip::distance(std::span<const float> x, double a, std::span<const float> y, double b) {
-  return std::sqrt(sum8(x.size(), [&](size_t i) {
+namespace {
+
+// A pass over every segment received: built for AVX2 and the baseline,
+// picked at load time, the same bits (ISO C++: no FMA contraction).
+__attribute__((target_clones("avx2", "default"))) double squared_distance(const float* x, double a,
+                                                                          const float* y, double b,
+                                                                          size_t n) {
+  return sum8(n, [&](size_t i) {
     const double d = b * double(y[i]) - a * double(x[i]);
     return d * d;
-  }));
+  });
 }
 
-double ClippedGossip::norm(std::span<const float> x) {
-  return std::sqrt(sum8(x.size(), [&](size_t i) { return double(x[i]) * double(x[i]); }));
+__attribute__((target_clones("avx2", "default"))) double squared_norm(const float* x, size_t n) {
+  return sum8(n, [&](size_t i) { return double(x[i]) * double(x[i]); });
 }
+
+}  // namespace
+
+double ClippedGossip::distance(std::span<const float> x, double a, std::span<const float> y, double b) {
+  return std::sqrt(squared_distance(x.data(), a, y.data(), b, x.size()));
+}
+
+double ClippedGossip::norm(std::span<const float> x) { return std::sqrt(squared_norm(x.data(), x.size())); }
 
 bool ClippedGossip::cold(uint32_t segment) const {
   const auto it = distances_.find(segment);

@@ -174,13 +174,15 @@ std::optional<size_t> decoded_count(const CodecSpec& spec, size_t bytes) {
 }
 
 std::vector<std::byte> encode(const CodecSpec& spec, std::span<const float> x, std::span<const float> carry) {
+  if (spec.codec == Codec::kNone && carry.empty()) {
+    // The floats as they are: one copy (a sized vector would be zeroed
+    // first, a pass as long as the copy on every float32 push).
+    const std::span<const std::byte> bytes = std::as_bytes(x);
+    return std::vector<std::byte>(bytes.begin(), bytes.end());
+  }
   std::vector<std::byte> out(encoded_bytes(spec, x.size()));
   switch (spec.codec) {
     case Codec::kNone:
-      if (carry.empty()) {  // the floats as they are: one copy
-        if (!x.empty()) std::memcpy(out.data(), x.data(), x.size_bytes());
-        break;
-      }
       for (size_t i = 0; i < x.size(); ++i) {
         const float v = at(x, carry, i);
         std::memcpy(out.data() + 4 * i, &v, 4);
