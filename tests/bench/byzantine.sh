@@ -15,9 +15,9 @@
 # takes seconds.
 # `byzantine.sh cost`: what --robust clip costs where no one attacks, with
 # gossipctl compare (4 gossipd processes on loopback, 2 epochs, COST_ALGO:
-# crossover or sgp): REPS runs
-# with and without it, alternated, and the median and least ratio of their
-# rounds per second.
+# crossover, sgp or allreduce): REPS runs
+# with and without it, alternated (each pair's order too), and the median
+# and least ratio of their rounds per second.
 # `byzantine.sh clean`: no attacker, --robust clip, each protocol of ALGOS
 # at each seed of SEEDS (1 2 3) for CLEAN_EPOCHS (5: 585 rounds at N = 8):
 # any member named (there should be none), the rounds run and the accuracy.
@@ -35,7 +35,10 @@ cmake --build build -j2 --target gossipctl gossipd >/dev/null
 mkdir -p "$OUT"
 if [ "$WHAT" = cost ]; then
   for r in $(seq 1 "${REPS:-5}"); do
-    for d in none clip; do
+    # Each pair's order alternates (none first, then clip first): a run
+    # that follows another is not always the same one.
+    order="none clip"; [ $((r % 2)) = 0 ] && order="clip none"
+    for d in $order; do
       ./build/bin/gossipctl compare --workers 4 --algos "${COST_ALGO:-crossover}" --epochs 2 --robust "$d" \
         --out "$OUT/cost-$d-$r" > "$OUT/cost-$d-$r.log" 2>&1
     done
