@@ -281,7 +281,8 @@ RoundStats HierarchicalCrossover::run_round(const topology::View& view,
     }
     owned.push_back({seg.offset, seg.offset + seg.length});
   }
-  stats.values_refused += averages_.share(group, params, owned);  // (3) every segment as its owner left it
+  stats.values_refused +=
+      averages_.share(group, params, owned, round);  // (3) every segment as its owner left it
   stats.bytes_sent += node_.payload_bytes_sent() - collective_bytes;
   if (clip_) {
     stats.named = robust_->end_round();

@@ -6,6 +6,7 @@
 #include "protocol/collectives/compressed.h"
 #include "protocol/collectives/ring.h"
 #include "protocol/wire/codec.h"
+#include "protocol/wire/errors.h"
 
 namespace gossipd::protocol {
 
@@ -45,14 +46,46 @@ size_t GroupAverages::average(Group& group, std::span<float> params) {
   return refused;
 }
 
-size_t GroupAverages::share(Group& group, std::span<float> params, const std::vector<BlockRange>& owned) {
+namespace {
+
+// A round in two floats of 20 bits each: exact in float32, and in any sum
+// where the others add zeros.
+constexpr uint64_t kRoundBits = 20;
+
+}  // namespace
+
+void GroupAverages::carry_round(const Group& group, uint64_t round) {
+  const size_t at = buffer_.size();
+  buffer_.resize(at + 2 * group.size(), 0.0f);
+  buffer_[at + 2 * group.rank()] = static_cast<float>(round >> kRoundBits);
+  buffer_[at + 2 * group.rank() + 1] = static_cast<float>(round & ((uint64_t{1} << kRoundBits) - 1));
+}
+
+void GroupAverages::check_rounds(const Group& group, uint64_t round) const {
+  const size_t at = buffer_.size() - 2 * group.size();
+  uint64_t latest = round;
+  bool apart = false;
+  for (size_t r = 0; r < group.size(); ++r) {
+    const uint64_t theirs = static_cast<uint64_t>(buffer_[at + 2 * r]) << kRoundBits |
+                            static_cast<uint64_t>(buffer_[at + 2 * r + 1]);
+    apart = apart || theirs != round;
+    latest = std::max(latest, theirs);
+  }
+  if (apart) throw RoundsApart(group.node().id(), round, latest);
+}
+
+size_t GroupAverages::share(Group& group, std::span<float> params, const std::vector<BlockRange>& owned,
+                            uint64_t round) {
   buffer_.assign(params.size(), 0.0f);
   const bool lossy = !codec_.lossless();
   for (const BlockRange& r : owned) {
     for (size_t i = r.begin; i < r.end; ++i) buffer_[i] = lossy ? params[i] - base_[i] : params[i];
   }
   if (!lossy) {  // every element has one owner: the sum is the owner's value, exactly
+    carry_round(group, round);
     AllreduceRing(group, buffer_).run();
+    check_rounds(group, round);
+    buffer_.resize(params.size());
     return adopt_finite(params, buffer_);
   }
   CompressedAllreduce(group, buffer_, shared_).run();

@@ -33,12 +33,22 @@ class GroupAverages {
   size_t average(Group& group, std::span<float> params);
   // (3) params ← the average's result with each member's `owned` ranges as
   // that member left them (each element is owned by one member, or none).
-  size_t share(Group& group, std::span<float> params, const std::vector<BlockRange>& owned);
+  // In float32 the sum also carries each member's `round`: where they
+  // differ (the owners were drawn for different rounds, so some elements
+  // had two owners and some none: measured, a replica's norm 30.7 → 50.9
+  // → 0.4), params are left as they were and every member throws
+  // RoundsApart with the furthest round. In a codec the check is not made.
+  size_t share(Group& group, std::span<float> params, const std::vector<BlockRange>& owned, uint64_t round);
   // A new group, or a round that failed part way: the members' starts may
   // differ, and the residuals are owed against parameters no longer held.
   void reset();
 
  private:
+  // share's float32 sum: 2 floats per member after the parameters, this
+  // member's round in its own; then whether all hold the same.
+  void carry_round(const Group& group, uint64_t round);
+  void check_rounds(const Group& group, uint64_t round) const;
+
   CodecSpec codec_;
   ErrorFeedback mean_, shared_;
   std::vector<float> start_;   // the group's last shared result (empty: none known)

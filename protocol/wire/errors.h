@@ -1,6 +1,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -70,6 +71,23 @@ class Aborted : public TransportError {
  public:
   Aborted(std::string node, const std::string& during)
       : TransportError(node, "", "node '" + node + "': aborted during " + during) {}
+};
+
+// A group's members found themselves at different rounds (they skipped
+// rounds apart, each taking a view change at its own moment); the round's
+// result was not taken. `latest`: the furthest of their rounds, which
+// every member of the group learns alike.
+class RoundsApart : public TransportError {
+ public:
+  RoundsApart(std::string node, uint64_t round, uint64_t latest)
+      : TransportError(node, "",
+                       "node '" + node + "': its group was at round " + std::to_string(latest) +
+                           " when it was at " + std::to_string(round)),
+        latest_(latest) {}
+  uint64_t latest() const { return latest_; }
+
+ private:
+  uint64_t latest_;
 };
 
 // Bad arguments or configuration (bad endpoint, bad key file).

@@ -281,9 +281,7 @@ TEST_F(CompareTest, AByzantineWorkerOrDefenceThatCannotRunIsOneLine) {
            {{"--algos", "allreduce", "--inject-byzantine", "w1=alie"},
             "--inject-byzantine alie: allreduce's members receive no one's copy"},
            {{"--inject-byzantine", "w1=ipm:0"}, "'0' is not a number above 0"},
-           {{"--evict-byzantine"}, "--evict-byzantine evicts the members --robust names"},
-           {{"--algos", "crossover", "--groups", "2", "--robust", "clip", "--evict-byzantine"},
-            "--evict-byzantine with --hierarchical"}})
+           {{"--evict-byzantine"}, "--evict-byzantine evicts the members --robust names"}})
     expect_refused(args, needle);
 }
 

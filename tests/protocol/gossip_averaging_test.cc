@@ -15,6 +15,7 @@
 #include "protocol/gossip/crossover.h"
 #include "protocol/gossip/overlapped_round.h"
 #include "protocol/gossip/push_sum.h"
+#include "protocol/wire/errors.h"
 #include "protocol/wire/tags.h"
 #include "tests/protocol/test_cluster.h"
 #include "topology/derangement.h"
@@ -279,6 +280,32 @@ TEST(Hierarchical, SixWorkersInTwoGroupsHoldIdenticalReplicasAfterEachRound) {
       }
     }
   }
+}
+
+// Two members of a group at different rounds (each skipped rounds of its
+// own around a view change): their share would take segment owners drawn
+// for two rounds. Both learn it from the share's sum, alike: each throws
+// RoundsApart with the further round (the worker restores its replica and
+// the one behind skips to it); the other group, at one round, goes on.
+TEST(Hierarchical, GroupMembersAtDifferentRoundsBothLearnTheFurthestAndTakeNoShare) {
+  TestCluster cluster(4);
+  register_everywhere(cluster);
+  const topology::View view(1, cluster.ids());
+  const auto labels = testing::parity_groups(view);  // {0, 2} and {1, 3}
+  GossipOptions opts;
+  opts.segment_deadline = std::chrono::milliseconds(300);  // the groups' segments cross at different rounds
+  std::vector<uint64_t> latest(4, 0);
+  testing::expect_no_errors(cluster.run([&](size_t rank) {
+    auto x = initial(rank);
+    HierarchicalCrossover g(cluster.node(rank), kSegments, opts);
+    const uint64_t round = rank == 2 ? 8 : 7;
+    try {
+      g.run_round(view, labels, round, x);
+    } catch (const RoundsApart& e) {
+      latest[rank] = e.latest();
+    }
+  }));
+  EXPECT_EQ(latest, (std::vector<uint64_t>{8, 0, 8, 0}));
 }
 
 class SilentPeer : public ::testing::TestWithParam<bool> {};

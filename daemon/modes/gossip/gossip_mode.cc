@@ -13,13 +13,6 @@
 namespace gossipd::daemon {
 namespace {
 
-// Measured (6 workers in 2 groups, w3 scaled): once w3 left, the other
-// group's owners named both members of its group of two, and a quorum
-// evicted an honest member.
-constexpr const char* kEvictHierarchical =
-    "--evict-byzantine with --hierarchical: after an eviction the groups' clipping names honest members "
-    "(a group that shrank); drop one of them";
-
 constexpr double kMinDeadlineQuantile = 0.01;  // --deadline-quantile: the least share of peers waited for
 
 class GossipMode : public Mode {
@@ -77,7 +70,7 @@ class GossipMode : public Mode {
       throw UsageError("--hierarchical and --overlap do not combine yet; pick one");
     checked_attack(flags_.robust, 0);
     const bool defended = checked_defence(flags_.robust).has_value();
-    if (checked_eviction(flags_.robust) > 0 && flags_.hierarchical) throw UsageError(kEvictHierarchical);
+    checked_eviction(flags_.robust);
     if (flags_.hierarchical && defended && !checked_codec(flags_.compress).lossless())
       throw UsageError(
           "--robust with --hierarchical and --compress: the group's robust mean takes float32 replicas; drop "
@@ -138,8 +131,6 @@ class GossipMode : public Mode {
     if (const std::string m = c.value_of("--outer-momentum", "0");
         m != "0" && algo_ == GossipAlgo::kCrossover)
       l.flags.insert(l.flags.end(), {"--outer-momentum", checked_outer_momentum(m)});
-    if (hierarchical && c.evict_byzantine && c.value_of("--robust", "none") != "none")
-      throw UsageError(kEvictHierarchical);
     add_robust_launch(l, c);
     if (compare_pace_ == "on" && !l.paced && can_pace(false))
       l.unmet = "--pace on is for flat crossover and sgp: drop --groups or --pace";

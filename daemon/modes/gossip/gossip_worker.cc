@@ -108,11 +108,20 @@ class CrossoverProtocol : public GossipWorker::Protocol {
 
  private:
   protocol::RoundStats hierarchical(uint64_t round) {
+    // Behind the group's furthest member: skip to its round, training
+    // alone, where the others wait at the next round's collectives.
+    if (round < rejoin_at_) return skipped_round();
     std::vector<float> before(params_.begin(), params_.end());
     const topology::View view = membership_.view_at(round);
     watch_view(view, round);
     try {
       return hierarchical_.run_round(view, membership_.labels(), round, params_);
+    } catch (const protocol::RoundsApart& e) {
+      // The group's collectives went through (the group stays as it is),
+      // but its members were at different rounds: the result is not taken.
+      std::copy(before.begin(), before.end(), params_.begin());
+      rejoin_at_ = e.latest() + 1;
+      return skipped_round();
     } catch (const protocol::Aborted&) {
       if (stop_.stop_requested()) throw;  // the worker is stopping
       return skip_round(before);          // the view watch: the view for this round changed
@@ -127,6 +136,9 @@ class CrossoverProtocol : public GossipWorker::Protocol {
   protocol::RoundStats skip_round(std::span<const float> before) {
     std::copy(before.begin(), before.end(), params_.begin());
     hierarchical_.reset();
+    return skipped_round();
+  }
+  protocol::RoundStats skipped_round() const {
     protocol::RoundStats skipped;
     skipped.segments_skipped = options_.segments.size();
     return skipped;
@@ -155,6 +167,7 @@ class CrossoverProtocol : public GossipWorker::Protocol {
   std::unique_ptr<protocol::OverlappedRound> overlapped_;
   std::unique_ptr<ViewWatch> watch_;  // hierarchical: the view its group was built for
   uint32_t watched_view_ = 0;
+  uint64_t rejoin_at_ = 0;  // hierarchical: the round the group goes on at (RoundsApart)
 };
 
 // SGP: the numerators x live here; the model holds z = x / w for the gradients.

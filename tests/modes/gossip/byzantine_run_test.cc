@@ -58,5 +58,34 @@ TEST(ByzantineRun, EvictByzantineTakesTheNamedAttackerOutOfEveryViewAndRefusesIt
   for (int i = 0; i < kBad; ++i) EXPECT_GE(c.end_record(i)->status().test_accuracy(), 0.6) << "worker " << i;
 }
 
+// Hierarchical Crossover-SGD, two groups of three, w3 in group b: its group
+// names and evicts it, the group goes on as two, and no honest member is
+// named. The members of b take the new view at different rounds; before
+// their group's collectives were kept to one round (Group::start_round),
+// a share across two rounds doubled some segments and zeroed others, and
+// the other group named both of b's honest members.
+TEST(ByzantineRun, EvictByzantineInHierarchicalGroupsNamesNoHonestMember) {
+  constexpr int kBad = 3;
+  Cluster c(6,
+            {"--algo", "crossover", "--hierarchical", "--robust", "clip", "--evict-byzantine", "--epochs",
+             "5", "--quiet", "--threads", "1", "--train-limit", "6000", "--test-limit", "1000", "--batch",
+             "32", "--failure-timeout-ms", "1000"},
+            [](int i) {
+              std::vector<std::string> f{"--group", i % 2 ? "b" : "a"};
+              if (i == kBad) f.insert(f.end(), {"--inject-byzantine", "scaled", "--rejoin", "1"});
+              return f;
+            });
+  for (int i = 0; i < c.size(); ++i) ASSERT_TRUE(c.proc(i).wait(240s)) << "worker " << i << " did not finish";
+  ASSERT_EQ(why_not_evicted(c, kBad), "");
+  for (int i = 0; i < c.size(); ++i) {
+    if (i == kBad) continue;
+    const auto end = c.end_record(i);
+    for (const auto& named : named_byzantine(end->status()))
+      EXPECT_EQ(named, Cluster::id(kBad)) << "worker " << i << " named an honest member";
+    EXPECT_EQ(end->status().members_size(), 5) << end->status().DebugString();
+    EXPECT_GE(end->status().test_accuracy(), 0.6) << "worker " << i;
+  }
+}
+
 }  // namespace
 }  // namespace gossipd::testing

@@ -260,8 +260,6 @@ TEST(GossipFlags, BadGossipFlagsAreOneLine) {
       {{"--algo", "sgp", "--robust", "clip", "--evict-byzantine", "--evict-quorum", "0"}, "--evict-quorum 0"},
       {{"--algo", "allreduce", "--evict-quorum", "3"}, "--evict-quorum without --evict-byzantine"},
       {{"--algo", "grid", "--grid", "1x1", "--evict-byzantine"}, "--evict-byzantine is for --algo"},
-      {{"--algo", "crossover", "--hierarchical", "--group", "g0", "--robust", "clip", "--evict-byzantine"},
-       "--evict-byzantine with --hierarchical"},
       {{"--algo", "allreduce", "--robust", "clip", "--local-steps", "4"}, "--robust with --local-steps"},
       {{"--algo", "allreduce", "--robust", "clip", "--compress", "int8"}, "--robust with --compress"},
       {{"--algo", "grid", "--grid", "1x1", "--inject-byzantine", "scaled"},
