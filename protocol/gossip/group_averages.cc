@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "protocol/collectives/compressed.h"
 #include "protocol/collectives/ring.h"
@@ -51,6 +52,19 @@ namespace {
 // A round in two floats of 20 bits each: exact in float32, and in any sum
 // where the others add zeros.
 constexpr uint64_t kRoundBits = 20;
+constexpr float kRoundPart = static_cast<float>(uint64_t{1} << kRoundBits);
+// The furthest a member follows another's round in one step: members apart
+// by a view change are a few rounds apart, and a member that wrote some
+// absurd round (a Byzantine one) cannot send the others that far ahead.
+constexpr uint64_t kMostRoundsAhead = 64;
+
+// The round in a member's two slots; none where they hold no whole
+// number in range (a member that wrote something else there).
+std::optional<uint64_t> round_in(float high, float low) {
+  const auto part = [](float v) { return v >= 0 && v < kRoundPart && v == std::floor(v); };
+  if (!part(high) || !part(low)) return std::nullopt;
+  return static_cast<uint64_t>(high) << kRoundBits | static_cast<uint64_t>(low);
+}
 
 }  // namespace
 
@@ -66,10 +80,9 @@ void GroupAverages::check_rounds(const Group& group, uint64_t round) const {
   uint64_t latest = round;
   bool apart = false;
   for (size_t r = 0; r < group.size(); ++r) {
-    const uint64_t theirs = static_cast<uint64_t>(buffer_[at + 2 * r]) << kRoundBits |
-                            static_cast<uint64_t>(buffer_[at + 2 * r + 1]);
+    const std::optional<uint64_t> theirs = round_in(buffer_[at + 2 * r], buffer_[at + 2 * r + 1]);
     apart = apart || theirs != round;
-    latest = std::max(latest, theirs);
+    if (theirs) latest = std::max(latest, std::min(*theirs, round + kMostRoundsAhead));
   }
   if (apart) throw RoundsApart(group.node().id(), round, latest);
 }

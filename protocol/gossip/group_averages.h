@@ -37,7 +37,8 @@ class GroupAverages {
   // differ (the owners were drawn for different rounds, so some elements
   // had two owners and some none: measured, a replica's norm 30.7 → 50.9
   // → 0.4), params are left as they were and every member throws
-  // RoundsApart with the furthest round. In a codec the check is not made.
+  // RoundsApart with the furthest round (at most 64 past its own; a slot
+  // that holds no round counts as apart). In a codec the check is not made.
   size_t share(Group& group, std::span<float> params, const std::vector<BlockRange>& owned, uint64_t round);
   // A new group, or a round that failed part way: the members' starts may
   // differ, and the residuals are owed against parameters no longer held.
