@@ -3,7 +3,8 @@
 # worker a real replica running gossipd run's own protocols (ALGOS:
 # Crossover-SGD, SGP, AllReduce-SGD), their defences (ClippedGossip; BTARD's
 # CenteredClip for AllReduce-SGD) and attacks (held bit for bit to compare's processes by
-# tests/daemon/simulate_test.cc). N workers (8), those of BAD Byzantine (w3;
+# tests/daemon/simulate_test.cc); compute groups (ALGOS=groups:G; their
+# owners centre each push) with gossipctl compare, in real processes. N workers (8), those of BAD Byzantine (w3;
 # a comma list for several, e.g. N=16 BAD=w3,w11), the quickstart's setup (MLP, batch 64, lr 0.05, EPOCHS epochs): for
 # each defence (none, clip) a run without an attacker and one per attack.
 # Prints the honest members' final mean test accuracy, its difference from
@@ -60,11 +61,12 @@ if [ "$WHAT" = clean ]; then
   for algo in $ALGOS; do for seed in ${SEEDS:-1 2 3}; do
     dir="$OUT/clean-$algo-$seed"
     [ -e "$dir/summary.json" ] && continue
-    ./build/bin/gossipctl simulate --workers "$N" --algos "$algo" --epochs "${CLEAN_EPOCHS:-5}" --batch 64 \
+    runner=simulate; case "$algo" in groups:*) runner=compare ;; esac
+    ./build/bin/gossipctl "$runner" --workers "$N" --algos "$algo" --epochs "${CLEAN_EPOCHS:-5}" --batch 64 \
       --lr 0.05 --seed "$seed" --robust clip --out "$dir" > "$dir.log" 2>&1
   done; done
   python3 - "$OUT" "$ALGOS" "${SEEDS:-1 2 3}" <<'PY'
-import json, re, sys
+import json, os, re, sys
 out, algos, seeds = sys.argv[1], sys.argv[2].split(), sys.argv[3].split()
 naming = re.compile(r"node '(w\d+)': member '(w\d+)' is named Byzantine in round (\d+)")
 print("| protocol | seed | rounds | final mean acc | members named |")
@@ -72,8 +74,11 @@ print("| --- | --- | --- | --- | --- |")
 for algo in algos:
   for seed in seeds:
     r = json.load(open(f"{out}/clean-{algo}-{seed}/summary.json"))["results"][0]
-    named = [f"{m.group(2)} by {m.group(1)}" for l in open(f"{out}/clean-{algo}-{seed}/members.log")
-             for m in [naming.search(l)] if m]
+    run = f"{out}/clean-{algo}-{seed}"
+    sub = f"{run}/{algo.replace(':', '-')}"  # compare's runs: each member's own log
+    logs = [f"{run}/members.log"] if os.path.exists(f"{run}/members.log") else \
+        [f"{sub}/{f}" for f in sorted(os.listdir(sub)) if f.endswith(".log")]
+    named = [f"{m.group(2)} by {m.group(1)}" for log in logs for l in open(log) for m in [naming.search(l)] if m]
     print(f"| {algo} | {seed} | {r['rounds']} | {r['final_mean_accuracy']:.4f} | {', '.join(named) or 'none'} |")
 PY
   exit 0
@@ -83,10 +88,12 @@ for algo in $ALGOS; do for d in $DEFENCES; do
     dir="$OUT/$algo-$d-$a"
     [ -e "$dir/summary.json" ] || [ -e "$dir.cut" ] && continue
     # AllReduce-SGD's members receive nobody's copy to aim these with (refused in one line).
-    case "$algo:$a" in allreduce:alie | allreduce:dissensus) continue ;; esac
+    case "$algo:$a" in allreduce:alie | allreduce:dissensus | groups:*:alie | groups:*:dissensus) continue ;; esac
     byz=(); [ "$a" != honest ] && byz=(--inject-byzantine "$(echo "$BAD" | sed "s/\([^,]*\)/\1=$a/g")")
     rc=0
-    timeout "$TIMEOUT" ./build/bin/gossipctl simulate --workers "$N" --algos "$algo" --epochs "$EPOCHS" \
+    # Compute groups have no time model in simulate: real processes (compare).
+    runner=simulate; case "$algo" in groups:*) runner=compare ;; esac
+    timeout "$TIMEOUT" ./build/bin/gossipctl "$runner" --workers "$N" --algos "$algo" --epochs "$EPOCHS" \
       --batch 64 --lr 0.05 --seed "$SEED" --robust "$d" "${byz[@]}" ${HIER_GROUPS:+--groups "$HIER_GROUPS"} --out "$dir" \
       > "$dir.log" 2>&1 || rc=$?
     if [ "$rc" = 124 ]; then touch "$dir.cut"; elif [ "$rc" != 0 ]; then
@@ -104,10 +111,16 @@ def honest_acc(algo, d, a):
     for k in range(n):
         w = f"w{k}"
         if a != "honest" and w in bad: continue
-        rows = [json.loads(l) for l in open(f"{out}/{algo}-{d}-{a}/{algo}/{w}.jsonl") if l.strip()]
+        rows = [json.loads(l) for l in open(f"{out}/{algo}-{d}-{a}/{algo.replace(':', '-')}/{w}.jsonl") if l.strip()]
         evals.append({r["epoch"]: r["test_accuracy"] for r in rows if "test_accuracy" in r})
     epoch = min(max(e) for e in evals)
     return sum(e[epoch] for e in evals) / len(evals), epoch
+def member_lines(algo, d, a):
+    """Every member's log lines: simulate's members.log, or compare's w*.log."""
+    run = f"{out}/{algo}-{d}-{a}"
+    if os.path.exists(f"{run}/members.log"): return list(open(f"{run}/members.log"))
+    sub = f"{run}/{algo.replace(':', '-')}"
+    return [l for f in sorted(os.listdir(sub)) if f.endswith(".log") for l in open(f"{sub}/{f}")]
 naming = re.compile(r"node '(w\d+)': member '(w\d+)' is named Byzantine in round (\d+)")
 print(f"| protocol | attack ({', '.join(bad)} of {n}) | --robust | honest final mean acc | vs no attacker (points) | "
       f"{'attacker' if len(bad) == 1 else 'every attacker'} named by | by round | honest named |")
@@ -119,7 +132,7 @@ for algo in algos:
         (acc, epoch), (base, _) = honest_acc(algo, d, a), honest_acc(algo, d, "honest")
         when = "" if not os.path.exists(f"{out}/{algo}-{d}-{a}.cut") else f" (epoch {epoch}, stopped)"
         namers, rounds, wrong = {b: set() for b in bad}, [], set()
-        for line in open(f"{out}/{algo}-{d}-{a}/members.log"):
+        for line in member_lines(algo, d, a):
             m = naming.search(line)
             if not m: continue
             if a != "honest" and m.group(1) in bad: continue  # what an attacker says does not count

@@ -2,6 +2,7 @@
 
 #include "daemon/ctl/compare_hosts.h"
 #include "daemon/observe/metrics_log.h"
+#include "tests/support/records.h"
 #include "tests/support/wait.h"
 
 namespace gossipd::testing {
@@ -100,6 +101,22 @@ std::string why_not_evicted(Cluster& c, int bad) {
     for (const auto& m : end->status().members())
       if (m == id) return who + "ends with the evicted member in its view\n" + end->status().DebugString();
   }
+  return "";
+}
+
+std::string why_not_named_alone(Cluster& c, int i, int bad, double min_accuracy) {
+  const std::string log = c.proc(i).out() + c.proc(i).err();
+  const std::string who = "worker " + std::to_string(i) + ": ";
+  if (c.proc(i).exit_code() != 0) return who + "failed\n" + log;
+  const auto end = c.end_record(i);
+  if (!end || end->event() != "done") return who + "no end record 'done'\n" + log;
+  if (named_byzantine(end->status()) != std::vector<std::string>{Cluster::id(bad)})
+    return who + "its record names another set than {" + Cluster::id(bad) + "}\n" +
+           end->status().DebugString();
+  if (!log_names_byzantine(log, Cluster::id(bad))) return who + "its log does not name it\n" + log;
+  if (end->status().test_accuracy() < min_accuracy)
+    return who + "test accuracy " + std::to_string(end->status().test_accuracy()) + " below " +
+           std::to_string(min_accuracy);
   return "";
 }
 

@@ -75,6 +75,12 @@ class Cluster {
 // and ended in a view without it; otherwise what is not so, with the log.
 std::string why_not_evicted(Cluster& c, int bad);
 
+// --robust's naming for worker `i`, an honest member that has exited: ""
+// when it ended done, its /status record and its log name worker `bad`
+// Byzantine and no one else, and its test accuracy is at least
+// `min_accuracy`; otherwise what is not so.
+std::string why_not_named_alone(Cluster& c, int i, int bad, double min_accuracy);
+
 // The HTTP port a `gossipd run --http 127.0.0.1:0 --control-out FILE`
 // process names in FILE once it listens (0 if not within 30 s, or it exited
 // first).

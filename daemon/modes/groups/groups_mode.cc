@@ -8,6 +8,7 @@
 #include "daemon/modes/groups/groups_worker.h"
 #include "daemon/modes/groups/shard_wire.h"
 #include "daemon/observe/message_json.h"
+#include "daemon/worker/robust_flags.h"
 
 namespace gossipd::daemon {
 namespace {
@@ -54,8 +55,20 @@ class GroupsMode : public Mode {
     add_compress_flags(
         f, flags_.compress,
         "compute groups' rings (gradient and fresh values) and their shard pushes and answers");
+    add_robust_flags(
+        f, flags_.robust,
+        "gradients (groups: its pushes of its slice of its group's gradient to the shards' owners)");
   }
-  void check_flags(const RunOptions&) const override { checked_codec(flags_.compress); }
+  void check_flags(const RunOptions&) const override {
+    checked_codec(flags_.compress);
+    check_attack(flags_.robust);
+    if (flags_.robust.evict_byzantine)
+      throw UsageError(
+          "--evict-byzantine: compute groups take no one in or out of their groups during a run; a named "
+          "pusher's pushes are refused instead (drop --evict-byzantine)");
+    checked_eviction(flags_.robust);
+    checked_defence(flags_.robust);
+  }
   void add_compare_flags(ModeFlags& f) override {
     f.describe("--momentum", "auto: the compute groups' rule, their default (gossipd run --help)");
   }
@@ -72,7 +85,15 @@ class GroupsMode : public Mode {
     l.flags = {"--compute-groups", std::to_string(*g)};
     const std::vector<std::string> compress = compress_launch_flags(c);
     l.flags.insert(l.flags.end(), compress.begin(), compress.end());
+    if (c.evict_byzantine && c.value_of("--robust", "none") != "none")
+      throw UsageError("--evict-byzantine: --algos " + label +
+                       ": compute groups refuse a named pusher's pushes instead; drop it");
+    add_robust_launch(l, c);
+    for (const auto& [k, attack] : c.byzantine) check_attack(RobustFlags{attack});
     return l;
+  }
+  std::unique_ptr<Replica> load(const RunOptions& o, const Placement& where) const override {
+    return poisoned(Mode::load(o, where), flags_.robust);
   }
   uint32_t tag_count() const override { return kGroupsTagCount; }
   std::string entry_syntax() const override { return "groups:G"; }
@@ -90,6 +111,14 @@ class GroupsMode : public Mode {
   std::vector<std::string> final_report(const proto::Status& s) const override;
 
  private:
+  // An attack aimed with what a member receives: refused in one line.
+  static void check_attack(const RobustFlags& flags) {
+    if (const auto a = checked_attack(flags, 0); a && protocol::attack_observes(a->kind))
+      throw UsageError("--inject-byzantine " + std::string(protocol::attack_name(a->kind)) +
+                       ": a compute group's member receives no one's pushes to aim it with; use sign_flip, "
+                       "scaled, noise, non_finite, stale, ipm or label_flip");
+  }
+
   GroupsFlags flags_;
 };
 

@@ -14,8 +14,9 @@ GroupsReport::GroupsReport(const protocol::Node& node, WorkerState& state, Metri
       info_(std::move(info)),
       applied_(metrics.gauge("gossipd_groups_pushes_applied_total",
                              "Groups' gradients this member applied to the parameter shards it owns")),
-      refused_(metrics.gauge("gossipd_groups_pushes_refused_total",
-                             "Pushes this member refused: repeats, not its shard, wrong size")),
+      refused_(
+          metrics.gauge("gossipd_groups_pushes_refused_total",
+                        "Pushes this member refused: repeats, not its shard, wrong size, a named pusher's")),
       staleness_mean_(
           metrics.gauge("gossipd_groups_staleness_mean",
                         "Mean staleness of the pushes applied: other groups' updates since the pull")) {
@@ -36,7 +37,7 @@ void GroupsReport::at_step(const protocol::Group& ring, size_t groups_in_view) {
 void GroupsReport::publish() {
   const ShardStats x = store_.stats();
   applied_.set(static_cast<double>(x.applied));
-  refused_.set(static_cast<double>(x.duplicate + x.not_owned + x.mis_sized));
+  refused_.set(static_cast<double>(x.duplicate + x.not_owned + x.mis_sized + x.refused));
   staleness_mean_.set(x.staleness_mean());
   for (size_t k = 0; k < kStalenessBuckets; ++k) staleness_[k]->set(static_cast<double>(x.staleness[k]));
   state_.update([&](proto::Status& s) {
@@ -68,6 +69,8 @@ void GroupsReport::fill(proto::GroupsStatus& status, const ShardStats& x) const 
   g->clear_staleness_histogram();
   for (uint64_t n : x.staleness) g->add_staleness_histogram(n);
   g->set_push_retries(client_.resends());
+  g->set_pushes_clipped(x.clipped);
+  g->set_pushes_refused(x.refused);
 }
 
 }  // namespace gossipd::daemon

@@ -13,6 +13,7 @@
 #include "daemon/modes/groups/shard_client.h"
 #include "daemon/modes/groups/shard_service.h"
 #include "daemon/modes/groups/shard_store.h"
+#include "daemon/worker/robust_report.h"
 #include "protocol/collectives/collectives.h"
 #include "protocol/collectives/compressed.h"
 #include "protocol/wire/tags.h"
@@ -70,13 +71,17 @@ class GroupsWorker : public Worker {
         service_(c.node, alive_members(c.membership), c.membership.changes(), store_, labels_,
                  std::chrono::milliseconds(c.options.timeout_ms), shard_tags(tags), codec_),
         client_(c.node, alive_members(c.membership), store_, service_, labels_.at(c.node.id()),
-                client_options(c, shard_tags(tags), codec_)),
+                attacking(client_options(c, shard_tags(tags), codec_), c, o)),
         scattered_(codec_),
         gathered_(codec_),
         rule_{momentum_auto(c.options), o.target_momentum, o.momentum_floor},
         last_step_(static_cast<uint64_t>(c.options.train.epochs) * c.steps_per_epoch),
         report_(c.node, c.state, c.metrics, store_, client_,
                 GroupsReportInfo{groups_, labels_.at(c.node.id()), momentum_auto(c.options)}) {
+    if (const auto defence = checked_defence(o.robust)) {
+      store_.defend(*defence, c.node.id());
+      robust_.emplace(c.node.id(), "shard pushes", c.metrics, c.state);
+    }
     AllreduceWorkerOptions w = allreduce_worker_options(c);
     // A member may wait on a dead owner until membership moves its shard,
     // then exchange again with the shard's new owner: its ring waits that
@@ -116,6 +121,12 @@ class GroupsWorker : public Worker {
     o.send_timeout = std::chrono::milliseconds(c.options.timeout_ms);
     return o;
   }
+  // --inject-byzantine: the client's pushes attacked.
+  static ShardClientOptions attacking(ShardClientOptions o, const WorkerContext& c,
+                                      const GroupsFlags& flags) {
+    o.attack = checked_attack(flags.robust, c.topology_seed ^ std::hash<std::string>{}(c.node.id()));
+    return o;
+  }
   void step(protocol::Group& ring, protocol::HostAwareCollectives& levels, uint64_t round);
   // The fresh values of the exchange in flight (--group-overlap) into the
   // parameters, allgathered over the ring.
@@ -141,6 +152,7 @@ class GroupsWorker : public Worker {
   MomentumRule rule_;
   uint64_t last_step_;
   GroupsReport report_;
+  std::optional<RobustReport> robust_;  // --robust clip: what this owner saw of each pusher
   std::unique_ptr<AllreduceWorker> ring_;
   std::unique_ptr<OverlappedExchange> overlapped_;  // --group-overlap
   std::vector<uint64_t> held_versions_;             // --group-overlap: the versions the parameters hold
@@ -182,6 +194,10 @@ void GroupsWorker::step(protocol::Group& ring, protocol::HostAwareCollectives& l
     store_.set_momentum(
         auto_momentum(rule_.target, rule_.floor, staleness_groups(overlapped_ != nullptr, groups)));
   report_.at_step(ring, groups);
+  if (robust_) {
+    const std::vector<std::string> named = store_.end_round();  // before the record, which marks them
+    robust_->publish(store_.pushers(), named, round);
+  }
 }
 
 void GroupsWorker::take_overlapped(protocol::Group& ring, protocol::HostAwareCollectives& levels,

@@ -5,6 +5,7 @@
 
 #include "daemon/config/run_options.h"
 #include "daemon/worker/compress_flags.h"
+#include "daemon/worker/robust_flags.h"
 #include "daemon/worker/worker.h"
 #include "protocol/wire/tags.h"
 #include "trainer/model.h"
@@ -27,6 +28,9 @@ struct GroupsFlags {
   // --group-overlap: each step's push and pull run while the group computes
   // the next (overlapped_exchange.h); the run's last step waits for its own.
   bool overlap = false;
+  // --inject-byzantine (what this member pushes to the shards' owners) and
+  // --robust clip (each owner centres every push: shard_clip.h).
+  RobustFlags robust{};
 };
 
 // --algo groups (Omnivore's compute groups, with the parameter server

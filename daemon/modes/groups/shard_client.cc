@@ -18,7 +18,9 @@ ShardClient::ShardClient(protocol::Node& node, AliveMembers alive, ShardStore& s
       group_(std::move(group)),
       options_(options),
       versions_(store.layout().count(), 0),
-      feedback_(options.codec) {}
+      feedback_(options.codec) {
+  if (options_.attack) attack_.emplace(*options_.attack);
+}
 
 std::string ShardClient::owner_of(size_t shard) const { return store_.layout().owner(shard, alive_()); }
 
@@ -29,13 +31,14 @@ std::span<const float> ShardClient::piece(std::span<const float> v, size_t shard
 
 bool ShardClient::local(const Step& s, size_t shard) {
   const auto r = store_.layout().range(shard);
-  const ShardPush p{group_, s.step, s.pushed_at(shard, versions_), s.lr, shard, piece(s.grads, shard)};
+  const ShardPush p{group_,    s.step, s.pushed_at(shard, versions_), s.lr, shard, piece(s.grads, shard),
+                    node_.id()};
   PushOutcome o = store_.push(p);
   if (o == PushOutcome::kUnseeded) {
     store_.seed(shard, s.params.subspan(r.begin, r.size()), versions_[shard]);
     o = store_.push(p);
   }
-  if (o != PushOutcome::kApplied && o != PushOutcome::kDuplicate) return false;
+  if (o != PushOutcome::kApplied && o != PushOutcome::kDuplicate && o != PushOutcome::kRefused) return false;
   const auto version = store_.read(shard, s.params.subspan(r.begin, r.size()));
   if (!version) return false;
   versions_[shard] = *version;
@@ -49,15 +52,22 @@ void ShardClient::push(const Step& s, Pending& p) {
   m.note.set_version(s.pushed_at(p.shard, versions_));
   m.note.set_learning_rate(s.lr);
   if (options_.codec.lossless()) {
-    send_shard(node_, p.owner, options_.tags.request, m, piece(s.grads, p.shard), options_.send_timeout);
+    send_shard(node_, p.owner, options_.tags.request, m, outgoing(s, p.shard), options_.send_timeout);
     return;
   }
   if (!p.push.bytes) {  // encoded once: its rounding is carried whether this send or a resend lands
     const size_t offset = store_.layout().range(p.shard).begin;
-    p.push = feedback_.encode(offset, piece(s.grads, p.shard));
-    feedback_.sent(offset, piece(s.grads, p.shard), p.push);
+    const std::span<const float> sent = outgoing(s, p.shard);
+    p.push = feedback_.encode(offset, sent);
+    feedback_.sent(offset, sent, p.push);
   }
   send_encoded_shard(node_, p.owner, options_.tags.request, m, p.push, options_.send_timeout);
+}
+
+std::span<const float> ShardClient::outgoing(const Step& s, size_t shard) {
+  const std::span<const float> grad = piece(s.grads, shard);
+  if (!attack_) return grad;
+  return attack_->apply(static_cast<uint32_t>(shard), s.step, grad);
 }
 
 void ShardClient::seed(const Step& s, const Pending& p) {

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <stop_token>
 #include <string>
@@ -14,6 +15,7 @@
 #include "daemon/modes/groups/shard_store.h"
 #include "protocol/collectives/error_feedback.h"
 #include "protocol/collectives/group.h"
+#include "protocol/robust/attack.h"
 #include "protocol/transport/node.h"
 
 namespace gossipd::daemon {
@@ -24,6 +26,9 @@ struct ShardClientOptions {
   std::chrono::milliseconds send_timeout{1000};
   protocol::CodecSpec codec{};  // --compress: pushes go and answers come in it (shard_wire.h)
   ShardTags tags{};             // the compute groups' (shard_tags of Mode::tags)
+  // --inject-byzantine: what this member pushes to other owners is attacked
+  // (its own shards' pushes, into its own store, are not).
+  std::optional<protocol::AttackSpec> attack{};
 };
 
 // A group member's side of the parameter shards: pushes the group's
@@ -82,6 +87,8 @@ class ShardClient {
   bool take(const Step& s, const protocol::Message& m, std::vector<Pending>& pending);
   void resend_due(const Step& s, std::vector<Pending>& pending);
   std::span<const float> piece(std::span<const float> v, size_t shard) const;
+  // The gradient of `shard` as this member pushes it: attacked, with --inject-byzantine.
+  std::span<const float> outgoing(const Step& s, size_t shard);
 
   protocol::Node& node_;
   AliveMembers alive_;
@@ -89,9 +96,10 @@ class ShardClient {
   ShardService& service_;
   std::string group_;
   ShardClientOptions options_;
-  std::vector<uint64_t> versions_;    // per shard, as this member last took it
-  protocol::ErrorFeedback feedback_;  // the pushes' rounding (--compress)
-  std::atomic<uint64_t> resends_{0};  // read by /status while an overlapped exchange runs
+  std::vector<uint64_t> versions_;                 // per shard, as this member last took it
+  protocol::ErrorFeedback feedback_;               // the pushes' rounding (--compress)
+  std::optional<protocol::SegmentAttack> attack_;  // --inject-byzantine
+  std::atomic<uint64_t> resends_{0};               // read by /status while an overlapped exchange runs
 };
 
 }  // namespace gossipd::daemon

@@ -45,13 +45,15 @@ void ShardRequests::push(const protocol::Message& m, const std::string& group, c
     node_.reject_log().reject(from, protocol::RejectReason::kNonFinite,
                               "shard " + std::to_string(shard) + " push of step " + std::to_string(step) +
                                   " holds NaN or an infinity: not applied");
+    store_.refused(from);
     answer(from, step, shard);
     return;
   }
-  const ShardPush push{group, step, note.version(), note.learning_rate(), shard, grad};
+  const ShardPush push{group, step, note.version(), note.learning_rate(), shard, grad, from};
   const PushOutcome outcome = store_.apply_only(push);
   switch (outcome) {
     case PushOutcome::kApplied:
+    case PushOutcome::kRefused:  // a named pusher's (--robust): answered, its group goes on
       break;
     case PushOutcome::kDuplicate:
       node_.reject_log().reject(from, protocol::RejectReason::kStale,

@@ -62,7 +62,8 @@ PushOutcome ShardStore::push(const ShardPush& p) {
 void ShardStore::line_up(const ShardPush& p) {
   std::lock_guard lock(mutex_);
   auto it = shards_.find(p.shard);
-  if (it != shards_.end()) it->second.lineup.gradient_at(p.version, p.grad);
+  if (it == shards_.end() || it->second.clipped.erase({p.group, p.step})) return;  // not what was applied
+  it->second.lineup.gradient_at(p.version, p.grad);
 }
 
 PushOutcome ShardStore::apply_only(const ShardPush& p) {
@@ -87,6 +88,10 @@ PushOutcome ShardStore::apply(Shard& s, const ShardPush& p) {
     return PushOutcome::kDuplicate;
   }
   last->second = p.step;
+  if (clip_ && clip_->named(p.from)) {
+    ++stats_.refused;
+    return PushOutcome::kRefused;
+  }
   if (p.version > s.version) {  // pulled from an owner that left, after the copy this one was seeded from
     stats_.lost += p.version - s.version;
     s.version = p.version;
@@ -95,8 +100,13 @@ PushOutcome ShardStore::apply(Shard& s, const ShardPush& p) {
   ++stats_.staleness[std::min<uint64_t>(tau, kStalenessBuckets - 1)];
   stats_.staleness_sum += static_cast<double>(tau);
   stats_.staleness_max = std::max(stats_.staleness_max, tau);
+  const std::span<const float> grad = clip_ ? clip_->centre(p.from, p.shard, p.grad, s.values) : p.grad;
+  if (clip_ && clip_->clipped()) {
+    ++stats_.clipped;
+    s.clipped.insert({p.group, p.step});
+  }
   s.lineup.moving(s.version, s.values);
-  s.optimizer->step(s.values, p.grad, p.lr);
+  s.optimizer->step(s.values, grad, p.lr);
   s.lineup.moved(s.version, s.values);
   ++s.version;
   ++stats_.applied;
@@ -122,6 +132,31 @@ ShardStats ShardStore::stats() const {
     out.fit.add(s.lineup.sums());
   }
   return out;
+}
+
+void ShardStore::defend(protocol::ClipSpec spec, const std::string& self) {
+  std::lock_guard lock(mutex_);
+  clip_ = std::make_unique<ShardClip>(spec, self);
+}
+
+bool ShardStore::defended() const {
+  std::lock_guard lock(mutex_);
+  return clip_ != nullptr;
+}
+
+void ShardStore::refused(const std::string& from) {
+  std::lock_guard lock(mutex_);
+  if (clip_) clip_->refused(from);
+}
+
+std::vector<std::string> ShardStore::end_round() {
+  std::lock_guard lock(mutex_);
+  return clip_ ? clip_->end_round() : std::vector<std::string>{};
+}
+
+std::map<std::string, protocol::PeerClipping> ShardStore::pushers() const {
+  std::lock_guard lock(mutex_);
+  return clip_ ? clip_->pushers() : std::map<std::string, protocol::PeerClipping>{};
 }
 
 }  // namespace gossipd::daemon

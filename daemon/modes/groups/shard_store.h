@@ -5,11 +5,13 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "daemon/modes/groups/momentum_lineup.h"
+#include "daemon/modes/groups/shard_clip.h"
 #include "daemon/modes/groups/shard_layout.h"
 #include "trainer/optimizer.h"
 
@@ -23,9 +25,11 @@ struct ShardPush {
   float lr = 0;          // the group's learning rate for the step
   size_t shard = 0;
   std::span<const float> grad;
+  std::string from{};  // the member that pushed it (--robust judges members, not groups)
 };
 
-enum class PushOutcome { kApplied, kDuplicate, kNotOwned, kMisSized, kUnseeded };
+// kRefused: --robust named its pusher; answered, not applied.
+enum class PushOutcome { kApplied, kDuplicate, kNotOwned, kMisSized, kUnseeded, kRefused };
 
 // Applied pushes of staleness k in bucket k; the last bucket k and above.
 constexpr size_t kStalenessBuckets = 32;
@@ -33,8 +37,9 @@ constexpr size_t kStalenessBuckets = 32;
 struct ShardStats {
   std::vector<uint32_t> owned;
   uint64_t applied = 0, duplicate = 0, not_owned = 0, mis_sized = 0;
-  uint64_t seeded_later = 0;  // shards seeded after the start (their owner left)
-  uint64_t lost = 0;          // updates a group had pulled that the seeding copy did not hold
+  uint64_t clipped = 0, refused = 0;  // --robust clip: pushes applied clipped; refused (a named pusher's)
+  uint64_t seeded_later = 0;          // shards seeded after the start (their owner left)
+  uint64_t lost = 0;                  // updates a group had pulled that the seeding copy did not hold
   std::vector<uint64_t> staleness = std::vector<uint64_t>(kStalenessBuckets, 0);
   double staleness_sum = 0;
   uint64_t staleness_max = 0;
@@ -78,6 +83,16 @@ class ShardStore {
   std::optional<uint64_t> read(size_t shard, std::span<float> out) const;
   ShardStats stats() const;
 
+  // --robust clip: every push from now on applied as ShardClip centres it.
+  void defend(protocol::ClipSpec spec, const std::string& self);
+  bool defended() const;
+  // A push of `from`'s refused as non-finite (counted against it, --robust).
+  void refused(const std::string& from);
+  // --robust: ends the owner's round (ShardClip::end_round); the pushers named.
+  std::vector<std::string> end_round();
+  // --robust: what this owner saw of each pusher.
+  std::map<std::string, protocol::PeerClipping> pushers() const;
+
  private:
   struct Shard {
     std::vector<float> values;  // empty: not seeded
@@ -85,6 +100,7 @@ class ShardStore {
     uint64_t version = 0;
     std::map<std::string, uint64_t> last_step;  // per group
     MomentumLineup lineup;
+    std::set<std::pair<std::string, uint64_t>> clipped;  // (group, step): not lined up
   };
   Shard make_shard(size_t shard) const;
   PushOutcome apply(Shard& s, const ShardPush& p);  // mutex_ held
@@ -95,6 +111,7 @@ class ShardStore {
   mutable std::mutex mutex_;
   std::map<size_t, Shard> shards_;
   ShardStats stats_;
+  std::unique_ptr<ShardClip> clip_;  // --robust clip
 };
 
 }  // namespace gossipd::daemon

@@ -128,13 +128,11 @@ TEST_P(RobustAllreduceRun, EveryHonestMemberNamesTheAttackerTheyLearnAndTheRepli
     const auto end = c.end_record(i);
     ASSERT_TRUE(end && end->event() == "done") << c.proc(i).out();
     hashes.push_back(end->param_hash());
-    if (i == kBad) continue;
-    EXPECT_EQ(named_byzantine(end->status()), std::vector<std::string>{Cluster::id(kBad)})
-        << end->status().DebugString();
-    EXPECT_TRUE(log_names_byzantine(c.proc(i).out() + c.proc(i).err(), Cluster::id(kBad))) << c.proc(i).err();
     // A sum with the ×1000 member in it diverges in a few steps and a NaN
     // one skips every step (above); aggregated, they learn.
-    EXPECT_GE(end->status().test_accuracy(), 0.6) << "worker " << i;
+    if (i != kBad) {
+      EXPECT_EQ(why_not_named_alone(c, i, kBad, 0.6), "");
+    }
   }
   for (int i = 1; i < c.size(); ++i) EXPECT_EQ(hashes[i], hashes[0]) << "worker " << i;
 }

@@ -23,20 +23,14 @@ TEST(ByzantineRun, ClippedCrossoverNamesTheScaledAttackerAndTheHonestLearn) {
               return i == kBad ? std::vector<std::string>{"--inject-byzantine", "scaled"}
                                : std::vector<std::string>{};
             });
-  for (int i = 0; i < c.size(); ++i) {
-    ASSERT_TRUE(c.proc(i).wait(120s)) << "worker " << i << " did not finish";
-    ASSERT_EQ(c.proc(i).exit_code(), 0) << c.proc(i).err();
-    if (i == kBad) continue;
-    const auto end = c.end_record(i);
-    ASSERT_TRUE(end && end->event() == "done") << c.proc(i).out();
-    EXPECT_EQ(named_byzantine(end->status()), std::vector<std::string>{Cluster::id(kBad)})
-        << end->status().DebugString();
-    EXPECT_TRUE(log_names_byzantine(c.proc(i).out() + c.proc(i).err(), Cluster::id(kBad))) << c.proc(i).err();
-    // Plain averaging takes the honest replicas to values of 1e30 and
-    // beyond within a few rounds (tests/protocol/robust_test.cc); clipped,
-    // they learn: measured 0.75-0.8 after these 47 rounds.
-    EXPECT_GE(end->status().test_accuracy(), 0.6) << "worker " << i;
-  }
+  for (int i = 0; i < c.size(); ++i) ASSERT_TRUE(c.proc(i).wait(120s)) << "worker " << i << " did not finish";
+  // Plain averaging takes the honest replicas to values of 1e30 and beyond
+  // within a few rounds (tests/protocol/robust_test.cc); clipped, they
+  // learn: measured 0.75-0.8 after these 47 rounds.
+  for (int i = 0; i < c.size(); ++i)
+    if (i != kBad) {
+      EXPECT_EQ(why_not_named_alone(c, i, kBad, 0.6), "");
+    }
 }
 
 // w3 is named by each of the three honest members, two of which make the

@@ -2,7 +2,9 @@
 // with one model and every group's push is applied once (duplicated and
 // reordered on the wire), /status shows the shards and the staleness, one
 // group is AllReduce-SGD, a dead member's group re-forms and its shards are
-// seeded again while the other group goes on, and bad counts are one line.
+// seeded again while the other group goes on, under --robust clip the
+// owners name a member that pushes scaled gradients, and bad counts are one
+// line.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -238,6 +240,26 @@ TEST(GroupsRun, OverlappedADeadMemberLeavesItsGroupToReformAndTheOtherGroupGoesO
   a_dead_member_leaves_its_group({"--group-overlap"}, false);
 }
 
+// Four groups of one; w3 pushes its gradients scaled ×1000. Under --robust
+// clip every owner it pushes to (the three others: its own shard it
+// applies itself) centres its pushes, names it (in /status's record and
+// the log) and no one else, and refuses its pushes from then on; the
+// honest members learn. Without the defence the same attack takes every
+// replica to chance (tests/bench/byzantine.sh: 0.10).
+TEST(GroupsRun, UnderRobustClipOwnersNameTheScaledPusherAloneAndTheHonestLearn) {
+  constexpr int kBad = 3;
+  Cluster c(4, with(groups(4, {"--epochs", "2", "--robust", "clip"}), kNoEviction), [](int i) {
+    return i == kBad ? std::vector<std::string>{"--inject-byzantine", "scaled"} : std::vector<std::string>{};
+  });
+  for (int i = 0; i < c.size(); ++i) ASSERT_TRUE(c.proc(i).wait(180s)) << "worker " << i << " did not finish";
+  for (int i = 0; i < c.size(); ++i) {
+    if (i == kBad) continue;
+    EXPECT_EQ(why_not_named_alone(c, i, kBad, 0.6), "");
+    EXPECT_GT(daemon::mode_status<proto::GroupsStatus>(c.end_record(i)->status()).pushes_refused(), 0u)
+        << "no push of the named member was refused";
+  }
+}
+
 TEST(GroupsRun, BadCountsAndMomentaAreOneLine) {
   expect_refused_by(4, groups(3, {}), "--compute-groups 3: 3 compute groups do not divide 4 workers");
   expect_refused_by(4, with(kGroupsData, {"--algo", "groups"}), "--algo groups needs --compute-groups");
@@ -249,6 +271,12 @@ TEST(GroupsRun, BadCountsAndMomentaAreOneLine) {
                     "--optimizer lars needs whole layers; use --optimizer sgd");
   expect_refused_by(4, groups(2, {"--compute-group-order", "w0,w1,w2,w9"}),
                     "--compute-group-order: the order does not list every one of the 4 members exactly once");
+  expect_refused_by(
+      4, groups(2, {"--inject-byzantine", "alie"}),
+      "--inject-byzantine alie: a compute group's member receives no one's pushes to aim it with");
+  expect_refused_by(4, groups(2, {"--robust", "clip", "--evict-byzantine"}),
+                    "--evict-byzantine: compute groups take no one in or out of their groups during a run");
+  expect_refused_by(4, groups(2, {"--robust", "clip:0"}), "--robust 'clip:0': '0' is not a number above 0");
   const RunResult train = run({bin("gossipd"), "train", "--momentum", "auto", "--epochs", "1"}, 30s);
   EXPECT_EQ(train.exit_code, 2) << train.err;
   EXPECT_NE(train.err.find("--momentum auto is a distributed mode's rule (gossipd run --help)"),

@@ -10,15 +10,10 @@
 
 #include "daemon/modes/groups/momentum_lineup.h"
 #include "daemon/modes/groups/shard_layout.h"
+#include "tests/modes/groups/plain_sgd.h"
 
 namespace gossipd::daemon {
 namespace {
-
-trainer::OptimizerOptions plain_sgd() {
-  trainer::OptimizerOptions o;
-  o.momentum = 0;
-  return o;
-}
 
 TEST(ShardLayout, ShardsTileTheParametersAndMoveOnlyWhenTheirOwnerLeaves) {
   const ShardLayout layout(10, {"w2", "w0", "w3", "w1"});
