@@ -16,7 +16,40 @@ protocol::ClipSpec judged_as_centered_clip(protocol::ClipSpec spec) {
   return spec;
 }
 
+// The coordinate-wise median of 3 and of 4 rows without a sort: the same
+// values as sorting each column (every push of 3 or 4 groups goes through
+// one), built for AVX2 and the baseline.
+__attribute__((target_clones("avx2", "default"))) void median_of_3(const float* a, const float* b,
+                                                                   const float* c, float* out, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    out[i] = std::max(std::min(a[i], b[i]), std::min(std::max(a[i], b[i]), c[i]));
+}
+
+// Of four, the two that are neither the least nor the most: the larger of
+// the pairs' lows and the smaller of their highs.
+__attribute__((target_clones("avx2", "default"))) void median_of_4(const float* a, const float* b,
+                                                                   const float* c, const float* d, float* out,
+                                                                   size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    const float low = std::max(std::min(a[i], b[i]), std::min(c[i], d[i]));
+    const float high = std::min(std::max(a[i], b[i]), std::max(c[i], d[i]));
+    out[i] = 0.5f * (low + high);
+  }
+}
+
 }  // namespace
+
+void coordinate_median(std::span<const float* const> rows, std::span<float> out) {
+  const size_t m = rows.size(), n = out.size();
+  if (m == 3) return median_of_3(rows[0], rows[1], rows[2], out.data(), n);
+  if (m == 4) return median_of_4(rows[0], rows[1], rows[2], rows[3], out.data(), n);
+  std::vector<float> column(m);
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t k = 0; k < m; ++k) column[k] = rows[k][i];
+    std::sort(column.begin(), column.end());
+    out[i] = m % 2 ? column[m / 2] : 0.5f * (column[m / 2 - 1] + column[m / 2]);
+  }
+}
 
 ShardClip::ShardClip(protocol::ClipSpec spec, std::string self)
     : clip_(judged_as_centered_clip(spec)), self_(std::move(self)) {}
@@ -31,12 +64,7 @@ void ShardClip::median(Rows& rows) {
     return;
   }
   rows.reference.resize(n);
-  column_.resize(m);
-  for (size_t i = 0; i < n; ++i) {
-    for (size_t k = 0; k < m; ++k) column_[k] = take_[k][i];
-    std::sort(column_.begin(), column_.end());
-    rows.reference[i] = m % 2 ? column_[m / 2] : 0.5f * (column_[m / 2 - 1] + column_[m / 2]);
-  }
+  coordinate_median(take_, rows.reference);
 }
 
 std::span<const float> ShardClip::centre(const std::string& from, size_t shard, std::span<const float> grad,

@@ -32,6 +32,11 @@ namespace gossipd::daemon {
 // was named after round 300 and honest members were named once the
 // attacker had moved the replicas (tests/bench/byzantine.sh).
 // Not thread-safe: the store calls it under its lock.
+// out ← the coordinate-wise median of `rows` (each out.size() floats, at
+// least one): the middle value of each column, or the mean of the middle
+// two; 3 and 4 rows without a sort.
+void coordinate_median(std::span<const float* const> rows, std::span<float> out);
+
 class ShardClip {
  public:
   // The fewest pushers whose latest pushes the reference is the median of;
@@ -71,7 +76,7 @@ class ShardClip {
 
   std::map<size_t, Rows> shards_;
   std::vector<const float*> take_;
-  std::vector<float> column_, out_;
+  std::vector<float> out_;
   bool clipped_ = false;
 };
 

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -73,6 +74,30 @@ TEST(ShardClip, APushWithinTauIsAppliedAsItCameAndAFarOneAtMostTauBeyondTheMedia
   EXPECT_NEAR(x.beyond, 1.0, 1e-5) << "clipped to τ around the median";
   EXPECT_NEAR(x.along, 1.0, 1e-5) << "towards the push";
   EXPECT_EQ(clipped.stats().clipped, 1u);
+}
+
+// The median without a sort (3 and 4 rows) and with one (the rest) against
+// each column sorted, on columns with many ties.
+TEST(ShardClip, TheCoordinateMedianIsTheMiddleOfEachSortedColumn) {
+  std::mt19937 rng(3);
+  std::uniform_int_distribution<int> value(-4, 4);  // few values: many ties
+  for (size_t m = 1; m <= 7; ++m) {
+    constexpr size_t kN = 257;
+    std::vector<std::vector<float>> rows(m, std::vector<float>(kN));
+    for (auto& row : rows)
+      for (float& v : row) v = static_cast<float>(value(rng)) * 0.5f;
+    std::vector<const float*> take;
+    for (const auto& row : rows) take.push_back(row.data());
+    std::vector<float> out(kN);
+    coordinate_median(take, out);
+    for (size_t i = 0; i < kN; ++i) {
+      std::vector<float> column;
+      for (const auto& row : rows) column.push_back(row[i]);
+      std::sort(column.begin(), column.end());
+      const float want = m % 2 ? column[m / 2] : 0.5f * (column[m / 2 - 1] + column[m / 2]);
+      ASSERT_EQ(out[i], want) << m << " rows, column " << i;
+    }
+  }
 }
 
 // Two pushers of a shard: no majority to take a median of, the norm is clipped.
