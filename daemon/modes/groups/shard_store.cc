@@ -139,11 +139,6 @@ void ShardStore::defend(protocol::ClipSpec spec, const std::string& self) {
   clip_ = std::make_unique<ShardClip>(spec, self);
 }
 
-bool ShardStore::defended() const {
-  std::lock_guard lock(mutex_);
-  return clip_ != nullptr;
-}
-
 void ShardStore::refused(const std::string& from) {
   std::lock_guard lock(mutex_);
   if (clip_) clip_->refused(from);

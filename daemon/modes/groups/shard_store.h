@@ -85,7 +85,6 @@ class ShardStore {
 
   // --robust clip: every push from now on applied as ShardClip centres it.
   void defend(protocol::ClipSpec spec, const std::string& self);
-  bool defended() const;
   // A push of `from`'s refused as non-finite (counted against it, --robust).
   void refused(const std::string& from);
   // --robust: ends the owner's round (ShardClip::end_round); the pushers named.
