@@ -87,6 +87,24 @@ void GroupAverages::check_rounds(const Group& group, uint64_t round) const {
   if (apart) throw RoundsApart(group.node().id(), round, latest);
 }
 
+// In a codec the round slots would be rounded with the rest: they travel
+// alone first, in float32 (a ring of 2 floats a member). Apart, the members
+// throw before the share; the average's residual and start were owed
+// against a round the worker undoes, so the group starts afresh.
+void GroupAverages::check_rounds_apart(Group& group, uint64_t round) {
+  std::vector<float> parameters;
+  parameters.swap(buffer_);
+  carry_round(group, round);
+  AllreduceRing(group, buffer_).run();
+  try {
+    check_rounds(group, round);
+  } catch (const RoundsApart&) {
+    reset();
+    throw;
+  }
+  buffer_.swap(parameters);
+}
+
 size_t GroupAverages::share(Group& group, std::span<float> params, const std::vector<BlockRange>& owned,
                             uint64_t round) {
   buffer_.assign(params.size(), 0.0f);
@@ -101,6 +119,7 @@ size_t GroupAverages::share(Group& group, std::span<float> params, const std::ve
     buffer_.resize(params.size());
     return adopt_finite(params, buffer_);
   }
+  check_rounds_apart(group, round);
   CompressedAllreduce(group, buffer_, shared_).run();
   for (size_t i = 0; i < params.size(); ++i) buffer_[i] = base_[i] + buffer_[i];
   const size_t refused = adopt_finite(params, buffer_);

@@ -33,12 +33,13 @@ class GroupAverages {
   size_t average(Group& group, std::span<float> params);
   // (3) params ← the average's result with each member's `owned` ranges as
   // that member left them (each element is owned by one member, or none).
-  // In float32 the sum also carries each member's `round`: where they
-  // differ (the owners were drawn for different rounds, so some elements
-  // had two owners and some none: measured, a replica's norm 30.7 → 50.9
-  // → 0.4), params are left as they were and every member throws
-  // RoundsApart with the furthest round (at most 64 past its own; a slot
-  // that holds no round counts as apart). In a codec the check is not made.
+  // The members' `round`s are summed too (in float32 with the share; in a
+  // codec in a float32 ring of their own before it): where they differ
+  // (the owners were drawn for different rounds, so some elements had two
+  // owners and some none: measured, a replica's norm 30.7 → 50.9 → 0.4),
+  // params are left as they were and every member throws RoundsApart with
+  // the furthest round (at most 64 past its own; a slot that holds no
+  // round counts as apart); in a codec the group then starts afresh.
   size_t share(Group& group, std::span<float> params, const std::vector<BlockRange>& owned, uint64_t round);
   // A new group, or a round that failed part way: the members' starts may
   // differ, and the residuals are owed against parameters no longer held.
@@ -49,6 +50,8 @@ class GroupAverages {
   // member's round in its own; then whether all hold the same.
   void carry_round(const Group& group, uint64_t round);
   void check_rounds(const Group& group, uint64_t round) const;
+  // A codec's check, before its share: the slots alone, buffer_ kept.
+  void check_rounds_apart(Group& group, uint64_t round);
 
   CodecSpec codec_;
   ErrorFeedback mean_, shared_;

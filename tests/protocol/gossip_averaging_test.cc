@@ -287,26 +287,44 @@ TEST(Hierarchical, SixWorkersInTwoGroupsHoldIdenticalReplicasAfterEachRound) {
 // for two rounds. Both learn it from the share's sum, alike: each throws
 // RoundsApart with the further round (the worker restores its replica and
 // the one behind skips to it); the other group, at one round, goes on.
-TEST(Hierarchical, GroupMembersAtDifferentRoundsBothLearnTheFurthestAndTakeNoShare) {
+// In float32 the rounds travel in the share's sum; in a codec, which would
+// round them, in a float32 ring of their own before the share.
+class RoundsApartIn : public ::testing::TestWithParam<Codec> {};
+
+TEST_P(RoundsApartIn, GroupMembersAtDifferentRoundsBothLearnTheFurthestAndTakeNoShare) {
   TestCluster cluster(4);
   register_everywhere(cluster);
   const topology::View view(1, cluster.ids());
   const auto labels = testing::parity_groups(view);  // {0, 2} and {1, 3}
   GossipOptions opts;
+  opts.codec.codec = GetParam();
   opts.segment_deadline = std::chrono::milliseconds(300);  // the groups' segments cross at different rounds
   std::vector<uint64_t> latest(4, 0);
+  std::vector<std::vector<float>> replicas(4);
   testing::expect_no_errors(cluster.run([&](size_t rank) {
     auto x = initial(rank);
     HierarchicalCrossover g(cluster.node(rank), kSegments, opts);
     const uint64_t round = rank == 2 ? 8 : 7;
+    const std::vector<float> before = x;
     try {
       g.run_round(view, labels, round, x);
     } catch (const RoundsApart& e) {
       latest[rank] = e.latest();
+      x = before;  // as the worker does
     }
+    g.run_round(view, labels, 9, x);  // then all at one round: each group ends as one replica
+    replicas[rank] = x;
   }));
   EXPECT_EQ(latest, (std::vector<uint64_t>{8, 0, 8, 0}));
+  EXPECT_EQ(replicas[0], replicas[2]);
+  EXPECT_EQ(replicas[1], replicas[3]);
 }
+
+INSTANTIATE_TEST_SUITE_P(Hierarchical, RoundsApartIn,
+                         ::testing::Values(Codec::kNone, Codec::kFp16, Codec::kInt8),
+                         [](const ::testing::TestParamInfo<Codec>& param) {
+                           return codec_name(param.param);
+                         });
 
 class SilentPeer : public ::testing::TestWithParam<bool> {};
 
