@@ -10,11 +10,11 @@ namespace gossipd::daemon {
 
 void add_compress_flags(ModeFlags& f, CompressFlags& into, const std::string& what) {
   f.option("--compress", into.compress,
-           "How " + what +
-               " travel: none (float32), fp16, bf16, or int8 (one float32 scale per --compress-block "
-               "values); a lossy codec carries what it rounds off into the next exchange (error feedback). "
-               "Every member must run the same")
+           "How the mode's exchanges travel: none (float32), fp16, bf16, or int8 (one float32 scale per "
+           "--compress-block values); a lossy codec carries what it rounds off into the next exchange "
+           "(error feedback). Every member must run the same")
       ->capture_default_str();
+  f.describe("--compress", what);
   f.option("--compress-block", into.compress_block, "--compress int8: values per scale (16 to 65536)")
       ->capture_default_str();
 }

@@ -18,8 +18,8 @@ struct CompressFlags {
   uint32_t compress_block = protocol::kDefaultInt8Block;
 };
 
-// Adds both flags, stored in `into`; `what` says what travels in the codec
-// ("gossip segments").
+// Adds both flags, stored in `into`; `what` says what travels in the codec,
+// the mode's note in the shared help ("gossip: its segments").
 void add_compress_flags(ModeFlags& flags, CompressFlags& into, const std::string& what);
 // The codec the flags name; UsageError in one line for an unknown codec or
 // an int8 block that does not fit.

@@ -39,10 +39,11 @@ std::string attack_list() {
 }
 
 // --inject-byzantine.
-void add_attack_flag(ModeFlags& f, RobustFlags& into, const std::string& what) {
+void add_attack_flag(ModeFlags& f, RobustFlags& into) {
   f.option(
       "--inject-byzantine", into.inject_byzantine,
-      "Fault injection: this member sends Byzantine " + what + ": KIND[:MAGNITUDE], KIND one of " +
+      "Fault injection: this member sends Byzantine values instead of its own: KIND[:MAGNITUDE], KIND one "
+      "of " +
           attack_list() +
           " (scaled: the factor, default 1000; noise: the standard deviation, default 1; ipm: ε, default "
           "0.1; alie: z, default 1; dissensus: ε, default 1; label_flip trains on flipped labels and "
@@ -52,13 +53,15 @@ void add_attack_flag(ModeFlags& f, RobustFlags& into, const std::string& what) {
 }  // namespace
 
 void add_robust_flags(ModeFlags& f, RobustFlags& into, const std::string& what) {
-  add_attack_flag(f, into, what);
+  add_attack_flag(f, into);
+  f.describe("--inject-byzantine", what);
   f.option("--robust", into.robust,
-           "How received " + what +
-               " are averaged: none (as they come), clip (each peer's difference clipped to an adaptive "
-               "radius, ClippedGossip or CenteredClip as the protocol takes it; a peer far beyond it round "
-               "after round is named and left out) or clip:TAU (a fixed radius, the L2 norm of a difference)")
+           "How what the members send is averaged: none (as it comes), clip (each peer's difference clipped "
+           "to an adaptive radius, ClippedGossip or CenteredClip as the protocol takes it; a peer far beyond "
+           "it round after round is named and left out) or clip:TAU (a fixed radius, the L2 norm of a "
+           "difference)")
       ->capture_default_str();
+  f.describe("--robust", what);
   f.flag("--evict-byzantine", into.evict_byzantine,
          "With --robust clip: a member named Byzantine by --evict-quorum members leaves every view and is "
          "refused should it come back in this run");

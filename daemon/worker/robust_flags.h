@@ -24,8 +24,8 @@ struct RobustFlags {
   size_t evict_quorum = 2;
 };
 
-// Adds the flags, stored in `into`; `what` names what an attacker sends
-// ("gossip segments").
+// Adds the flags, stored in `into`; `what` names what an attacker sends,
+// the mode's note in the shared help ("gossip: its segments").
 void add_robust_flags(ModeFlags& flags, RobustFlags& into, const std::string& what);
 // The attack --inject-byzantine names (nullopt: none), its noise keyed by
 // `seed`; UsageError in one line for an unknown kind or a bad magnitude.

@@ -168,6 +168,27 @@ TEST(ModeFlags, ASharedFlagReachesEveryOwnerAndIsRefusedToOthers) {
   }
 }
 
+size_t occurrences(const std::string& text, const std::string& words) {
+  size_t n = 0;
+  for (size_t at = text.find(words); at != std::string::npos; at = text.find(words, at + 1)) ++n;
+  return n;
+}
+
+// A flag several modes share has one help (gossipd run --help): the words
+// they have in common once, then each mode's own note once.
+TEST(ModeFlags, ASharedFlagsHelpSaysTheCommonWordsOnceAndEachModesNote) {
+  CLI::App app;
+  ModeFlags flags(app);
+  ModeSet modes;
+  modes.add_flags(flags);
+  for (const char* name : {"--compress", "--inject-byzantine", "--robust"}) {
+    const std::string help = app.get_option(name)->get_description();
+    EXPECT_EQ(occurrences(help, help.substr(0, 24)), 1u) << name << ": " << help;
+    for (const char* note : {"allreduce: ", "gossip: ", "groups: "})
+      EXPECT_EQ(occurrences(help, note), 1u) << name << " " << note << ": " << help;
+  }
+}
+
 EntryContext four_workers() {
   EntryContext c;
   c.workers = 4;

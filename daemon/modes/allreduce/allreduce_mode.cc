@@ -29,8 +29,8 @@ class AllreduceMode : public Mode {
              "the last) instead of the gradients every step")
         ->capture_default_str();
     add_outer_momentum_flag(f, outer_momentum_);
-    add_compress_flags(f, compress_, "allreduce's collectives (gradients, or the local steps' change)");
-    add_robust_flags(f, robust_, "gradients (allreduce: its copy of every block of every step's gradients)");
+    add_compress_flags(f, compress_, "allreduce: its collectives (gradients, or the local steps' change)");
+    add_robust_flags(f, robust_, "allreduce: its copy of every block of every step's gradients");
   }
   void check_flags(const RunOptions&) const override {
     if (local_steps_ == 0) throw UsageError("--local-steps 0: take at least 1 step per exchange");

@@ -45,7 +45,7 @@ class GossipMode : public Mode {
              "Measure the replicas' consensus distance every N rounds (0: never; gossip protocols)")
         ->capture_default_str();
     add_exchange_flags(f);
-    add_robust_flags(f, flags_.robust, "gossip segments");
+    add_robust_flags(f, flags_.robust, "gossip: its segments");
     f.describe("--segment-deadline-ms", "gossip: a peer's segment, the own copy kept");
     add_deadline_flags(f);
     if (algo_ == GossipAlgo::kOsgp) return;
@@ -185,7 +185,7 @@ class GossipMode : public Mode {
   }
 
   void add_exchange_flags(ModeFlags& f) {
-    daemon::add_compress_flags(f, flags_.compress, "gossip segments");
+    daemon::add_compress_flags(f, flags_.compress, "gossip: its segments");
     f.option("--local-steps", flags_.local_steps,
              "Exchange every H-th step, the others local steps (local SGD): H times fewer bytes")
         ->capture_default_str();

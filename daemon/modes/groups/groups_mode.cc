@@ -54,10 +54,9 @@ class GroupsMode : public Mode {
            "values it has (one more step of staleness); the run's last step waits for its own");
     add_compress_flags(
         f, flags_.compress,
-        "compute groups' rings (gradient and fresh values) and their shard pushes and answers");
-    add_robust_flags(
-        f, flags_.robust,
-        "gradients (groups: its pushes of its slice of its group's gradient to the shards' owners)");
+        "groups: the compute groups' rings (gradient and fresh values) and their shard pushes and answers");
+    add_robust_flags(f, flags_.robust,
+                     "groups: its pushes of its slice of its group's gradient to the shards' owners");
   }
   void check_flags(const RunOptions&) const override {
     checked_codec(flags_.compress);
