@@ -88,6 +88,12 @@ std::span<const float> ShardClip::centre(const std::string& from, size_t shard, 
   return applied;
 }
 
+void ShardClip::keep(const std::vector<size_t>& shards) {
+  std::erase_if(shards_, [&](const auto& kv) {
+    return std::find(shards.begin(), shards.end(), kv.first) == shards.end();
+  });
+}
+
 std::vector<std::string> ShardClip::end_round() {
   std::vector<std::string> named = clip_.end_round();
   std::erase(named, self_);

@@ -57,6 +57,9 @@ class ShardClip {
   bool named(const std::string& from) const { return from != self_ && clip_.named(from); }
   // A push of `from`'s refused as non-finite.
   void refused(const std::string& from) { clip_.refused(from); }
+  // The shards owned from now on: the latest pushes of the others are
+  // dropped (a shard that comes back starts with no pushers).
+  void keep(const std::vector<size_t>& shards);
   // Ends a round's tally: the pushers named by it.
   std::vector<std::string> end_round();
   // What this owner saw of each pusher, itself left out.

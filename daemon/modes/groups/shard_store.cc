@@ -35,6 +35,7 @@ void ShardStore::own(const std::vector<size_t>& shards) {
   for (size_t j : shards) {
     if (!shards_.contains(j)) shards_.emplace(j, make_shard(j));
   }
+  if (clip_) clip_->keep(shards);
 }
 
 bool ShardStore::owns(size_t shard) const {

@@ -65,7 +65,8 @@ class ShardStore {
   void set_momentum(float momentum);
   float momentum() const;
   // The shards owned from now on: kept ones keep their state, the others
-  // are dropped, new ones have no values until seeded.
+  // are dropped (with their pushers' latest pushes, --robust), new ones have
+  // no values until seeded.
   void own(const std::vector<size_t>& shards);
   bool owns(size_t shard) const;
   // Seeds an owned shard that has no values (the first seed wins; false

@@ -100,14 +100,19 @@ TEST(ShardClip, TheCoordinateMedianIsTheMiddleOfEachSortedColumn) {
   }
 }
 
-// Two pushers of a shard: no majority to take a median of, the norm is clipped.
-TEST(ShardClip, WithTwoPushersOfAShardTheNormIsClipped) {
-  ShardStore store(ShardLayout(4, {"o"}), plain_sgd());
+// τ fixed at 1 on owner "o" of shard 0, seeded with 0.5s.
+void defended_at_tau_one(ShardStore& store) {
   protocol::ClipSpec fixed;
   fixed.tau = 1.0;
   store.defend(fixed, "o");
   store.own({0});
   store.seed(0, std::vector<float>(4, 0.5f), 0);
+}
+
+// Two pushers of a shard: no majority to take a median of, the norm is clipped.
+TEST(ShardClip, WithTwoPushersOfAShardTheNormIsClipped) {
+  ShardStore store(ShardLayout(4, {"o"}), plain_sgd());
+  defended_at_tau_one(store);
   const std::vector<float> a{0.1f, -0.2f, 0.3f, 0.05f}, b = times(a, -1000.0f), zero(4, 0.0f);
   store.push(ShardPush{"cg0", 1, 0, 1.0f, 0, a, "a"});
   const std::vector<float> before = values_of(store, 4);
@@ -115,6 +120,24 @@ TEST(ShardClip, WithTwoPushersOfAShardTheNormIsClipped) {
   const Applied x = applied_from(before, values_of(store, 4), zero, b);
   EXPECT_NEAR(x.beyond, 1.0, 1e-5);
   EXPECT_NEAR(x.along, 1.0, 1e-5);
+}
+
+// A shard the view moves away takes its pushers' latest pushes with it:
+// when it comes back, the reference starts again from no pushers (r = 0,
+// the norm clipped), not from the median of pushes it held before.
+TEST(ShardClip, AShardThatMovesAwayTakesItsPushersLatestPushesWithIt) {
+  ShardStore store(ShardLayout(4, {"o"}), plain_sgd());
+  defended_at_tau_one(store);
+  const std::vector<float> v{10.0f, 0.0f, 0.0f, 0.0f};  // norm 10: far from 0, near the others
+  for (uint64_t k = 0; k < 4; ++k)
+    ASSERT_EQ(store.push(ShardPush{"cg" + std::to_string(k), 1, k, 1.0f, 0, v, "p" + std::to_string(k)}),
+              PushOutcome::kApplied);
+  EXPECT_EQ(store.stats().clipped, 2u) << "the first two against r = 0; the third and fourth at the median";
+  store.own({});
+  store.own({0});
+  store.seed(0, std::vector<float>(4, 0.5f), 0);
+  ASSERT_EQ(store.push(ShardPush{"cg0", 2, 0, 1.0f, 0, v, "p0"}), PushOutcome::kApplied);
+  EXPECT_EQ(store.stats().clipped, 3u) << "one pusher again: r = 0";
 }
 
 // Four pushers a round on one shard: two honest members (their gradients
