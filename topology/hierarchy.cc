@@ -30,8 +30,10 @@ const std::string& Groups::segment_owner(size_t group, uint32_t segment, GroupSp
   switch (spread) {
     case GroupSpread::kRoot:
       return m.front();
-    case GroupSpread::kRotate:
-      return m[(segment + round) % m.size()];
+    case GroupSpread::kRotate: {  // each cycle of |m| rounds, a phase of its own per group
+      const uint64_t cycle = round / m.size();
+      return m[(segment + round + cycle * group) % m.size()];
+    }
     default:
       return m[segment % m.size()];
   }

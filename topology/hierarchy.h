@@ -14,7 +14,9 @@ namespace gossipd::topology {
 enum class GroupSpread {
   kSpread,  // member k of a group handles the segments s ≡ k (mod group size)
   kRoot,    // the group's first member handles every segment (the paper's scheme)
-  // member (s + round) mod group size handles segment s in round `round`:
+  // member (s + round + c·g) mod group size handles segment s in round
+  // `round` of cycle c = round / group size, in group g: every member owns
+  // s once a cycle, and the groups' phases drift apart cycle by cycle, so
   // each owner hears a segment from every member of a partner group in
   // turn, not from one alone (--robust clip learns its radius from them).
   kRotate,

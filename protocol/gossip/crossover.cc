@@ -198,6 +198,7 @@ HierarchicalCrossover::HierarchicalCrossover(Node& node, SegmentTable segments, 
   if (options_.clip) {
     clip_ = std::make_unique<ClippedGossip>(*options_.clip);
     robust_ = std::make_unique<RobustGroupMean>(*options_.clip);
+    bound_ = std::make_unique<ShareBound>();
   }
 }
 
@@ -214,6 +215,17 @@ size_t HierarchicalCrossover::group_average(Group& group, uint64_t round, std::s
     return 0;
   }
   return averages_.average(group, params);
+}
+
+void HierarchicalCrossover::attack_owned(const std::vector<BlockRange>& owned,
+                                         const std::vector<uint32_t>& segments, uint64_t round,
+                                         std::span<float> params) {
+  if (!attack_) return;
+  for (size_t k = 0; k < owned.size(); ++k) {
+    auto x = params.subspan(owned[k].begin, owned[k].end - owned[k].begin);
+    const auto sent = attack_->apply(segments[k], round, x);
+    std::copy(sent.begin(), sent.end(), x.begin());
+  }
 }
 
 std::map<std::string, PeerClipping> HierarchicalCrossover::clipping_peers() const {
@@ -246,6 +258,7 @@ RoundStats HierarchicalCrossover::run_round(const topology::View& view,
   // bytes are theirs and the segments'.
   const uint64_t collective_bytes = node_.payload_bytes_sent();
   stats.values_refused += group_average(group, round, params);  // (1) the group's average
+  if (bound_) bound_->begin(group, segments_, params, *clip_);
 
   const auto start = Clock::now();
   const auto deadline = start + deadlines_.current();
@@ -262,9 +275,12 @@ RoundStats HierarchicalCrossover::run_round(const topology::View& view,
     stats.bytes_sent += bytes;
   }
   std::vector<BlockRange> owned;
+  std::vector<uint32_t> owned_segments;
+  std::vector<std::string> owners(segments_.size());
   for (uint32_t s = 0; s < segments_.size(); ++s) {
     const auto& seg = segments_[s];
-    if (groups.segment_owner(g, s, spread_, round) != node_.id()) continue;
+    owners[s] = groups.segment_owner(g, s, spread_, round);
+    if (owners[s] != node_.id()) continue;
     auto mine = params.subspan(seg.offset, seg.length);
     if (plan[s]) {
       auto msg = inbox.receive(plan[s]->receive_from, s, seg.length, deadline, options_.stop);
@@ -280,9 +296,13 @@ RoundStats HierarchicalCrossover::run_round(const topology::View& view,
       }
     }
     owned.push_back({seg.offset, seg.offset + seg.length});
+    owned_segments.push_back(s);
   }
+  attack_owned(owned, owned_segments, round, params);
   stats.values_refused +=
-      averages_.share(group, params, owned, round);  // (3) every segment as its owner left it
+      averages_.share(group, params, owned, round,  // (3) every segment as its owner left it
+                      bound_ ? bound_->slots() : std::span<float>{});
+  if (bound_) stats.segments_clipped += bound_->clip(group, segments_, owners, params, *clip_);
   stats.bytes_sent += node_.payload_bytes_sent() - collective_bytes;
   if (clip_) {
     stats.named = robust_->end_round();

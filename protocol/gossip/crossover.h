@@ -17,6 +17,7 @@
 #include "protocol/gossip/group_averages.h"
 #include "protocol/gossip/robust_group_mean.h"
 #include "protocol/gossip/segment_deadlines.h"
+#include "protocol/gossip/share_bound.h"
 #include "protocol/robust/attack.h"
 #include "protocol/robust/clipped_gossip.h"
 #include "protocol/wire/codec.h"
@@ -176,6 +177,9 @@ class HierarchicalCrossover {
   // attacker puts its attack into it instead of its replica. Returns the
   // elements refused as not finite (the robust mean refuses a copy instead).
   size_t group_average(Group& group, uint64_t round, std::span<float> params);
+  // Before (3): an attacker writes its attack into the segments it owns.
+  void attack_owned(const std::vector<BlockRange>& owned, const std::vector<uint32_t>& segments,
+                    uint64_t round, std::span<float> params);
 
   Node& node_;
   SegmentTable segments_;
@@ -187,6 +191,7 @@ class HierarchicalCrossover {
   std::optional<SegmentAttack> attack_;      // --inject-byzantine: (1) and (2)
   std::unique_ptr<RobustGroupMean> robust_;  // --robust clip: (1)
   std::unique_ptr<ClippedGossip> clip_;      // --robust clip: (2), at each segment's owner
+  std::unique_ptr<ShareBound> bound_;        // --robust clip: (3), each owner's change clipped
   std::vector<float> received_;              // (2): a segment's values, aligned
   // Kept across rounds: its collective sequence numbers must keep counting.
   std::unique_ptr<Group> group_;

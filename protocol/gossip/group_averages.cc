@@ -106,16 +106,21 @@ void GroupAverages::check_rounds_apart(Group& group, uint64_t round) {
 }
 
 size_t GroupAverages::share(Group& group, std::span<float> params, const std::vector<BlockRange>& owned,
-                            uint64_t round) {
+                            uint64_t round, std::span<float> carried) {
   buffer_.assign(params.size(), 0.0f);
   const bool lossy = !codec_.lossless();
+  if (lossy && !carried.empty())
+    throw ProtocolConfigError("group share: floats carried beside a codec's share");
   for (const BlockRange& r : owned) {
     for (size_t i = r.begin; i < r.end; ++i) buffer_[i] = lossy ? params[i] - base_[i] : params[i];
   }
   if (!lossy) {  // every element has one owner: the sum is the owner's value, exactly
+    buffer_.insert(buffer_.end(), carried.begin(), carried.end());
     carry_round(group, round);
     AllreduceRing(group, buffer_).run();
     check_rounds(group, round);
+    std::copy_n(buffer_.begin() + static_cast<std::ptrdiff_t>(params.size()), carried.size(),
+                carried.begin());
     buffer_.resize(params.size());
     return adopt_finite(params, buffer_);
   }

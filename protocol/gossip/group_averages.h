@@ -40,7 +40,11 @@ class GroupAverages {
   // params are left as they were and every member throws RoundsApart with
   // the furthest round (at most 64 past its own; a slot that holds no
   // round counts as apart); in a codec the group then starts afresh.
-  size_t share(Group& group, std::span<float> params, const std::vector<BlockRange>& owned, uint64_t round);
+  // `carried` (float32 only): more floats summed with the share, each
+  // member's own in its slots and zeros in the others' (ShareBound's radii);
+  // they hold the sum on return.
+  size_t share(Group& group, std::span<float> params, const std::vector<BlockRange>& owned, uint64_t round,
+               std::span<float> carried = {});
   // A new group, or a round that failed part way: the members' starts may
   // differ, and the residuals are owed against parameters no longer held.
   void reset();

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
+#include <string>
 
 namespace gossipd::topology {
 namespace {
@@ -20,10 +22,37 @@ TEST(Groups, FormedByLabelInAFixedOrder) {
   EXPECT_FALSE(g.group_of("nobody").has_value());
   EXPECT_EQ(g.segment_owner(2, 4, GroupSpread::kSpread), "w3");  // 4 mod 3 = 1
   EXPECT_EQ(g.segment_owner(2, 4, GroupSpread::kRoot), "w1");
-  // Rotating: member (4 + round) mod 3, round by round.
+  // Rotating: member (4 + round + (round / 3) * 2) mod 3, round by round.
   EXPECT_EQ(g.segment_owner(2, 4, GroupSpread::kRotate, 0), "w3");
   EXPECT_EQ(g.segment_owner(2, 4, GroupSpread::kRotate, 1), "w5");
   EXPECT_EQ(g.segment_owner(2, 4, GroupSpread::kRotate, 2), "w1");
+  EXPECT_EQ(g.segment_owner(2, 4, GroupSpread::kRotate, 3), "w1");  // the next cycle: its phase 2 on
+}
+
+// Rotating owners, two groups of 4: in each cycle of 4 rounds every member
+// owns a segment once, and over 4 cycles the owner of one group meets each
+// member of the other as the owner of that segment (with one phase for every
+// group, member k would meet member k alone, and a Byzantine one would set
+// its partner's radius).
+TEST(Groups, RotatingOwnersOwnEachSegmentOnceACycleAndMeetEveryMemberOfTheOtherGroup) {
+  View v(1, {"a0", "a1", "a2", "a3", "b0", "b1", "b2", "b3"});
+  std::map<std::string, std::string> labels;
+  for (const auto& id : v.members()) labels[id] = id.substr(0, 1);
+  Groups g(v, labels);
+  for (uint32_t seg = 0; seg < 5; ++seg) {
+    std::map<std::string, std::set<std::string>> met;
+    for (uint64_t cycle = 0; cycle < 4; ++cycle) {
+      std::map<std::string, int> owned;
+      for (uint64_t round = 4 * cycle; round < 4 * cycle + 4; ++round) {
+        const std::string& a = g.segment_owner(0, seg, GroupSpread::kRotate, round);
+        ++owned[a];
+        ++owned[g.segment_owner(1, seg, GroupSpread::kRotate, round)];
+        met[a].insert(g.segment_owner(1, seg, GroupSpread::kRotate, round));
+      }
+      EXPECT_EQ(owned.size(), 8u) << "segment " << seg << " cycle " << cycle;
+    }
+    for (const auto& [a, partners] : met) EXPECT_EQ(partners.size(), 4u) << a << " segment " << seg;
+  }
 }
 
 TEST(Groups, InterGroupExchangeIsABalancedMatchingOfOwners) {
