@@ -37,11 +37,11 @@ void ShareBound::begin(const Group& group, const SegmentTable& segments, std::sp
 }
 
 void ShareBound::bound_each(size_t members, size_t n) {
-  radii_.resize(n);
+  bounds_.resize(n);
   std::vector<double> theirs(members);
   for (size_t s = 0; s < n; ++s) {
     for (size_t j = 0; j < members; ++j) theirs[j] = slots_[j * n + s];
-    radii_[s] = kHonestMix * lower_median(theirs);
+    bounds_[s] = kHonestMix * lower_median(theirs);
   }
 }
 
@@ -54,11 +54,11 @@ size_t ShareBound::clip(const Group& group, const SegmentTable& segments, std::s
     const auto x = params.subspan(segments[s].offset, segments[s].length);
     const auto from = std::span<const float>(base_).subspan(segments[s].offset, segments[s].length);
     const double d = ClippedGossip::distance(from, 1.0, x, 1.0);
-    const double t = radii_[s];
+    const double t = bounds_[s];
     // Counted in the owner's record, not judged: an honest owner's change
     // follows the radius its partners taught it, which may differ from its
     // group's (the owner is judged in the group's mean instead).
-    if (!owners[s].empty() && owners[s] != self) judge.count(owners[s], d, t, false);
+    if (owners[s] != self) judge.count(owners[s], d, t, false);
     if (!(d > t)) continue;  // within the radius (or NaN, which adopt_finite kept out)
     const float scale = static_cast<float>(t / d);
     for (size_t i = 0; i < x.size(); ++i) x[i] = from[i] + scale * (x[i] - from[i]);

@@ -42,15 +42,15 @@ class ShareBound {
   size_t clip(const Group& group, const SegmentTable& segments, std::span<const std::string> owners,
               std::span<float> params, ClippedGossip& judge);
   // The bound of each segment this round (clip's).
-  const std::vector<double>& bounds() const { return radii_; }
+  const std::vector<double>& bounds() const { return bounds_; }
 
  private:
-  // radii_ from the summed slots.
+  // bounds_ from the summed slots.
   void bound_each(size_t members, size_t segments);
 
-  std::vector<float> base_;    // the group's robust mean, from begin
-  std::vector<float> slots_;   // every member's radius per segment
-  std::vector<double> radii_;  // per segment: half the lower median of the members' radii
+  std::vector<float> base_;     // the group's robust mean, from begin
+  std::vector<float> slots_;    // every member's radius per segment
+  std::vector<double> bounds_;  // per segment: half the lower median of the members' radii
 };
 
 }  // namespace gossipd::protocol

@@ -44,11 +44,6 @@ bool ClippedGossip::cold(uint32_t segment) const {
   return spec_.tau == 0 && (it == distances_.end() || it->second.size() < spec_.min_history);
 }
 
-bool ClippedGossip::judges(uint32_t segment) const {
-  const auto it = distances_.find(segment);
-  return (it == distances_.end() ? 0 : it->second.size()) >= spec_.name_history;
-}
-
 ClippedGossip::ClippedGossip(ClipSpec spec) : spec_(spec) {
   if (!(spec_.tau >= 0) || !(spec_.kappa > 0) || !(spec_.quantile >= 0 && spec_.quantile <= 1) ||
       spec_.window == 0 || spec_.min_history == 0 || !(spec_.cold > 0) || !(spec_.far >= 1) ||
@@ -82,7 +77,7 @@ bool ClippedGossip::mix(const std::string& peer, uint32_t segment, std::span<flo
 ClippedGossip::Share ClippedGossip::share(const std::string& peer, uint32_t segment, double d,
                                           double own_norm, float weight) {
   const double t = tau(segment, own_norm);
-  const bool judged = judges(segment);
+  const bool judged = distances_[segment].size() >= spec_.name_history;
   remember(segment, t > 0 ? std::min(d, spec_.far * t) : d);
   const bool clipped = count(peer, d, t, judged);
   return {clipped ? static_cast<float>(weight * (t / d)) : weight, clipped};

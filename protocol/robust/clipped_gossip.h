@@ -79,8 +79,6 @@ class ClippedGossip {
   bool count(const std::string& peer, double distance, double t, bool judged);
   // Whether segment's radius still depends on the own values' norm.
   bool cold(uint32_t segment) const;
-  // Whether receptions of segment are judged yet (name_history distances).
-  bool judges(uint32_t segment) const;
 
   // ‖b·y − a·x‖ and ‖x‖, in double, vectorized.
   static double distance(std::span<const float> x, double a, std::span<const float> y, double b);
