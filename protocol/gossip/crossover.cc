@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <numeric>
 #include <set>
 
 #include "protocol/collectives/collective_channel.h"
@@ -204,11 +205,9 @@ HierarchicalCrossover::HierarchicalCrossover(Node& node, SegmentTable segments, 
 
 size_t HierarchicalCrossover::group_average(Group& group, uint64_t round, std::span<float> params) {
   if (attack_) {  // what this member puts into its group: its attack on its replica
-    for (uint32_t s = 0; s < segments_.size(); ++s) {
-      auto x = params.subspan(segments_[s].offset, segments_[s].length);
-      const auto sent = attack_->apply(s, round, x);
-      std::copy(sent.begin(), sent.end(), x.begin());
-    }
+    std::vector<uint32_t> all(segments_.size());
+    std::iota(all.begin(), all.end(), 0u);
+    attack(all, round, params);
   }
   if (robust_) {
     robust_->run(group, params, params);
@@ -217,13 +216,12 @@ size_t HierarchicalCrossover::group_average(Group& group, uint64_t round, std::s
   return averages_.average(group, params);
 }
 
-void HierarchicalCrossover::attack_owned(const std::vector<BlockRange>& owned,
-                                         const std::vector<uint32_t>& segments, uint64_t round,
-                                         std::span<float> params) {
+void HierarchicalCrossover::attack(std::span<const uint32_t> segments, uint64_t round,
+                                   std::span<float> params) {
   if (!attack_) return;
-  for (size_t k = 0; k < owned.size(); ++k) {
-    auto x = params.subspan(owned[k].begin, owned[k].end - owned[k].begin);
-    const auto sent = attack_->apply(segments[k], round, x);
+  for (const uint32_t s : segments) {
+    auto x = params.subspan(segments_[s].offset, segments_[s].length);
+    const auto sent = attack_->apply(s, round, x);
     std::copy(sent.begin(), sent.end(), x.begin());
   }
 }
@@ -298,7 +296,7 @@ RoundStats HierarchicalCrossover::run_round(const topology::View& view,
     owned.push_back({seg.offset, seg.offset + seg.length});
     owned_segments.push_back(s);
   }
-  attack_owned(owned, owned_segments, round, params);
+  attack(owned_segments, round, params);
   stats.values_refused +=
       averages_.share(group, params, owned, round,  // (3) every segment as its owner left it
                       bound_ ? bound_->slots() : std::span<float>{});

@@ -177,9 +177,9 @@ class HierarchicalCrossover {
   // attacker puts its attack into it instead of its replica. Returns the
   // elements refused as not finite (the robust mean refuses a copy instead).
   size_t group_average(Group& group, uint64_t round, std::span<float> params);
-  // Before (3): an attacker writes its attack into the segments it owns.
-  void attack_owned(const std::vector<BlockRange>& owned, const std::vector<uint32_t>& segments,
-                    uint64_t round, std::span<float> params);
+  // An attacker writes its attack into `segments` of its replica: all of
+  // them before (1), those it owns before (3).
+  void attack(std::span<const uint32_t> segments, uint64_t round, std::span<float> params);
 
   Node& node_;
   SegmentTable segments_;
