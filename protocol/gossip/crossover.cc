@@ -256,7 +256,11 @@ RoundStats HierarchicalCrossover::run_round(const topology::View& view,
   // bytes are theirs and the segments'.
   const uint64_t collective_bytes = node_.payload_bytes_sent();
   stats.values_refused += group_average(group, round, params);  // (1) the group's average
-  if (bound_) bound_->begin(group, segments_, params, *clip_);
+  std::vector<std::string> owners(segments_.size());
+  for (uint32_t s = 0; s < segments_.size(); ++s) owners[s] = groups.segment_owner(g, s, spread_, round);
+  if (bound_)
+    bound_->begin(group, segments_, params, *clip_, owners,
+                  [this](const std::string& member) { return robust_->judge().named(member); });
 
   const auto start = Clock::now();
   const auto deadline = start + deadlines_.current();
@@ -274,10 +278,8 @@ RoundStats HierarchicalCrossover::run_round(const topology::View& view,
   }
   std::vector<BlockRange> owned;
   std::vector<uint32_t> owned_segments;
-  std::vector<std::string> owners(segments_.size());
   for (uint32_t s = 0; s < segments_.size(); ++s) {
     const auto& seg = segments_[s];
-    owners[s] = groups.segment_owner(g, s, spread_, round);
     if (owners[s] != node_.id()) continue;
     auto mine = params.subspan(seg.offset, seg.length);
     if (plan[s]) {
