@@ -262,43 +262,11 @@ RoundStats HierarchicalCrossover::run_round(const topology::View& view,
     bound_->begin(group, segments_, params, *clip_, owners,
                   [this](const std::string& member) { return robust_->judge().named(member); });
 
-  const auto start = Clock::now();
-  const auto deadline = start + deadlines_.current();
-  SegmentInbox inbox(node_, kTag, round, true, options_.codec);
-  std::vector<std::optional<topology::GroupExchange>> plan(segments_.size());
-  for (uint32_t s = 0; s < segments_.size(); ++s) {  // (2) crossover between groups
-    plan[s] = topology::inter_group_exchange(groups, view.id(), node_.id(), options_.seed, round, s, spread_);
-    if (!plan[s]) continue;
-    const auto& seg = segments_[s];
-    const size_t bytes = send_segment(inbox, feedback_, plan[s]->send_to, s, seg.offset,
-                                      params.subspan(seg.offset, seg.length), options_.segment_deadline,
-                                      attack_ ? &*attack_ : nullptr);
-    stats.segments_sent += bytes > 0;
-    stats.bytes_sent += bytes;
-  }
-  std::vector<BlockRange> owned;
-  std::vector<uint32_t> owned_segments;
-  for (uint32_t s = 0; s < segments_.size(); ++s) {
-    const auto& seg = segments_[s];
-    if (owners[s] != node_.id()) continue;
-    auto mine = params.subspan(seg.offset, seg.length);
-    if (plan[s]) {
-      auto msg = inbox.receive(plan[s]->receive_from, s, seg.length, deadline, options_.stop);
-      const std::string& from = plan[s]->receive_from;
-      if (msg) {
-        deadlines_.arrived(from, msg->arrived - start);
-        mix_segment(clip_.get(), attack_ ? &*attack_ : nullptr, received_, from, s, mine, *msg, stats);
-      } else {
-        if (options_.stop.stop_requested()) throw Aborted(node_.id(), "hierarchical crossover round");
-        if (clip_ && inbox.refused_non_finite(from, s)) clip_->refused(from);
-        if (!inbox.refused_non_finite(from, s)) deadlines_.missed(from);
-        ++stats.segments_skipped;
-      }
-    }
-    owned.push_back({seg.offset, seg.offset + seg.length});
-    owned_segments.push_back(s);
-  }
+  const std::vector<uint32_t> owned_segments = exchange(groups, view.id(), round, owners, params, stats);
   attack(owned_segments, round, params);
+  std::vector<BlockRange> owned;
+  for (const uint32_t s : owned_segments)
+    owned.push_back({segments_[s].offset, segments_[s].offset + segments_[s].length});
   stats.values_refused +=
       averages_.share(group, params, owned, round,  // (3) every segment as its owner left it
                       bound_ ? bound_->slots() : std::span<float>{});
@@ -310,6 +278,49 @@ RoundStats HierarchicalCrossover::run_round(const topology::View& view,
       if (std::find(stats.named.begin(), stats.named.end(), n) == stats.named.end()) stats.named.push_back(n);
   }
   return stats;
+}
+
+std::vector<uint32_t> HierarchicalCrossover::exchange(const topology::Groups& groups, uint32_t view_id,
+                                                      uint64_t round, std::span<const std::string> owners,
+                                                      std::span<float> params, RoundStats& stats) {
+  const auto start = Clock::now();
+  const auto deadline = start + deadlines_.current();
+  SegmentInbox inbox(node_, kTag, round, true, options_.codec);
+  std::vector<std::optional<topology::GroupExchange>> plan(segments_.size());
+  for (uint32_t s = 0; s < segments_.size(); ++s) {
+    plan[s] = topology::inter_group_exchange(groups, view_id, node_.id(), options_.seed, round, s, spread_);
+    if (!plan[s]) continue;
+    const auto& seg = segments_[s];
+    const size_t bytes = send_segment(inbox, feedback_, plan[s]->send_to, s, seg.offset,
+                                      params.subspan(seg.offset, seg.length), options_.segment_deadline,
+                                      attack_ ? &*attack_ : nullptr);
+    stats.segments_sent += bytes > 0;
+    stats.bytes_sent += bytes;
+  }
+  std::vector<uint32_t> owned;
+  for (uint32_t s = 0; s < segments_.size(); ++s) {
+    if (owners[s] != node_.id()) continue;
+    if (plan[s]) receive_owned(inbox, plan[s]->receive_from, s, start, deadline, params, stats);
+    owned.push_back(s);
+  }
+  return owned;
+}
+
+void HierarchicalCrossover::receive_owned(SegmentInbox& inbox, const std::string& from, uint32_t s,
+                                          Clock::time_point start, Clock::time_point deadline,
+                                          std::span<float> params, RoundStats& stats) {
+  const auto& seg = segments_[s];
+  auto msg = inbox.receive(from, s, seg.length, deadline, options_.stop);
+  if (msg) {
+    deadlines_.arrived(from, msg->arrived - start);
+    mix_segment(clip_.get(), attack_ ? &*attack_ : nullptr, received_, from, s,
+                params.subspan(seg.offset, seg.length), *msg, stats);
+    return;
+  }
+  if (options_.stop.stop_requested()) throw Aborted(node_.id(), "hierarchical crossover round");
+  if (clip_ && inbox.refused_non_finite(from, s)) clip_->refused(from);
+  if (!inbox.refused_non_finite(from, s)) deadlines_.missed(from);
+  ++stats.segments_skipped;
 }
 
 Group& HierarchicalCrossover::group_for(const topology::Groups& groups, size_t g, uint32_t view_id) {

@@ -177,6 +177,16 @@ class HierarchicalCrossover {
   // attacker puts its attack into it instead of its replica. Returns the
   // elements refused as not finite (the robust mean refuses a copy instead).
   size_t group_average(Group& group, uint64_t round, std::span<float> params);
+  // (2): sends each segment the plan gives this member to its partner in
+  // another group, and mixes into each segment it owns this round what its
+  // partner sent; returns the segments it owns.
+  std::vector<uint32_t> exchange(const topology::Groups& groups, uint32_t view_id, uint64_t round,
+                                 std::span<const std::string> owners, std::span<float> params,
+                                 RoundStats& stats);
+  void receive_owned(SegmentInbox& inbox, const std::string& from, uint32_t s,
+                     std::chrono::steady_clock::time_point start,
+                     std::chrono::steady_clock::time_point deadline, std::span<float> params,
+                     RoundStats& stats);
   // An attacker writes its attack into `segments` of its replica: all of
   // them before (1), those it owns before (3).
   void attack(std::span<const uint32_t> segments, uint64_t round, std::span<float> params);
