@@ -16,7 +16,7 @@
 # takes seconds.
 # `byzantine.sh cost`: what --robust clip costs where no one attacks, with
 # gossipctl compare (4 gossipd processes on loopback, 2 epochs, COST_ALGO:
-# crossover, sgp or allreduce): REPS runs
+# crossover, sgp or allreduce; HIER_GROUPS: hierarchical in that many groups): REPS runs
 # with and without it, alternated (each pair's order too), and the median
 # and least ratio of their rounds per second.
 # `byzantine.sh clean`: no attacker, --robust clip, each protocol of ALGOS
@@ -41,7 +41,7 @@ if [ "$WHAT" = cost ]; then
     order="none clip"; [ $((r % 2)) = 0 ] && order="clip none"
     for d in $order; do
       ./build/bin/gossipctl compare --workers 4 --algos "${COST_ALGO:-crossover}" --epochs 2 --robust "$d" \
-        --out "$OUT/cost-$d-$r" > "$OUT/cost-$d-$r.log" 2>&1
+        ${HIER_GROUPS:+--groups "$HIER_GROUPS"} --out "$OUT/cost-$d-$r" > "$OUT/cost-$d-$r.log" 2>&1
     done
   done
   python3 - "$OUT" "${REPS:-5}" <<'PY'
