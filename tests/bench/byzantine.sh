@@ -63,7 +63,7 @@ if [ "$WHAT" = clean ]; then
     [ -e "$dir/summary.json" ] && continue
     runner=simulate; case "$algo" in groups:*) runner=compare ;; esac
     ./build/bin/gossipctl "$runner" --workers "$N" --algos "$algo" --epochs "${CLEAN_EPOCHS:-5}" --batch 64 \
-      --lr 0.05 --seed "$seed" --robust clip --out "$dir" > "$dir.log" 2>&1
+      --lr 0.05 --seed "$seed" --robust clip ${HIER_GROUPS:+--groups "$HIER_GROUPS"} --out "$dir" > "$dir.log" 2>&1
   done; done
   python3 - "$OUT" "$ALGOS" "${SEEDS:-1 2 3}" <<'PY'
 import json, os, re, sys
