@@ -99,7 +99,10 @@ std::vector<size_t> CenteredClip::accepted(std::span<const std::string> members,
   for (size_t i = 0; i < members.size(); ++i) {
     if (i != own && judge_.named(members[i])) continue;  // as if lost
     if (!all_finite(std::as_bytes(rows.subspan(i * width, width)))) {
-      if (i != own) judge_.refused(members[i]);
+      if (i != own) {
+        judge_.refused(members[i], false);
+        far_[i] = 1;
+      }
       continue;
     }
     take.push_back(i);
@@ -149,6 +152,7 @@ void CenteredClip::aggregate(std::span<const std::string> members, size_t own, s
   if (rows.size() != members.size() * width || own >= members.size())
     throw ProtocolConfigError("centered clip: " + std::to_string(rows.size()) + " floats for " +
                               std::to_string(members.size()) + " copies of " + std::to_string(width));
+  far_.assign(members.size(), 0);
   const std::vector<size_t> take = accepted(members, own, rows, width);
   if (take.empty()) {
     std::fill(out.begin(), out.end(), 0.0f);
@@ -156,8 +160,11 @@ void CenteredClip::aggregate(std::span<const std::string> members, size_t own, s
   }
   median(rows, take, out);
   tau_ = spec_.tau > 0 ? spec_.tau : spec_.kappa * quantile(distances_, spec_.quantile);
-  for (size_t j = 0; j < take.size(); ++j)
-    if (take[j] != own) judge_.count(members[take[j]], distances_[j], tau_, true);
+  for (size_t j = 0; j < take.size(); ++j) {
+    if (take[j] == own) continue;
+    judge_.count(members[take[j]], distances_[j], tau_, false);
+    far_[take[j]] = distances_[j] >= kFar * tau_ && distances_[j] > 0;
+  }
   if (tau_ <= 0) return;  // every copy the same: the median is the mean
   // From the median's distances. Where an iteration clips no copy, v is
   // their mean and another would change nothing.
@@ -166,6 +173,29 @@ void CenteredClip::aggregate(std::span<const std::string> members, size_t own, s
     const bool again = clips && it + 1 < iterations_;
     step(out, again);
     if (!again) return;
+  }
+}
+
+void CenteredClip::tally(std::span<const std::string> members, size_t own,
+                         std::span<const std::optional<std::vector<uint8_t>>> by_owner) {
+  if (by_owner.size() != members.size())
+    throw ProtocolConfigError("centered clip: verdicts of " + std::to_string(by_owner.size()) +
+                              " owners for " + std::to_string(members.size()) + " members");
+  for (size_t o = 0; o < members.size(); ++o) {
+    if (by_owner[o] && by_owner[o]->size() != members.size())
+      throw ProtocolConfigError("centered clip: owner " + std::to_string(o) +
+                                "'s verdicts are not one per member");
+    if (o != own && !by_owner[o]) judge_.refused(members[o]);
+  }
+  for (size_t j = 0; j < members.size(); ++j) {
+    if (j == own) continue;
+    uint32_t heard = 0, far = 0;
+    for (size_t o = 0; o < members.size(); ++o) {
+      if (o == j || !by_owner[o]) continue;
+      ++heard;
+      far += (*by_owner[o])[j] != 0;
+    }
+    if (heard > 0) judge_.tally(members[j], heard, far);
   }
 }
 

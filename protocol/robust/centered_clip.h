@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -23,13 +24,20 @@ namespace gossipd::protocol {
 // the radius needs no history, and it holds while more than a quarter of
 // the copies are honest. Where no copy is beyond τ the first iteration is
 // the plain mean (to float rounding) and the next ones change nothing.
-// Naming is ClippedGossip's, one reception per member and step, with
-// thresholds of its own: a copy kFar × τ away or more, or not finite, is
-// far; a member far in kNameAfter steps in a row is named, and its copies
-// are left out from then on. Every member is judged every step on a radius
-// of this step's copies, so honest gradients of a few unusual batches in a
-// row were measured beyond 4 τ in 3 steps (gossip's thresholds named one),
-// and a stale replay stays at 2.5-3.5 τ, clipped and never named at 4 τ.
+// Naming is ClippedGossip's bookkeeping with thresholds of its own: the
+// owner passes a verdict on each member's copy, far where it is kFar × τ
+// away or more, or not finite (verdicts()); every member tallies every
+// owner's verdicts (carried in the allgather, protocol/robust/verdicts.h)
+// and names a member far at most of the owners that judged it in
+// kNameAfter steps in a row (tally(), end_round()). So every honest member
+// names the same members at the same step, an attacker is judged on all
+// its blocks, and an honest member whose data sets one block of its
+// momentum apart (far at that block's owner alone, step after step: seen
+// at 256 members) is not named; a Byzantine owner's verdicts are one vote
+// of the m − 1 on each member. The thresholds: every member is judged every
+// step on a radius of this step's copies, so honest gradients of a few
+// unusual batches in a row were measured beyond 4 τ in 3 steps (gossip's
+// thresholds named one), and a stale replay stays at 2.5-3.5 τ.
 class CenteredClip {
  public:
   static constexpr double kFar = 2.5;
@@ -43,6 +51,14 @@ class CenteredClip {
   // copy is left, out is zero (the block does not move this step).
   void aggregate(std::span<const std::string> members, size_t own, std::span<const float> rows,
                  std::span<float> out);
+  // This step's verdict on each member's copy (aggregate()'s members, in
+  // order): 1 far, 0 not (or not judged: its own, a named member's).
+  std::span<const uint8_t> verdicts() const { return far_; }
+  // This step's tally from every owner's verdicts on `members` (by_owner[o]:
+  // owner members[o]'s; nullopt where it sent none that could be read,
+  // which is counted against it as a refused copy). No member judges itself.
+  void tally(std::span<const std::string> members, size_t own,
+             std::span<const std::optional<std::vector<uint8_t>>> by_owner);
   // Ends a step's tally; the members named by it.
   std::vector<std::string> end_round() { return judge_.end_round(); }
   const ClippedGossip& judge() const { return judge_; }
@@ -70,7 +86,8 @@ class CenteredClip {
   std::vector<const float*> copies_;           // the copies taken this step
   std::vector<float> sorted_, delta_, scale_;  // one chunk of them, of v; their scales
   std::vector<double> distances_;
-  std::vector<Sum8> sums_;  // a pass's squared distances, per copy
+  std::vector<uint8_t> far_;  // this step's verdicts, per member
+  std::vector<Sum8> sums_;    // a pass's squared distances, per copy
 };
 
 }  // namespace gossipd::protocol

@@ -97,12 +97,16 @@ bool ClippedGossip::count(const std::string& peer, double d, double t, bool judg
   return clipped;
 }
 
-void ClippedGossip::refused(const std::string& peer) {
-  Tally& tally = round_[peer];
-  ++tally.heard;
-  ++tally.far;
+void ClippedGossip::refused(const std::string& peer, bool judged) {
+  if (judged) tally(peer, 1, 1);
   std::lock_guard lock(mu_);
   ++peers_[peer].refused;
+}
+
+void ClippedGossip::tally(const std::string& peer, uint32_t heard, uint32_t far) {
+  Tally& t = round_[peer];
+  t.heard += heard;
+  t.far += far;
 }
 
 std::vector<std::string> ClippedGossip::end_round() {

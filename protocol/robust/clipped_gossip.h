@@ -83,8 +83,12 @@ class ClippedGossip {
   // ‖b·y − a·x‖ and ‖x‖, in double, vectorized.
   static double distance(std::span<const float> x, double a, std::span<const float> y, double b);
   static double norm(std::span<const float> x);
-  // A segment of `peer`'s refused this round as non-finite.
-  void refused(const std::string& peer);
+  // A segment of `peer`'s refused this round as non-finite: counted in
+  // peers(), and in this round's tally (as far) where `judged`.
+  void refused(const std::string& peer, bool judged = true);
+  // Verdicts passed elsewhere on `peer` this round (CenteredClip's owners):
+  // `heard` of its receptions judged, `far` of them far.
+  void tally(const std::string& peer, uint32_t heard, uint32_t far);
   // Whether `peer` was named (its segments are no longer mixed).
   bool named(const std::string& peer) const;
   // Ends a round's tally; returns the peers named by it.

@@ -1,7 +1,8 @@
-// AllReduce-SGD's defence (BTARD's aggregation): BlockGather, the
-// all-to-all that hands each block's owner every member's copy of it, and
-// CenteredClip at the owner, alone and composed with the allgather over the
-// real ZeroMQ loopback transport, ranks as threads.
+// AllReduce-SGD's and the hierarchy's defence (BTARD's aggregation):
+// BlockGather, the all-to-all that hands each block's owner every member's
+// copy of it, CenteredClip at the owner and the verdicts it passes, alone
+// and composed with the allgather (RobustGroupMean) over the real ZeroMQ
+// loopback transport, ranks as threads.
 #include "protocol/robust/centered_clip.h"
 
 #include <gtest/gtest.h>
@@ -9,11 +10,14 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <random>
 
 #include "protocol/collectives/block_gather.h"
 #include "protocol/collectives/collectives.h"
+#include "protocol/gossip/robust_group_mean.h"
 #include "protocol/robust/sum8.h"
+#include "protocol/robust/verdicts.h"
 #include "tests/protocol/collective_inputs.h"
 #include "tests/protocol/test_cluster.h"
 
@@ -46,6 +50,14 @@ double distance(std::span<const float> a, std::span<const float> b) {
   return std::sqrt(s);
 }
 
+// A step's tally where the caller (members[own]) is the only owner whose
+// verdicts are heard.
+void tally_alone(CenteredClip& clip, std::span<const std::string> members, size_t own) {
+  std::vector<std::optional<std::vector<uint8_t>>> by_owner(members.size());
+  by_owner[own] = std::vector<uint8_t>(clip.verdicts().begin(), clip.verdicts().end());
+  clip.tally(members, own, by_owner);
+}
+
 TEST(CenteredClip, HonestCopiesWithinTheRadiusGiveTheirMeanAndNoOneIsJudgedFar) {
   constexpr size_t kWidth = 4000;
   std::vector<float> mean;
@@ -54,6 +66,8 @@ TEST(CenteredClip, HonestCopiesWithinTheRadiusGiveTheirMeanAndNoOneIsJudgedFar) 
   std::vector<float> out(kWidth);
   clip.aggregate(kCopiesOf, 0, rows, out);
   EXPECT_LT(distance(out, mean), 1e-3 * std::sqrt(double(kWidth)));
+  EXPECT_EQ(std::count(clip.verdicts().begin(), clip.verdicts().end(), 1), 0);
+  tally_alone(clip, kCopiesOf, 0);
   EXPECT_TRUE(clip.end_round().empty());
   for (const auto& [peer, seen] : clip.judge().peers()) {
     EXPECT_EQ(seen.clipped, 0u) << peer;
@@ -88,6 +102,8 @@ TEST(CenteredClip, AScaledCopyMovesTheBlockByAtMostItsShareOfTauAndIsNamedThenLe
     } else {
       EXPECT_LT(distance(out, honest), 1e-3 * std::sqrt(double(kWidth))) << "a named member is left out";
     }
+    EXPECT_EQ(clip.verdicts()[3], named.empty() ? 1 : 0) << "step " << step;
+    tally_alone(clip, kCopiesOf, 0);
     for (const auto& n : clip.end_round()) named.push_back(n);
     EXPECT_EQ(named.empty(), step < kAfter) << "step " << step;
   }
@@ -107,6 +123,8 @@ TEST(CenteredClip, ANonFiniteCopyIsRefusedAndCountedAgainstItsSenderButTheOwnOne
   for (float v : out) ASSERT_TRUE(std::isfinite(v));
   EXPECT_EQ(clip.judge().peers().at("w5").refused, 1u);
   EXPECT_EQ(clip.judge().peers().at("w5").received, 0u);
+  EXPECT_EQ(clip.verdicts()[5], 1) << "a copy refused is far";
+  EXPECT_EQ(clip.verdicts()[0], 0) << "the own copy is never judged";
   EXPECT_EQ(clip.judge().peers().count("w0"), 0u);
   // Every copy refused: the block does not move.
   std::vector<float> bad(2 * kWidth, std::numeric_limits<float>::quiet_NaN());
@@ -219,17 +237,26 @@ INSTANTIATE_TEST_SUITE_P(Sizes, BlockGatherTest,
                                            std::make_tuple(size_t{3}, size_t{100001}),
                                            std::make_tuple(size_t{4}, size_t{3})));
 
-// BlockGather, CenteredClip at each owner and the allgather (RobustAverage's
-// composition), 8 ranks, w3 sending its gradients ×1000: every rank ends
-// with the same vector, near the honest ranks' mean.
-TEST(RobustAllreduce, EveryRankEndsWithTheSameAggregateNearTheHonestMean) {
+// RobustGroupMean (BlockGather, CenteredClip at each owner and the
+// allgather with the owners' verdicts; RobustAverage's and the hierarchy's
+// step (1)), 8 ranks, w3 sending its vector ×1000 and w5 one far from the
+// others in the block w6 owns alone: every rank ends each step with the
+// same vector, near the honest ranks' mean, and every rank names w3, and
+// only w3, at the same step.
+TEST(RobustGroupMean, EveryRankEndsWithTheSameAggregateAndNamesTheSameMembersAtTheSameStep) {
   constexpr size_t n = 8, count = 20000;
+  constexpr uint32_t kSteps = CenteredClip::kNameAfter + 2;
   TestCluster cluster(n);
   std::vector<std::vector<float>> out(n);
+  std::vector<std::vector<std::vector<std::string>>> named(n, std::vector<std::vector<std::string>>(kSteps));
   std::vector<float> honest(count, 0.0f);
+  std::vector<uint32_t> far_at(n, 0);  // steps in which each owner found w3 far
+  uint32_t five_at_six = 0;            // steps in which w6 found w5 far
   const auto input = [&](size_t r) {
     auto v = testing::rank_input(r, count);
     for (size_t k = 0; k < count; ++k) v[k] = 0.001f * v[k] + 1.0f;
+    if (r == 5)  // an honest member whose data sets one block apart
+      for (size_t k = block_range(count, n, 6).begin; k < block_range(count, n, 6).end; ++k) v[k] += 0.5f;
     return v;
   };
   for (size_t r = 0; r < n; ++r) {
@@ -239,18 +266,82 @@ TEST(RobustAllreduce, EveryRankEndsWithTheSameAggregateNearTheHonestMean) {
   }
   testing::expect_no_errors(cluster.run([&](size_t r) {
     Group g(cluster.node(r), 11, cluster.ids(), testing::small_pieces());
-    out[r] = input(r);
-    if (r == 3)
-      for (float& v : out[r]) v *= 1000.0f;
-    const BlockRange b = block_range(count, n, r);
-    std::vector<float> rows(n * b.size());
-    BlockGather(g, out[r]).run(rows);
-    CenteredClip clip(ClipSpec{});
-    clip.aggregate(g.members(), r, rows, std::span<float>(out[r]).subspan(b.begin, b.size()));
-    Allgather(g, out[r]).run();
+    RobustGroupMean mean(ClipSpec{});
+    for (uint32_t step = 0; step < kSteps; ++step) {
+      auto sent = input(r);
+      if (r == 3)
+        for (float& v : sent) v *= 1000.0f;
+      out[r].assign(count, 0.0f);
+      mean.run(g, sent, out[r]);
+      if (r != 3) far_at[r] += mean.clip().verdicts()[3];
+      if (r == 6) five_at_six += mean.clip().verdicts()[5];
+      named[r][step] = mean.end_round();
+    }
   }));
   for (size_t r = 1; r < n; ++r) ASSERT_EQ(out[r], out[0]) << "rank " << r;
+  const BlockRange six = block_range(count, n, 6);  // where w5's copy is clipped too
+  std::fill(out[0].begin() + six.begin, out[0].begin() + six.end, 0.0f);
+  std::fill(honest.begin() + six.begin, honest.begin() + six.end, 0.0f);
   EXPECT_LT(distance(out[0], honest), 0.01 * std::sqrt(double(count)));
+  EXPECT_EQ(five_at_six, kSteps) << "w6 finds w5's copy of its block far every step";
+  for (size_t r = 0; r < n; ++r) {
+    if (r != 3) {
+      EXPECT_EQ(far_at[r], CenteredClip::kNameAfter) << "w3 far at w" << r << " until named";
+    }
+    if (r == 3) continue;
+    for (uint32_t step = 0; step < kSteps; ++step) {
+      const auto expected = step + 1 == CenteredClip::kNameAfter ? std::vector<std::string>{cluster.ids()[3]}
+                                                                 : std::vector<std::string>{};
+      EXPECT_EQ(named[r][step], expected) << "rank " << r << ", step " << step;
+    }
+  }
+}
+
+// Every owner's verdicts, tallied: a member far at one owner of seven in
+// every step is never named, one far at four of seven is named after
+// kNameAfter steps, and an owner whose verdicts cannot be read has them
+// counted against it as one refused copy (one far reception beside the
+// others' verdicts on its copies).
+TEST(CenteredClip, AMemberIsNamedByMostOfTheOwnersThatJudgedItNotByOne) {
+  CenteredClip clip(ClipSpec{});
+  std::vector<std::string> named;
+  for (uint32_t step = 0; step < 3 * CenteredClip::kNameAfter; ++step) {
+    std::vector<std::optional<std::vector<uint8_t>>> by_owner(kCopiesOf.size(),
+                                                              std::vector<uint8_t>(kCopiesOf.size(), 0));
+    (*by_owner[6])[5] = 1;                                // w5 far at w6 alone
+    for (size_t o : {0, 1, 2, 4}) (*by_owner[o])[3] = 1;  // w3 far at four of seven
+    by_owner[7] = std::nullopt;                           // w7's verdicts unreadable
+    clip.tally(kCopiesOf, 0, by_owner);
+    for (const auto& m : clip.end_round()) named.push_back(m + "@" + std::to_string(step));
+  }
+  const std::string at = std::to_string(CenteredClip::kNameAfter - 1);
+  EXPECT_EQ(named, std::vector<std::string>{"w3@" + at});
+  EXPECT_EQ(clip.judge().peers().at("w7").refused, 3 * CenteredClip::kNameAfter);
+  std::vector<std::optional<std::vector<uint8_t>>> wrong(kCopiesOf.size(), std::vector<uint8_t>(3, 0));
+  EXPECT_THROW(clip.tally(kCopiesOf, 0, wrong), ProtocolConfigError);
+}
+
+// The verdicts on the wire: 16 to a float, as the integer they make; a
+// float that is no such integer, or a bit set past the last member, is
+// refused as a whole.
+TEST(Verdicts, EncodeAndDecodeRoundTripAndMalformedWordsAreRefused) {
+  for (size_t members : {1, 8, 16, 17, 256}) {
+    std::vector<uint8_t> far(members);
+    for (size_t j = 0; j < members; ++j) far[j] = (j * 7 + members) % 3 == 0;
+    std::vector<float> words(Verdicts::words(members));
+    ASSERT_EQ(words.size(), (members + 15) / 16);
+    Verdicts::encode(far, words);
+    EXPECT_EQ(Verdicts::decode(words, members), far) << members << " members";
+  }
+  std::vector<float> two(2, 0.0f);  // 17..32 members
+  EXPECT_TRUE(Verdicts::decode(two, 20).has_value());
+  for (const float bad :
+       {-1.0f, 0.5f, 65536.0f, std::numeric_limits<float>::quiet_NaN(),
+        std::numeric_limits<float>::infinity(), 16.0f /* bit 4 of the 2nd word: member 20 */}) {
+    two[1] = bad;
+    EXPECT_FALSE(Verdicts::decode(two, 20).has_value()) << bad;
+  }
+  EXPECT_FALSE(Verdicts::decode(two, 40).has_value()) << "the wrong number of words";
 }
 
 }  // namespace

@@ -3,9 +3,6 @@
 #include <algorithm>
 #include <utility>
 
-#include "protocol/collectives/block_gather.h"
-#include "protocol/collectives/collectives.h"
-
 namespace gossipd::daemon {
 
 std::span<const float> RobustAverage::outgoing(std::span<const float> grads, protocol::SegmentAttack* attack,
@@ -22,20 +19,17 @@ std::span<const float> RobustAverage::outgoing(std::span<const float> grads, pro
 void RobustAverage::run(protocol::Group& group, std::span<float> grads, protocol::SegmentAttack* attack,
                         TrainingLoop& loop, uint64_t round) {
   const std::span<const float> sent = outgoing(grads, attack, round);
-  const protocol::BlockRange own = protocol::block_range(grads.size(), group.size(), group.rank());
-  rows_.resize(group.size() * own.size());
   average_.resize(grads.size());
   {
     TrainingLoop::CommTimer comm(loop);
-    protocol::BlockGather(group, sent).run(rows_);
+    mean_.gather(group, sent);
   }
-  clip_.aggregate(group.members(), group.rank(), rows_,
-                  std::span<float>(average_).subspan(own.begin, own.size()));
+  mean_.aggregate(group);
   {
     TrainingLoop::CommTimer comm(loop);
-    protocol::Allgather(group, average_).run();
+    mean_.share(group, average_);
   }
-  report_.publish(clip_.judge(), clip_.end_round(), round);
+  report_.publish(mean_.judge(), mean_.end_round(), round);
   if (momentum_ == 0) {
     std::copy(average_.begin(), average_.end(), grads.begin());
     return;

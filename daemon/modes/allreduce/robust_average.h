@@ -7,18 +7,19 @@
 #include "daemon/worker/robust_report.h"
 #include "daemon/worker/training_loop.h"
 #include "protocol/collectives/group.h"
+#include "protocol/gossip/robust_group_mean.h"
 #include "protocol/robust/attack.h"
-#include "protocol/robust/centered_clip.h"
 
 namespace gossipd::daemon {
 
 // AllReduce-SGD's --robust clip: BTARD's aggregation (Gorbunov et al., ICML
-// 2022) in place of the sum. Each member gathers every member's copy of its
-// block (protocol::BlockGather, an all-to-all), aggregates the copies with
-// CenteredClip (protocol/robust/centered_clip.h), and an allgather hands
-// every member every block. Each block is aggregated once, by its owner, so
-// the replicas stay bit-identical; every member owns a block and sees every
-// member's copy of it, so every honest member judges every other one.
+// 2022) in place of the sum (protocol::RobustGroupMean): each member
+// gathers every member's copy of its block, aggregates the copies with
+// CenteredClip, and an allgather hands every member every block with its
+// owner's verdicts on the copies. Each block is aggregated once, by its
+// owner, so the replicas stay bit-identical; every member owns a block and
+// sees every member's copy of it, and every member tallies every owner's
+// verdicts, so every honest member judges every other one on all its blocks.
 //
 // What the members send is their own momentum, m_i ← μ·m_i + g_i with the
 // optimizer's μ (Karimireddy, He and Jaggi, ICML 2021: "learning from
@@ -40,7 +41,7 @@ class RobustAverage {
  public:
   // `momentum`: the optimizer's μ (0: send the gradients).
   RobustAverage(protocol::ClipSpec spec, RobustReport report, float momentum)
-      : clip_(spec), report_(std::move(report)), momentum_(momentum) {}
+      : mean_(spec), report_(std::move(report)), momentum_(momentum) {}
 
   // grads ← what the optimizer applies for step `round`: the robust
   // average over `group` (above). `attack` (--inject-byzantine) changes
@@ -51,20 +52,17 @@ class RobustAverage {
   // After the replicas re-synchronised: the momenta start again from zero.
   void restart();
 
-  const protocol::CenteredClip& clip() const { return clip_; }
-
  private:
   // What this member sends: its momentum (or gradients), attacked or not.
   std::span<const float> outgoing(std::span<const float> grads, protocol::SegmentAttack* attack,
                                   uint64_t round);
 
-  protocol::CenteredClip clip_;
+  protocol::RobustGroupMean mean_;
   RobustReport report_;
   float momentum_;
   std::vector<float> own_;       // m_i
   std::vector<float> previous_;  // M_{t-1}, the same on every replica
   std::vector<float> average_;   // M_t
-  std::vector<float> rows_;      // every member's copy of this member's block
 };
 
 }  // namespace gossipd::daemon
